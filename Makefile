@@ -1,0 +1,61 @@
+# Airlock build, test, demo and benchmarks.
+#
+# One target dir and one build profile (release) for everything, so a clean
+# `make test` compiles wasmtime once. Guests are built once per run into
+# $(GUEST_OUT) (bundled tools) and $(TEST_GUEST_OUT) (test fixtures).
+
+SHELL := bash
+CARGO ?= cargo
+CARGO_TARGET_DIR ?= $(CURDIR)/target
+export CARGO_TARGET_DIR
+GUEST_OUT ?= $(CARGO_TARGET_DIR)/guests
+TEST_GUEST_OUT ?= $(CARGO_TARGET_DIR)/test-guests
+WASM_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/release
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+
+# Bundled tools (loaded by default) and hostile/test fixtures (tests only).
+TOOLS := echo read_file list_dir write_file search_files json_query
+TEST_GUESTS := hostile liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer
+
+.PHONY: all build guests setup test test-rust test-python lint bench demo doc clean
+
+all: build
+
+setup:
+	@rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+guests: setup
+	$(CARGO) build --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS))
+	@mkdir -p $(GUEST_OUT) $(TEST_GUEST_OUT)
+	@for t in $(TOOLS); do cp -u $(WASM_DIR)/$$t.wasm $(GUEST_OUT)/; done
+	@for t in $(TEST_GUESTS); do cp -u $(WASM_DIR)/$$t.wasm $(TEST_GUEST_OUT)/; done
+
+build: guests
+	$(CARGO) build --release -p airlock
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
+
+test: build $(PY)
+	$(CARGO) test --release --workspace --exclude airlock -q
+	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock
+	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
+
+lint: setup
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -- -D warnings
+	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -- -D warnings
+
+bench: build
+	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) bench -p airlock --bench pipeline -- --write
+
+demo: build
+	@AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock GUESTS=$(GUEST_OUT) TEST_GUESTS=$(TEST_GUEST_OUT) bash demo/demo.sh
+
+doc:
+	$(CARGO) doc --release --no-deps -p airlock -p airlock-guest
+
+clean:
+	$(CARGO) clean

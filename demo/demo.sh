@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `make demo`: the whole story on the bundled tools, as a terminal transcript.
+# Expects AIRLOCK (the binary), GUESTS (bundled tool components).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
+GUESTS=${GUESTS:?set GUESTS to the bundled tools directory}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/workspace/private"
+printf '# Project notes\n\n- ship the sandbox\n- write the audit verifier\n' > "$work/workspace/notes.md"
+printf 'salary: 1,000,000\n' > "$work/workspace/private/hr.txt"
+
+loop_tool=run_js
+[ -f "$GUESTS/run_js.wasm" ] || loop_tool=""
+
+cat > "$work/airlock.toml" <<TOML
+tool_dirs = ["$GUESTS"]
+
+[engine]
+cache_dir = "$work/cache"
+
+[tools.read_file]
+side_effect = false
+concurrency_safe = true
+dirs = [{ host = "workspace", guest = "/workspace" }]
+
+[tools.list_dir]
+side_effect = false
+dirs = [{ host = "workspace", guest = "/workspace" }]
+
+[tools.search_files]
+side_effect = false
+dirs = [{ host = "workspace", guest = "/workspace" }]
+
+[tools.write_file]
+side_effect = true
+dirs = [{ host = "workspace", guest = "/workspace", access = "rw" }]
+
+[tools.run_js]
+side_effect = false
+timeout_ms = 1000
+
+[tools.run_python]
+side_effect = false
+timeout_ms = 1000
+memory_mib = 512
+
+[policy]
+policies = "$here/policy.cedar"
+
+[audit]
+file = "audit.jsonl"
+TOML
+
+bold=$'\e[1m'; dim=$'\e[2m'; cyan=$'\e[36m'; reset=$'\e[0m'
+[ -t 1 ] || { bold=; dim=; cyan=; reset=; }
+step() { printf '\n%s━━ %s%s\n' "$bold" "$1" "$reset"; }
+say() { printf '%s%s%s\n' "$dim" "$1" "$reset"; }
+run() {
+  printf '%s$ airlock %s%s\n' "$cyan" "$*" "$reset"
+  (cd "$work" && "$AIRLOCK" "$@")
+  printf '%s(exit %s)%s\n' "$dim" "$?" "$reset"
+}
+
+step "1. The model-facing schema (Anthropic format): name, description, parameters — nothing host-side"
+printf '%s$ airlock schema --format anthropic%s\n' "$cyan" "$reset"
+(cd "$work" && "$AIRLOCK" schema --format anthropic 2>/dev/null) | python3 -c '
+import json, sys
+for tool in json.load(sys.stdin):
+    props = ", ".join(tool["input_schema"].get("properties", {}))
+    print(f"  {tool[\"name\"]:<13} {tool[\"description\"][:70]}…\n  {\"\":<13} params: {props}")'
+
+step "2. A good call"
+run call read_file '{"path":"/workspace/notes.md"}'
+
+step "3. Bad arguments: the model reads what was wrong…"
+run call read_file '{"file":"notes.md"}'
+say "…and corrects itself on the next turn:"
+run call read_file '{"path":"/workspace/notes.md","start_line":3,"end_line":4}'
+
+step "4. Denied by the operator's policy (Cedar forbid with a reason)"
+run call read_file '{"path":"/workspace/private/hr.txt"}'
+
+step "5. A call that needs confirmation; the user declines, nothing runs"
+run call write_file '{"path":"/workspace/notes.md","content":"overwritten"}' --no
+say "notes.md is unchanged: $(head -1 "$work/workspace/notes.md")"
+
+step "6. A path escape attempt: .. cannot leave the granted directory"
+run call read_file '{"path":"/workspace/../../../etc/passwd"}'
+
+step "7. A runaway loop stopped at its 1000 ms deadline"
+if [ -n "$loop_tool" ]; then
+  run call run_js '{"code":"for (;;) {}"}'
+else
+  say "(run_js is not built; skipped)"
+fi
+
+step "8. The audit log: one hash-chained record per call, verified"
+run audit tail audit.jsonl -n 3
+run audit verify audit.jsonl

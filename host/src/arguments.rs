@@ -1,0 +1,167 @@
+//! Parse: the arguments of a proposed call, as a JSON object.
+//!
+//! Trusts nothing: arguments come from a model (through a client). They
+//! arrive as a JSON value or as JSON text (OpenAI sends a string); the size
+//! and nesting depth are capped before and while parsing, and anything but
+//! an object is refused with a message saying what is accepted.
+
+use crate::outcome::{ErrorKind, Failure};
+use serde_json::Value;
+
+/// Largest arguments accepted, in bytes of JSON text.
+pub const MAX_ARGUMENT_BYTES: usize = 1 << 20;
+/// Deepest nesting of arrays/objects accepted.
+pub const MAX_ARGUMENT_DEPTH: usize = 64;
+
+/// Arguments as proposed, before parsing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawArguments {
+    /// Already a JSON value (Anthropic `input`, MCP `arguments`).
+    Json(Value),
+    /// JSON text (OpenAI `arguments`).
+    Text(String),
+}
+
+impl RawArguments {
+    /// The arguments as a JSON value for the audit record: the value, or the
+    /// text itself when it is not valid JSON.
+    pub fn for_audit(&self) -> Value {
+        match self {
+            RawArguments::Json(v) => v.clone(),
+            RawArguments::Text(t) => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone())),
+        }
+    }
+}
+
+fn invalid(message: String) -> Failure {
+    Failure::new(ErrorKind::InvalidArguments, message)
+}
+
+/// Parse and shape-check the arguments.
+///
+/// # Errors
+///
+/// Too large, too deep, not JSON, or not an object.
+pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
+    let value = match raw {
+        RawArguments::Text(text) => {
+            if text.len() > MAX_ARGUMENT_BYTES {
+                return Err(invalid(format!("the arguments are {} bytes; at most {MAX_ARGUMENT_BYTES} are accepted", text.len())));
+            }
+            if text.trim().is_empty() {
+                return Ok(Value::Object(Default::default()));
+            }
+            let depth = text_depth(text);
+            if depth > MAX_ARGUMENT_DEPTH {
+                return Err(invalid(format!("the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted")));
+            }
+            serde_json::from_str(text).map_err(|err| invalid(format!("the arguments are not valid JSON ({err}); send a JSON object such as {{\"path\": \"notes.txt\"}}")))?
+        }
+        RawArguments::Json(value) => {
+            let depth = value_depth(value, 0);
+            if depth > MAX_ARGUMENT_DEPTH {
+                return Err(invalid(format!("the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted")));
+            }
+            let size = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX);
+            if size > MAX_ARGUMENT_BYTES {
+                return Err(invalid(format!("the arguments are {size} bytes; at most {MAX_ARGUMENT_BYTES} are accepted")));
+            }
+            value.clone()
+        }
+    };
+    match value {
+        Value::Object(_) => Ok(value),
+        // Some clients send `null` for a call without arguments.
+        Value::Null => Ok(Value::Object(Default::default())),
+        other => Err(invalid(format!("the arguments must be a JSON object, not {}; wrap them as {{\"name\": value}}", kind_of(&other)))),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Maximum nesting of `[`/`{` in JSON text, ignoring brackets in strings.
+/// Stops counting past the cap (the text is refused anyway).
+fn text_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+                if max > MAX_ARGUMENT_DEPTH {
+                    return max;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn value_depth(value: &Value, level: usize) -> usize {
+    if level > MAX_ARGUMENT_DEPTH {
+        return level;
+    }
+    match value {
+        Value::Array(items) => items.iter().map(|v| value_depth(v, level + 1)).max().unwrap_or(level + 1),
+        Value::Object(map) => map.values().map(|v| value_depth(v, level + 1)).max().unwrap_or(level + 1),
+        _ => level,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(raw: RawArguments, expect: Result<Value, &str>) {
+        match (parse(&raw), expect) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want),
+            (Err(got), Err(needle)) => {
+                assert_eq!(got.kind, ErrorKind::InvalidArguments);
+                assert!(got.message.contains(needle), "{:?} should contain {needle:?}", got.message);
+            }
+            (got, want) => panic!("{raw:?}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[test]
+    fn cases() {
+        use RawArguments::{Json, Text};
+        check(Text(r#"{"a":1}"#.into()), Ok(json!({"a":1})));
+        check(Text("".into()), Ok(json!({})));
+        check(Json(json!({"a":[1]})), Ok(json!({"a":[1]})));
+        check(Json(Value::Null), Ok(json!({})));
+        check(Text("{bad".into()), Err("not valid JSON"));
+        check(Text("[1,2]".into()), Err("must be a JSON object, not an array"));
+        check(Json(json!("x")), Err("not a string"));
+        check(Text("x".repeat(MAX_ARGUMENT_BYTES + 1)), Err("bytes; at most"));
+        check(Text("[".repeat(100_000)), Err("levels deep"));
+        check(Text(format!("{{\"a\":\"{}\"}}", "[".repeat(1000))), Ok(json!({"a": "[".repeat(1000)})));
+        let mut deep = json!(1);
+        for _ in 0..100 {
+            deep = json!([deep]);
+        }
+        check(Json(json!({ "a": deep })), Err("levels deep"));
+    }
+}

@@ -1,0 +1,1791 @@
+//! The audit stage: one append-only, hash-chained JSON line per call, and the
+//! verifier behind `airlock audit verify`.
+//!
+//! # Trust
+//!
+//! Almost everything in an [`AuditEntry`] comes from someone Airlock does not
+//! trust: call ids and principals from clients, tool names and arguments from
+//! the model, error messages from guests. Every string field is capped (256
+//! bytes, 1 KiB for `message`, 64 KiB of JSON for recorded arguments, each a
+//! named constant below) and written as a JSON string, which escapes line
+//! breaks: no input can split a record or smuggle in a second one. The files on
+//! disk are not trusted either: [`verify`], [`tail`] and [`AuditLog::open`] read
+//! lines of at most 1 MiB and report anything else as damage, never panic.
+//!
+//! # Format
+//!
+//! The log is a JSON-lines file (mode 0600 on unix when Airlock creates it).
+//! Each line is one object with these members, in this order:
+//!
+//! ```text
+//! seq time call_id principal tool component_digest argument_digest [arguments]
+//! decision policy outcome message duration_us fuel_used prev hash
+//! ```
+//!
+//! `seq` counts from 1; `time` is when the record was appended (RFC 3339, UTC,
+//! microseconds); `prev` is the `hash` of the record before (64 zeros for the
+//! first record); `hash` is the lowercase hex SHA-256 of the record's canonical
+//! JSON without the `hash` member. Canonical JSON here means: no whitespace,
+//! object members sorted by name (UTF-8 byte order) at every depth, strings
+//! escaped as in RFC 8785 (only `"`, `\` and control characters), numbers as
+//! `serde_json` writes them. Outside `arguments` a record holds only strings,
+//! `null` and integers, so an RFC 8785 implementation reproduces the hash of
+//! any record whose arguments hold no fractions and no integer beyond ±2^53
+//! (RFC 8785 prints every number as a double). Airlock writes every line
+//! exactly in this form (values canonical, members in the order above), and
+//! [`verify`] rejects a line that is not, so two JSON parsers can never
+//! disagree about what a record says (duplicate member names, for instance).
+//!
+//! `arguments` are the redacted arguments in canonical JSON. They are replaced
+//! by a string saying why when they are nested deeper than 64 levels, longer
+//! than 64 KiB, or hold a floating-point number that `serde_json` would not
+//! read back exactly (possible unless its `float_roundtrip` feature is on):
+//! recorded arguments are exact or absent, never approximately right.
+//! `argument_digest` covers the (redacted) arguments in every case.
+//!
+//! Beside the log, `<file>.head` holds `{"seq":N,"hash":"..."}` padded to a
+//! fixed width: the last record Airlock wrote. It is rewritten in place after
+//! every record, and the writer holds an exclusive lock on it for as long as
+//! the log is open, so a second Airlock process cannot fork the chain.
+//!
+//! # What the log guarantees
+//!
+//! - **One record per call, written before the call returns.** When
+//!   [`AuditLog::append`] returns `Ok`, the whole line has been handed to the
+//!   operating system in a single `write` on a file opened with `O_APPEND`
+//!   ([`Durability::Flush`]: it survives a crash of Airlock), or also
+//!   `fdatasync`'d ([`Durability::Fsync`]: it survives a power loss).
+//! - **Tampering shows.** [`verify`] reports, with the line number, a record
+//!   that was edited (hash mismatch), removed (a gap in `seq`, or a `prev` that
+//!   does not match), replaced by one from another log (`prev` mismatch),
+//!   reordered, a line that is not a record, a file cut short (a partial last
+//!   line, or fewer records than the head file names), and a log rewritten
+//!   from some record on (its hash differs from the head file's).
+//! - **No silent continuation of a damaged log.** [`AuditLog::open`] checks the
+//!   last record and the head file and refuses to append after damage.
+//!
+//! # What it does not guarantee
+//!
+//! - **It is tamper-evident against partial edits, not tamper-proof.** The
+//!   chain is plain SHA-256 with no secret: whoever can rewrite both the log
+//!   and its head file can forge, extend or shorten the history and recompute
+//!   every hash. `verify` prints
+//!   the hash of the last record; copy it somewhere the attacker cannot write
+//!   (a ticket, another machine, a notary) and a later `verify` that does not
+//!   pass through that hash proves the log was rewritten.
+//! - **No confidentiality.** The file is protected by its mode only. Arguments
+//!   are recorded only when the operator asks, minus the values of the
+//!   configured keys; `argument_digest` is an unkeyed hash, so arguments with
+//!   little entropy can be confirmed by guessing (which is why it is computed
+//!   after redaction).
+//! - **Flush mode does not survive the machine.** After a power loss the log
+//!   may end early or in a partial line, or disagree with its head file, and
+//!   `verify` reports that, which is what happened.
+//! - **The lock is advisory.** It stops a second Airlock writer, not other
+//!   programs. [`verify`] can run while Airlock writes; it then accepts
+//!   records written after it read the head file and ignores a final line
+//!   still being written.
+//! - `time` comes from the system clock and is not checked for order.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Cap of `call_id`, `principal`, `tool`, `component_digest`, `decision`,
+/// `policy` and `outcome`, in bytes of UTF-8.
+const MAX_FIELD_BYTES: usize = 256;
+/// Cap of `message`, in bytes of UTF-8.
+const MAX_MESSAGE_BYTES: usize = 1024;
+/// Recorded arguments whose canonical JSON is longer than this are replaced by
+/// a note; `argument_digest` still covers them.
+const MAX_RECORDED_ARGUMENTS_BYTES: usize = 64 * 1024;
+/// Recorded arguments nested deeper than this are replaced by a note, so that
+/// every record stays well within `serde_json`'s parsing depth of 128.
+const MAX_RECORDED_ARGUMENTS_DEPTH: usize = 64;
+/// The longest line the readers accept. Airlock's own lines stay far below:
+/// the caps above bound a record to roughly 80 KiB.
+const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// The head file is always written as exactly this many bytes.
+const HEAD_BYTES: usize = 128;
+/// A head file longer than this is damaged, not read.
+const MAX_HEAD_FILE_BYTES: u64 = 4096;
+/// `prev` of the first record, and the hash a head file names before any record.
+const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// What replaces a redacted value.
+const REDACTED: &str = "[redacted]";
+/// Appended to a string that was cut at its cap.
+const ELLIPSIS: &str = "…";
+/// Block size for reading a log from its end.
+const READ_CHUNK: u64 = 64 * 1024;
+
+/// The members of a record, in the order they are written.
+const FIELDS: [&str; 16] = [
+    "seq",
+    "time",
+    "call_id",
+    "principal",
+    "tool",
+    "component_digest",
+    "argument_digest",
+    "arguments",
+    "decision",
+    "policy",
+    "outcome",
+    "message",
+    "duration_us",
+    "fuel_used",
+    "prev",
+    "hash",
+];
+/// The only member a record may leave out.
+const OPTIONAL_FIELD: &str = "arguments";
+
+/// When a record counts as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// The record is handed to the operating system (one `write(2)`) before the
+    /// call's result is returned. It survives a crash of Airlock, not of the
+    /// machine. There is no user-space buffer to flush: the write is the flush.
+    #[default]
+    Flush,
+    /// As `Flush`, and the log and then the head file are `fdatasync`'d before
+    /// the call's result is returned: the record survives a power loss. Costs
+    /// two disk flushes per call.
+    Fsync,
+}
+
+/// Validated `[audit]` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// The log file; its head file is this path with `.head` appended.
+    pub file: PathBuf,
+    /// When a record counts as written.
+    pub durability: Durability,
+    /// Whether records carry the (redacted) arguments, not only their digest.
+    pub record_arguments: bool,
+    /// Object keys whose values are replaced by `"[redacted]"`, at any depth,
+    /// compared case-insensitively. Expected in lowercase.
+    pub redact_keys: Vec<String>,
+}
+
+/// What the pipeline reports about one call. The log adds `seq`, `time`,
+/// `argument_digest`, `prev` and `hash`, and caps every string.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditEntry {
+    /// The front end's id of the call (untrusted; capped at 256 bytes).
+    pub call_id: String,
+    /// Who asked for the call (untrusted; capped at 256 bytes).
+    pub principal: String,
+    /// The tool name as requested (untrusted; capped at 256 bytes).
+    pub tool: String,
+    /// Digest of the tool's component; `None` when the tool was unknown.
+    pub component_digest: Option<String>,
+    /// The raw arguments as received; `Value::String` if they were not JSON.
+    pub arguments: Value,
+    /// `"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"` or
+    /// `"not_reached"` (the call failed before authorization).
+    pub decision: String,
+    /// Id of the policy that determined the decision, if any.
+    pub policy: Option<String>,
+    /// `"ok"` or an error kind such as `"timeout"`.
+    pub outcome: String,
+    /// The error message, if any (untrusted; capped at 1 KiB).
+    pub message: Option<String>,
+    /// Wall-clock duration of the call, in microseconds.
+    pub duration_us: u64,
+    /// Fuel the guest consumed, when it ran.
+    pub fuel_used: Option<u64>,
+}
+
+/// An open audit log. Appends from any number of threads are serialized, so
+/// the chain has one order; the type is `Send + Sync`.
+pub struct AuditLog {
+    path: PathBuf,
+    head_path: PathBuf,
+    durability: Durability,
+    record_arguments: bool,
+    /// Lowercased once at open.
+    redact_keys: Vec<String>,
+    writer: Mutex<Writer>,
+}
+
+/// The state that changes with every record.
+struct Writer {
+    /// Opened with `O_APPEND`: every write lands at the end of the file.
+    log: File,
+    /// The head file, on which this writer holds an exclusive lock.
+    head: File,
+    /// Length of the log after the last complete record, to undo a partial write.
+    len: u64,
+    /// `seq` of the last record (0 before the first).
+    seq: u64,
+    /// `hash` of the last record ([`GENESIS`] before the first).
+    prev: String,
+    /// Set when the log can no longer be trusted to continue the chain.
+    stopped: Option<String>,
+}
+
+/// Why the log could not be opened, appended to or read.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file system refused an operation.
+    #[error("audit log {}: cannot {action}: {source}", path.display())]
+    Io {
+        /// The file concerned (the log or its head file).
+        path: PathBuf,
+        /// What was being done, e.g. `"append to"`.
+        action: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The log or its head file is damaged; Airlock will not continue it.
+    #[error("audit log {}: {reason}; run `airlock audit verify {}` to locate the damage", path.display(), path.display())]
+    Damaged {
+        /// The log file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another process holds the log's lock.
+    #[error(
+        "audit log {} is locked by another process (an `airlock` writing it, or `airlock audit verify` reading it); \
+         two writers would fork its hash chain",
+        path.display()
+    )]
+    Locked {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// An earlier failure left the log in a state the chain cannot continue from.
+    #[error(
+        "audit log {} stopped accepting records: {reason}; check it with `airlock audit verify` and restart Airlock",
+        path.display()
+    )]
+    Stopped {
+        /// The log file.
+        path: PathBuf,
+        /// The earlier failure.
+        reason: String,
+    },
+}
+
+/// The result of a successful [`verify`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// How many records the log holds.
+    pub records: u64,
+    /// The hash of the last record, `None` for an empty log. Record it outside
+    /// the machine: a later log that does not pass through it was rewritten.
+    pub last_hash: Option<String>,
+}
+
+/// The first problem [`verify`] found. Displays as `<file>:<line>: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {reason}", file.display())]
+pub struct VerifyError {
+    /// The file at fault: the log, or its head file.
+    pub file: PathBuf,
+    /// 1-based line number; 0 when the problem concerns the whole file.
+    pub line: u64,
+    /// What is wrong, and what it means.
+    pub reason: String,
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .field("durability", &self.durability)
+            .field("record_arguments", &self.record_arguments)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditLog {
+    /// Opens the log for appending: creates it and its head file (mode 0600 on
+    /// unix), or continues an existing chain from its last record.
+    ///
+    /// Only the last record is read, not the whole chain: continuing a log is
+    /// cheap however long it is. Run [`verify`] to check everything.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Io`] when a file cannot be created, read or locked;
+    /// [`AuditError::Locked`] when another process has the log open;
+    /// [`AuditError::Damaged`] when the last line is not an intact record, the
+    /// head file is missing or unreadable, or the two disagree (for example
+    /// because records were removed from the end).
+    pub fn open(settings: AuditSettings) -> Result<AuditLog, AuditError> {
+        let AuditSettings { file: path, durability, record_arguments, redact_keys } = settings;
+        let head_path = head_path(&path);
+        let io_error = |path: &Path, action: &'static str| {
+            let path = path.to_path_buf();
+            move |source| AuditError::Io { path, action, source }
+        };
+        let damaged = |reason: String| AuditError::Damaged { path: path.clone(), reason };
+
+        let log =
+            private_options().read(true).append(true).create(true).open(&path).map_err(io_error(&path, "open"))?;
+        let head = match private_options().read(true).write(true).open(&head_path) {
+            Ok(head) => head,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if log.metadata().map_err(io_error(&path, "read the size of"))?.len() > 0 {
+                    return Err(damaged(format!(
+                        "its head file {} is missing, so records removed from the end would go unnoticed; \
+                         start a new log file",
+                        head_path.display()
+                    )));
+                }
+                private_options()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&head_path)
+                    .map_err(io_error(&head_path, "create"))?
+            }
+            Err(e) => return Err(io_error(&head_path, "open")(e)),
+        };
+        match try_lock(&head, false).map_err(io_error(&head_path, "lock"))? {
+            Lock::Held => {}
+            Lock::Busy => return Err(AuditError::Locked { path }),
+        }
+
+        // Read the state only now that no other writer can change it.
+        let len = log.metadata().map_err(io_error(&path, "read the size of"))?.len();
+        let named = read_head(&head)
+            .map_err(io_error(&head_path, "read"))?
+            .map_err(|reason| damaged(format!("its head file {} is damaged: {reason}", head_path.display())))?;
+        let (seq, prev) = if len == 0 {
+            if named.seq != 0 {
+                return Err(damaged(format!(
+                    "the log is empty but its head file names record {}: records were removed",
+                    named.seq
+                )));
+            }
+            (0, GENESIS.to_owned())
+        } else {
+            let last = match read_last_lines(&log, len, 1, MAX_LINE_BYTES as u64 + 1)
+                .map_err(io_error(&path, "read the last line of"))?
+            {
+                Some(bytes) => check_last_line(&bytes).map_err(damaged)?,
+                None => return Err(damaged(format!("its last line is longer than {MAX_LINE_BYTES} bytes"))),
+            };
+            let matches_head = last.seq == named.seq && last.hash == named.hash;
+            // Airlock stopped between writing a record and rewriting the head.
+            let head_one_behind = last.seq == named.seq.saturating_add(1) && last.prev == named.hash;
+            if !matches_head && !head_one_behind {
+                return Err(damaged(format!(
+                    "the log ends with record {} (hash {}) but its head file names record {} (hash {})",
+                    last.seq,
+                    short(&last.hash),
+                    named.seq,
+                    short(&named.hash)
+                )));
+            }
+            (last.seq, last.hash)
+        };
+
+        write_head(&head, seq, &prev).map_err(io_error(&head_path, "write"))?;
+        if durability == Durability::Fsync {
+            head.sync_data().map_err(io_error(&head_path, "fsync"))?;
+            // A new file is durable only once its directory entry is.
+            sync_parent_dir(&path).map_err(io_error(&path, "fsync the directory of"))?;
+        }
+
+        Ok(AuditLog {
+            path,
+            head_path,
+            durability,
+            record_arguments,
+            redact_keys: redact_keys.iter().map(|k| k.to_lowercase()).collect(),
+            writer: Mutex::new(Writer { log, head, len, seq, prev, stopped: None }),
+        })
+    }
+
+    /// Appends one record for one call, durable as the settings say before
+    /// this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Io`] when the write, the fsync or the head update fails.
+    /// A failed write is undone (the file is cut back to its last complete
+    /// record); if even that fails, or an fsync fails (the kernel may have
+    /// dropped the data), the log stops: this and every later append return
+    /// [`AuditError::Stopped`], because the chain can no longer be continued
+    /// reliably. A failed head update leaves the record in the log; the next
+    /// append rewrites the head.
+    ///
+    /// # Security
+    ///
+    /// Every string is capped and arguments are redacted before anything is
+    /// written; see the module documentation.
+    pub fn append(&self, entry: &AuditEntry) -> Result<(), AuditError> {
+        // Everything that does not depend on the chain is prepared before
+        // taking the lock.
+        let body = self.record_body(entry);
+
+        // The writer's state is only changed after the operation it describes
+        // succeeded, so a panic elsewhere cannot leave it inconsistent.
+        let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let w = &mut *guard;
+        if let Some(reason) = &w.stopped {
+            return Err(AuditError::Stopped { path: self.path.clone(), reason: reason.clone() });
+        }
+        let io_error = |path: &Path, action: &'static str| {
+            let path = path.to_path_buf();
+            move |source| AuditError::Io { path, action, source }
+        };
+
+        let Some(seq) = w.seq.checked_add(1) else {
+            return Err(AuditError::Stopped { path: self.path.clone(), reason: "its seq numbers are used up".into() });
+        };
+        let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let mut fields = Vec::with_capacity(FIELDS.len());
+        fields.push(("seq", seq.to_string()));
+        fields.push(("time", json_string(&time)));
+        fields.extend(body);
+        fields.push(("prev", json_string(&w.prev)));
+        let hash = record_hash(&fields);
+        fields.push(("hash", json_string(&hash)));
+        let mut line = record_line(&fields);
+        line.push('\n');
+
+        // One write of the whole line: with O_APPEND it lands at the end in
+        // one piece, even if another program appends at the same time.
+        if let Err(e) = (&w.log).write_all(line.as_bytes()) {
+            if let Err(undo) = w.log.set_len(w.len) {
+                w.stopped = Some(format!("a failed write could not be undone ({undo})"));
+            }
+            return Err(io_error(&self.path, "append to")(e));
+        }
+        w.len += line.len() as u64;
+        w.seq = seq;
+        w.prev = hash;
+        if self.durability == Durability::Fsync
+            && let Err(e) = w.log.sync_data()
+        {
+            w.stopped = Some(format!("fsync failed ({e})"));
+            return Err(io_error(&self.path, "fsync")(e));
+        }
+
+        write_head(&w.head, w.seq, &w.prev).map_err(io_error(&self.head_path, "write"))?;
+        if self.durability == Durability::Fsync {
+            w.head.sync_data().map_err(io_error(&self.head_path, "fsync"))?;
+        }
+        Ok(())
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The members from `call_id` to `fuel_used`, encoded, in record order.
+    fn record_body(&self, entry: &AuditEntry) -> Vec<(&'static str, String)> {
+        let capped = |s: &str, max| json_string(&cap(s, max));
+        let optional = |s: &Option<String>, max| s.as_deref().map_or_else(|| "null".to_owned(), |s| capped(s, max));
+
+        let arguments = redact_for_record(&entry.arguments, &self.redact_keys);
+        let canonical_arguments = canonical(&arguments);
+        let mut body = Vec::with_capacity(12);
+        body.push(("call_id", capped(&entry.call_id, MAX_FIELD_BYTES)));
+        body.push(("principal", capped(&entry.principal, MAX_FIELD_BYTES)));
+        body.push(("tool", capped(&entry.tool, MAX_FIELD_BYTES)));
+        body.push(("component_digest", optional(&entry.component_digest, MAX_FIELD_BYTES)));
+        body.push(("argument_digest", json_string(&sha256_digest(&canonical_arguments))));
+        if self.record_arguments {
+            body.push(("arguments", recorded_arguments(&arguments, canonical_arguments)));
+        }
+        body.push(("decision", capped(&entry.decision, MAX_FIELD_BYTES)));
+        body.push(("policy", optional(&entry.policy, MAX_FIELD_BYTES)));
+        body.push(("outcome", capped(&entry.outcome, MAX_FIELD_BYTES)));
+        body.push(("message", optional(&entry.message, MAX_MESSAGE_BYTES)));
+        body.push(("duration_us", entry.duration_us.to_string()));
+        body.push(("fuel_used", entry.fuel_used.map_or_else(|| "null".to_owned(), |f| f.to_string())));
+        body
+    }
+}
+
+/// `"sha256:<hex>"` of the canonical JSON of `arguments`: no whitespace, object
+/// members sorted by name at every depth. Equal values give equal digests
+/// whatever their key order.
+///
+/// A record's `argument_digest` is this digest of the arguments *after*
+/// redaction, so that it cannot be used to confirm a guess at a redacted value.
+pub fn argument_digest(arguments: &Value) -> String {
+    sha256_digest(&canonical(arguments))
+}
+
+/// Returns `arguments` with the value of every object member whose name
+/// equals one of `keys` (case-insensitively, at any depth, inside arrays too)
+/// replaced by `"[redacted]"`.
+pub fn redact(arguments: &Value, keys: &[String]) -> Value {
+    let keys: Vec<String> = keys.iter().map(|k| k.to_lowercase()).collect();
+    redact_lowercase(arguments, &keys)
+}
+
+/// Checks the whole chain of the log at `path` against its head file.
+///
+/// Reads the head file first, then the log, one line at a time (at most 1 MiB
+/// each), so memory use does not grow with the log. If an Airlock process has
+/// the log open, records it appended after the head file was read are
+/// accepted and a final line it is still writing is ignored; otherwise the
+/// log must end at the record the head file names (or one record later, when
+/// Airlock stopped between writing a record and its head), and the log stays
+/// locked against writers while it is read.
+///
+/// # Errors
+///
+/// The first problem found, with its line number: a line that is not a JSON
+/// record in Airlock's form, a hash mismatch (edited record), a `seq` out of
+/// order (removed or reordered records), a `prev` that does not match
+/// (removed or replaced record), a partial last line, a disagreement with the
+/// head file, or a file that cannot be read.
+pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
+    let head_path = head_path(path);
+    let at_head = |line, reason| VerifyError { file: head_path.clone(), line, reason };
+    let at_log = |line, reason| VerifyError { file: path.to_path_buf(), line, reason };
+
+    let head_file = File::open(&head_path).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            at_head(0, "the head file is missing, so records removed from the end of the log cannot be detected".into())
+        } else {
+            at_head(0, format!("cannot open: {e}"))
+        }
+    })?;
+    // The writer holds an exclusive lock for as long as the log is open. The
+    // shared lock taken here, if any, is released when `head_file` drops.
+    let live = match try_lock(&head_file, true).map_err(|e| at_head(0, format!("cannot lock: {e}")))? {
+        Lock::Held => false,
+        Lock::Busy => true,
+    };
+    let head = read_head(&head_file)
+        .map_err(|e| at_head(0, format!("cannot read: {e}")))?
+        .map_err(|reason| at_head(1, reason))?;
+
+    let log = File::open(path).map_err(|e| at_log(0, format!("cannot open: {e}")))?;
+    let mut reader = BufReader::with_capacity(READ_CHUNK as usize, log);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    let mut expected = 1u64;
+    let mut prev = GENESIS.to_owned();
+    loop {
+        buf.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| at_log(line_no + 1, format!("cannot read: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        line_no += 1;
+        let Some(line) = buf.strip_suffix(b"\n") else {
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(at_log(line_no, format!("the line is longer than {MAX_LINE_BYTES} bytes")));
+            }
+            if live {
+                // The writer is in the middle of this line.
+                break;
+            }
+            return Err(at_log(
+                line_no,
+                format!(
+                    "the last line is incomplete ({} bytes without a line end): the file was cut short or a write \
+                     was interrupted",
+                    buf.len()
+                ),
+            ));
+        };
+        let record = check_line(line).map_err(|reason| at_log(line_no, reason))?;
+        if record.seq != expected {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "expected record {expected} but found record {}: records are missing or out of order",
+                    record.seq
+                ),
+            ));
+        }
+        if record.prev != prev {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "\"prev\" is not the hash of record {}: a record was removed, replaced or reordered",
+                    expected - 1
+                ),
+            ));
+        }
+        if record.seq == head.seq && record.hash != head.hash {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "record {} has hash {} but the head file names hash {}: the log was rewritten from here on, or \
+                     the head file was replaced",
+                    record.seq,
+                    short(&record.hash),
+                    short(&head.hash)
+                ),
+            ));
+        }
+        if !live && record.seq > head.seq.saturating_add(1) {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "record {} comes after the last record the head file names ({}): the head file is stale or was \
+                     replaced",
+                    record.seq, head.seq
+                ),
+            ));
+        }
+        prev = record.hash;
+        expected += 1;
+    }
+
+    let records = expected - 1;
+    if records < head.seq {
+        return Err(at_log(
+            line_no + 1,
+            format!(
+                "the log ends after record {records} but its head file names record {}: records were removed from \
+                 the end",
+                head.seq
+            ),
+        ));
+    }
+    Ok(VerifyReport { records, last_hash: (records > 0).then_some(prev) })
+}
+
+/// The last `n` records of the log at `path`, oldest first, as JSON. A final
+/// line without a line end (a record being written) is left out. Records are
+/// parsed, not verified.
+///
+/// # Errors
+///
+/// [`AuditError::Io`] when the file cannot be read; [`AuditError::Damaged`]
+/// when one of those lines is not JSON or is longer than any record.
+pub fn tail(path: &Path, n: usize) -> Result<Vec<Value>, AuditError> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let io_error = |action| move |source| AuditError::Io { path: path.to_path_buf(), action, source };
+    let damaged = |reason| AuditError::Damaged { path: path.to_path_buf(), reason };
+    let file = File::open(path).map_err(io_error("open"))?;
+    let len = file.metadata().map_err(io_error("read the size of"))?.len();
+    // One line more than asked: the last one may be incomplete.
+    let wanted = n.saturating_add(1);
+    let max_bytes = (wanted as u64).saturating_mul(MAX_LINE_BYTES as u64 + 1);
+    let bytes = read_last_lines(&file, len, wanted, max_bytes)
+        .map_err(io_error("read"))?
+        .ok_or_else(|| damaged(format!("a line near its end is longer than {MAX_LINE_BYTES} bytes")))?;
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    // What follows the last line end: nothing, or a record still being written.
+    lines.pop();
+    let skip = lines.len().saturating_sub(n);
+    lines[skip..]
+        .iter()
+        .map(|line| {
+            if line.len() > MAX_LINE_BYTES {
+                return Err(damaged(format!("a line near its end is longer than {MAX_LINE_BYTES} bytes")));
+            }
+            serde_json::from_slice(line).map_err(|e| damaged(format!("a line near its end is not JSON ({e})")))
+        })
+        .collect()
+}
+
+/// What the chain needs from a checked record.
+struct Checked {
+    seq: u64,
+    prev: String,
+    hash: String,
+}
+
+/// Checks one line (without its line end) on its own: a JSON object with
+/// exactly the record's members, an intact hash, and written in the exact form
+/// Airlock writes.
+fn check_line(line: &[u8]) -> Result<Checked, String> {
+    let value: Value = serde_json::from_slice(line).map_err(|e| format!("not a JSON record ({e})"))?;
+    let Value::Object(map) = value else {
+        return Err("not a JSON object".to_owned());
+    };
+    if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(format!("unknown member {:?}", cap(unknown, 64)));
+    }
+    if let Some(missing) = FIELDS.iter().find(|&&f| f != OPTIONAL_FIELD && !map.contains_key(f)) {
+        return Err(format!("missing member \"{missing}\""));
+    }
+    let seq =
+        map.get("seq").and_then(Value::as_u64).filter(|&seq| seq > 0).ok_or("\"seq\" is not a positive integer")?;
+    let digest = |name| {
+        map.get(name)
+            .and_then(Value::as_str)
+            .filter(|s| is_sha256_hex(s))
+            .ok_or_else(|| format!("\"{name}\" is not a lowercase hex SHA-256 digest"))
+    };
+    let prev = digest("prev")?;
+    let hash = digest("hash")?;
+
+    let fields: Vec<(&str, String)> =
+        FIELDS.iter().filter_map(|&name| map.get(name).map(|value| (name, canonical(value)))).collect();
+    let computed = record_hash(&fields);
+    if computed != hash {
+        return Err(format!(
+            "hash mismatch: the record was changed after it was written (stored {}, computed {})",
+            short(hash),
+            short(&computed)
+        ));
+    }
+    if record_line(&fields).as_bytes() != line {
+        return Err("the record's hash is intact but the line is not in the form Airlock writes (spacing, member \
+                    order, escapes or duplicate members were changed)"
+            .to_owned());
+    }
+    Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned() })
+}
+
+/// Checks the last line of a log, as returned by [`read_last_lines`].
+fn check_last_line(bytes: &[u8]) -> Result<Checked, String> {
+    let Some(line) = bytes.strip_suffix(b"\n") else {
+        return Err(format!("its last line is incomplete ({} bytes without a line end)", bytes.len()));
+    };
+    if line.len() > MAX_LINE_BYTES {
+        return Err(format!("its last line is longer than {MAX_LINE_BYTES} bytes"));
+    }
+    check_line(line).map_err(|reason| format!("its last line is damaged: {reason}"))
+}
+
+/// The line of a record: `fields` (name, canonical value) in the given order.
+fn record_line<'a>(fields: impl IntoIterator<Item = &'a (&'a str, String)>) -> String {
+    let mut line = String::with_capacity(512);
+    line.push('{');
+    for (i, (name, value)) in fields.into_iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        push_json_string(&mut line, name);
+        line.push(':');
+        line.push_str(value);
+    }
+    line.push('}');
+    line
+}
+
+/// The hash of a record: SHA-256 of its canonical JSON without `hash`.
+fn record_hash(fields: &[(&str, String)]) -> String {
+    let mut sorted: Vec<&(&str, String)> = fields.iter().filter(|(name, _)| *name != "hash").collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    hex::encode(Sha256::digest(record_line(sorted).as_bytes()))
+}
+
+/// The `arguments` member: the canonical JSON of the redacted arguments, or a
+/// note saying why they were left out.
+fn recorded_arguments(arguments: &Value, text: String) -> String {
+    if nested_deeper_than(arguments, MAX_RECORDED_ARGUMENTS_DEPTH) {
+        return json_string(&format!(
+            "[omitted: nested deeper than {MAX_RECORDED_ARGUMENTS_DEPTH} levels; see argument_digest]"
+        ));
+    }
+    if text.len() > MAX_RECORDED_ARGUMENTS_BYTES {
+        return json_string(&format!(
+            "[omitted: {} bytes of JSON, over the {MAX_RECORDED_ARGUMENTS_BYTES}-byte cap; see argument_digest]",
+            text.len()
+        ));
+    }
+    if !rereads_the_same(arguments, &text) {
+        return json_string("[omitted: some numbers would not read back exactly; see argument_digest]");
+    }
+    text
+}
+
+/// Whether [`verify`], which re-reads records with `serde_json`, will encode
+/// these arguments to exactly `text` again.
+///
+/// Integers and strings always read back as themselves. Floating-point numbers
+/// do only if `serde_json`'s `float_roundtrip` feature is on somewhere in the
+/// build: its default parser can be one unit in the last place off (for about
+/// a third of all bit patterns, rarely for the short decimals models write).
+/// Such arguments are left out rather than recorded with altered numbers.
+fn rereads_the_same(arguments: &Value, text: &str) -> bool {
+    !contains_float(arguments) || serde_json::from_str::<Value>(text).is_ok_and(|reread| canonical(&reread) == text)
+}
+
+/// The arguments as they are recorded and digested: redacted, and a non-JSON
+/// string hidden entirely when it mentions a redacted key, since there is no
+/// structure in it to redact.
+fn redact_for_record<'a>(arguments: &'a Value, keys: &[String]) -> Cow<'a, Value> {
+    if keys.is_empty() {
+        return Cow::Borrowed(arguments);
+    }
+    match arguments {
+        Value::String(raw) => {
+            let lower = raw.to_lowercase();
+            if keys.iter().any(|k| !k.is_empty() && lower.contains(k.as_str())) {
+                Cow::Owned(Value::String(REDACTED.to_owned()))
+            } else {
+                Cow::Borrowed(arguments)
+            }
+        }
+        _ => Cow::Owned(redact_lowercase(arguments, keys)),
+    }
+}
+
+/// [`redact`] with `keys` already lowercased.
+fn redact_lowercase(value: &Value, keys: &[String]) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(name, value)| {
+                    let lower = name.to_lowercase();
+                    if keys.contains(&lower) {
+                        (name.clone(), Value::String(REDACTED.to_owned()))
+                    } else {
+                        (name.clone(), redact_lowercase(value, keys))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|item| redact_lowercase(item, keys)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Canonical JSON of `value`; see the module documentation.
+///
+/// Recursion is bounded by the nesting of `value`; values parsed by
+/// `serde_json` are at most 128 levels deep.
+fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => push_json_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // Sorted here, whatever order the map keeps (serde_json's
+            // `preserve_order` feature may be on in the dependency tree).
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (name, value)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_json_string(out, name);
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Appends `s` as a JSON string, escaped as RFC 8785 (and `serde_json`) do:
+/// `"` and `\`, the short escapes for `\b \f \n \r \t`, `\u00xx` for other
+/// control characters, everything else as is.
+fn push_json_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    // Every byte that needs escaping is ASCII, hence a character boundary:
+    // the text between two of them is copied as one slice.
+    let mut start = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if short.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(short);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_json_string(&mut out, s);
+    out
+}
+
+fn sha256_digest(text: &str) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())))
+}
+
+/// `s` cut to at most `max` bytes at a character boundary, ending in `…` when cut.
+fn cap(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max.saturating_sub(ELLIPSIS.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}{ELLIPSIS}", &s[..end]))
+}
+
+fn contains_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(contains_float),
+        Value::Object(map) => map.values().any(contains_float),
+        _ => false,
+    }
+}
+
+/// Whether arrays and objects nest more than `limit` levels; stops looking
+/// below the limit.
+fn nested_deeper_than(value: &Value, limit: usize) -> bool {
+    let children: Box<dyn Iterator<Item = &Value>> = match value {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Object(map) => Box::new(map.values()),
+        _ => return false,
+    };
+    if limit == 0 {
+        return true;
+    }
+    children.into_iter().any(|child| nested_deeper_than(child, limit - 1))
+}
+
+fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The start of a hash, enough to tell two apart in a message.
+fn short(hash: &str) -> String {
+    format!("{}…", cap(hash, 12).trim_end_matches(ELLIPSIS))
+}
+
+fn head_path(log: &Path) -> PathBuf {
+    let mut name = log.as_os_str().to_owned();
+    name.push(".head");
+    PathBuf::from(name)
+}
+
+/// What the head file says: the last record written.
+struct Head {
+    seq: u64,
+    hash: String,
+}
+
+/// Reads the head file. The outer error is I/O, the inner one a damaged file.
+/// An empty file (Airlock stopped right after creating it) names no record.
+fn read_head(mut file: &File) -> io::Result<Result<Head, String>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawHead {
+        seq: u64,
+        hash: String,
+    }
+
+    file.seek(SeekFrom::Start(0))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_HEAD_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_HEAD_FILE_BYTES {
+        return Ok(Err(format!("longer than {MAX_HEAD_FILE_BYTES} bytes")));
+    }
+    let text = bytes.trim_ascii_end();
+    if text.is_empty() {
+        return Ok(Ok(Head { seq: 0, hash: GENESIS.to_owned() }));
+    }
+    let raw: RawHead = match serde_json::from_slice(text) {
+        Ok(raw) => raw,
+        Err(e) => return Ok(Err(format!("not a head record ({e})"))),
+    };
+    if !is_sha256_hex(&raw.hash) || (raw.seq == 0 && raw.hash != GENESIS) {
+        return Ok(Err(format!("\"hash\" {:?} is not a valid hash for record {}", cap(&raw.hash, 80), raw.seq)));
+    }
+    Ok(Ok(Head { seq: raw.seq, hash: raw.hash }))
+}
+
+/// The head file's content: a fixed width, so that rewriting it in place never
+/// leaves the end of a longer previous version behind.
+fn head_bytes(seq: u64, hash: &str) -> Vec<u8> {
+    let mut text = format!("{{\"seq\":{seq},\"hash\":\"{hash}\"}}");
+    // At most 102 bytes: a 20-digit seq and a 64-digit hash.
+    let width = HEAD_BYTES - 1;
+    if text.len() < width {
+        text.push_str(&" ".repeat(width - text.len()));
+    }
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Rewrites the head file in place: one positioned write, no rename.
+fn write_head(file: &File, seq: u64, hash: &str) -> io::Result<()> {
+    let bytes = head_bytes(seq, hash);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(&bytes, 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut file = file;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&bytes)
+    }
+}
+
+/// The bytes of the last `lines` lines of `file` (of length `len`), from the
+/// start of the first of them; a final piece without a line end counts as a
+/// line. `None` when more than `max_bytes` were read without finding that start.
+fn read_last_lines(mut file: &File, len: u64, lines: usize, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut chunks = Vec::new();
+    let mut start = len;
+    let mut found = 0;
+    let mut cut = None;
+    while start > 0 && cut.is_none() {
+        if len - start >= max_bytes {
+            return Ok(None);
+        }
+        let step = READ_CHUNK.min(start);
+        start -= step;
+        let mut chunk = vec![0; step as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        for (i, &byte) in chunk.iter().enumerate().rev() {
+            let offset = start + i as u64;
+            // A line end at the very end closes the last line, not a new one.
+            if byte == b'\n' && offset + 1 != len {
+                found += 1;
+                if found == lines {
+                    cut = Some(offset + 1);
+                    break;
+                }
+            }
+        }
+        chunks.push(chunk);
+    }
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    for chunk in chunks.iter().rev() {
+        bytes.extend_from_slice(chunk);
+    }
+    bytes.drain(..(cut.unwrap_or(0) - start) as usize);
+    Ok(Some(bytes))
+}
+
+/// Options for files only the operator should read (0600 on unix; elsewhere
+/// the directory's permissions apply).
+fn private_options() -> OpenOptions {
+    #[allow(unused_mut)]
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+#[cfg(unix)]
+fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_parent_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+enum Lock {
+    Held,
+    Busy,
+}
+
+/// Takes an advisory lock without waiting.
+fn try_lock(file: &File, shared: bool) -> io::Result<Lock> {
+    let result = if shared { file.try_lock_shared() } else { file.try_lock() };
+    match result {
+        Ok(()) => Ok(Lock::Held),
+        Err(TryLockError::WouldBlock) => Ok(Lock::Busy),
+        // Some file systems cannot lock; the log then relies on the operator
+        // running one writer, as it would without the lock.
+        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(Lock::Held),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    fn settings(path: &Path) -> AuditSettings {
+        AuditSettings {
+            file: path.to_path_buf(),
+            durability: Durability::Flush,
+            record_arguments: true,
+            redact_keys: vec!["api_key".to_owned()],
+        }
+    }
+
+    fn entry(i: usize) -> AuditEntry {
+        AuditEntry {
+            call_id: format!("call-{i}"),
+            principal: "alice".to_owned(),
+            tool: "fs.read".to_owned(),
+            component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
+            arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
+            decision: "allow".to_owned(),
+            policy: Some("read-data".to_owned()),
+            outcome: "ok".to_owned(),
+            message: None,
+            duration_us: 1234 + i as u64,
+            fuel_used: Some(56_789),
+        }
+    }
+
+    /// A log with `n` records, closed again.
+    fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        append_to(&path, 0..n);
+        (dir, path)
+    }
+
+    fn append_to(path: &Path, calls: std::ops::Range<usize>) {
+        let log = AuditLog::open(settings(path)).unwrap();
+        for i in calls {
+            log.append(&entry(i)).unwrap();
+        }
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect()
+    }
+
+    fn write_lines(path: &Path, lines: &[String]) {
+        let mut text = lines.join("\n");
+        text.push('\n');
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// `verify` fails on `line` of the log with a reason containing `reason`.
+    fn check_tampered(path: &Path, line: u64, reason: &str) {
+        let err = verify(path).expect_err("tampering went unnoticed");
+        assert_eq!((err.file.as_path(), err.line), (path, line), "{err}");
+        assert!(err.reason.contains(reason), "expected {reason:?} in: {err}");
+    }
+
+    /// Parses a line, lets `edit` change it, and re-seals it with a valid
+    /// hash, as an attacker without a secret can.
+    fn forge(line: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> String {
+        let Value::Object(mut record) = serde_json::from_str(line).unwrap() else { panic!("not an object") };
+        edit(&mut record);
+        let mut fields: Vec<(&str, String)> =
+            FIELDS.iter().filter_map(|&name| record.get(name).map(|v| (name, canonical(v)))).collect();
+        fields.retain(|(name, _)| *name != "hash");
+        let hash = record_hash(&fields);
+        fields.push(("hash", json_string(&hash)));
+        record_line(&fields)
+    }
+
+    fn hash_of(line: &str) -> String {
+        serde_json::from_str::<Value>(line).unwrap()["hash"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn three_records_verify() {
+        let (_dir, path) = log_with(3);
+        let report = verify(&path).unwrap();
+        assert_eq!(report.records, 3);
+        let last: Value = serde_json::from_str(&lines(&path)[2]).unwrap();
+        assert_eq!(report.last_hash.as_deref(), last["hash"].as_str());
+    }
+
+    #[test]
+    fn empty_log_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        drop(AuditLog::open(settings(&path)).unwrap());
+        assert_eq!(verify(&path).unwrap(), VerifyReport { records: 0, last_hash: None });
+    }
+
+    #[test]
+    fn reopening_continues_the_chain() {
+        let (_dir, path) = log_with(3);
+        append_to(&path, 3..5);
+        assert_eq!(verify(&path).unwrap().records, 5);
+        let records = tail(&path, 10).unwrap();
+        let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5]);
+        assert_eq!(records[3]["prev"], records[2]["hash"]);
+        assert_eq!(records[0]["prev"], GENESIS);
+    }
+
+    #[test]
+    fn record_format() {
+        let (_dir, path) = log_with(1);
+        let line = &lines(&path)[0];
+        // Members in the documented order, arguments canonical and redacted.
+        let names: Vec<String> = {
+            let mut names = Vec::new();
+            let mut rest = line.as_str();
+            for field in FIELDS {
+                let key = format!("\"{field}\":");
+                let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
+                names.push(field.to_owned());
+                rest = &rest[at + key.len()..];
+            }
+            names
+        };
+        assert_eq!(names.len(), 16);
+        assert!(line.starts_with("{\"seq\":1,\"time\":\""), "{line}");
+        assert!(line.contains(r#""arguments":{"api_key":"[redacted]","path":"/data/0.txt"}"#), "{line}");
+        assert!(line.contains(r#""message":null,"duration_us":1234,"fuel_used":56789,"prev":"0000"#), "{line}");
+
+        let record: Value = serde_json::from_str(line).unwrap();
+        let time = record["time"].as_str().unwrap();
+        assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
+        assert!(time.ends_with('Z') && time.split('.').nth(1).unwrap().len() == 7, "{time}");
+
+        // The hash is SHA-256 of the canonical JSON without `hash`, as
+        // documented, computed here without the writer's helpers.
+        let mut without_hash = record.as_object().unwrap().clone();
+        let stored = without_hash.remove("hash").unwrap();
+        let mut sorted: Vec<_> = without_hash.into_iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let members: Vec<String> =
+            sorted.iter().map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), canonical(v))).collect();
+        let text = format!("{{{}}}", members.join(","));
+        assert_eq!(stored, hex::encode(Sha256::digest(text.as_bytes())));
+    }
+
+    #[test]
+    fn edited_record_is_detected() {
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l[1] = l[1].replace("\"outcome\":\"ok\"", "\"outcome\":\"timeout\"");
+        write_lines(&path, &l);
+        check_tampered(&path, 2, "hash mismatch");
+    }
+
+    #[test]
+    fn removed_middle_record_is_detected() {
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l.remove(1);
+        write_lines(&path, &l);
+        check_tampered(&path, 2, "expected record 2 but found record 3");
+    }
+
+    #[test]
+    fn swapped_records_are_detected() {
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l.swap(0, 1);
+        write_lines(&path, &l);
+        check_tampered(&path, 1, "expected record 1 but found record 2");
+    }
+
+    #[test]
+    fn record_from_another_log_is_detected() {
+        // Same seq, intact hash, but it continues another chain.
+        let (_dir, path) = log_with(3);
+        let (_other_dir, other) = log_with(4);
+        let mut l = lines(&path);
+        l[1] = lines(&other)[1].clone();
+        write_lines(&path, &l);
+        check_tampered(&path, 2, "\"prev\" is not the hash of record 1");
+    }
+
+    #[test]
+    fn partial_last_line_is_detected() {
+        let (_dir, path) = log_with(3);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 40]).unwrap();
+        check_tampered(&path, 3, "the last line is incomplete");
+    }
+
+    #[test]
+    fn removed_last_record_is_detected() {
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l.pop();
+        write_lines(&path, &l);
+        check_tampered(&path, 3, "the log ends after record 2 but its head file names record 3");
+    }
+
+    #[test]
+    fn emptied_log_is_detected() {
+        let (_dir, path) = log_with(3);
+        std::fs::write(&path, "").unwrap();
+        check_tampered(&path, 1, "the log ends after record 0 but its head file names record 3");
+    }
+
+    #[test]
+    fn garbage_line_is_detected() {
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l.insert(1, "rm -rf / # not a record".to_owned());
+        write_lines(&path, &l);
+        check_tampered(&path, 2, "not a JSON record");
+    }
+
+    #[test]
+    fn rewritten_log_is_detected_by_the_head() {
+        // A whole, internally consistent chain of the same length replaces the log.
+        let (_dir, path) = log_with(3);
+        let (_other_dir, other) = log_with(3);
+        std::fs::copy(&other, &path).unwrap();
+        check_tampered(&path, 3, "the head file names hash");
+    }
+
+    #[test]
+    fn rehashed_chain_is_detected_by_the_head() {
+        // Record 2 edited and everything after it re-sealed: only the head
+        // file can tell.
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l[1] = forge(&l[1], |r| {
+            r.insert("decision".into(), json!("deny"));
+        });
+        let second = hash_of(&l[1]);
+        l[2] = forge(&l[2], |r| {
+            r.insert("prev".into(), json!(second));
+        });
+        write_lines(&path, &l);
+        check_tampered(&path, 3, "the head file names hash");
+    }
+
+    #[test]
+    fn seq_numbers_can_run_out() {
+        let (_dir, path) = log_with(1);
+        let line = forge(&lines(&path)[0], |r| {
+            r.insert("seq".into(), json!(u64::MAX));
+        });
+        write_lines(&path, std::slice::from_ref(&line));
+        std::fs::write(head_path(&path), head_bytes(u64::MAX, &hash_of(&line))).unwrap();
+        let log = AuditLog::open(settings(&path)).unwrap();
+        assert!(matches!(log.append(&entry(1)), Err(AuditError::Stopped { .. })));
+        drop(log);
+        check_tampered(&path, 1, "expected record 1 but found record 18446744073709551615");
+    }
+
+    #[test]
+    fn duplicate_member_is_detected() {
+        // serde_json keeps the last of two equal names, other parsers the
+        // first: the hash still matches, but the line is not Airlock's.
+        let (_dir, path) = log_with(3);
+        let mut l = lines(&path);
+        l[1] = l[1].replace("\"decision\":\"allow\"", "\"decision\":\"deny\",\"decision\":\"allow\"");
+        write_lines(&path, &l);
+        check_tampered(&path, 2, "not in the form Airlock writes");
+    }
+
+    #[test]
+    fn unknown_member_is_detected() {
+        let (_dir, path) = log_with(2);
+        let mut l = lines(&path);
+        l[0] = l[0].replacen('{', "{\"note\":1,", 1);
+        write_lines(&path, &l);
+        check_tampered(&path, 1, "unknown member \"note\"");
+    }
+
+    #[test]
+    fn missing_or_damaged_head_is_reported() {
+        let (_dir, path) = log_with(2);
+        let head = head_path(&path);
+        std::fs::write(&head, "{\"seq\":\"two\"}").unwrap();
+        let err = verify(&path).unwrap_err();
+        assert_eq!((err.file.as_path(), err.line), (head.as_path(), 1), "{err}");
+
+        std::fs::remove_file(&head).unwrap();
+        let err = verify(&path).unwrap_err();
+        assert_eq!((err.file.as_path(), err.line), (head.as_path(), 0), "{err}");
+        assert!(err.reason.contains("missing"), "{err}");
+        let err = AuditLog::open(settings(&path)).unwrap_err();
+        assert!(matches!(err, AuditError::Damaged { .. }) && err.to_string().contains("head file"), "{err}");
+    }
+
+    #[test]
+    fn verify_error_displays_file_and_line() {
+        let err = VerifyError { file: PathBuf::from("/var/log/a.jsonl"), line: 7, reason: "hash mismatch".into() };
+        assert_eq!(err.to_string(), "/var/log/a.jsonl:7: hash mismatch");
+    }
+
+    #[test]
+    fn head_one_record_behind_is_accepted_and_repaired() {
+        // Airlock stopped between writing record 3 and its head.
+        let (_dir, path) = log_with(3);
+        let second: Value = serde_json::from_str(&lines(&path)[1]).unwrap();
+        std::fs::write(head_path(&path), head_bytes(2, second["hash"].as_str().unwrap())).unwrap();
+        assert_eq!(verify(&path).unwrap().records, 3);
+        append_to(&path, 3..4);
+        assert_eq!(verify(&path).unwrap().records, 4);
+        let head = std::fs::read_to_string(head_path(&path)).unwrap();
+        assert!(head.starts_with("{\"seq\":4,"), "{head}");
+        assert_eq!(head.len(), HEAD_BYTES);
+    }
+
+    #[test]
+    fn head_further_behind_is_reported() {
+        let (_dir, path) = log_with(4);
+        let first: Value = serde_json::from_str(&lines(&path)[0]).unwrap();
+        std::fs::write(head_path(&path), head_bytes(1, first["hash"].as_str().unwrap())).unwrap();
+        check_tampered(&path, 3, "comes after the last record the head file names (1)");
+        assert!(matches!(AuditLog::open(settings(&path)), Err(AuditError::Damaged { .. })));
+    }
+
+    #[test]
+    fn open_refuses_a_damaged_log() {
+        let (_dir, path) = log_with(3);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+        let err = AuditLog::open(settings(&path)).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("last line is incomplete"), "{message}");
+        assert!(message.contains("airlock audit verify"), "{message}");
+
+        // A whole record removed: the last line is intact but the head disagrees.
+        let mut l: Vec<String> = text.lines().map(str::to_owned).collect();
+        l.pop();
+        write_lines(&path, &l);
+        let err = AuditLog::open(settings(&path)).unwrap_err();
+        assert!(err.to_string().contains("head file names record 3"), "{err}");
+
+        // An edited last record.
+        l[1] = l[1].replace("alice", "mallory");
+        write_lines(&path, &l);
+        let err = AuditLog::open(settings(&path)).unwrap_err();
+        assert!(err.to_string().contains("hash mismatch"), "{err}");
+    }
+
+    #[test]
+    fn second_writer_is_locked_out_and_verify_runs_alongside() {
+        let (_dir, path) = log_with(2);
+        let log = AuditLog::open(settings(&path)).unwrap();
+        log.append(&entry(2)).unwrap();
+        assert!(matches!(AuditLog::open(settings(&path)), Err(AuditError::Locked { .. })));
+        // Live: a half-written final line is the writer's business.
+        assert_eq!(verify(&path).unwrap().records, 3);
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"seq\":4,").unwrap();
+        assert_eq!(verify(&path).unwrap().records, 3);
+        assert_eq!(tail(&path, 1).unwrap()[0]["seq"], 3);
+        drop(log);
+        check_tampered(&path, 4, "the last line is incomplete");
+    }
+
+    #[test]
+    fn redaction_at_depth_and_case_insensitive() {
+        let arguments = json!({
+            "query": "q",
+            "Auth": { "headers": [ { "API_Key": "k1", "keep": 1 }, { "nested": { "api_key": { "deep": "k2" } } } ] },
+            "TOKEN": ["t"],
+            "tokens": "not a match",
+        });
+        let redacted = redact(&arguments, &["api_key".to_owned(), "Token".to_owned()]);
+        assert_eq!(
+            redacted,
+            json!({
+                "query": "q",
+                "Auth": { "headers": [ { "API_Key": "[redacted]", "keep": 1 }, { "nested": { "api_key": "[redacted]" } } ] },
+                "TOKEN": "[redacted]",
+                "tokens": "not a match",
+            })
+        );
+        assert_eq!(redact(&arguments, &[]), arguments);
+    }
+
+    #[test]
+    fn records_hold_redacted_arguments_and_their_digest() {
+        let (_dir, path) = log_with(1);
+        let record = &tail(&path, 1).unwrap()[0];
+        assert_eq!(record["arguments"], json!({ "path": "/data/0.txt", "api_key": "[redacted]" }));
+        let expected = argument_digest(&redact(&entry(0).arguments, &["api_key".to_owned()]));
+        assert_eq!(record["argument_digest"], expected);
+        assert_ne!(record["argument_digest"], argument_digest(&entry(0).arguments));
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("s3cret"));
+    }
+
+    #[test]
+    fn non_json_arguments_mentioning_a_redacted_key_are_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(settings(&path)).unwrap();
+        for raw in ["{\"API_KEY\": \"s3cret\"", "plain text"] {
+            log.append(&AuditEntry { arguments: Value::String(raw.to_owned()), ..entry(0) }).unwrap();
+        }
+        drop(log);
+        let records = tail(&path, 2).unwrap();
+        assert_eq!(records[0]["arguments"], "[redacted]");
+        assert_eq!(records[1]["arguments"], "plain text");
+        assert_eq!(verify(&path).unwrap().records, 2);
+    }
+
+    #[test]
+    fn argument_digest_ignores_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":[1,{"d":true,"c":null}],"x":"é\n"}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{ "a": {"x":"é\n", "y":[1,{"c":null,"d":true}]}, "b":1 }"#).unwrap();
+        assert_eq!(argument_digest(&a), argument_digest(&b));
+        let digest = argument_digest(&a);
+        assert!(digest.starts_with("sha256:") && is_sha256_hex(&digest[7..]), "{digest}");
+        assert_eq!(canonical(&a), r#"{"a":{"x":"é\n","y":[1,{"c":null,"d":true}]},"b":1}"#);
+        // Array order matters.
+        assert_ne!(argument_digest(&json!([1, 2])), argument_digest(&json!([2, 1])));
+    }
+
+    #[test]
+    fn strings_escape_like_serde_json() {
+        let mut s: String = (0u32..0x80).filter_map(char::from_u32).collect();
+        s.push_str("é€😀\u{2028}\u{7f}");
+        assert_eq!(json_string(&s), serde_json::to_string(&s).unwrap());
+    }
+
+    #[test]
+    fn arguments_can_be_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(AuditSettings { record_arguments: false, ..settings(&path) }).unwrap();
+        log.append(&entry(0)).unwrap();
+        drop(log);
+        let record = &tail(&path, 1).unwrap()[0];
+        assert!(record.get("arguments").is_none());
+        assert!(record["argument_digest"].as_str().unwrap().starts_with("sha256:"));
+        assert!(!lines(&path)[0].contains("\"arguments\""));
+        assert_eq!(verify(&path).unwrap().records, 1);
+    }
+
+    #[test]
+    fn strings_are_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(settings(&path)).unwrap();
+        let long = "é".repeat(10_000);
+        log.append(&AuditEntry {
+            call_id: format!("id\n{{\"seq\":99}}\n{long}"),
+            principal: long.clone(),
+            tool: long.clone(),
+            component_digest: Some(long.clone()),
+            decision: long.clone(),
+            policy: Some(long.clone()),
+            outcome: long.clone(),
+            message: Some(long.clone()),
+            ..entry(0)
+        })
+        .unwrap();
+        drop(log);
+        assert_eq!(lines(&path).len(), 1, "a newline in a field split the record");
+        let record = &tail(&path, 1).unwrap()[0];
+        for field in ["call_id", "principal", "tool", "component_digest", "decision", "policy", "outcome"] {
+            let value = record[field].as_str().unwrap();
+            assert!(value.len() <= MAX_FIELD_BYTES && value.ends_with(ELLIPSIS), "{field}: {} bytes", value.len());
+        }
+        let message = record["message"].as_str().unwrap();
+        assert!(message.len() <= MAX_MESSAGE_BYTES && message.len() > MAX_MESSAGE_BYTES - 8, "{}", message.len());
+        assert_eq!(cap("short", 256), "short");
+        assert_eq!(verify(&path).unwrap().records, 1);
+    }
+
+    #[test]
+    fn oversized_or_deep_arguments_are_replaced_by_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(settings(&path)).unwrap();
+        let big = json!({ "data": "x".repeat(MAX_RECORDED_ARGUMENTS_BYTES) });
+        let mut deep = json!("bottom");
+        for _ in 0..100 {
+            deep = json!([deep]);
+        }
+        for arguments in [&big, &deep] {
+            log.append(&AuditEntry { arguments: arguments.clone(), ..entry(0) }).unwrap();
+        }
+        drop(log);
+        let records = tail(&path, 2).unwrap();
+        assert!(records[0]["arguments"].as_str().unwrap().contains("cap"), "{}", records[0]["arguments"]);
+        assert!(records[1]["arguments"].as_str().unwrap().contains("nested"), "{}", records[1]["arguments"]);
+        assert_eq!(records[0]["argument_digest"], argument_digest(&big));
+        assert_eq!(records[1]["argument_digest"], argument_digest(&deep));
+        assert_eq!(verify(&path).unwrap().records, 2);
+    }
+
+    #[test]
+    fn floats_verify() {
+        // Random bit patterns reach the numbers serde_json's default float
+        // parser reads back one unit off.
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = Vec::new();
+        while random.len() < 2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let f = f64::from_bits(x);
+            if f.is_finite() {
+                random.push(json!([f]));
+            }
+        }
+        // What models write.
+        let typical = json!({ "lat": 37.7749, "lon": -122.4194, "t": 0.5, "eps": 1e-7, "price": 19.99, "z": -0.0 });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(settings(&path)).unwrap();
+        for arguments in random.iter().chain([&typical]) {
+            log.append(&AuditEntry { arguments: arguments.clone(), ..entry(0) }).unwrap();
+        }
+        drop(log);
+        assert_eq!(verify(&path).unwrap().records, 2001);
+        let records = tail(&path, 2001).unwrap();
+        // Recorded exactly, or not at all.
+        for (record, arguments) in records.iter().zip(random.iter().chain([&typical])) {
+            let recorded = &record["arguments"];
+            assert!(recorded == arguments || recorded.as_str().is_some_and(|s| s.contains("read back")), "{recorded}");
+        }
+        assert_eq!(records[2000]["arguments"], typical);
+        let recorded = records.iter().filter(|r| r["arguments"].is_array()).count();
+        println!("{recorded} of 2000 random floats recorded exactly");
+        // With serde_json's `float_roundtrip` feature on, every float is recorded.
+        let exact_parser = serde_json::from_str::<f64>("1.0715660391465826e-75").unwrap() == 1.0715660391465826e-75;
+        if exact_parser {
+            assert_eq!(recorded, 2000);
+        }
+    }
+
+    #[test]
+    fn concurrent_appends_form_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = Arc::new(AuditLog::open(settings(&path)).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        log.append(&entry(t * 1000 + i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        drop(log);
+        assert_eq!(verify(&path).unwrap().records, 400);
+        let seqs: Vec<u64> = tail(&path, 1000).unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn tail_returns_the_last_records() {
+        let (_dir, path) = log_with(5);
+        assert!(tail(&path, 0).unwrap().is_empty());
+        let seqs = |n| tail(&path, n).unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect::<Vec<_>>();
+        assert_eq!(seqs(2), [4, 5]);
+        assert_eq!(seqs(5), [1, 2, 3, 4, 5]);
+        assert_eq!(seqs(50), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn last_lines_across_chunks() {
+        // Lines longer than the read chunk.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lines");
+        let long = "x".repeat(READ_CHUNK as usize + 17);
+        std::fs::write(&path, format!("a\n{long}\n{long}\nb\n")).unwrap();
+        let file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        assert_eq!(read_last_lines(&file, len, 1, 1 << 20).unwrap().unwrap(), b"b\n");
+        assert_eq!(read_last_lines(&file, len, 2, 1 << 20).unwrap().unwrap(), format!("{long}\nb\n").as_bytes());
+        assert_eq!(read_last_lines(&file, len, 9, 1 << 20).unwrap().unwrap().len() as u64, len);
+        assert!(read_last_lines(&file, len, 9, 1000).unwrap().is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, path) = log_with(1);
+        for file in [path.clone(), head_path(&path)] {
+            assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "{}", file.display());
+        }
+    }
+
+    #[test]
+    fn fsync_mode_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(AuditSettings { durability: Durability::Fsync, ..settings(&path) }).unwrap();
+        log.append(&entry(0)).unwrap();
+        assert_eq!(log.path(), path);
+        drop(log);
+        assert_eq!(verify(&path).unwrap().records, 1);
+    }
+
+    #[test]
+    fn log_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<AuditLog>();
+    }
+
+    /// Append cost; `AIRLOCK_BENCH_DIR` picks the file system (default: the
+    /// system temporary directory).
+    #[test]
+    #[ignore = "microbenchmark: cargo test --release -- --ignored --nocapture bench_append"]
+    fn bench_append() {
+        let base = std::env::var_os("AIRLOCK_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+        for (durability, n) in [(Durability::Flush, 20_000), (Durability::Fsync, 1_000)] {
+            let dir = tempfile::tempdir_in(&base).unwrap();
+            let path = dir.path().join("audit.jsonl");
+            let log = AuditLog::open(AuditSettings { durability, ..settings(&path) }).unwrap();
+            let call = entry(7);
+            for _ in 0..100 {
+                log.append(&call).unwrap();
+            }
+            let mut samples: Vec<u128> = (0..n)
+                .map(|_| {
+                    let start = Instant::now();
+                    log.append(&call).unwrap();
+                    start.elapsed().as_nanos()
+                })
+                .collect();
+            samples.sort_unstable();
+            let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+            let mean = samples.iter().sum::<u128>() / samples.len() as u128;
+            println!(
+                "audit append {durability:?}: p50 {} ns, p90 {} ns, p99 {} ns, mean {mean} ns ({n} appends of {} bytes in {})",
+                at(0.5),
+                at(0.9),
+                at(0.99),
+                std::fs::metadata(&path).unwrap().len() / (n as u64 + 100),
+                base.display()
+            );
+        }
+    }
+}

@@ -1,0 +1,473 @@
+//! The operator's `airlock.toml`: read into raw serde types that refuse
+//! unknown keys, then converted once into validated types. The rest of the
+//! host only sees the validated [`Config`].
+//!
+//! Every error names the file, the key and what is accepted.
+
+use crate::audit::{AuditSettings, Durability};
+use crate::engine::EngineSettings;
+use crate::grants::{DirAccess, DirGrant, EnvGrant, Grants};
+use crate::limits::Limits;
+use crate::loader::{ToolSettings, check_name};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The configuration used when there is no `airlock.toml`: the bundled tools
+/// with safe defaults and no grants.
+pub const BUILTIN_CONFIG: &str = include_str!("builtin.toml");
+
+/// A configuration error: which file, which key, what is accepted.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ConfigError {
+    /// The config file (or `<built-in>`).
+    pub file: String,
+    /// What is wrong and what would be accepted.
+    pub message: String,
+}
+
+/// Validated operator configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from (`None` for the built-in configuration).
+    pub file: Option<PathBuf>,
+    /// Directories whose `*.wasm` files are all loaded.
+    pub tool_dirs: Vec<PathBuf>,
+    /// Engine-wide settings.
+    pub engine: EngineSettings,
+    /// Limits of tools that do not override them.
+    pub defaults: Limits,
+    /// Per-tool settings, by tool name.
+    pub tools: BTreeMap<String, ToolConfig>,
+    /// Authorization policy files.
+    pub policy: PolicyFiles,
+    /// Audit log settings; `None` keeps no log.
+    pub audit: Option<AuditSettings>,
+    /// MCP HTTP transport settings.
+    pub http: HttpSettings,
+}
+
+/// Settings of one configured tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolConfig {
+    /// Explicit component file; otherwise the tool is found in `tool_dirs`.
+    pub component: Option<PathBuf>,
+    /// Host-side settings.
+    pub settings: ToolSettings,
+}
+
+/// Cedar policy and entity files named in the config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyFiles {
+    /// Cedar policies; `None` uses the default policy (allow tools without
+    /// side effects, ask for the others).
+    pub policies: Option<PathBuf>,
+    /// Cedar entities (JSON): users, roles, what they own.
+    pub entities: Option<PathBuf>,
+}
+
+/// A bearer token accepted by the MCP HTTP transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BearerToken {
+    /// The secret value.
+    pub token: String,
+    /// The principal a request with this token acts as.
+    pub principal: String,
+}
+
+/// MCP streamable-HTTP settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Accepted bearer tokens; empty means no authentication (loopback only).
+    pub tokens: Vec<BearerToken>,
+    /// Extra `Origin` values accepted besides loopback origins.
+    pub allowed_origins: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    tool_dirs: Vec<PathBuf>,
+    #[serde(default)]
+    engine: RawEngine,
+    #[serde(default)]
+    defaults: RawLimits,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    policy: RawPolicy,
+    audit: Option<RawAudit>,
+    #[serde(default)]
+    http: RawHttp,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawEngine {
+    cache_dir: Option<PathBuf>,
+    wasm_stack_kib: Option<usize>,
+    max_live_instances: Option<u32>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    timeout_ms: Option<u64>,
+    fuel: Option<u64>,
+    memory_mib: Option<usize>,
+    table_elements: Option<usize>,
+    instances: Option<usize>,
+    max_output_bytes: Option<usize>,
+    max_stdio_bytes: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    component: Option<PathBuf>,
+    sha256: Option<String>,
+    #[serde(flatten)]
+    limits: RawLimits,
+    #[serde(default)]
+    concurrency_safe: bool,
+    side_effect: Option<bool>,
+    #[serde(default)]
+    defer_loading: bool,
+    #[serde(default)]
+    dirs: Vec<RawDir>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    env_from_host: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDir {
+    host: PathBuf,
+    guest: String,
+    #[serde(default = "default_access")]
+    access: String,
+}
+
+fn default_access() -> String {
+    "ro".into()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    policies: Option<PathBuf>,
+    entities: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAudit {
+    file: PathBuf,
+    durability: Option<String>,
+    #[serde(default)]
+    record_arguments: bool,
+    #[serde(default)]
+    redact_keys: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    #[serde(default)]
+    tokens: Vec<RawToken>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToken {
+    token: Option<String>,
+    token_env: Option<String>,
+    principal: String,
+}
+
+impl Config {
+    /// Read and validate a config file. Relative paths in it are relative to
+    /// the file's directory.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read, has unknown keys or impossible values.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| ConfigError { file: path.display().to_string(), message: format!("cannot read: {err}") })?;
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let mut config = Self::parse(&text, &path.display().to_string(), base)?;
+        config.file = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// The built-in configuration: the bundled tools in `tools_dir` with
+    /// safe defaults and no grants.
+    pub fn builtin(tools_dir: &Path) -> Self {
+        match Self::parse(BUILTIN_CONFIG, "<built-in>", Path::new(".")) {
+            Ok(mut config) => {
+                config.tool_dirs = vec![tools_dir.to_owned()];
+                config
+            }
+            // The built-in text is tested below; an error here is a bug in
+            // this crate, not something a user can cause.
+            Err(err) => unreachable!("built-in config is invalid: {err}"),
+        }
+    }
+
+    /// Parse config text; `file` names it in errors, `base` resolves paths.
+    ///
+    /// # Errors
+    ///
+    /// Unknown keys, wrong types, impossible values.
+    pub fn parse(text: &str, file: &str, base: &Path) -> Result<Self, ConfigError> {
+        let error = |message: String| ConfigError { file: file.to_owned(), message };
+        let raw: RawConfig = toml::from_str(text).map_err(|err| error(err.to_string().trim_end().to_owned()))?;
+        let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+
+        let defaults = apply_limits(Limits::default(), &raw.defaults).map_err(|m| error(format!("[defaults] {m}")))?;
+        let mut tools = BTreeMap::new();
+        for (name, tool) in raw.tools {
+            let ctx = format!("[tools.{name}]");
+            check_name(&name).map_err(|m| error(format!("{ctx} {m}")))?;
+            let limits = apply_limits(defaults, &tool.limits).map_err(|m| error(format!("{ctx} {m}")))?;
+            let grants = tool_grants(&tool, &resolve).map_err(|m| error(format!("{ctx} {m}")))?;
+            if let Some(pin) = &tool.sha256
+                && (pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                return Err(error(format!("{ctx} sha256 = {pin:?} is not a sha256: expected 64 hex digits")));
+            }
+            let settings = ToolSettings {
+                limits,
+                grants,
+                concurrency_safe: tool.concurrency_safe,
+                side_effect: tool.side_effect.unwrap_or(true),
+                defer_loading: tool.defer_loading,
+                sha256: tool.sha256.map(|s| s.to_ascii_lowercase()),
+            };
+            tools.insert(name, ToolConfig { component: tool.component.as_deref().map(resolve), settings });
+        }
+
+        let engine_defaults = EngineSettings::default();
+        let wasm_stack_bytes = match raw.engine.wasm_stack_kib {
+            Some(kib) if !(64..=16 * 1024).contains(&kib) => {
+                return Err(error(format!("[engine] wasm_stack_kib = {kib} is out of range: accepted 64..=16384")));
+            }
+            Some(kib) => kib << 10,
+            None => engine_defaults.wasm_stack_bytes,
+        };
+        let max_live_instances = match raw.engine.max_live_instances {
+            Some(n) if !(1..=10_000).contains(&n) => {
+                return Err(error(format!("[engine] max_live_instances = {n} is out of range: accepted 1..=10000")));
+            }
+            Some(n) => n,
+            None => engine_defaults.max_live_instances,
+        };
+        let engine = EngineSettings { wasm_stack_bytes, cache_dir: raw.engine.cache_dir.as_deref().map(resolve), max_live_instances };
+
+        let audit = match raw.audit {
+            None => None,
+            Some(audit) => {
+                let durability = match audit.durability.as_deref() {
+                    None | Some("flush") => Durability::Flush,
+                    Some("fsync") => Durability::Fsync,
+                    Some(other) => return Err(error(format!("[audit] durability = {other:?} is not accepted: use \"flush\" or \"fsync\""))),
+                };
+                Some(AuditSettings {
+                    file: resolve(&audit.file),
+                    durability,
+                    record_arguments: audit.record_arguments,
+                    redact_keys: audit.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
+                })
+            }
+        };
+
+        let mut tokens = Vec::new();
+        for (i, token) in raw.http.tokens.into_iter().enumerate() {
+            let ctx = format!("[[http.tokens]] #{}", i + 1);
+            let value = match (token.token, token.token_env) {
+                (Some(value), None) => value,
+                (None, Some(var)) => std::env::var(&var).map_err(|_| error(format!("{ctx} token_env = {var:?}: that environment variable is not set")))?,
+                _ => return Err(error(format!("{ctx} needs exactly one of `token` or `token_env`"))),
+            };
+            if value.len() < 16 {
+                return Err(error(format!("{ctx} the token is {} characters; use at least 16 random characters", value.len())));
+            }
+            tokens.push(BearerToken { token: value, principal: token.principal });
+        }
+
+        Ok(Config {
+            file: None,
+            tool_dirs: raw.tool_dirs.iter().map(|p| resolve(p)).collect(),
+            engine,
+            defaults,
+            tools,
+            policy: PolicyFiles { policies: raw.policy.policies.as_deref().map(resolve), entities: raw.policy.entities.as_deref().map(resolve) },
+            audit,
+            http: HttpSettings { tokens, allowed_origins: raw.http.allowed_origins },
+        })
+    }
+
+    /// Settings for a tool: its `[tools.NAME]` section, or the defaults with
+    /// `side_effect = true` (an unknown tool asks before it runs).
+    pub fn settings_for(&self, name: &str) -> ToolSettings {
+        match self.tools.get(name) {
+            Some(tool) => tool.settings.clone(),
+            None => ToolSettings { limits: self.defaults, side_effect: true, ..ToolSettings::default() },
+        }
+    }
+}
+
+fn apply_limits(mut limits: Limits, raw: &RawLimits) -> Result<Limits, String> {
+    if let Some(ms) = raw.timeout_ms {
+        limits.timeout = Duration::from_millis(ms);
+    }
+    if let Some(fuel) = raw.fuel {
+        limits.fuel = fuel;
+    }
+    if let Some(mib) = raw.memory_mib {
+        limits.memory_bytes = mib.saturating_mul(1 << 20);
+    }
+    if let Some(n) = raw.table_elements {
+        limits.table_elements = n;
+    }
+    if let Some(n) = raw.instances {
+        limits.instances = n;
+    }
+    if let Some(n) = raw.max_output_bytes {
+        limits.max_output_bytes = n;
+    }
+    if let Some(n) = raw.max_stdio_bytes {
+        limits.max_stdio_bytes = n;
+    }
+    limits.check()?;
+    Ok(limits)
+}
+
+fn tool_grants(tool: &RawTool, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Grants, String> {
+    let mut grants = Grants::default();
+    for dir in &tool.dirs {
+        let access = match dir.access.as_str() {
+            "ro" => DirAccess::ReadOnly,
+            "rw" => DirAccess::ReadWrite,
+            other => return Err(format!("dirs: access = {other:?} is not accepted: use \"ro\" or \"rw\"")),
+        };
+        if !dir.guest.starts_with('/') || dir.guest.split('/').any(|part| part == "..") {
+            return Err(format!("dirs: guest = {:?} must be an absolute guest path without `..`, e.g. \"/workspace\"", dir.guest));
+        }
+        let host = resolve(&dir.host);
+        let host_path = host.canonicalize().map_err(|err| format!("dirs: host = {:?}: {err}", host.display()))?;
+        if !host_path.is_dir() {
+            return Err(format!("dirs: host = {:?} is not a directory", host.display()));
+        }
+        if host_path == Path::new("/") {
+            return Err("dirs: granting the host's root directory is refused; grant the directory the tool needs".into());
+        }
+        grants.dirs.push(DirGrant { host_path, guest_path: dir.guest.clone(), access });
+    }
+    for (name, value) in &tool.env {
+        grants.env.push(EnvGrant { name: name.clone(), value: value.clone() });
+    }
+    for name in &tool.env_from_host {
+        let value = std::env::var(name).map_err(|_| format!("env_from_host: {name:?} is not set in the host environment"))?;
+        grants.env.push(EnvGrant { name: name.clone(), value });
+    }
+    Ok(grants)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, "airlock.toml", Path::new(".")).map_err(|e| e.to_string())
+    }
+
+    fn check_err(text: &str, expect: &[&str]) {
+        let err = parse(text).err().unwrap_or_else(|| panic!("accepted: {text}"));
+        for needle in expect {
+            assert!(err.contains(needle), "{err:?} should contain {needle:?}");
+        }
+    }
+
+    #[test]
+    fn builtin_config_is_valid() {
+        let config = Config::builtin(Path::new("/guests"));
+        assert_eq!(config.tool_dirs, vec![PathBuf::from("/guests")]);
+        assert!(!config.settings_for("echo").side_effect);
+        assert!(config.settings_for("write_file").side_effect);
+        assert!(config.settings_for("echo").grants.is_empty(), "built-in config grants nothing");
+    }
+
+    #[test]
+    fn empty_config_is_defaults() {
+        let config = parse("").unwrap();
+        assert_eq!(config.defaults, Limits::default());
+        let unknown = config.settings_for("anything");
+        assert!(unknown.side_effect, "unconfigured tools ask");
+        assert!(!unknown.concurrency_safe, "unconfigured tools run exclusively");
+        assert!(unknown.grants.is_empty());
+    }
+
+    #[test]
+    fn per_tool_overrides_defaults() {
+        let config = parse("[defaults]\ntimeout_ms = 500\n[tools.echo]\nfuel = 1000\nside_effect = false\nconcurrency_safe = true\n").unwrap();
+        let echo = config.settings_for("echo");
+        assert_eq!(echo.limits.timeout, Duration::from_millis(500));
+        assert_eq!(echo.limits.fuel, 1000);
+        assert!(echo.concurrency_safe && !echo.side_effect);
+    }
+
+    #[test]
+    fn errors_name_file_key_and_accepted_values() {
+        check_err("bogus = 1", &["airlock.toml", "bogus"]);
+        check_err("[tools.echo]\ntimeout = 5", &["airlock.toml", "timeout"]);
+        check_err("[defaults]\nmemory_mib = 999999", &["[defaults]", "memory_bytes", "accepted"]);
+        check_err("[tools.echo]\ntimeout_ms = 0", &["[tools.echo]", "timeout_ms", "accepted"]);
+        check_err("[tools.\"bad name\"]", &["bad name", "^[A-Za-z0-9_-]"]);
+        check_err("[tools.echo]\nsha256 = \"abc\"", &["sha256", "64 hex"]);
+        check_err("[tools.echo]\ndirs = [{ host = \".\", guest = \"/w\", access = \"rwx\" }]", &["access", "\"ro\" or \"rw\""]);
+        check_err("[tools.echo]\ndirs = [{ host = \".\", guest = \"w\" }]", &["guest", "absolute"]);
+        check_err("[tools.echo]\ndirs = [{ host = \"/no/such/dir\", guest = \"/w\" }]", &["/no/such/dir"]);
+        check_err("[tools.echo]\ndirs = [{ host = \"/\", guest = \"/w\" }]", &["root directory"]);
+        check_err("[tools.echo]\nenv_from_host = [\"AIRLOCK_SURELY_UNSET_VAR\"]", &["AIRLOCK_SURELY_UNSET_VAR"]);
+        check_err("[audit]\nfile = \"a.jsonl\"\ndurability = \"maybe\"", &["durability", "fsync"]);
+        check_err("[engine]\nwasm_stack_kib = 1", &["wasm_stack_kib", "accepted"]);
+        check_err("[[http.tokens]]\ntoken = \"short\"\nprincipal = \"a\"", &["at least 16"]);
+        check_err("[[http.tokens]]\nprincipal = \"a\"", &["exactly one of"]);
+    }
+
+    #[test]
+    fn grants_are_parsed_and_canonicalized() {
+        let dir = std::env::temp_dir();
+        let text = format!("[tools.rf]\ndirs = [{{ host = {:?}, guest = \"/data\" }}]\nenv = {{ LANG = \"C\" }}\n", dir.display());
+        let config = parse(&text).unwrap();
+        let grants = config.settings_for("rf").grants;
+        assert_eq!(grants.dirs[0].access, DirAccess::ReadOnly, "directories are read-only unless rw");
+        assert_eq!(grants.dirs[0].host_path, dir.canonicalize().unwrap());
+        assert_eq!(grants.env, vec![EnvGrant { name: "LANG".into(), value: "C".into() }]);
+    }
+}
+
+#[cfg(test)]
+mod example_tests {
+    use super::*;
+
+    #[test]
+    fn the_commented_example_config_is_valid() {
+        let base = std::env::temp_dir().join(format!("airlock-example-{}", std::process::id()));
+        std::fs::create_dir_all(base.join("workspace")).unwrap();
+        let text = include_str!("../../airlock.example.toml");
+        let config = Config::parse(text, "airlock.example.toml", &base).unwrap();
+        assert!(config.settings_for("write_file").side_effect);
+        assert!(config.audit.is_some());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

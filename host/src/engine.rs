@@ -1,0 +1,193 @@
+//! The wasmtime engine shared by every tool: configuration (pooling
+//! allocator, fuel, epochs), the epoch ticker, the WASI linker and the
+//! on-disk cache of compiled components.
+
+use crate::limits::{DEFAULT_WASM_STACK_BYTES, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use crate::sandbox::CallCtx;
+use anyhow::Context as _;
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances. Deadlines are checked on each tick, so a
+/// runaway guest overshoots its deadline by at most about one tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Engine-wide settings (per-call limits live in [`crate::Limits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineSettings {
+    /// Maximum wasm stack of any call. wasmtime fixes it per engine.
+    pub wasm_stack_bytes: usize,
+    /// Where compiled components are cached; `None` disables the cache.
+    ///
+    /// # Security
+    ///
+    /// Loading a cached artifact is `unsafe` in wasmtime: anyone who can
+    /// write this directory can run native code in the host. Keep it in a
+    /// directory only the operator can write.
+    pub cache_dir: Option<PathBuf>,
+    /// Instances that can be alive at once (calls in flight + sessions).
+    pub max_live_instances: u32,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self { wasm_stack_bytes: DEFAULT_WASM_STACK_BYTES, cache_dir: None, max_live_instances: 256 }
+    }
+}
+
+/// The engine, its WASI linker and the compiled-artifact cache.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallCtx>,
+    cache_dir: Option<PathBuf>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// Configure the engine and start its epoch ticker thread.
+    ///
+    /// # Errors
+    ///
+    /// The pooling allocator cannot reserve its address space, or the cache
+    /// directory cannot be created.
+    pub fn new(settings: &EngineSettings) -> anyhow::Result<Self> {
+        let engine = Engine::new(&engine_config(settings)?).map_err(anyhow::Error::from).context("configuring the wasmtime engine")?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
+        if let Some(dir) = &settings.cache_dir {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
+        }
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), ticker_stop.clone())?;
+        Ok(Self { engine, linker, cache_dir: settings.cache_dir.clone(), ticker_stop })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The WASI linker every tool is instantiated against.
+    pub fn linker(&self) -> &Linker<CallCtx> {
+        &self.linker
+    }
+
+    /// Compile a component, or load it from the cache when an artifact for
+    /// the same bytes and the same engine configuration exists. Returns the
+    /// component and whether it came from the cache.
+    ///
+    /// # Errors
+    ///
+    /// The bytes are not a valid component (the caller checked the binary
+    /// header first, so text formats never reach the compiler).
+    pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<(Component, bool)> {
+        let Some(path) = self.cache_path(digest) else {
+            return Ok((Component::new(&self.engine, bytes)?, false));
+        };
+        if path.is_file() {
+            // SAFETY: the cache directory is operator-owned (see
+            // `EngineSettings::cache_dir`) and the file name binds the
+            // artifact to the component digest and this engine's
+            // compatibility hash. wasmtime still checks the artifact header.
+            match unsafe { Component::deserialize_file(&self.engine, &path) } {
+                Ok(component) => return Ok((component, true)),
+                Err(err) => tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {err:#}"),
+            }
+        }
+        let component = Component::new(&self.engine, bytes)?;
+        if let Err(err) = write_atomically(&path, &component.serialize()?) {
+            tracing::warn!(path = %path.display(), "cannot write compiled artifact to the cache: {err:#}");
+        }
+        Ok((component, false))
+    }
+
+    fn cache_path(&self, digest: &str) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        let mut hasher = std::hash::DefaultHasher::new();
+        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_key = format!("{:016x}", hasher.finish());
+        Some(dir.join(format!("{digest}-{engine_key}.cwasm")))
+    }
+}
+
+fn engine_config(settings: &EngineSettings) -> anyhow::Result<Config> {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    config.max_wasm_stack(settings.wasm_stack_bytes);
+    // The async stack must hold the wasm stack plus host frames.
+    config.async_stack_size(settings.wasm_stack_bytes + (1 << 20));
+    config.parallel_compilation(true);
+
+    let instances = settings.max_live_instances;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(instances)
+        .total_stacks(instances)
+        .total_core_instances(instances * 16)
+        .total_memories(instances * 2)
+        .total_tables(instances * 16)
+        .max_core_instances_per_component(64)
+        .max_memories_per_component(8)
+        .max_tables_per_component(32)
+        .max_core_instance_size(4 << 20)
+        .max_component_instance_size(4 << 20)
+        .max_memory_size(MAX_MEMORY_BYTES)
+        .table_elements(MAX_TABLE_ELEMENTS)
+        // Keeping pages resident and resetting them with pagemap_scan makes
+        // a fresh instance per call several times cheaper (WASMTIME-48.md).
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(64 << 10)
+        .async_stack_keep_resident(64 << 10)
+        .pagemap_scan(Enabled::Auto);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Ok(config)
+}
+
+fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("airlock-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .context("starting the epoch ticker thread")?;
+    Ok(())
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// The sha256 of a component's bytes, lowercase hex: its identity in the
+/// cache, in pins and in audit records.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_is_sha256_hex() {
+        assert_eq!(digest(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+}

@@ -1,0 +1,141 @@
+//! Capabilities an operator grants to a tool, and the one function that
+//! turns them into a WASI context.
+//!
+//! # Security
+//!
+//! [`Grants::default`] grants nothing: no directory, no environment
+//! variable, no network, no stdin, and stdout/stderr go to capped in-memory
+//! sinks. [`Grants::wasi_ctx`] is the only place a `WasiCtx` is built, so
+//! every authority a guest holds is visible here. Directory grants are
+//! enforced by wasmtime-wasi through cap-std: `..`, absolute paths and
+//! symlinks cannot leave a preopened directory.
+
+use crate::capture::CapturedOutput;
+use anyhow::Context as _;
+use std::path::PathBuf;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+
+/// Access a directory grant allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirAccess {
+    /// Read files and list directories; every write fails.
+    ReadOnly,
+    /// Read, create, overwrite and delete under the directory.
+    ReadWrite,
+}
+
+/// A host directory made visible to the guest at `guest_path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirGrant {
+    /// The directory on the host (canonicalized when the config is loaded).
+    pub host_path: PathBuf,
+    /// Where the guest sees it, e.g. `/workspace`.
+    pub guest_path: String,
+    /// Read-only unless the operator wrote `rw`.
+    pub access: DirAccess,
+}
+
+/// An environment variable the guest may read, with the value fixed by the
+/// operator when the config was loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvGrant {
+    /// Variable name.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// Everything a tool may touch outside its own memory. Empty by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// Preopened directories.
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables.
+    pub env: Vec<EnvGrant>,
+}
+
+impl Grants {
+    /// True when nothing is granted.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty() && self.env.is_empty()
+    }
+
+    /// A short human summary, e.g. `/data (ro), env LANG`.
+    pub fn summary(&self) -> String {
+        let dirs = self.dirs.iter().map(|d| {
+            let mode = match d.access {
+                DirAccess::ReadOnly => "ro",
+                DirAccess::ReadWrite => "rw",
+            };
+            format!("{} ({mode})", d.guest_path)
+        });
+        let env = self.env.iter().map(|e| format!("env {}", e.name));
+        let parts: Vec<String> = dirs.chain(env).collect();
+        if parts.is_empty() { "none".to_owned() } else { parts.join(", ") }
+    }
+
+    /// Build the WASI context of one call from these grants: the only
+    /// function that creates a `WasiCtx`.
+    ///
+    /// Stdin is closed, stdout/stderr go to the given capped sinks, TCP, UDP
+    /// and name lookups are off, and only the granted directories and
+    /// variables exist.
+    ///
+    /// # Errors
+    ///
+    /// A granted directory that cannot be opened (deleted since load).
+    pub fn wasi_ctx(&self, stdout: CapturedOutput, stderr: CapturedOutput) -> anyhow::Result<WasiCtx> {
+        let mut builder = WasiCtxBuilder::new();
+        builder.stdout(stdout).stderr(stderr);
+        builder.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        for grant in &self.env {
+            builder.env(&grant.name, &grant.value);
+        }
+        for dir in &self.dirs {
+            let perms = match dir.access {
+                DirAccess::ReadOnly => FsPerms::ReadOnly,
+                DirAccess::ReadWrite => FsPerms::ReadWrite,
+            };
+            builder
+                .preopened_dir(&dir.host_path, &dir.guest_path, perms)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("opening granted directory {}", dir.host_path.display()))?;
+        }
+        Ok(builder.build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_grants_nothing() {
+        let grants = Grants::default();
+        assert!(grants.is_empty());
+        assert_eq!(grants.summary(), "none");
+    }
+
+    #[test]
+    fn summary_lists_dirs_and_env() {
+        let grants = Grants {
+            dirs: vec![DirGrant { host_path: "/tmp".into(), guest_path: "/data".into(), access: DirAccess::ReadOnly }],
+            env: vec![EnvGrant { name: "LANG".into(), value: "C".into() }],
+        };
+        assert_eq!(grants.summary(), "/data (ro), env LANG");
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_naming_it() {
+        let grants = Grants {
+            dirs: vec![DirGrant {
+                host_path: "/nonexistent/airlock-test".into(),
+                guest_path: "/data".into(),
+                access: DirAccess::ReadWrite,
+            }],
+            env: vec![],
+        };
+        let err = grants.wasi_ctx(CapturedOutput::new(1), CapturedOutput::new(1)).unwrap_err();
+        assert!(format!("{err:#}").contains("/nonexistent/airlock-test"));
+    }
+}

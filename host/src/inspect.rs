@@ -1,0 +1,94 @@
+//! Inspect: describe a component file without trusting it — what it is,
+//! what it imports and exports, its metadata, and if it would be refused,
+//! why.
+
+use crate::engine::{Runtime, digest};
+use crate::loader::{self, ToolSettings};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// What `airlock inspect` reports about a file.
+#[derive(Debug, Serialize)]
+pub struct Inspection {
+    /// The file.
+    pub file: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// sha256 of the bytes.
+    pub sha256: String,
+    /// `component`, or what it is instead.
+    pub kind: String,
+    /// Imported interfaces (components only).
+    pub imports: Vec<String>,
+    /// Exported interfaces (components only).
+    pub exports: Vec<String>,
+    /// `airlock:tool/tool` when the exports match the tool world.
+    pub world: Option<String>,
+    /// Declared metadata, when it could be read.
+    pub metadata: Option<Value>,
+    /// Whether Airlock would load it.
+    pub accepted: bool,
+    /// Why not.
+    pub rejected_because: Option<String>,
+}
+
+/// Inspect the component at `path` with `runtime` (metadata is read under
+/// default limits with no grants).
+pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
+    let mut report = Inspection {
+        file: path.display().to_string(),
+        size: 0,
+        sha256: String::new(),
+        kind: "unknown".into(),
+        imports: vec![],
+        exports: vec![],
+        world: None,
+        metadata: None,
+        accepted: false,
+        rejected_because: None,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            report.rejected_because = Some(format!("cannot read: {err}"));
+            return report;
+        }
+    };
+    report.size = bytes.len() as u64;
+    report.sha256 = digest(&bytes);
+    if let Err(why) = loader::check_header(&bytes) {
+        report.kind = if why.contains("core WebAssembly module") { "core module".into() } else { "not WebAssembly".into() };
+        report.rejected_because = Some(why);
+        return report;
+    }
+    report.kind = "component".into();
+    match wasmtime::component::Component::new(runtime.engine(), &bytes) {
+        Ok(component) => {
+            let ty = component.component_type();
+            report.imports = ty.imports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
+            report.exports = ty.exports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
+            let is_tool = ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|want| report.exports.iter().any(|e| e.starts_with(want)));
+            if is_tool {
+                report.world = Some("airlock:tool/tool".into());
+            }
+        }
+        Err(err) => {
+            report.rejected_because = Some(format!("invalid component: {err:#}"));
+            return report;
+        }
+    }
+    match loader::load_bytes(runtime, path, &bytes, ToolSettings::default()).await {
+        Ok(tool) => {
+            report.metadata = Some(json!({
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+                "output": tool.output_schema,
+            }));
+            report.accepted = true;
+        }
+        Err(err) => report.rejected_because = Some(err.to_string()),
+    }
+    report
+}

@@ -1,0 +1,64 @@
+//! Airlock: a host that runs LLM tools as sandboxed WebAssembly components.
+//!
+//! A model never runs a tool: it proposes a call as JSON and the host
+//! decides. Every call goes through one pipeline — resolve, parse,
+//! validate, authorize, schedule, execute (a fresh instance under fuel,
+//! deadline and memory limits, with only the granted directories), check
+//! output, render, audit — and every failure comes back as an ordinary
+//! [`ToolResult`] with an [`ErrorKind`].
+//!
+//! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map.
+
+#![deny(missing_docs)]
+
+mod arguments;
+mod audit;
+mod authorize;
+mod bindings;
+mod capture;
+mod check;
+mod config;
+mod confirm;
+mod engine;
+mod formats;
+mod grants;
+mod host;
+mod inspect;
+mod limits;
+mod loader;
+pub mod mcp;
+mod messages;
+mod outcome;
+mod pipeline;
+mod projection;
+mod registry;
+mod render;
+mod resolve;
+mod sandbox;
+mod schedule;
+mod strict;
+mod validate;
+
+pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
+pub use audit::{AuditSettings, Durability, VerifyError, VerifyReport, tail as audit_tail, verify as audit_verify};
+pub use authorize::{Decision, Policy, PolicyError, ToolFacts};
+pub use capture::Captured;
+pub use sandbox::Execution;
+pub use config::{BearerToken, Config, ConfigError, HttpSettings};
+pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
+pub use engine::{EngineSettings, Runtime, digest};
+pub use formats::Format;
+pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
+pub use host::{Host, HostBuilder, HostError, bench};
+pub use inspect::{Inspection, inspect};
+pub use limits::Limits;
+pub use messages::{read_calls, write_results};
+pub use loader::{LoadError, LoadedTool, ToolSettings, check_header, load as load_component};
+pub use outcome::{ErrorKind, Failure};
+pub use pipeline::{CallRequest, ToolResult};
+pub use projection::{McpExtras, ModelTool, mcp_extras, project};
+pub use registry::{LoadProgress, Registry, RegistryError};
+pub use strict::Provider;
+
+/// Re-exported so front ends can cancel calls without another dependency.
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,337 @@
+//! Load: turn an untrusted `.wasm` file into a [`LoadedTool`], or a
+//! [`LoadError`] that says what is wrong and what would be accepted.
+//!
+//! Trusts nothing in the file. The binary header is checked before the
+//! compiler sees the bytes (wasmtime would also accept WAT text), the world
+//! is checked by binding the exports, and the metadata is read by running
+//! the component under its limits with no grants. Every string the
+//! component declares is capped and every schema is compiled before use.
+
+use crate::bindings::ToolPre;
+use crate::engine::{Runtime, digest};
+use crate::grants::Grants;
+use crate::limits::Limits;
+use crate::outcome::Failure;
+use crate::sandbox::{self, CallCtx, RawMetadata};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Largest component file accepted.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// Largest tool description accepted.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+/// Largest parameters or output schema accepted.
+pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
+/// Longest tool name accepted (the name must also match `^[A-Za-z0-9_-]+$`).
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Operator settings for one tool: everything host-side that is not the
+/// component itself. None of it comes from the component.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// Limits of each call (and of reading the metadata).
+    pub limits: Limits,
+    /// Directories and variables the tool may touch.
+    pub grants: Grants,
+    /// Calls may run in parallel with other calls. Off unless the operator
+    /// says so.
+    pub concurrency_safe: bool,
+    /// The tool changes something outside itself (writes, sends, pays). The
+    /// default policy asks for confirmation before such calls.
+    pub side_effect: bool,
+    /// Offer the tool to models as deferred (loaded on demand by providers
+    /// that support tool search).
+    pub defer_loading: bool,
+    /// Refuse to load unless the component's sha256 is this (lowercase hex).
+    pub sha256: Option<String>,
+}
+
+/// A loaded, checked tool ready to be called.
+pub struct LoadedTool {
+    /// Declared name (checked).
+    pub name: String,
+    /// Declared description (capped).
+    pub description: String,
+    /// Parameters schema (a JSON object schema).
+    pub parameters: Value,
+    /// Output schema, if declared.
+    pub output_schema: Option<Value>,
+    /// sha256 of the component bytes.
+    pub digest: String,
+    /// Where it was loaded from.
+    pub source: PathBuf,
+    /// Component size in bytes.
+    pub size: u64,
+    /// The compiled artifact came from the on-disk cache.
+    pub from_cache: bool,
+    /// Operator settings.
+    pub settings: ToolSettings,
+    pub(crate) pre: ToolPre<CallCtx>,
+    pub(crate) parameters_validator: Arc<jsonschema::Validator>,
+    pub(crate) output_validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool").field("name", &self.name).field("digest", &self.digest).field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// Why a component was refused. Each message names the file and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_COMPONENT_BYTES`].
+    #[error("{path}: {size} bytes is larger than the {MAX_COMPONENT_BYTES}-byte limit for a component")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// The bytes are not a WebAssembly component.
+    #[error("{path}: {why}")]
+    NotAComponent {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead and how to build a component.
+        why: String,
+    },
+    /// The component does not fit the `airlock:tool` world.
+    #[error("{path}: not an airlock:tool component: {why}")]
+    WrongWorld {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or extra.
+        why: String,
+    },
+    /// The sha256 pin in the config does not match.
+    #[error("{path}: sha256 is {actual} but the config pins {expected}; refusing to load a component that changed")]
+    PinMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The pinned digest.
+        expected: String,
+        /// The actual digest.
+        actual: String,
+    },
+    /// Reading metadata failed (trap, timeout, …).
+    #[error("{path}: reading the tool's metadata failed: {failure}")]
+    Metadata {
+        /// The file.
+        path: PathBuf,
+        /// What happened.
+        failure: Failure,
+    },
+    /// The metadata is unacceptable.
+    #[error("{path}: {why}")]
+    BadMetadata {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and what is accepted.
+        why: String,
+    },
+}
+
+/// The header of a component binary (`\0asm`, version 0x0d, layer 1).
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+/// The header of a core module binary.
+const MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+
+/// Check that `bytes` start like a component; the error says what they are.
+pub fn check_header(bytes: &[u8]) -> Result<(), String> {
+    match bytes.get(..8) {
+        Some(h) if h == COMPONENT_HEADER => Ok(()),
+        Some(h) if h == MODULE_HEADER => Err("this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it with `wasm-tools component new`)".into()),
+        Some(h) if h[..4] == MODULE_HEADER[..4] => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
+        _ => Err("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2".into()),
+    }
+}
+
+/// Read, check, compile and describe the component at `path`.
+///
+/// # Errors
+///
+/// See [`LoadError`]: anything that is not a component of the
+/// `airlock:tool` world with a valid name and valid schemas is refused.
+pub async fn load(runtime: &Runtime, path: &Path, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
+    let io = |source| LoadError::Io { path: path.to_owned(), source };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path.to_owned(), size });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    load_bytes(runtime, path, &bytes, settings).await
+}
+
+/// Give a loaded tool other operator settings, checking its sha256 pin.
+///
+/// # Errors
+///
+/// The new settings pin another digest.
+pub fn with_settings(mut tool: LoadedTool, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
+    if let Some(expected) = &settings.sha256
+        && !expected.eq_ignore_ascii_case(&tool.digest)
+    {
+        return Err(LoadError::PinMismatch { path: tool.source, expected: expected.clone(), actual: tool.digest });
+    }
+    tool.settings = settings;
+    Ok(tool)
+}
+
+/// [`load`] for bytes already in memory; `path` names them in errors.
+///
+/// # Errors
+///
+/// See [`LoadError`].
+pub async fn load_bytes(runtime: &Runtime, path: &Path, bytes: &[u8], settings: ToolSettings) -> Result<LoadedTool, LoadError> {
+    let path_buf = path.to_owned();
+    check_header(bytes).map_err(|why| LoadError::NotAComponent { path: path_buf.clone(), why })?;
+    let digest = digest(bytes);
+    if let Some(expected) = &settings.sha256
+        && !expected.eq_ignore_ascii_case(&digest)
+    {
+        return Err(LoadError::PinMismatch { path: path_buf, expected: expected.clone(), actual: digest });
+    }
+    let (component, from_cache) = runtime
+        .compile(bytes, &digest)
+        .map_err(|err| LoadError::NotAComponent { path: path_buf.clone(), why: format!("invalid component: {err:#}") })?;
+    let instance_pre = runtime.linker().instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
+        path: path_buf.clone(),
+        why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
+    })?;
+    let pre = ToolPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
+        path: path_buf.clone(),
+        why: format!("{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler)"),
+    })?;
+    let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|failure| LoadError::Metadata { path: path_buf.clone(), failure })?;
+    let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
+    Ok(LoadedTool {
+        name: checked.name,
+        description: checked.description,
+        parameters: checked.parameters,
+        output_schema: checked.output,
+        digest,
+        source: path_buf,
+        size: bytes.len() as u64,
+        from_cache,
+        settings,
+        pre,
+        parameters_validator: Arc::new(checked.parameters_validator),
+        output_validator: checked.output_validator.map(Arc::new),
+    })
+}
+
+struct CheckedMetadata {
+    name: String,
+    description: String,
+    parameters: Value,
+    parameters_validator: jsonschema::Validator,
+    output: Option<Value>,
+    output_validator: Option<jsonschema::Validator>,
+}
+
+/// Check a tool name against `^[A-Za-z0-9_-]{1,64}$`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if name.is_empty() || name.len() > MAX_NAME_LEN || !ok_chars {
+        let shown: String = name.chars().take(80).collect();
+        return Err(format!("tool name {shown:?} is invalid: names must match ^[A-Za-z0-9_-]{{1,64}}$"));
+    }
+    Ok(())
+}
+
+fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
+    check_name(&raw.name)?;
+    if raw.description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(format!("the description of {:?} is {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted", raw.name, raw.description.len()));
+    }
+    if raw.description.trim().is_empty() {
+        return Err(format!("tool {:?} has an empty description; models need one to choose the tool", raw.name));
+    }
+    let (parameters, parameters_validator) = check_schema(&raw.name, "parameters", &raw.parameters)?;
+    if parameters.get("type") != Some(&Value::String("object".into())) {
+        return Err(format!("the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)", raw.name));
+    }
+    let (output, output_validator) = match &raw.output {
+        Some(text) => {
+            let (schema, validator) = check_schema(&raw.name, "output", text)?;
+            (Some(schema), Some(validator))
+        }
+        None => (None, None),
+    };
+    Ok(CheckedMetadata { name: raw.name, description: raw.description, parameters, parameters_validator, output, output_validator })
+}
+
+/// Parse and compile a schema the component declared.
+fn check_schema(tool: &str, which: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(format!("the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted", text.len()));
+    }
+    let schema: Value = serde_json::from_str(text).map_err(|err| format!("the {which} schema of {tool:?} is not JSON: {err}"))?;
+    if !schema.is_object() {
+        return Err(format!("the {which} schema of {tool:?} must be a JSON object (a JSON Schema), not {schema}"));
+    }
+    jsonschema::meta::validate(&schema).map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
+    let validator = jsonschema::validator_for(&schema).map_err(|err| format!("the {which} schema of {tool:?} cannot be compiled: {err}"))?;
+    Ok((schema, validator))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_check_names_what_it_is() {
+        assert!(check_header(&COMPONENT_HEADER).is_ok());
+        assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
+        assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
+        assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
+    }
+
+    fn check(name: &str, ok: bool) {
+        assert_eq!(check_name(name).is_ok(), ok, "{name:?}");
+    }
+
+    #[test]
+    fn names() {
+        check("read_file", true);
+        check("a-B_9", true);
+        check(&"x".repeat(64), true);
+        check(&"x".repeat(65), false);
+        check("", false);
+        check("bad name!", false);
+        check("ünïcode", false);
+    }
+
+    fn raw(parameters: &str, output: Option<&str>) -> RawMetadata {
+        RawMetadata { name: "t".into(), description: "d".into(), parameters: parameters.into(), output: output.map(Into::into) }
+    }
+
+    #[test]
+    fn schemas_are_checked() {
+        assert!(check_metadata(raw(r#"{"type":"object"}"#, None)).is_ok());
+        assert!(check_metadata(raw(r#"{"type":"object"}"#, Some(r#"{"type":"string"}"#))).is_ok());
+        let err = |p: &str, o: Option<&str>| check_metadata(raw(p, o)).err().unwrap();
+        assert!(err("not json", None).contains("not JSON"));
+        assert!(err("[]", None).contains("must be a JSON object"));
+        assert!(err(r#"{"type":"string"}"#, None).contains("\"type\": \"object\""));
+        assert!(err(r#"{"type":"object","minProperties":"x"}"#, None).contains("not a valid JSON Schema"));
+        assert!(err(r#"{"type":"object"}"#, Some("true")).contains("output schema"));
+    }
+
+    #[test]
+    fn oversized_description_is_refused() {
+        let mut meta = raw(r#"{"type":"object"}"#, None);
+        meta.description = "x".repeat(MAX_DESCRIPTION_BYTES + 1);
+        assert!(check_metadata(meta).err().unwrap().contains("at most"));
+    }
+}

@@ -1,0 +1,377 @@
+//! The `airlock` command line: every subcommand goes through the library's
+//! one pipeline; this file only parses flags, prompts and prints.
+//!
+//! Exit codes: 0 for a successful result, 1 for an error result (or a
+//! failed audit verification), 2 for usage and configuration errors.
+
+use airlock::{CallRequest, Config, ConfirmRequest, Confirmer, FixedConfirmer, Format, Host, LoadProgress, RawArguments, ToolResult};
+use clap::{Parser, Subcommand};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Run LLM tools as sandboxed WebAssembly components.
+#[derive(Parser)]
+#[command(name = "airlock", version, about)]
+struct Cli {
+    /// Operator config file [default: ./airlock.toml if present, else the bundled tools with safe defaults].
+    #[arg(long, global = true, env = "AIRLOCK_CONFIG")]
+    config: Option<PathBuf>,
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the loaded tools: name, digest, grants, limits, side effect.
+    Tools,
+    /// Print the model-facing tool list as JSON (strict-mode warnings go to stderr).
+    Schema {
+        /// openai, openai-responses, anthropic or mcp.
+        #[arg(long, default_value = "openai")]
+        format: Format,
+        /// Emit strict-mode compatible schemas and mark the tools strict.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Run one call through the pipeline and print the result as JSON.
+    Call {
+        /// Tool name.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        who: Who,
+    },
+    /// Read an assistant message on stdin, run its tool calls as one batch, print the result messages.
+    Dispatch {
+        /// openai, openai-responses or anthropic.
+        #[arg(long)]
+        format: Format,
+        #[command(flatten)]
+        who: Who,
+    },
+    /// Describe a component file: world, metadata, imports, size, sha256, and why it would be refused.
+    Inspect {
+        /// The .wasm file.
+        file: PathBuf,
+    },
+    /// Serve the tools over MCP.
+    Serve {
+        /// Serve on stdin/stdout.
+        #[arg(long, conflicts_with = "http", required_unless_present = "http")]
+        stdio: bool,
+        /// Serve streamable HTTP on this address (loopback unless you say otherwise).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Principal for requests without a bearer token (stdio, or HTTP with no tokens configured).
+        #[arg(long, default_value = "local")]
+        principal: String,
+        /// Reload tools when the config or tool directories change.
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Audit log tools.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check the hash chain of an audit log.
+    Verify {
+        /// The log file.
+        file: PathBuf,
+    },
+    /// Print the last records of an audit log.
+    Tail {
+        /// The log file.
+        file: PathBuf,
+        /// How many records.
+        #[arg(short, default_value_t = 10)]
+        n: usize,
+    },
+}
+
+#[derive(clap::Args)]
+struct Who {
+    /// Who is asking (as known to the policy).
+    #[arg(long, default_value = "local")]
+    principal: String,
+    /// Confirm every call that asks for confirmation.
+    #[arg(long, conflicts_with = "no")]
+    yes: bool,
+    /// Decline every call that asks for confirmation.
+    #[arg(long)]
+    no: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("airlock: cannot start the async runtime: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}
+
+/// Fail with exit code 2 and a message.
+fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("airlock: {message}");
+    ExitCode::from(2)
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Audit { command } => return audit(command),
+        Command::Inspect { file } => return inspect(&file).await,
+        _ => {}
+    }
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(err) => return usage_error(err),
+    };
+    let host = match Host::builder().config(config).progress(Box::new(TerminalProgress)).build().await {
+        Ok(host) => host,
+        Err(err) => return usage_error(err),
+    };
+    match cli.command {
+        Command::Tools => tools(&host),
+        Command::Schema { format, strict } => schema(&host, format, strict),
+        Command::Call { tool, args, who } => call(&host, tool, args, &who).await,
+        Command::Dispatch { format, who } => dispatch(&host, format, &who).await,
+        Command::Serve { stdio, http, principal, watch } => {
+            let result = if stdio { airlock::mcp::serve_stdio(host, principal, watch).await } else {
+                let addr = http.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
+                airlock::mcp::serve_http(host, addr, principal, watch).await
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => usage_error(format!("{err:#}")),
+            }
+        }
+        Command::Audit { .. } | Command::Inspect { .. } => unreachable!("handled above"),
+    }
+}
+
+/// The config in force: `--config`, else `./airlock.toml`, else the built-in
+/// configuration over the bundled tools.
+fn load_config(path: Option<&Path>) -> Result<Config, String> {
+    if let Some(path) = path {
+        return Config::from_file(path).map_err(|e| e.to_string());
+    }
+    let local = Path::new("airlock.toml");
+    if local.is_file() {
+        return Config::from_file(local).map_err(|e| e.to_string());
+    }
+    Ok(Config::builtin(&bundled_tools_dir()))
+}
+
+/// Where the bundled tools are: `$AIRLOCK_TOOLS_DIR`, else `guests/` beside
+/// the binary's directory (`target/guests` for `target/release/airlock`),
+/// else `./target/guests`.
+fn bundled_tools_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AIRLOCK_TOOLS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let beside = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.join("guests")));
+    match beside {
+        Some(dir) if dir.is_dir() => dir,
+        _ => PathBuf::from("target/guests"),
+    }
+}
+
+struct TerminalProgress;
+
+impl LoadProgress for TerminalProgress {
+    fn loading(&self, index: usize, total: usize, path: &Path) {
+        if !std::io::stderr().is_terminal() {
+            return;
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\r\x1b[2K[{}/{total}] loading {name}", index + 1);
+        if index + 1 == total {
+            let _ = write!(err, "\r\x1b[2K");
+        }
+        let _ = err.flush();
+    }
+}
+
+fn tools(host: &Host) -> ExitCode {
+    let registry = host.tools();
+    println!("{:<16} {:<12} {:<5} {:<28} {}", "NAME", "DIGEST", "SIDE", "LIMITS", "GRANTS");
+    for tool in registry.iter() {
+        let s = &tool.settings;
+        let limits = format!("{}ms {}MiB {}Gfuel", s.limits.timeout.as_millis(), s.limits.memory_bytes >> 20, s.limits.fuel / 1_000_000_000);
+        let side = if s.side_effect { "yes" } else { "no" };
+        println!("{:<16} {:<12} {:<5} {:<28} {}", tool.name, &tool.digest[..12], side, limits, s.grants.summary());
+    }
+    ExitCode::SUCCESS
+}
+
+fn schema(host: &Host, format: Format, strict: bool) -> ExitCode {
+    for (tool, provider, problems) in host.strict_report() {
+        let relevant = match format {
+            Format::Anthropic => provider == airlock::Provider::Anthropic,
+            Format::OpenAi | Format::OpenAiResponses => provider == airlock::Provider::OpenAi,
+            Format::Mcp => false,
+        };
+        if relevant && !problems.is_empty() {
+            let fix = if strict { "strict variant emitted" } else { "use --strict for a compatible variant" };
+            eprintln!("warning: {tool}: not accepted by {} strict mode ({fix}):", provider.as_str());
+            for problem in problems {
+                eprintln!("  {problem}");
+            }
+        }
+    }
+    print_json(&Value::Array(host.schemas(format, strict)));
+    ExitCode::SUCCESS
+}
+
+fn print_json(value: &Value) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(err) => eprintln!("airlock: cannot print JSON: {err}"),
+    }
+}
+
+/// Answers "ask" decisions: `--yes`/`--no`, else a prompt on the terminal,
+/// else declined.
+fn confirmer(who: &Who) -> Option<Box<dyn Confirmer>> {
+    if who.yes || who.no {
+        return Some(Box::new(FixedConfirmer(who.yes)));
+    }
+    if std::io::stderr().is_terminal() { Some(Box::new(TerminalConfirmer)) } else { None }
+}
+
+struct TerminalConfirmer;
+
+impl Confirmer for TerminalConfirmer {
+    fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        let prompt = format!("{} wants to call {} with {}\n({}) Allow? [y/N] ", request.principal, request.tool, request.arguments, request.reason);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                // Read the answer from the terminal itself: stdin may carry
+                // the message being dispatched.
+                let Ok(mut tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return false };
+                if tty.write_all(prompt.as_bytes()).is_err() {
+                    return false;
+                }
+                let mut answer = String::new();
+                let mut byte = [0u8; 1];
+                while answer.len() < 16 && tty.read(&mut byte).is_ok_and(|n| n == 1) && byte[0] != b'\n' {
+                    answer.push(byte[0] as char);
+                }
+                matches!(answer.trim(), "y" | "Y" | "yes")
+            })
+            .await
+            .unwrap_or(false)
+        })
+    }
+}
+
+fn result_json(result: &ToolResult) -> Value {
+    let content = result.structured.clone().unwrap_or_else(|| Value::String(result.content.clone()));
+    json!({ "is_error": result.is_error, "kind": result.outcome(), "content": content })
+}
+
+async fn call(host: &Host, tool: String, args: String, who: &Who) -> ExitCode {
+    let request = CallRequest { call_id: "cli".into(), tool, arguments: RawArguments::Text(args), principal: who.principal.clone() };
+    let confirmer = confirmer(who);
+    let result = host.call(request, confirmer.as_deref()).await;
+    tracing::info!("{}", result.human_line());
+    if !result.stderr.text.is_empty() {
+        tracing::info!("guest stderr: {}", result.stderr.text.trim_end());
+    }
+    print_json(&result_json(&result));
+    if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// Largest message `dispatch` reads from stdin.
+const MAX_MESSAGE_BYTES: u64 = 8 << 20;
+
+async fn dispatch(host: &Host, format: Format, who: &Who) -> ExitCode {
+    let mut text = String::new();
+    if let Err(err) = std::io::stdin().take(MAX_MESSAGE_BYTES + 1).read_to_string(&mut text) {
+        return usage_error(format!("cannot read the message from stdin: {err}"));
+    }
+    if text.len() as u64 > MAX_MESSAGE_BYTES {
+        return usage_error(format!("the message on stdin is larger than {MAX_MESSAGE_BYTES} bytes"));
+    }
+    let message: Value = match serde_json::from_str(&text) {
+        Ok(message) => message,
+        Err(err) => return usage_error(format!("stdin is not a JSON message: {err}")),
+    };
+    let requests = match airlock::read_calls(format, &message, &who.principal) {
+        Ok(requests) => requests,
+        Err(err) => return usage_error(err),
+    };
+    let confirmer = confirmer(who);
+    let results = host.dispatch(requests, confirmer.as_deref(), &airlock::CancellationToken::new()).await;
+    for result in &results {
+        tracing::info!("{}", result.human_line());
+    }
+    print_json(&airlock::write_results(format, &results));
+    if results.iter().any(|r| r.is_error) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+async fn inspect(file: &Path) -> ExitCode {
+    let runtime = match airlock::Runtime::new(&airlock::EngineSettings::default()) {
+        Ok(runtime) => runtime,
+        Err(err) => return usage_error(format!("{err:#}")),
+    };
+    let report = airlock::inspect(&runtime, file).await;
+    let accepted = report.accepted;
+    match serde_json::to_value(&report) {
+        Ok(value) => print_json(&value),
+        Err(err) => return usage_error(err),
+    }
+    if accepted { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+fn audit(command: AuditCommand) -> ExitCode {
+    match command {
+        AuditCommand::Verify { file } => match airlock::audit_verify(&file) {
+            Ok(report) => {
+                println!("ok: {} records, chain intact; head {}", report.records, report.last_hash.as_deref().unwrap_or("(empty)"));
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                println!("TAMPERED: {err}");
+                ExitCode::from(1)
+            }
+        },
+        AuditCommand::Tail { file, n } => match airlock::audit_tail(&file, n) {
+            Ok(records) => {
+                for record in records {
+                    println!("{record}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(err) => usage_error(err),
+        },
+    }
+}

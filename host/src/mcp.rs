@@ -1,0 +1,116 @@
+//! The MCP front end: Airlock's tools served over the Model Context Protocol,
+//! on stdio and on streamable HTTP, with [`rmcp`].
+//!
+//! # What this module trusts and what it does not
+//!
+//! Trusted: the [`Host`] (its pipeline decides every call) and the
+//! operator's config (bearer tokens, allowed origins, the files to watch).
+//!
+//! Not trusted: everything a client sends. JSON-RPC messages are capped in
+//! size ([`MAX_STDIO_MESSAGE_BYTES`], [`MAX_HTTP_BODY_BYTES`]) before rmcp
+//! parses them; tool names and arguments go to the pipeline as proposed,
+//! which resolves, validates and authorizes them. The HTTP `Authorization`,
+//! `Origin`, `Host` and `Mcp-Session-Id` headers are checked before rmcp
+//! sees a request (see `http`). Answers to confirmation requests
+//! (elicitation results, `requestState` and `inputResponses` on retried
+//! calls) are only ever read as "the user confirmed" or "did not": a
+//! `requestState` is an opaque handle to state kept here, bound to the
+//! principal, tool and arguments it was issued for, used once and expired
+//! after [`CONFIRM_TIMEOUT`].
+//!
+//! Tool lists come only from [`Host::schemas`] with [`Format::Mcp`](crate::Format::Mcp):
+//! the projection is the trust boundary, this module never builds tool JSON
+//! from host-side tool definitions.
+//!
+//! Nothing here writes to stdout: the stdio transport owns it, guest output
+//! is captured by the sandbox, and logs go to stderr through `tracing`.
+//!
+//! # Protocol revisions
+//!
+//! Every revision rmcp knows is served: the `initialize`-based ones
+//! (2024-11-05 … 2025-11-25), where a call that needs confirmation sends
+//! `elicitation/create` to the client, and 2026-07-28 (`server/discover`,
+//! per-request metadata), where the server may not send requests and a call
+//! that needs confirmation answers with an "input required" result instead
+//! (SEP-2322) and finishes when the client retries with the user's answer.
+
+mod changes;
+mod confirm;
+mod http;
+mod server;
+mod watch;
+
+use crate::host::Host;
+use anyhow::Context as _;
+use changes::Changes;
+use confirm::Confirmations;
+use rmcp::ServiceExt as _;
+use server::{AirlockServer, Shared};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use http::{MAX_HTTP_BODY_BYTES, MAX_HTTP_SESSIONS};
+
+/// Largest JSON-RPC message (one line) accepted on stdio. Longer lines are
+/// dropped by the transport and the connection stays open.
+pub const MAX_STDIO_MESSAGE_BYTES: usize = 4 << 20;
+/// How long a call waits for the user to answer a confirmation request
+/// before it is declined.
+pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(300);
+/// Quiet time after the last file-system event before a reload (`--watch`).
+pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Serve the host's tools over MCP on stdin/stdout until stdin closes.
+///
+/// Every call acts as `principal`. With `watch`, the config file and the
+/// tool directories are watched; a change reloads the tools and, when the
+/// tool list changed, clients are sent `notifications/tools/list_changed`.
+///
+/// # Errors
+///
+/// The transport fails before the client connects, or the watcher cannot
+/// be started.
+pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::Result<()> {
+    let shared = Shared::new(host);
+    let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
+    let server = AirlockServer::new(shared, principal);
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer).with_max_line_length(MAX_STDIO_MESSAGE_BYTES);
+    // Clients on the initialize-based revisions are registered for
+    // list_changed by `notifications/initialized`; 2026-07-28 clients
+    // subscribe with `subscriptions/listen`.
+    let running = server.serve(transport).await.context("the MCP client did not connect on stdio")?;
+    let reason = running.waiting().await.context("the MCP stdio service stopped unexpectedly")?;
+    tracing::info!(?reason, "MCP stdio session ended");
+    Ok(())
+}
+
+/// Serve the host's tools over MCP streamable HTTP at `http://ADDR/mcp`
+/// until interrupted (Ctrl-C).
+///
+/// Requests act as the principal their bearer token maps to
+/// (`[http] tokens`), or as `principal` when no tokens are configured. The
+/// bound address is announced on stderr in one line, so that a caller that
+/// asked for port 0 learns the port.
+///
+/// # Security
+///
+/// Refuses to bind a non-loopback address unless the config has at least
+/// one bearer token. See `http` for the header checks.
+///
+/// # Errors
+///
+/// The address is refused or cannot be bound, or the watcher cannot be
+/// started.
+pub async fn serve_http(host: Host, addr: SocketAddr, principal: String, watch: bool) -> anyhow::Result<()> {
+    let shared = Shared::new(host);
+    let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
+    http::serve(shared, addr, principal).await
+}
+
+impl Shared {
+    fn new(host: Host) -> Arc<Self> {
+        Arc::new(Shared { host, changes: Changes::default(), confirmations: Arc::new(Confirmations::default()) })
+    }
+}

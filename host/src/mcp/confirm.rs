@@ -1,0 +1,302 @@
+//! Confirmation of "ask" decisions through the MCP client.
+//!
+//! On the `initialize`-based revisions the server sends `elicitation/create`
+//! ([`ElicitConfirmer`]). On 2026-07-28 the server may not send requests:
+//! the call answers with an "input required" result carrying the same
+//! elicitation, and finishes when the client retries it with the user's
+//! answer ([`Confirmations`]).
+//!
+//! Trusts nothing from the client: an answer only counts as confirmation
+//! when it is an `accept` whose `allow` field is `true`; anything else
+//! (decline, cancel, malformed, missing, late) declines. A `requestState`
+//! is a random handle to a call waiting here; it is only honoured for the
+//! principal, tool and arguments it was issued for, only once, and only
+//! until the confirmer gives up after [`CONFIRM_TIMEOUT`]. The number of
+//! waiting calls is capped by [`MAX_PENDING_CONFIRMATIONS`]. Arguments shown
+//! to the user are JSON-encoded (control characters escaped) and cut at
+//! [`MAX_CONFIRM_ARGUMENT_BYTES`].
+
+use super::CONFIRM_TIMEOUT;
+use super::server::{Link, link};
+use crate::confirm::{ConfirmRequest, Confirmer};
+use crate::host::Host;
+use crate::pipeline::{CallRequest, ToolResult};
+use crate::validate::cap;
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest, InputResponses, JsonObject};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// At most this many calls wait for a confirmation answer (2026-07-28).
+pub const MAX_PENDING_CONFIRMATIONS: usize = 256;
+/// Arguments shown in a confirmation message are cut at this many bytes.
+pub const MAX_CONFIRM_ARGUMENT_BYTES: usize = 2048;
+/// The key of the confirmation in `inputRequests` / `inputResponses`.
+pub const CONFIRM_KEY: &str = "confirm";
+/// The boolean field of the confirmation form.
+const ALLOW_FIELD: &str = "allow";
+
+/// The question put to the user, e.g. `alice wants to call create_transfer
+/// with {"amount":20000,"to":"bob"}: transfers above 10,000 need
+/// confirmation. Allow?`.
+pub fn message(request: &ConfirmRequest<'_>) -> String {
+    let arguments = cap(&request.arguments.to_string(), MAX_CONFIRM_ARGUMENT_BYTES);
+    let reason = request.reason.trim().trim_end_matches('.');
+    format!("{} wants to call {} with {arguments}: {reason}. Allow?", request.principal, request.tool)
+}
+
+/// The form: one required boolean, `allow`, defaulting to `false`.
+pub fn form(message: String) -> ElicitRequestParams {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            ALLOW_FIELD: {
+                "type": "boolean",
+                "title": "Allow this call",
+                "description": "Run the tool now with the arguments shown.",
+                "default": false,
+            }
+        },
+        "required": [ALLOW_FIELD],
+    });
+    let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
+        Ok(schema) => schema,
+        // The literal above is tested; failing here is a bug in this crate.
+        Err(err) => unreachable!("the confirmation schema is invalid: {err}"),
+    };
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema }
+}
+
+/// Whether an elicitation result confirms the call.
+pub fn accepted(result: &ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept && result.content.as_ref().and_then(|c| c.get(ALLOW_FIELD)) == Some(&Value::Bool(true))
+}
+
+/// Whether the `inputResponses` of a retried call confirm it.
+pub fn accepted_responses(responses: Option<&InputResponses>) -> bool {
+    responses
+        .and_then(|r| r.get(CONFIRM_KEY))
+        .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok())
+        .is_some_and(|result| accepted(&result))
+}
+
+/// Asks with `elicitation/create` (the `initialize`-based revisions).
+pub struct ElicitConfirmer {
+    /// The client of the session the call came from.
+    pub peer: Peer<RoleServer>,
+    /// The call's cancellation: a cancelled call stops waiting and declines.
+    pub cancel: CancellationToken,
+}
+
+impl Confirmer for ElicitConfirmer {
+    fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        let params = form(message(&request));
+        Box::pin(async move {
+            tokio::select! {
+                answer = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT)) => match answer {
+                    Ok(result) => accepted(&result),
+                    Err(err) => {
+                        tracing::info!("confirmation request failed, the call is declined: {err}");
+                        false
+                    }
+                },
+                () = self.cancel.cancelled() => false,
+            }
+        })
+    }
+}
+
+/// Who a waiting call belongs to: a retry must match all of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owner {
+    /// The principal of the call.
+    pub principal: String,
+    /// The tool name as requested.
+    pub tool: String,
+    /// The arguments as requested.
+    pub arguments: Option<JsonObject>,
+}
+
+/// A call waiting for the user's answer.
+struct Slot {
+    owner: Owner,
+    answer: oneshot::Sender<bool>,
+    result: oneshot::Receiver<ToolResult>,
+    cancel: CancellationToken,
+}
+
+/// Calls waiting for a confirmation answer (2026-07-28), by `requestState`.
+#[derive(Default)]
+pub struct Confirmations {
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+/// How the first round of a call ended.
+pub enum Started {
+    /// The call finished (no confirmation was needed, or it was declined).
+    Done(ToolResult),
+    /// The call waits: answer `elicitation` and retry with `state`.
+    Ask {
+        /// The `requestState` to hand out.
+        state: String,
+        /// The elicitation to put in `inputRequests`.
+        elicitation: Box<InputRequest>,
+    },
+    /// The pipeline task died (a bug): no result.
+    Lost,
+}
+
+/// How a retried call ended.
+pub enum Resumed {
+    /// The call finished.
+    Done(ToolResult),
+    /// No call waits under that state for this principal (never issued,
+    /// already used, expired, or someone else's).
+    Unknown,
+    /// The state belongs to a different tool or different arguments.
+    Mismatch,
+    /// The pipeline task died (a bug): no result.
+    Lost,
+}
+
+/// The confirmer of a 2026-07-28 call: hands the question to the request
+/// handler once, then waits for the answer.
+struct AskOnce {
+    ask: Mutex<Option<oneshot::Sender<(String, oneshot::Sender<bool>)>>>,
+    cancel: CancellationToken,
+}
+
+impl Confirmer for AskOnce {
+    fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        let question = message(&request);
+        let ask = self.ask.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Box::pin(async move {
+            let Some(ask) = ask else { return false };
+            let (answer_tx, answer_rx) = oneshot::channel();
+            if ask.send((question, answer_tx)).is_err() {
+                return false;
+            }
+            tokio::select! {
+                answer = tokio::time::timeout(CONFIRM_TIMEOUT, answer_rx) => matches!(answer, Ok(Ok(true))),
+                () = self.cancel.cancelled() => false,
+            }
+        })
+    }
+}
+
+impl Confirmations {
+    /// Run `request`. If the policy asks and `can_elicit`, the call is
+    /// parked and [`Started::Ask`] returned; without `can_elicit`, ask
+    /// means declined. `cancel` cancels the call while this round runs.
+    pub async fn start(self: &Arc<Self>, host: Host, request: CallRequest, owner: Owner, can_elicit: bool, cancel: &[CancellationToken]) -> Started {
+        let state = uuid::Uuid::new_v4().simple().to_string();
+        let run_cancel = CancellationToken::new();
+        let (ask_tx, mut ask_rx) = oneshot::channel();
+        let (result_tx, mut result_rx) = oneshot::channel();
+        let confirmer = AskOnce { ask: Mutex::new(can_elicit.then_some(ask_tx)), cancel: run_cancel.clone() };
+        let this = Arc::clone(self);
+        let (task_state, task_cancel) = (state.clone(), run_cancel.clone());
+        tokio::spawn(async move {
+            let result = host.call_cancellable(request, Some(&confirmer), &task_cancel).await;
+            let _ = result_tx.send(result);
+            // Nobody retried in time: drop the parked slot.
+            this.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_state);
+        });
+        let _link = link(&run_cancel, cancel);
+        tokio::select! {
+            result = &mut result_rx => return result.map_or(Started::Lost, Started::Done),
+            asked = &mut ask_rx => {
+                let Ok((question, answer)) = asked else {
+                    // The confirmer was dropped without asking: the call is finishing.
+                    return result_rx.await.map_or(Started::Lost, Started::Done);
+                };
+                if let Err(result_rx) = self.park(&state, owner, answer, result_rx, run_cancel.clone()) {
+                    // No room: the call was declined and is finishing.
+                    return result_rx.await.map_or(Started::Lost, Started::Done);
+                }
+                let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
+                Started::Ask { state, elicitation }
+            }
+        }
+    }
+
+    /// Park a call under `state`. With [`MAX_PENDING_CONFIRMATIONS`] calls
+    /// already waiting, the call is declined and its result handed back.
+    fn park(&self, state: &str, owner: Owner, answer: oneshot::Sender<bool>, result: oneshot::Receiver<ToolResult>, cancel: CancellationToken) -> Result<(), oneshot::Receiver<ToolResult>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        // Calls whose confirmer gave up (timeout, cancellation) are gone.
+        slots.retain(|_, slot| !slot.answer.is_closed());
+        if slots.len() >= MAX_PENDING_CONFIRMATIONS {
+            tracing::warn!("{MAX_PENDING_CONFIRMATIONS} calls already wait for confirmation; this one is declined");
+            let _ = answer.send(false);
+            return Err(result);
+        }
+        slots.insert(state.to_owned(), Slot { owner, answer, result, cancel });
+        Ok(())
+    }
+
+    /// Finish a parked call with the user's answer from `responses`.
+    /// `cancel` cancels the call while this round runs.
+    pub async fn resume(&self, state: &str, owner: &Owner, responses: Option<&InputResponses>, cancel: &[CancellationToken]) -> Resumed {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            match slots.get(state) {
+                // Someone else's state reads as unknown, and stays usable by its owner.
+                None => return Resumed::Unknown,
+                Some(slot) if slot.owner.principal != owner.principal => return Resumed::Unknown,
+                Some(slot) if slot.owner != *owner => return Resumed::Mismatch,
+                Some(_) => match slots.remove(state) {
+                    Some(slot) => slot,
+                    None => return Resumed::Unknown,
+                },
+            }
+        };
+        let _ = slot.answer.send(accepted_responses(responses));
+        let _link: Link = link(&slot.cancel, cancel);
+        slot.result.await.map_or(Resumed::Lost, Resumed::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_is_a_valid_elicitation_schema() {
+        let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = form("ok?".into()) else { panic!("not a form") };
+        let value = serde_json::to_value(requested_schema).unwrap();
+        assert_eq!(value["properties"]["allow"]["type"], "boolean");
+        assert_eq!(value["required"], json!(["allow"]));
+    }
+
+    #[test]
+    fn only_accept_with_allow_true_confirms() {
+        let check = |value: Value, expect: bool| {
+            let mut responses = InputResponses::new();
+            responses.insert(CONFIRM_KEY.into(), value.clone());
+            assert_eq!(accepted_responses(Some(&responses)), expect, "{value}");
+        };
+        check(json!({"action": "accept", "content": {"allow": true}}), true);
+        check(json!({"action": "accept", "content": {"allow": false}}), false);
+        check(json!({"action": "accept", "content": {"allow": "true"}}), false);
+        check(json!({"action": "accept"}), false);
+        check(json!({"action": "decline", "content": {"allow": true}}), false);
+        check(json!({"action": "cancel"}), false);
+        check(json!("yes"), false);
+        assert!(!accepted_responses(None));
+    }
+
+    #[test]
+    fn the_message_names_who_what_and_why_and_caps_arguments() {
+        let arguments = json!({"to": "bob", "amount": 20000, "memo": "x".repeat(10_000)});
+        let request = ConfirmRequest { principal: "alice", tool: "create_transfer", arguments: &arguments, reason: "transfers above 10,000 need confirmation." };
+        let text = message(&request);
+        assert!(text.starts_with("alice wants to call create_transfer with {"), "{text}");
+        assert!(text.ends_with(": transfers above 10,000 need confirmation. Allow?"), "{text}");
+        assert!(text.len() < MAX_CONFIRM_ARGUMENT_BYTES + 200);
+    }
+}

@@ -1,0 +1,348 @@
+//! MCP streamable HTTP: rmcp's service behind axum at `/mcp`, with the
+//! checks a local or token-protected server needs in front of it.
+//!
+//! Trusts nothing in a request. Before rmcp sees it, in this order:
+//!
+//! 1. `Origin` (DNS rebinding, cross-site browsers): when present it must be
+//!    a loopback origin or listed in `[http] allowed_origins`, else 403.
+//! 2. `Host` (DNS rebinding): when bound to a loopback address it must name a
+//!    loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), else 403.
+//! 3. `Authorization`: when `[http] tokens` are configured, a request needs
+//!    `Bearer <token>` with a configured token, else 401 with
+//!    `WWW-Authenticate: Bearer`. Tokens are compared by SHA-256 digest in
+//!    constant time. The token decides the principal; nothing in the body
+//!    can.
+//! 4. `Mcp-Session-Id`: a session is bound to the principal that opened it;
+//!    another principal presenting its id gets 404, as for an unknown
+//!    session. At most [`MAX_HTTP_SESSIONS`] sessions are kept.
+//!
+//! Request bodies are capped at [`MAX_HTTP_BODY_BYTES`] (413 beyond). A
+//! client dropping the response stream of a call cancels the call. Tokens
+//! are read once at start: changing them needs a restart (a reload that
+//! removed every token must not open a non-loopback server).
+
+use super::server::{AirlockServer, Caller, Shared};
+use crate::config::BearerToken;
+use anyhow::Context as _;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Largest request body accepted, in bytes (a call's arguments are capped
+/// at [`MAX_ARGUMENT_BYTES`](crate::MAX_ARGUMENT_BYTES); this leaves room
+/// for the envelope).
+pub const MAX_HTTP_BODY_BYTES: usize = 4 << 20;
+/// Most MCP sessions (`initialize`-based revisions) kept open at once.
+pub const MAX_HTTP_SESSIONS: usize = 1024;
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// A configured token, kept as its digest.
+struct Token {
+    digest: [u8; 32],
+    principal: String,
+}
+
+/// The checks in front of rmcp, and the session → principal bindings.
+struct Gate {
+    tokens: Vec<Token>,
+    allowed_origins: Vec<String>,
+    loopback: bool,
+    default_principal: String,
+    sessions: Mutex<HashMap<String, String>>,
+    manager: Arc<LocalSessionManager>,
+}
+
+/// Serve until Ctrl-C.
+pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> anyhow::Result<()> {
+    let settings = shared.host.config().http;
+    if !addr.ip().is_loopback() && settings.tokens.is_empty() {
+        anyhow::bail!(
+            "refusing to serve MCP over HTTP on {addr}: it is not a loopback address and the config has no bearer tokens. \
+             Add `[http] tokens = [{{ token_env = \"AIRLOCK_TOKEN\", principal = \"alice\" }}]` to the config, or serve on 127.0.0.1"
+        );
+    }
+    let manager = Arc::new(LocalSessionManager::default());
+    let gate = Arc::new(Gate {
+        tokens: settings.tokens.iter().map(|BearerToken { token, principal }| Token { digest: digest(token), principal: principal.clone() }).collect(),
+        allowed_origins: settings.allowed_origins.iter().map(|o| normalize_origin(o)).collect(),
+        loopback: addr.ip().is_loopback(),
+        default_principal: principal.clone(),
+        sessions: Mutex::new(HashMap::new()),
+        manager: manager.clone(),
+    });
+    let shutdown = CancellationToken::new();
+    // Host and Origin are checked by `gate` (rmcp's own lists would refuse
+    // a token-protected server's public host name).
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
+        .with_cancellation_token(shutdown.child_token());
+    let server = AirlockServer::new(shared, principal);
+    let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
+    let app = axum::Router::new().route_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, check));
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().context("cannot read the bound address")?;
+    eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
+    let stop = shutdown.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            stop.cancel();
+        })
+        .await
+        .context("the HTTP server failed")?;
+    shutdown.cancel();
+    Ok(())
+}
+
+/// The axum middleware: origin, host, token, session binding; then rmcp.
+async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !gate.origin_allowed(origin)
+    {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: this Origin is not allowed");
+    }
+    if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
+    }
+    let Some(principal) = gate.authenticate(headers) else {
+        let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
+        return response;
+    };
+    let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(id) = &session
+        && !gate.session_belongs_to(id, &principal)
+    {
+        return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    }
+    let method = request.method().clone();
+    let disconnected = CancellationToken::new();
+    request.extensions_mut().insert(Caller { principal: principal.clone(), disconnected: disconnected.clone() });
+    let response = next.run(request).await;
+
+    if session.is_none()
+        && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+        && !gate.bind(id, principal).await
+    {
+        let _ = gate.manager.close_session(&Arc::from(id)).await;
+        tracing::warn!("{MAX_HTTP_SESSIONS} MCP sessions are open; refusing a new one");
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry");
+    }
+    if method == Method::DELETE
+        && response.status().is_success()
+        && let Some(id) = &session
+    {
+        gate.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+    let streamed = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+    if method == Method::POST && streamed {
+        // A POST's event stream carries the call's result: the client
+        // dropping it cancels the call (a resumed stream would see a
+        // cancelled result, which is what an abandoned call should get).
+        let (parts, body) = response.into_parts();
+        let guard = disconnected.drop_guard();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _alive = &guard;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    response
+}
+
+fn refuse(status: StatusCode, message: &'static str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message).into_response()
+}
+
+impl Gate {
+    /// The principal of a request, or `None` when it must be refused.
+    fn authenticate(&self, headers: &HeaderMap) -> Option<String> {
+        if self.tokens.is_empty() {
+            return Some(self.default_principal.clone());
+        }
+        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, token) = value.trim().split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let presented = digest(token.trim());
+        // Compare against every token, without stopping at the first match.
+        let mut principal = None;
+        for configured in &self.tokens {
+            if digests_equal(&configured.digest, &presented) {
+                principal.get_or_insert_with(|| configured.principal.clone());
+            }
+        }
+        principal
+    }
+
+    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else { return false };
+        let origin = normalize_origin(origin);
+        if self.allowed_origins.contains(&origin) {
+            return true;
+        }
+        match origin.split_once("://") {
+            Some(("http" | "https", authority)) => is_loopback_authority(authority),
+            _ => false,
+        }
+    }
+
+    /// Whether `principal` may use session `id`. Unknown ids are refused:
+    /// every session is opened through this gate.
+    fn session_belongs_to(&self, id: &str, principal: &str) -> bool {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|owner| owner == principal)
+    }
+
+    /// Bind a new session to `principal`; `false` when there is no room.
+    async fn bind(&self, id: &str, principal: String) -> bool {
+        let full = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).len() >= MAX_HTTP_SESSIONS;
+        if full {
+            // Forget sessions rmcp has closed (idle timeout, DELETE, errors).
+            let ids: Vec<String> = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+            for old in ids {
+                if !self.manager.has_session(&Arc::from(old.as_str())).await.unwrap_or(false) {
+                    self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&old);
+                }
+            }
+        }
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if sessions.len() >= MAX_HTTP_SESSIONS {
+            return false;
+        }
+        sessions.insert(id.to_owned(), principal);
+        true
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Constant-time equality of two digests (no early exit on a difference).
+fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// `scheme://host[:port]`, lower-cased, without a trailing slash.
+fn normalize_origin(origin: &str) -> String {
+    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// Whether `host[:port]` names a loopback host: `localhost`, an address in
+/// `127.0.0.0/8`, or `[::1]`.
+fn is_loopback_authority(authority: &str) -> bool {
+    let authority = authority.trim();
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((ip, port)) if port.is_empty() || is_port(port.strip_prefix(':').unwrap_or("x")) => ip,
+            _ => return false,
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) if is_port(port) => host,
+            Some(_) => return false,
+            None => authority,
+        }
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_port(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(tokens: &[(&str, &str)], origins: &[&str]) -> Gate {
+        Gate {
+            tokens: tokens.iter().map(|(t, p)| Token { digest: digest(t), principal: (*p).into() }).collect(),
+            allowed_origins: origins.iter().map(|o| normalize_origin(o)).collect(),
+            loopback: true,
+            default_principal: "local".into(),
+            sessions: Mutex::new(HashMap::new()),
+            manager: Arc::new(LocalSessionManager::default()),
+        }
+    }
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn loopback_authorities() {
+        for ok in ["localhost", "LOCALHOST:8080", "127.0.0.1", "127.1.2.3:1", "[::1]", "[::1]:8080"] {
+            assert!(is_loopback_authority(ok), "{ok}");
+        }
+        for bad in ["example.com", "localhost.evil.com", "127.0.0.1.nip.io", "10.0.0.1:80", "[::2]", "[::1]x", "localhost:http", "", "0.0.0.0"] {
+            assert!(!is_loopback_authority(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn origins() {
+        let gate = gate(&[], &["https://app.example.com/"]);
+        let allowed = |o: &str| gate.origin_allowed(&HeaderValue::from_str(o).unwrap());
+        assert!(allowed("http://localhost:3000"));
+        assert!(allowed("http://127.0.0.1"));
+        assert!(allowed("https://APP.example.com"));
+        assert!(!allowed("https://evil.example.com"));
+        assert!(!allowed("null"));
+        assert!(!allowed("file://localhost"));
+    }
+
+    #[test]
+    fn tokens_map_to_principals() {
+        let gate = gate(&[("0123456789abcdef-alice", "alice"), ("0123456789abcdef-bob", "bob")], &[]);
+        let auth = |v: &str| gate.authenticate(&headers(&[(header::AUTHORIZATION, v)]));
+        assert_eq!(auth("Bearer 0123456789abcdef-alice").as_deref(), Some("alice"));
+        assert_eq!(auth("bearer 0123456789abcdef-bob").as_deref(), Some("bob"));
+        assert_eq!(auth("Bearer 0123456789abcdef-carol"), None);
+        assert_eq!(auth("Basic 0123456789abcdef-alice"), None);
+        assert_eq!(auth("0123456789abcdef-alice"), None);
+        assert_eq!(gate.authenticate(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn no_tokens_means_the_default_principal() {
+        assert_eq!(gate(&[], &[]).authenticate(&HeaderMap::new()).as_deref(), Some("local"));
+    }
+
+    #[tokio::test]
+    async fn sessions_are_bound_to_their_principal() {
+        let gate = gate(&[], &[]);
+        assert!(gate.bind("s1", "alice".into()).await);
+        assert!(gate.session_belongs_to("s1", "alice"));
+        assert!(!gate.session_belongs_to("s1", "bob"));
+        assert!(!gate.session_belongs_to("s2", "alice"), "unknown sessions are refused");
+    }
+
+    #[test]
+    fn digest_comparison() {
+        assert!(digests_equal(&digest("a"), &digest("a")));
+        assert!(!digests_equal(&digest("a"), &digest("b")));
+    }
+}

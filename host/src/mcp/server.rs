@@ -1,0 +1,309 @@
+//! The rmcp [`ServerHandler`]: `tools/list`, `tools/call`, confirmation,
+//! cancellation and list_changed subscriptions, converted to and from core
+//! types at this edge.
+//!
+//! Trusts nothing a client sends: a call's name and arguments go to the
+//! pipeline as proposed (it resolves, validates, authorizes and audits
+//! them); the principal is never taken from the message but from the
+//! transport (the `--principal` of stdio, or the bearer token checked by
+//! the HTTP layer). Results are built from [`ToolResult`]: the model-facing
+//! text and the tool's JSON result, never captured guest output.
+
+use super::changes::Changes;
+use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
+use crate::confirm::Confirmer;
+use crate::formats::Format;
+use crate::host::Host;
+use crate::outcome::ErrorKind;
+use crate::pipeline::{CallRequest, ToolResult};
+use crate::arguments::RawArguments;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation, InputRequests, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// An unknown tool name is echoed back at most this long.
+const MAX_ECHOED_NAME_CHARS: usize = 64;
+
+/// State shared by every session of one server.
+pub struct Shared {
+    /// The host that runs the calls.
+    pub host: Host,
+    /// Who hears about tool list changes.
+    pub changes: Changes,
+    /// Calls waiting for a confirmation answer (2026-07-28).
+    pub confirmations: Arc<Confirmations>,
+}
+
+/// Who sent an HTTP request, as established by the HTTP layer. Requests
+/// that reached the handler over HTTP without it are refused.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The principal the bearer token maps to (or the default principal).
+    pub principal: String,
+    /// Cancelled when the client drops the HTTP response.
+    pub disconnected: CancellationToken,
+}
+
+/// One MCP server; clones share everything (one per HTTP session).
+#[derive(Clone)]
+pub struct AirlockServer {
+    shared: Arc<Shared>,
+    principal: Arc<str>,
+}
+
+/// Cancels its target while alive; see [`link`].
+pub struct Link(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Cancel `target` as soon as any of `sources` is cancelled, for as long as
+/// the returned [`Link`] lives.
+pub fn link(target: &CancellationToken, sources: &[CancellationToken]) -> Link {
+    if sources.is_empty() {
+        return Link(None);
+    }
+    let target = target.clone();
+    let sources: Vec<_> = sources.iter().map(|s| Box::pin(s.clone().cancelled_owned())).collect();
+    Link(Some(tokio::spawn(async move {
+        futures::future::select_all(sources).await;
+        target.cancel();
+    })))
+}
+
+impl AirlockServer {
+    /// A server whose calls act as `principal` unless the HTTP layer says
+    /// otherwise.
+    pub fn new(shared: Arc<Shared>, principal: String) -> Self {
+        Self { shared, principal: principal.into() }
+    }
+
+    /// The model-facing tool list, from the MCP projection only.
+    fn tools(&self) -> Vec<Tool> {
+        self.shared
+            .host
+            .schemas(Format::Mcp, false)
+            .into_iter()
+            .filter_map(|value| match serde_json::from_value::<Tool>(value) {
+                Ok(tool) => Some(tool),
+                Err(err) => {
+                    tracing::error!("a tool's MCP schema is not a valid MCP tool and is left out: {err}");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Who is calling and the tokens that cancel the call: the request's
+    /// own (`notifications/cancelled`, end of session) and, over HTTP, the
+    /// client dropping the response.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<(String, Vec<CancellationToken>), ErrorData> {
+        let mut cancel = vec![context.ct.clone()];
+        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            return Ok((self.principal.to_string(), cancel));
+        };
+        let Some(caller) = parts.extensions.get::<Caller>() else {
+            // Fail closed: every HTTP request passes the HTTP layer first.
+            return Err(ErrorData::internal_error("the request did not pass authentication", None));
+        };
+        cancel.push(caller.disconnected.clone());
+        Ok((caller.principal.clone(), cancel))
+    }
+}
+
+/// Whether the client can answer a form elicitation.
+fn can_elicit(capabilities: Option<ClientCapabilities>) -> bool {
+    let Some(elicitation) = capabilities.and_then(|c| c.elicitation) else { return false };
+    // A capability without modes predates URL elicitation and means form.
+    elicitation.form.is_some() || elicitation.url.is_none()
+}
+
+/// The MCP result of a finished call. An unknown tool is the protocol error
+/// the MCP spec prescribes (`-32602 Unknown tool: NAME`); every other
+/// failure is an `isError` result whose text names the kind.
+fn to_response(result: ToolResult) -> Result<CallToolResponse, ErrorData> {
+    if result.kind == Some(ErrorKind::UnknownTool) {
+        let name: String = result.tool.chars().take(MAX_ECHOED_NAME_CHARS).collect();
+        let data = json!({ "kind": ErrorKind::UnknownTool.as_str(), "message": result.content });
+        return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), Some(data)));
+    }
+    if result.is_error {
+        let kind = result.outcome();
+        // The text reads `error (KIND): MESSAGE`; the structured form keeps
+        // the message without the prefix.
+        let prefix = format!("error ({kind}): ");
+        let message = result.content.strip_prefix(&prefix).unwrap_or(&result.content).to_owned();
+        let mut out = CallToolResult::error(vec![ContentBlock::text(result.content)]);
+        out.structured_content = Some(json!({ "kind": kind, "message": message }));
+        return Ok(out.into());
+    }
+    let mut out = CallToolResult::success(vec![ContentBlock::text(result.content)]);
+    // MCP structured content is an object; a tool with an (object) output
+    // schema always produces one, and a bare scalar result stays text only.
+    out.structured_content = result.structured.filter(Value::is_object);
+    Ok(out.into())
+}
+
+impl ServerHandler for AirlockServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
+            .with_instructions("Tools run as sandboxed WebAssembly components. Failed calls come back as results with isError and a message saying what to change.")
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        // One page: the tool list is small and bounded by the operator.
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|tool| tool.name == name)
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let (principal, cancel) = self.caller(&context)?;
+        let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
+        let elicit = can_elicit(context.client_capabilities());
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_else(Map::new));
+        let call = CallRequest { call_id: format!("mcp:{}", context.id), tool: request.name.to_string(), arguments: RawArguments::Json(arguments), principal: principal.clone() };
+        if !modern {
+            let run_cancel = CancellationToken::new();
+            let _link = link(&run_cancel, &cancel);
+            let confirmer = elicit.then(|| ElicitConfirmer { peer: context.peer.clone(), cancel: run_cancel.clone() });
+            let result = self.shared.host.call_cancellable(call, confirmer.as_ref().map(|c| c as &dyn Confirmer), &run_cancel).await;
+            return to_response(result);
+        }
+        // 2026-07-28: no server-to-client requests. A call that needs
+        // confirmation is parked and answered with "input required".
+        let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone() };
+        let confirmations = &self.shared.confirmations;
+        if let Some(state) = request.request_state.as_deref() {
+            return match confirmations.resume(state, &owner, request.input_responses.as_ref(), &cancel).await {
+                Resumed::Done(result) => to_response(result),
+                Resumed::Unknown => {
+                    let text = "error (declined): this confirmation is unknown, expired or already used; nothing was run. Propose the call again.";
+                    let mut out = CallToolResult::error(vec![ContentBlock::text(text)]);
+                    out.structured_content = Some(json!({ "kind": ErrorKind::Declined.as_str(), "message": text.trim_start_matches("error (declined): ") }));
+                    Ok(out.into())
+                }
+                Resumed::Mismatch => Err(ErrorData::invalid_params("requestState belongs to a different tool or different arguments", None)),
+                Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+            };
+        }
+        match confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await {
+            Started::Done(result) => to_response(result),
+            Started::Ask { state, elicitation } => {
+                let mut requests = InputRequests::new();
+                requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
+                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+            }
+            Started::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.shared.changes.register(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        requested.tools_list_changed.filter(|&on| on).map(|_| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(mut slot) = self.shared.changes.listen() else {
+            return Err(ErrorData::internal_error("too many subscriptions are open; try again later", None));
+        };
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = slot.changed.recv() => match changed {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Captured;
+    use std::time::Duration;
+
+    fn result(kind: Option<ErrorKind>, content: &str, structured: Option<Value>) -> ToolResult {
+        ToolResult {
+            call_id: "c".into(),
+            tool: "echo".into(),
+            is_error: kind.is_some(),
+            kind,
+            content: content.into(),
+            structured,
+            decision: "allow".into(),
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            duration: Duration::ZERO,
+            fuel_used: None,
+        }
+    }
+
+    fn complete(response: CallToolResponse) -> CallToolResult {
+        match response {
+            CallToolResponse::Complete(result) => result,
+            other => panic!("not complete: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn success_carries_text_and_object_structured_content() {
+        let out = complete(to_response(result(None, r#"{"text":"hi"}"#, Some(json!({"text": "hi"})))).unwrap());
+        assert_eq!(out.is_error, Some(false));
+        assert_eq!(out.structured_content, Some(json!({"text": "hi"})));
+        let out = complete(to_response(result(None, "hi", Some(json!("hi")))).unwrap());
+        assert_eq!(out.structured_content, None, "a scalar result is text only");
+    }
+
+    #[test]
+    fn failure_is_an_error_result_with_kind_and_message() {
+        let out = complete(to_response(result(Some(ErrorKind::Timeout), "error (timeout): too slow", None)).unwrap());
+        assert_eq!(out.is_error, Some(true));
+        assert_eq!(out.structured_content, Some(json!({"kind": "timeout", "message": "too slow"})));
+        let text = serde_json::to_value(&out.content[0]).unwrap();
+        assert_eq!(text["text"], "error (timeout): too slow");
+    }
+
+    #[test]
+    fn unknown_tool_is_the_protocol_error_the_spec_prescribes() {
+        let mut unknown = result(Some(ErrorKind::UnknownTool), "error (unknown_tool): there is no tool named \"nope\"", None);
+        unknown.tool = "nope".into();
+        let err = to_response(unknown).unwrap_err();
+        assert_eq!(err.code.0, -32602);
+        assert_eq!(err.message, "Unknown tool: nope");
+    }
+
+    #[test]
+    fn elicitation_capability_without_modes_means_form() {
+        let caps = |value: Value| Some(serde_json::from_value::<ClientCapabilities>(value).unwrap());
+        assert!(can_elicit(caps(json!({"elicitation": {}}))));
+        assert!(can_elicit(caps(json!({"elicitation": {"form": {}}}))));
+        assert!(!can_elicit(caps(json!({"elicitation": {"url": {}}}))));
+        assert!(!can_elicit(caps(json!({}))));
+        assert!(!can_elicit(None));
+    }
+}

@@ -1,0 +1,283 @@
+//! The call pipeline: resolve → parse → validate → authorize → schedule →
+//! execute → check output → render → audit.
+//!
+//! Every front end goes through [`Pipeline::call`] / [`Pipeline::dispatch`].
+//! Each stage lives in its own module; this one only sequences them. Any
+//! failure in any stage becomes an ordinary [`ToolResult`] with an error
+//! flag and a kind: nothing a model, client or guest sends makes this
+//! return a Rust error or panic, and every call leaves one audit record
+//! before its result is returned.
+
+use crate::arguments::{self, RawArguments};
+use crate::audit::{AuditEntry, AuditLog};
+use crate::authorize::{Decision, Policy, ToolFacts};
+use crate::capture::Captured;
+use crate::check::check_output;
+use crate::confirm::{ConfirmRequest, Confirmer};
+use crate::loader::LoadedTool;
+use crate::outcome::{ErrorKind, Failure};
+use crate::registry::Registry;
+use crate::render;
+use crate::resolve::resolve;
+use crate::sandbox;
+use crate::schedule::Scheduler;
+use crate::validate::validate;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Longest principal name accepted; longer ones are cut.
+pub const MAX_PRINCIPAL_LEN: usize = 256;
+/// Longest call id accepted; longer ones are cut.
+pub const MAX_CALL_ID_LEN: usize = 256;
+
+/// A proposed call.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The id the model or client gave the call (echoed in the result).
+    pub call_id: String,
+    /// The tool name.
+    pub tool: String,
+    /// The arguments as proposed.
+    pub arguments: RawArguments,
+    /// Who is asking (a user id known to the policy).
+    pub principal: String,
+}
+
+impl CallRequest {
+    /// A call with JSON arguments.
+    pub fn new(principal: impl Into<String>, tool: impl Into<String>, arguments: Value) -> Self {
+        Self { call_id: String::new(), tool: tool.into(), arguments: RawArguments::Json(arguments), principal: principal.into() }
+    }
+
+    /// Set the call id.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = call_id.into();
+        self
+    }
+}
+
+/// The result of a call, success or failure, as every front end sees it.
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    /// The call id of the request.
+    pub call_id: String,
+    /// The tool name as requested.
+    pub tool: String,
+    /// True for every failure.
+    pub is_error: bool,
+    /// Why it failed; `None` on success.
+    pub kind: Option<ErrorKind>,
+    /// What the model reads.
+    pub content: String,
+    /// The tool's JSON result, on success.
+    pub structured: Option<Value>,
+    /// The authorization decision: `allow`, `deny`, `ask:confirmed`,
+    /// `ask:declined` or `not_reached`.
+    pub decision: String,
+    /// Captured stdout (for humans and logs, never the model).
+    pub stdout: Captured,
+    /// Captured stderr (for humans and logs, never the model).
+    pub stderr: Captured,
+    /// Time from receipt to result.
+    pub duration: Duration,
+    /// Fuel the guest used, if it ran.
+    pub fuel_used: Option<u64>,
+}
+
+impl ToolResult {
+    /// The protocol name of the outcome: `ok` or the error kind.
+    pub fn outcome(&self) -> &'static str {
+        self.kind.map_or("ok", ErrorKind::as_str)
+    }
+
+    /// A one-line presentation for humans.
+    pub fn human_line(&self) -> String {
+        render::human_line(&self.tool, self.is_error, self.kind, self.duration.as_secs_f64() * 1e3, &self.content)
+    }
+}
+
+/// The stages, with the state they share.
+pub struct Pipeline {
+    /// The authorization policy.
+    pub policy: Arc<Policy>,
+    /// The audit log, if kept.
+    pub audit: Option<Arc<AuditLog>>,
+    /// The scheduler.
+    pub scheduler: Scheduler,
+}
+
+/// A call that passed resolve, parse, validate and authorize.
+struct Approved {
+    tool: Arc<LoadedTool>,
+    arguments: String,
+    decision: String,
+    policy: Option<String>,
+}
+
+/// A call on its way through the pipeline.
+struct InFlight {
+    request: CallRequest,
+    started: Instant,
+}
+
+impl Pipeline {
+    /// Run one call through every stage.
+    pub async fn call(&self, registry: &Registry, request: CallRequest, confirmer: Option<&dyn Confirmer>, cancel: &CancellationToken) -> ToolResult {
+        let flight = InFlight::new(request);
+        match self.approve(registry, &flight, confirmer).await {
+            Ok(approved) => self.run(flight, approved, cancel).await,
+            Err((failure, decision, policy, tool)) => self.finish_early(flight, failure, decision, policy, tool.as_deref()),
+        }
+    }
+
+    /// Run a batch of calls (as a model proposes them in one turn).
+    /// Approval (including any confirmation prompt) happens one call at a
+    /// time in the proposed order; execution follows the scheduling rules;
+    /// results come back in the proposed order.
+    pub async fn dispatch(&self, registry: &Registry, requests: Vec<CallRequest>, confirmer: Option<&dyn Confirmer>, cancel: &CancellationToken) -> Vec<ToolResult> {
+        let mut approved = Vec::with_capacity(requests.len());
+        for request in requests {
+            let flight = InFlight::new(request);
+            let verdict = self.approve(registry, &flight, confirmer).await;
+            approved.push((flight, verdict));
+        }
+        let runs = approved.into_iter().map(|(flight, verdict)| async move {
+            match verdict {
+                Ok(approved) => self.run(flight, approved, cancel).await,
+                Err((failure, decision, policy, tool)) => self.finish_early(flight, failure, decision, policy, tool.as_deref()),
+            }
+        });
+        futures::future::join_all(runs).await
+    }
+
+    /// resolve → parse → validate → authorize (→ confirm).
+    #[allow(clippy::type_complexity)]
+    async fn approve(&self, registry: &Registry, flight: &InFlight, confirmer: Option<&dyn Confirmer>) -> Result<Approved, (Failure, &'static str, Option<String>, Option<Arc<LoadedTool>>)> {
+        let request = &flight.request;
+        let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
+        let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
+        let arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
+        validate(&tool, &arguments).map_err(not_reached)?;
+        let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
+        let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments) {
+            Decision::Allow { policy } => ("allow", policy),
+            Decision::Deny { reason, policy } => {
+                return Err((Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed; do not retry it unchanged.")), "deny", policy, Some(tool)));
+            }
+            Decision::Ask { reason, policy } => {
+                let confirmed = match confirmer {
+                    Some(confirmer) => {
+                        let ask = ConfirmRequest { principal: &request.principal, tool: &tool.name, arguments: &arguments, reason: &reason };
+                        confirmer.confirm(ask).await
+                    }
+                    None => false,
+                };
+                if !confirmed {
+                    let failure = Failure::new(
+                        ErrorKind::Declined,
+                        format!("this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."),
+                    );
+                    return Err((failure, "ask:declined", policy, Some(tool)));
+                }
+                ("ask:confirmed", policy)
+            }
+        };
+        let arguments = arguments.to_string();
+        Ok(Approved { tool, arguments, decision: decision.to_owned(), policy })
+    }
+
+    /// schedule → execute → check output → render → audit.
+    async fn run(&self, flight: InFlight, approved: Approved, cancel: &CancellationToken) -> ToolResult {
+        let Approved { tool, arguments, decision, policy } = approved;
+        let settings = &tool.settings;
+        let execution = self
+            .scheduler
+            .run(settings.concurrency_safe, sandbox::call(&tool.pre, &settings.limits, &settings.grants, &arguments, cancel))
+            .await;
+        let checked = execution.result.as_ref().map_err(Clone::clone).and_then(|text| check_output(&tool, text));
+        let (is_error, kind, content, structured) = match checked {
+            Ok(value) => (false, None, render::success_text(&value), Some(value)),
+            Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None),
+        };
+        let result = ToolResult {
+            call_id: flight.request.call_id.clone(),
+            tool: flight.request.tool.clone(),
+            is_error,
+            kind,
+            content,
+            structured,
+            decision,
+            stdout: execution.stdout,
+            stderr: execution.stderr,
+            duration: flight.started.elapsed(),
+            fuel_used: execution.fuel_used,
+        };
+        self.audit(&flight, result, policy, Some(&tool.digest))
+    }
+
+    fn finish_early(&self, flight: InFlight, failure: Failure, decision: &str, policy: Option<String>, tool: Option<&LoadedTool>) -> ToolResult {
+        let result = ToolResult {
+            call_id: flight.request.call_id.clone(),
+            tool: flight.request.tool.clone(),
+            is_error: true,
+            kind: Some(failure.kind),
+            content: render::failure_text(&failure),
+            structured: None,
+            decision: decision.to_owned(),
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            duration: flight.started.elapsed(),
+            fuel_used: None,
+        };
+        self.audit(&flight, result, policy, tool.map(|t| t.digest.as_str()))
+    }
+
+    /// Write the audit record before the result is returned. If the record
+    /// cannot be written, the caller gets an error result instead of the
+    /// tool's: an unaudited success is not handed out.
+    fn audit(&self, flight: &InFlight, mut result: ToolResult, policy: Option<String>, digest: Option<&str>) -> ToolResult {
+        let Some(log) = &self.audit else { return result };
+        let entry = AuditEntry {
+            call_id: result.call_id.clone(),
+            principal: flight.request.principal.clone(),
+            tool: flight.request.tool.clone(),
+            component_digest: digest.map(str::to_owned),
+            arguments: flight.request.arguments.for_audit(),
+            decision: result.decision.clone(),
+            policy,
+            outcome: result.outcome().to_owned(),
+            message: result.is_error.then(|| result.content.clone()),
+            duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
+            fuel_used: result.fuel_used,
+        };
+        if let Err(err) = log.append(&entry) {
+            tracing::error!(path = %log.path().display(), "cannot write the audit record: {err}");
+            let failure = Failure::new(ErrorKind::Internal, "the host could not record this call in its audit log, so its result is withheld; tell the operator");
+            result.is_error = true;
+            result.kind = Some(failure.kind);
+            result.content = render::failure_text(&failure);
+            result.structured = None;
+        }
+        result
+    }
+}
+
+impl InFlight {
+    fn new(mut request: CallRequest) -> Self {
+        truncate(&mut request.principal, MAX_PRINCIPAL_LEN);
+        truncate(&mut request.call_id, MAX_CALL_ID_LEN);
+        Self { request, started: Instant::now() }
+    }
+}
+
+fn truncate(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+}

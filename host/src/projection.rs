@@ -1,0 +1,52 @@
+//! The trust boundary for schemas: what a model is told about a tool.
+//!
+//! [`project`] is the one function that builds the model-facing view of a
+//! tool. It destructures [`LoadedTool`] by name and copies only the allowed
+//! fields; the host-side type has no `Serialize`, so nothing else can leak
+//! by accident. Limits, grants, `concurrency_safe`, `side_effect`, the
+//! digest, the output schema and the source path stay on the host. The MCP
+//! encoding may carry the output schema and hints derived from operator
+//! settings; [`mcp_extras`] is the one function that selects those.
+
+use crate::loader::{LoadedTool, ToolSettings};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A tool as a model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelTool {
+    /// Tool name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+    /// The operator deferred this tool (providers with tool search load it
+    /// on demand).
+    pub defer_loading: bool,
+}
+
+/// Build the model-facing view of a tool: name, description, parameters and
+/// `defer_loading`, and nothing else.
+pub fn project(tool: &LoadedTool) -> ModelTool {
+    let LoadedTool { name, description, parameters, settings, .. } = tool;
+    let ToolSettings { defer_loading, .. } = settings;
+    ModelTool { name: name.clone(), description: description.clone(), parameters: parameters.clone(), defer_loading: *defer_loading }
+}
+
+/// What the MCP encoding adds to [`ModelTool`]: the declared output schema
+/// and behaviour hints derived from operator settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpExtras {
+    /// The tool's declared output schema (MCP `outputSchema`).
+    pub output_schema: Option<Value>,
+    /// `readOnlyHint`: the operator marked the tool `side_effect = false`.
+    pub read_only: bool,
+}
+
+/// Select the MCP-only extras of a tool.
+pub fn mcp_extras(tool: &LoadedTool) -> McpExtras {
+    let LoadedTool { output_schema, settings, .. } = tool;
+    let ToolSettings { side_effect, .. } = settings;
+    McpExtras { output_schema: output_schema.clone(), read_only: !*side_effect }
+}

@@ -1,0 +1,75 @@
+//! Resolve: find the tool a call names. An unknown name becomes an error
+//! result listing the available tools, closest match first, so the model
+//! can correct a typo on its next turn.
+
+use crate::loader::LoadedTool;
+use crate::outcome::{ErrorKind, Failure};
+use crate::registry::Registry;
+use std::sync::Arc;
+
+/// At most this many names are listed in an unknown-tool error.
+pub const MAX_LISTED_TOOLS: usize = 20;
+/// The unknown name is echoed back at most this long.
+const MAX_ECHOED_NAME: usize = 64;
+
+/// The tool called `name`, or an [`ErrorKind::UnknownTool`] failure.
+///
+/// # Errors
+///
+/// No tool has that name.
+pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<LoadedTool>, Failure> {
+    if let Some(tool) = registry.get(name) {
+        return Ok(tool.clone());
+    }
+    Err(Failure::new(ErrorKind::UnknownTool, unknown_tool_message(registry.names(), name)))
+}
+
+/// The text of an unknown-tool error: the names, closest to `name` first.
+pub fn unknown_tool_message<'a>(names: impl Iterator<Item = &'a str>, name: &str) -> String {
+    let echoed: String = name.chars().take(MAX_ECHOED_NAME).collect();
+    let mut names: Vec<&str> = names.collect();
+    if names.is_empty() {
+        return format!("there is no tool named {echoed:?}; no tools are loaded");
+    }
+    let lower = name.to_ascii_lowercase();
+    names.sort_by(|a, b| {
+        let score = |n: &str| strsim::jaro_winkler(&lower, &n.to_ascii_lowercase());
+        score(b).total_cmp(&score(a)).then(a.cmp(b))
+    });
+    let more = names.len().saturating_sub(MAX_LISTED_TOOLS);
+    names.truncate(MAX_LISTED_TOOLS);
+    let mut text = format!("there is no tool named {echoed:?}; available tools: {}", names.join(", "));
+    if more > 0 {
+        text.push_str(&format!(" (and {more} more)"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_match_first() {
+        let names = ["echo", "list_dir", "read_file", "write_file"];
+        let text = unknown_tool_message(names.into_iter(), "read_fiel");
+        assert!(text.starts_with("there is no tool named \"read_fiel\"; available tools: read_file, "), "{text}");
+        let text = unknown_tool_message(names.into_iter(), "ECHO");
+        assert!(text.contains("available tools: echo,"), "{text}");
+    }
+
+    #[test]
+    fn long_names_and_long_lists_are_capped() {
+        let many: Vec<String> = (0..30).map(|i| format!("tool{i:02}")).collect();
+        let text = unknown_tool_message(many.iter().map(String::as_str), &"x".repeat(10_000));
+        assert!(text.len() < 1000, "{}", text.len());
+        assert!(text.ends_with("(and 10 more)"));
+    }
+
+    #[test]
+    fn empty_registry() {
+        let err = resolve(&Registry::default(), "echo").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::UnknownTool);
+        assert!(err.message.contains("no tools are loaded"));
+    }
+}

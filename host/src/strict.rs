@@ -1,0 +1,246 @@
+//! Strict-mode lint: does a tool's parameters schema qualify for OpenAI
+//! strict function calling or Anthropic strict tool use, and if not, why;
+//! plus a strict-compatible variant of the schema.
+//!
+//! The rules are the documented subsets of JSON Schema each provider
+//! accepts in strict mode: the root is an object, every object closes
+//! `additionalProperties`, OpenAI also needs every property `required`
+//! (optional ones become nullable), and some keywords are unsupported.
+
+use serde_json::{Map, Value, json};
+
+/// A provider with a strict mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// OpenAI (Chat Completions and Responses) `strict: true`.
+    OpenAi,
+    /// Anthropic Messages `strict: true`.
+    Anthropic,
+}
+
+impl Provider {
+    fn unsupported(self) -> &'static [&'static str] {
+        match self {
+            Provider::OpenAi => &[
+                "allOf", "not", "if", "then", "else", "oneOf", "dependentRequired", "dependentSchemas",
+                "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "minProperties",
+                "maxProperties", "contains", "minContains", "maxContains", "uniqueItems",
+            ],
+            Provider::Anthropic => &[
+                "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "patternProperties",
+                "propertyNames", "unevaluatedProperties", "unevaluatedItems", "minProperties", "maxProperties",
+                "contains", "minContains", "maxContains", "uniqueItems", "minimum", "maximum", "exclusiveMinimum",
+                "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "maxItems",
+            ],
+        }
+    }
+
+    /// Display name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OpenAI",
+            Provider::Anthropic => "Anthropic",
+        }
+    }
+}
+
+/// Why a schema is not accepted in strict mode: one line per problem, each
+/// with the JSON pointer of the offending subschema.
+pub fn lint(provider: Provider, schema: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    if schema.get("type") != Some(&json!("object")) {
+        problems.push("/: the root must be {\"type\": \"object\"}".to_owned());
+    }
+    walk(provider, schema, "", &mut problems);
+    problems
+}
+
+fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<String>) {
+    let Some(object) = schema.as_object() else { return };
+    let at = if pointer.is_empty() { "/" } else { pointer };
+    for keyword in provider.unsupported() {
+        if object.contains_key(*keyword) {
+            problems.push(format!("{at}: keyword `{keyword}` is not supported"));
+        }
+    }
+    if provider == Provider::Anthropic && object.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
+        problems.push(format!("{at}: `minItems` above 1 is not supported"));
+    }
+    if is_object_schema(object) {
+        if object.get("additionalProperties") != Some(&Value::Bool(false)) {
+            problems.push(format!("{at}: objects must set \"additionalProperties\": false"));
+        }
+        if provider == Provider::OpenAi {
+            let required: Vec<&str> = object.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            for name in object.get("properties").and_then(Value::as_object).into_iter().flat_map(Map::keys) {
+                if !required.contains(&name.as_str()) {
+                    problems.push(format!("{at}: property `{name}` must be listed in `required` (make it nullable to keep it optional)"));
+                }
+            }
+        }
+    }
+    for_each_subschema(object, pointer, |sub, sub_pointer| walk(provider, sub, sub_pointer, problems));
+}
+
+fn is_object_schema(object: &Map<String, Value>) -> bool {
+    object.get("type") == Some(&json!("object")) || object.contains_key("properties")
+}
+
+fn for_each_subschema(object: &Map<String, Value>, pointer: &str, mut f: impl FnMut(&Value, &str)) {
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(map) = object.get(key).and_then(Value::as_object) {
+            for (name, sub) in map {
+                f(sub, &format!("{pointer}/{key}/{}", escape(name)));
+            }
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(list) = object.get(key).and_then(Value::as_array) {
+            for (i, sub) in list.iter().enumerate() {
+                f(sub, &format!("{pointer}/{key}/{i}"));
+            }
+        }
+    }
+    for key in ["items", "additionalProperties", "not"] {
+        if let Some(sub) = object.get(key).filter(|v| v.is_object()) {
+            f(sub, &format!("{pointer}/{key}"));
+        }
+    }
+}
+
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// A strict-compatible variant of `schema` for `provider`: objects closed,
+/// (OpenAI) optional properties made required-but-nullable, `oneOf` turned
+/// into `anyOf`, unsupported keywords removed and restated in the
+/// `description` so the model still learns the constraint.
+pub fn strict_variant(provider: Provider, schema: &Value) -> Value {
+    let mut out = schema.clone();
+    rewrite(provider, &mut out);
+    out
+}
+
+fn rewrite(provider: Provider, schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else { return };
+    if let Some(one_of) = object.remove("oneOf") {
+        object.insert("anyOf".into(), one_of);
+    }
+    let mut dropped = Vec::new();
+    for keyword in provider.unsupported() {
+        if let Some(value) = object.remove(*keyword) {
+            dropped.push(format!("{keyword}: {value}"));
+        }
+    }
+    if provider == Provider::Anthropic
+        && let Some(n) = object.get("minItems").and_then(Value::as_u64).filter(|n| *n > 1)
+    {
+        object.insert("minItems".into(), json!(1));
+        dropped.push(format!("minItems: {n}"));
+    }
+    if !dropped.is_empty() {
+        let note = format!("(Constraints: {}.)", dropped.join(", "));
+        let description = match object.get("description").and_then(Value::as_str) {
+            Some(d) => format!("{d} {note}"),
+            None => note,
+        };
+        object.insert("description".into(), Value::String(description));
+    }
+    if is_object_schema(object) {
+        object.insert("additionalProperties".into(), Value::Bool(false));
+        if provider == Provider::OpenAi {
+            let required: Vec<String> = object.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default();
+            if let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) {
+                let mut all = Vec::new();
+                for (name, sub) in properties.iter_mut() {
+                    if !required.contains(name) {
+                        make_nullable(sub);
+                    }
+                    all.push(Value::String(name.clone()));
+                }
+                object.insert("required".into(), Value::Array(all));
+            }
+        }
+    }
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(map) = object.get_mut(key).and_then(Value::as_object_mut) {
+            map.values_mut().for_each(|sub| rewrite(provider, sub));
+        }
+    }
+    for key in ["anyOf", "prefixItems"] {
+        if let Some(list) = object.get_mut(key).and_then(Value::as_array_mut) {
+            list.iter_mut().for_each(|sub| rewrite(provider, sub));
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = object.get_mut(key).filter(|v| v.is_object()) {
+            rewrite(provider, sub);
+        }
+    }
+}
+
+/// Allow `null` in a subschema that was optional.
+fn make_nullable(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else { return };
+    match object.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = t.clone();
+            object.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(types)) if !types.contains(&json!("null")) => types.push(json!("null")),
+        Some(_) => {}
+        None => {
+            let inner = Value::Object(std::mem::take(object));
+            object.insert("anyOf".into(), json!([inner, {"type": "null"}]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(provider: Provider, schema: Value, expect: &[&str]) {
+        let problems = lint(provider, &schema);
+        assert_eq!(problems.len(), expect.len(), "{problems:#?}");
+        for (problem, needle) in problems.iter().zip(expect) {
+            assert!(problem.contains(needle), "{problem:?} should contain {needle:?}");
+        }
+        // The variant always passes the lint of the same provider.
+        if schema.get("type") == Some(&json!("object")) {
+            let variant = strict_variant(provider, &schema);
+            assert_eq!(lint(provider, &variant), Vec::<String>::new(), "{variant:#}");
+        }
+    }
+
+    #[test]
+    fn openai_rules() {
+        let closed = json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false});
+        check(Provider::OpenAi, closed.clone(), &[]);
+        check(Provider::OpenAi, json!({"type":"string"}), &["root must be"]);
+        check(Provider::OpenAi, json!({"type":"object","properties":{"a":{"type":"string"}}}), &["additionalProperties", "`a` must be listed"]);
+        check(
+            Provider::OpenAi,
+            json!({"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{}},"uniqueItems":true}},"required":["a"],"additionalProperties":false}),
+            &["/properties/a: keyword `uniqueItems`", "/properties/a/items: objects must set"],
+        );
+    }
+
+    #[test]
+    fn anthropic_rules() {
+        check(Provider::Anthropic, json!({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"additionalProperties":false}), &["`minimum`"]);
+        check(Provider::Anthropic, json!({"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}), &[]);
+    }
+
+    #[test]
+    fn variant_keeps_optional_as_nullable_and_restates_constraints() {
+        let schema = json!({"type":"object","properties":{"n":{"type":"integer","minimum":1,"description":"Count."},"s":{"type":"string"}},"required":["s"]});
+        let variant = strict_variant(Provider::OpenAi, &schema);
+        assert_eq!(variant["properties"]["n"]["type"], json!(["integer", "null"]));
+        assert_eq!(variant["required"], json!(["n", "s"]));
+        let anthropic = strict_variant(Provider::Anthropic, &schema);
+        assert_eq!(anthropic["properties"]["n"]["description"], json!("Count. (Constraints: minimum: 1.)"));
+        assert!(anthropic["properties"]["n"].get("minimum").is_none());
+    }
+}

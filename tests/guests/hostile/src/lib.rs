@@ -1,0 +1,319 @@
+//! `hostile`: a **hostile test fixture**, never a tool to ship.
+//!
+//! One component covers most of the attacks Airlock's containment tests
+//! need; the `attack` argument picks the behaviour (see [`Attack`]). Each
+//! attack either never ends on its own (`loop`, `memory_bomb`, `recurse`,
+//! `sleep`), ends badly (`panic`, `tool_error`, `bad_output`), floods the
+//! host (`huge_result`, `stdout_flood`) or probes authority the operator did
+//! not grant (`read_path`, `write_path`, `list_path`, `env`, `socket`). `ok`
+//! returns at once, so a test can check that the host still serves the next
+//! call after an attack.
+//!
+//! The guest never panics on its own input: arguments are parsed by the SDK
+//! with serde, and every optional argument has a default.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::io::Write;
+use std::time::Duration;
+
+use airlock_guest::{ToolError, export_tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Default size of `huge_result` and `stdout_flood`: 100 MiB.
+const DEFAULT_FLOOD_BYTES: u64 = 100 * 1024 * 1024;
+/// Default number of additions of `burn_fuel`: 10^12, hours of work.
+const DEFAULT_ITERATIONS: u64 = 1_000_000_000_000;
+/// Default duration of `sleep`: one hour.
+const DEFAULT_SLEEP_MS: u64 = 3_600_000;
+/// Default address of `socket`.
+const DEFAULT_ADDR: &str = "127.0.0.1:80";
+/// Default marker of `panic`.
+const DEFAULT_MARKER: &str = "no-marker";
+/// Chunk size of `memory_bomb`: 1 MiB.
+const BOMB_CHUNK: usize = 1024 * 1024;
+/// Chunk size of `stdout_flood`: 64 KiB.
+const FLOOD_CHUNK: usize = 64 * 1024;
+/// Bytes `stdout_flood` writes to stderr besides stdout.
+const STDERR_BYTES: usize = 64 * 1024;
+/// Wasm page size, the stride at which `memory_bomb` touches memory.
+const PAGE: usize = 64 * 1024;
+
+/// The behaviour the guest shows for one call.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Attack {
+    /// Spin forever (stopped by the epoch deadline or fuel).
+    Loop,
+    /// Add numbers `iterations` times (default 10^12); run with little fuel.
+    BurnFuel,
+    /// Allocate and touch 1 MiB chunks forever, never freeing them.
+    MemoryBomb,
+    /// Recurse without bound until the stack overflows.
+    Recurse,
+    /// Return a result of exactly `bytes` bytes of JSON (default 100 MiB).
+    HugeResult,
+    /// Write `bytes` bytes (default 100 MiB) to stdout, 64 KiB to stderr.
+    StdoutFlood,
+    /// Panic with a message that contains `marker`.
+    Panic,
+    /// Read the file at `path`.
+    ReadPath,
+    /// Write `content` to the file at `path`.
+    WritePath,
+    /// List the directory at `path`.
+    ListPath,
+    /// Return every environment variable and the value of `name`.
+    Env,
+    /// Connect to `addr` (default 127.0.0.1:80) and resolve `localhost:80`.
+    Socket,
+    /// Sleep `ms` milliseconds (default one hour) inside a WASI clock poll.
+    Sleep,
+    /// Return a tool error with code `not_found`.
+    ToolError,
+    /// Return a result that violates the declared output schema.
+    BadOutput,
+    /// Return `{"value": 1}` at once.
+    Ok,
+}
+
+/// Arguments of `hostile`. Only `attack` is required; each attack reads the
+/// optional fields its documentation names and ignores the others.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// Which attack to run.
+    pub attack: Attack,
+    /// `huge_result`, `stdout_flood`: how many bytes to produce.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// `burn_fuel`: how many additions to do.
+    #[serde(default)]
+    pub iterations: Option<u64>,
+    /// `panic`: text to put in the panic message.
+    #[serde(default)]
+    pub marker: Option<String>,
+    /// `read_path`, `write_path`, `list_path`: the guest path to touch.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `write_path`: what to write.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// `env`: the variable to look up.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `socket`: the address to connect to.
+    #[serde(default)]
+    pub addr: Option<String>,
+    /// `sleep`: how long to sleep, in milliseconds.
+    #[serde(default)]
+    pub ms: Option<u64>,
+}
+
+/// Result of every attack that returns. Each attack fills only its own
+/// fields; the others are left out of the JSON.
+///
+/// The declared schema says `value` is a `u32`, but the field holds any JSON
+/// value so that `bad_output` can break the schema while the SDK still
+/// serializes a typed result.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Out {
+    /// `ok`: 1; `burn_fuel`: the low 32 bits of the sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<u32>")]
+    pub value: Option<Value>,
+    /// `huge_result`: padding that makes the JSON exactly `bytes` long.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padding: Option<String>,
+    /// `stdout_flood`: bytes written to stdout; `write_path`: bytes written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_written: Option<u64>,
+    /// `stdout_flood`: the error that stopped the flood early, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_error: Option<String>,
+    /// `read_path`: the file's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// `list_path`: the names in the directory, sorted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<Vec<String>>,
+    /// `env`: every environment variable the guest sees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vars: Option<BTreeMap<String, String>>,
+    /// `env`: the value of `name`, left out when it is not set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub var: Option<String>,
+    /// `socket`: what happened to the TCP connect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect: Option<String>,
+    /// `socket`: what happened to the DNS lookup of `localhost:80`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dns: Option<String>,
+    /// `sleep`: how long the guest slept, if it ever wakes up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slept_ms: Option<u64>,
+}
+
+/// Run the attack named in `args`.
+pub fn hostile(args: Args) -> Result<Out, ToolError> {
+    match args.attack {
+        Attack::Loop => spin(),
+        Attack::BurnFuel => Ok(burn_fuel(args.iterations.unwrap_or(DEFAULT_ITERATIONS))),
+        Attack::MemoryBomb => memory_bomb(),
+        Attack::Recurse => Ok(Out { value: Some(Value::from(recurse(0))), ..Out::default() }),
+        Attack::HugeResult => huge_result(args.bytes.unwrap_or(DEFAULT_FLOOD_BYTES)),
+        Attack::StdoutFlood => Ok(stdout_flood(args.bytes.unwrap_or(DEFAULT_FLOOD_BYTES))),
+        Attack::Panic => {
+            let marker = args.marker.as_deref().unwrap_or(DEFAULT_MARKER);
+            panic!("hostile guest panicked on purpose: {marker}")
+        }
+        Attack::ReadPath => {
+            let content = std::fs::read_to_string(required(args.path, "path")?).map_err(io)?;
+            Ok(Out { content: Some(content), ..Out::default() })
+        }
+        Attack::WritePath => {
+            let content = args.content.unwrap_or_default();
+            std::fs::write(required(args.path, "path")?, &content).map_err(io)?;
+            Ok(Out { bytes_written: Some(content.len() as u64), ..Out::default() })
+        }
+        Attack::ListPath => {
+            let mut names = Vec::new();
+            for entry in std::fs::read_dir(required(args.path, "path")?).map_err(io)? {
+                names.push(entry.map_err(io)?.file_name().to_string_lossy().into_owned());
+            }
+            names.sort();
+            Ok(Out { names: Some(names), ..Out::default() })
+        }
+        Attack::Env => Ok(Out {
+            vars: Some(std::env::vars().collect()),
+            var: args.name.and_then(|name| std::env::var(name).ok()),
+            ..Out::default()
+        }),
+        Attack::Socket => Ok(socket(args.addr.as_deref().unwrap_or(DEFAULT_ADDR))),
+        Attack::Sleep => {
+            let ms = args.ms.unwrap_or(DEFAULT_SLEEP_MS);
+            std::thread::sleep(Duration::from_millis(ms));
+            Ok(Out { slept_ms: Some(ms), ..Out::default() })
+        }
+        Attack::ToolError => Err(ToolError::with_code("not_found", "the thing was not found")),
+        Attack::BadOutput => Ok(Out { value: Some(Value::from("not a number")), ..Out::default() }),
+        Attack::Ok => Ok(Out { value: Some(Value::from(1)), ..Out::default() }),
+    }
+}
+
+/// An optional argument this attack needs.
+fn required(value: Option<String>, name: &str) -> Result<String, ToolError> {
+    value.ok_or_else(|| ToolError::with_code("invalid_arguments", format!("`{name}` is required")))
+}
+
+/// An I/O failure as the `io` tool error the host tests look for.
+fn io(err: std::io::Error) -> ToolError {
+    ToolError::with_code("io", err.to_string())
+}
+
+/// Spin forever. `black_box` keeps the loop body from being optimized away.
+fn spin() -> ! {
+    let mut counter = 0_u64;
+    loop {
+        counter = black_box(counter.wrapping_add(1));
+    }
+}
+
+/// A long but finite computation.
+fn burn_fuel(iterations: u64) -> Out {
+    let mut sum = 0_u64;
+    for i in 0..iterations {
+        sum = black_box(sum.wrapping_add(black_box(i)));
+    }
+    // Truncation is the point: the value only proves the loop ran.
+    Out { value: Some(Value::from(sum as u32)), ..Out::default() }
+}
+
+/// Allocate 1 MiB chunks forever, touching every page and keeping them all.
+fn memory_bomb() -> ! {
+    let mut hoard: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = vec![0_u8; BOMB_CHUNK];
+        for offset in (0..BOMB_CHUNK).step_by(PAGE) {
+            chunk[offset] = 1;
+        }
+        hoard.push(black_box(chunk));
+    }
+}
+
+/// Recurse until the stack overflows. The condition is never true at run
+/// time (black_box hides that), but it keeps the compiler from proving the
+/// recursion unconditional; using the callee's result defeats tail calls.
+fn recurse(depth: u64) -> u64 {
+    let frame = black_box([depth; 16]);
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    black_box(recurse(black_box(depth + 1))).wrapping_add(frame[15])
+}
+
+/// A result whose JSON text is exactly `bytes` bytes long (or the smallest
+/// possible result, when `bytes` is smaller than that).
+///
+/// Peak guest memory is three to four times `bytes`: the padding, plus the
+/// SDK's serialization buffer growing by doubling.
+fn huge_result(bytes: u64) -> Result<Out, ToolError> {
+    let empty = Out { padding: Some(String::new()), ..Out::default() };
+    let overhead = serde_json::to_string(&empty).map_err(|err| ToolError::new(err.to_string()))?.len();
+    let wanted = usize::try_from(bytes)
+        .map_err(|_| ToolError::with_code("invalid_arguments", "`bytes` does not fit in memory"))?;
+    let padding = "x".repeat(wanted.saturating_sub(overhead));
+    Ok(Out { padding: Some(padding), ..Out::default() })
+}
+
+/// Write `bytes` bytes to stdout in 64 KiB chunks and 64 KiB to stderr.
+/// Stops at the first write error and reports it instead of panicking.
+fn stdout_flood(bytes: u64) -> Out {
+    let chunk = vec![b'x'; FLOOD_CHUNK];
+    let mut written = 0_u64;
+    let mut stream_error = None;
+
+    let mut stderr = std::io::stderr();
+    if let Err(err) = stderr.write_all(&vec![b'e'; STDERR_BYTES]).and_then(|()| stderr.flush()) {
+        stream_error = Some(format!("stderr: {err}"));
+    }
+
+    let mut stdout = std::io::stdout().lock();
+    while written < bytes && stream_error.is_none() {
+        // `bytes - written` may exceed usize only when it exceeds the chunk.
+        let len = usize::try_from(bytes - written).map_or(FLOOD_CHUNK, |left| left.min(FLOOD_CHUNK));
+        match stdout.write_all(&chunk[..len]) {
+            Ok(()) => written += len as u64,
+            Err(err) => stream_error = Some(format!("stdout: {err}")),
+        }
+    }
+    if let Err(err) = stdout.flush() {
+        stream_error.get_or_insert_with(|| format!("stdout: {err}"));
+    }
+
+    Out { bytes_written: Some(written), stream_error, ..Out::default() }
+}
+
+/// Try a TCP connection and a DNS lookup; report each outcome as text.
+fn socket(addr: &str) -> Out {
+    use std::net::{TcpStream, ToSocketAddrs};
+
+    let connect = match TcpStream::connect(addr) {
+        Ok(stream) => format!("connected: {:?}", stream.peer_addr()),
+        Err(err) => format!("error: {err}"),
+    };
+    let dns = match "localhost:80".to_socket_addrs() {
+        Ok(addrs) => format!("resolved: {:?}", addrs.collect::<Vec<_>>()),
+        Err(err) => format!("error: {err}"),
+    };
+    Out { connect: Some(connect), dns: Some(dns), ..Out::default() }
+}
+
+export_tool!(
+    name: "hostile",
+    description: "Hostile test fixture for Airlock's containment tests; `attack` picks the behaviour. Never load it outside tests.",
+    handler: hostile,
+);

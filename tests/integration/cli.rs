@@ -1,0 +1,174 @@
+//! The `airlock` binary, run as a user would: exit codes, JSON output,
+//! dispatch round trips, inspect and audit.
+
+use crate::support::{fixture, guests, temp_dir, tool};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("AIRLOCK_BIN") {
+        return PathBuf::from(bin);
+    }
+    PathBuf::from(env!("CARGO_BIN_EXE_airlock"))
+}
+
+/// Run `airlock ARGS` in `cwd` with the bundled tools, feeding `stdin`.
+fn airlock(cwd: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(binary())
+        .args(args)
+        .current_dir(cwd)
+        .env("AIRLOCK_TOOLS_DIR", guests())
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("airlock runs");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("airlock finishes")
+}
+
+fn json_out(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("stdout is not JSON ({err}): {}\nstderr: {}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    })
+}
+
+#[test]
+fn call_prints_json_and_exit_codes_follow_the_outcome() {
+    let dir = temp_dir();
+    let ok = airlock(dir.path(), &["call", "echo", r#"{"text":"hi"}"#], "");
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert_eq!(json_out(&ok), json!({"is_error": false, "kind": "ok", "content": {"text": "hi"}}));
+
+    let bad = airlock(dir.path(), &["call", "echo", "{}"], "");
+    assert_eq!(bad.status.code(), Some(1));
+    let out = json_out(&bad);
+    assert_eq!(out["kind"], "invalid_arguments");
+    assert!(out["content"].as_str().unwrap_or_default().contains("\"text\" is a required property"));
+
+    let usage = airlock(dir.path(), &["call"], "");
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn ask_follows_yes_no_and_declines_without_a_terminal() {
+    let dir = temp_dir();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let config = format!(
+        "[tools.write_file]\ncomponent = {:?}\nside_effect = true\ndirs = [{{ host = {:?}, guest = \"/work\", access = \"rw\" }}]\n",
+        tool("write_file").display().to_string(),
+        work.display().to_string()
+    );
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
+    let args = r#"{"path":"/work/a.txt","content":"hello"}"#;
+    let declined = airlock(dir.path(), &["call", "write_file", args], "");
+    assert_eq!(declined.status.code(), Some(1));
+    assert_eq!(json_out(&declined)["kind"], "declined");
+    let no = airlock(dir.path(), &["call", "write_file", args, "--no"], "");
+    assert_eq!(json_out(&no)["kind"], "declined");
+    assert!(!work.join("a.txt").exists(), "a declined call runs nothing");
+    let yes = airlock(dir.path(), &["call", "write_file", args, "--yes"], "");
+    assert_eq!(yes.status.code(), Some(0), "{}", String::from_utf8_lossy(&yes.stdout));
+    assert_eq!(std::fs::read_to_string(work.join("a.txt")).expect("written"), "hello");
+}
+
+#[test]
+fn config_errors_exit_2_and_name_the_key() {
+    let dir = temp_dir();
+    std::fs::write(dir.path().join("bad.toml"), "[tools.echo]\ntimeout = 5\n").expect("write");
+    let out = airlock(dir.path(), &["--config", "bad.toml", "tools"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.toml") && stderr.contains("timeout"), "{stderr}");
+}
+
+#[test]
+fn tools_and_schema_list_the_bundled_tools() {
+    let dir = temp_dir();
+    let tools = airlock(dir.path(), &["tools"], "");
+    assert_eq!(tools.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&tools.stdout);
+    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query"] {
+        assert!(table.contains(name), "{table}");
+    }
+    for format in ["openai", "openai-responses", "anthropic", "mcp"] {
+        let out = airlock(dir.path(), &["schema", "--format", format], "");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(json_out(&out).as_array().is_some_and(|a| a.len() >= 6), "{format}");
+    }
+    let strict = airlock(dir.path(), &["schema", "--format", "openai", "--strict"], "");
+    let tools = json_out(&strict);
+    assert!(tools.as_array().expect("array").iter().all(|t| t["function"]["strict"] == json!(true)));
+}
+
+#[test]
+fn dispatch_round_trips_openai_and_anthropic_messages() {
+    let dir = temp_dir();
+    let openai = json!({"role": "assistant", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"one\"}"}},
+        {"id": "call_2", "type": "function", "function": {"name": "nope", "arguments": "{}"}}
+    ]});
+    let out = airlock(dir.path(), &["dispatch", "--format", "openai"], &openai.to_string());
+    assert_eq!(out.status.code(), Some(1), "one call failed");
+    let messages = json_out(&out);
+    assert_eq!(messages[0], json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"text\":\"one\"}"}));
+    assert_eq!(messages[1]["tool_call_id"], "call_2");
+    assert!(messages[1]["content"].as_str().unwrap_or_default().contains("unknown_tool"));
+
+    let anthropic = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"text": "two"}},
+        {"type": "tool_use", "id": "toolu_2", "name": "echo", "input": {}}
+    ]});
+    let out = airlock(dir.path(), &["dispatch", "--format", "anthropic"], &anthropic.to_string());
+    let messages = json_out(&out);
+    let blocks = &messages[0]["content"];
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(blocks[0], json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "{\"text\":\"two\"}"}));
+    assert_eq!(blocks[1]["is_error"], json!(true));
+
+    let garbage = airlock(dir.path(), &["dispatch", "--format", "openai"], "not json");
+    assert_eq!(garbage.status.code(), Some(2));
+}
+
+#[test]
+fn inspect_describes_and_explains() {
+    let dir = temp_dir();
+    let out = airlock(dir.path(), &["inspect", &tool("echo").display().to_string()], "");
+    assert_eq!(out.status.code(), Some(0));
+    let report = json_out(&out);
+    assert_eq!(report["world"], "airlock:tool/tool");
+    assert_eq!(report["metadata"]["name"], "echo");
+    assert!(report["imports"].as_array().expect("imports").iter().all(|i| i.as_str().unwrap_or_default().starts_with("wasi:")));
+    let wrong = airlock(dir.path(), &["inspect", &fixture("wrong_world").display().to_string()], "");
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(json_out(&wrong)["rejected_because"].as_str().unwrap_or_default().contains("airlock:tool"));
+}
+
+#[test]
+fn audit_verify_detects_tampering() {
+    let dir = temp_dir();
+    let config = format!("tool_dirs = [{:?}]\n[audit]\nfile = \"audit.jsonl\"\n", guests().display().to_string());
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
+    for text in ["a", "b", "c"] {
+        let out = airlock(dir.path(), &["call", "echo", &json!({"text": text}).to_string()], "");
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let log = dir.path().join("audit.jsonl");
+    let verify = airlock(dir.path(), &["audit", "verify", "audit.jsonl"], "");
+    assert_eq!(verify.status.code(), Some(0), "{}", String::from_utf8_lossy(&verify.stdout));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("3 records"));
+    let tail = airlock(dir.path(), &["audit", "tail", "audit.jsonl", "-n", "2"], "");
+    assert_eq!(String::from_utf8_lossy(&tail.stdout).lines().count(), 2);
+
+    let text = std::fs::read_to_string(&log).expect("log");
+    std::fs::write(&log, text.replacen("\"echo\"", "\"ech0\"", 1)).expect("tamper");
+    let verify = airlock(dir.path(), &["audit", "verify", "audit.jsonl"], "");
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("TAMPERED"));
+}

@@ -1,0 +1,8 @@
+//! Airlock's integration tests: one binary, one module per area. The guests
+//! they use are built by `make guests` (see `support`).
+
+mod cli;
+mod loading;
+mod pipeline;
+mod sandbox;
+mod support;

@@ -1,0 +1,231 @@
+//! The pipeline end to end: the trust boundary of schemas, the bank
+//! scenario (authorization, confirmation, audit), scheduling and fuzzing.
+
+use crate::support::{assert_failed, call, config, fixture, host, temp_dir, tool};
+use airlock::{CallRequest, ConfirmRequest, Format, FnConfirmer, Host, RawArguments};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[tokio::test]
+async fn no_host_only_field_reaches_any_encoding() {
+    let dir = temp_dir();
+    let sentinel_dir = dir.path().join("sentinel-host-dir-q7");
+    std::fs::create_dir(&sentinel_dir).expect("mkdir");
+    let echo = tool("echo");
+    let digest = airlock::digest(&std::fs::read(&echo).expect("read"));
+    let text = format!(
+        "[tools.echo]\ncomponent = {:?}\nsha256 = \"{digest}\"\ntimeout_ms = 987654\nfuel = 123456789123\nmemory_mib = 777\n\
+         max_output_bytes = 918273\nmax_stdio_bytes = 65432\ntable_elements = 43210\ninstances = 77\n\
+         concurrency_safe = true\nside_effect = true\ndefer_loading = true\n\
+         env = {{ SENTINEL_ENV_NAME = \"sentinel-env-value-k3\" }}\n\
+         dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n",
+        echo.display().to_string(),
+        sentinel_dir.display().to_string()
+    );
+    let host = Host::builder().config(config(&text)).build().await.expect("load");
+    let sentinels = [
+        "987654", "123456789123", "777", "918273", "65432", "43210", "sentinel-host-dir-q7", "sentinel-guest-dir-m2",
+        "SENTINEL_ENV_NAME", "sentinel-env-value-k3", &digest[..16], "concurrency", "side_effect", "timeout", "fuel",
+        "echo.wasm", "grants",
+    ];
+    for format in Format::ALL {
+        for strict in [false, true] {
+            let encoded = serde_json::to_string(&host.schemas(format, strict)).expect("json");
+            for sentinel in sentinels {
+                assert!(!encoded.contains(sentinel), "{format} (strict={strict}) leaks {sentinel:?}: {encoded}");
+            }
+            // The output schema is host-side except where MCP carries it.
+            assert_eq!(encoded.contains("Echoed"), format == Format::Mcp, "{format}: {encoded}");
+            assert!(encoded.contains("\"echo\""), "{format}: the tool itself is listed");
+        }
+    }
+    let mcp = host.schemas(Format::Mcp, false);
+    assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(false), "side_effect = true is not read-only");
+    let anthropic = host.schemas(Format::Anthropic, false);
+    assert_eq!(anthropic[0]["defer_loading"], json!(true));
+}
+
+fn bank_config(audit: &std::path::Path) -> String {
+    let fixtures = repo().join("tests/fixtures/policy");
+    format!(
+        "[tools.get_balance]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\n\
+         [tools.create_transfer]\ncomponent = {:?}\nside_effect = true\n\
+         [policy]\npolicies = {:?}\nentities = {:?}\n\
+         [audit]\nfile = {:?}\nrecord_arguments = true\n",
+        fixture("get_balance").display().to_string(),
+        fixture("create_transfer").display().to_string(),
+        fixtures.join("bank.cedar").display().to_string(),
+        fixtures.join("bank.entities.json").display().to_string(),
+        audit.display().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn bank_scenario_authorizes_confirms_and_audits() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let host = host(&bank_config(&audit)).await;
+    let as_alice = |tool: &str, args: Value| CallRequest::new("alice", tool, args);
+
+    let own = host.call(as_alice("get_balance", json!({"account_id": "acc-alice"})), None).await;
+    assert!(!own.is_error, "alice reads her own account: {}", own.content);
+
+    let other = host.call(as_alice("get_balance", json!({"account_id": "acc-bob"})), None).await;
+    assert_failed(&other, "denied", "not allowed");
+
+    let small = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 500})), None).await;
+    assert!(!small.is_error, "a small transfer runs: {}", small.content);
+
+    // A large transfer proposed from injected text: the confirmer (the
+    // human) declines, and nothing runs.
+    let asked = Mutex::new(Vec::new());
+    let human = FnConfirmer(|req: ConfirmRequest<'_>| {
+        asked.lock().expect("lock").push((req.tool.to_owned(), req.arguments.clone()));
+        false
+    });
+    let big = host.call(as_alice("create_transfer", json!({"to": "acc-mallory", "amount": 50000})), Some(&human)).await;
+    assert_failed(&big, "declined", "did not confirm");
+    assert_eq!(asked.lock().expect("lock").len(), 1, "the human was asked once");
+    assert!(big.fuel_used.is_none(), "nothing ran");
+
+    let yes = FnConfirmer(|_: ConfirmRequest<'_>| true);
+    let confirmed = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 20000})), Some(&yes)).await;
+    assert!(!confirmed.is_error, "{}", confirmed.content);
+    assert_eq!(confirmed.decision, "ask:confirmed");
+
+    let no_confirmer = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 20000})), None).await;
+    assert_failed(&no_confirmer, "declined", "confirmation");
+
+    let stranger = host.call(CallRequest::new("eve", "get_balance", json!({"account_id": "acc-alice"})), None).await;
+    assert_failed(&stranger, "denied", "not allowed");
+
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .expect("audit log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json line"))
+        .collect();
+    let decisions: Vec<(&str, &str)> =
+        records.iter().map(|r| (r["decision"].as_str().unwrap_or(""), r["outcome"].as_str().unwrap_or(""))).collect();
+    assert_eq!(
+        decisions,
+        [
+            ("allow", "ok"),
+            ("deny", "denied"),
+            ("allow", "ok"),
+            ("ask:declined", "declined"),
+            ("ask:confirmed", "ok"),
+            ("ask:declined", "declined"),
+            ("deny", "denied"),
+        ]
+    );
+    assert!(records.iter().all(|r| r["component_digest"].is_string()));
+    let report = airlock::audit_verify(&audit).expect("the chain verifies");
+    assert_eq!(report.records, 7);
+}
+
+#[tokio::test]
+async fn every_failure_stage_is_a_result() {
+    let host = host(&format!("[tools.echo]\ncomponent = {:?}\nside_effect = false\n", tool("echo").display().to_string())).await;
+    let unknown = call(&host, "ehco", json!({})).await;
+    assert_failed(&unknown, "unknown_tool", "available tools: echo");
+    let bad = host.call(CallRequest { arguments: RawArguments::Text("{not json".into()), ..CallRequest::new("t", "echo", json!({})) }, None).await;
+    assert_failed(&bad, "invalid_arguments", "not valid JSON");
+    let wrong = call(&host, "echo", json!({"text": 5})).await;
+    assert_failed(&wrong, "invalid_arguments", "at /text");
+    let missing = call(&host, "echo", json!({})).await;
+    assert_failed(&missing, "invalid_arguments", "\"text\" is a required property");
+    let fixed = call(&host, "echo", json!({"text": "5"})).await;
+    assert_eq!(fixed.content, r#"{"text":"5"}"#);
+}
+
+#[tokio::test]
+async fn dispatch_keeps_the_proposed_order() {
+    let host = host(&format!(
+        "[tools.echo]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\n",
+        tool("echo").display().to_string()
+    ))
+    .await;
+    let requests: Vec<CallRequest> =
+        (0..20).map(|i| CallRequest::new("t", "echo", json!({"text": i.to_string()})).with_call_id(format!("c{i}"))).collect();
+    let results = host.dispatch(requests, None, &airlock::CancellationToken::new()).await;
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result.call_id, format!("c{i}"));
+        assert_eq!(result.structured, Some(json!({"text": i.to_string()})));
+    }
+}
+
+/// Two calls of a tool that is not concurrency-safe never overlap; calls of
+/// a safe one do. Measured from the calls' own start/end times.
+#[tokio::test]
+async fn exclusive_tools_never_overlap_and_safe_tools_do() {
+    let hostile = fixture("hostile").display().to_string();
+    for (safe, expect_overlap) in [(false, false), (true, true)] {
+        let host = host(&format!("[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = {safe}\n")).await;
+        let requests = (0..4).map(|i| CallRequest::new("t", "hostile", json!({"attack": "sleep", "ms": 150})).with_call_id(i.to_string()));
+        let started = std::time::Instant::now();
+        let results = host.dispatch(requests.collect(), None, &airlock::CancellationToken::new()).await;
+        let elapsed = started.elapsed();
+        assert!(results.iter().all(|r| !r.is_error));
+        if expect_overlap {
+            assert!(elapsed < std::time::Duration::from_millis(550), "safe calls ran in parallel: {elapsed:?}");
+        } else {
+            assert!(elapsed >= std::time::Duration::from_millis(600), "exclusive calls ran one at a time: {elapsed:?}");
+        }
+    }
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One runtime and one host of the bundled tools for every case.
+    static BUNDLED: std::sync::LazyLock<(tokio::runtime::Runtime, Host)> = std::sync::LazyLock::new(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+        let text = format!("tool_dirs = [{:?}]", crate::support::guests().display().to_string());
+        let host = runtime.block_on(crate::support::host(&text));
+        (runtime, host)
+    });
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            ".{0,40}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                prop::collection::btree_map("[a-z_]{1,10}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_json_arguments_always_give_a_result(args in arb_json(), which in 0usize..6) {
+            let (runtime, host) = &*BUNDLED;
+            let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query"];
+            let result = runtime.block_on(host.call(CallRequest::new("fuzz", names[which], args), None));
+            prop_assert!(result.is_error || result.structured.is_some());
+        }
+
+        #[test]
+        fn arbitrary_bytes_as_arguments_always_give_a_result(bytes in prop::collection::vec(any::<u8>(), 0..256), which in 0usize..6) {
+            let (runtime, host) = &*BUNDLED;
+            let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query"];
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let request = CallRequest { arguments: RawArguments::Text(text), ..CallRequest::new("fuzz", names[which], Value::Null) };
+            let result = runtime.block_on(host.call(request, None));
+            prop_assert!(result.is_error || result.structured.is_some());
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Shared helpers: where the guests are, and hosts built from config text.
+
+use airlock::{CallRequest, Config, Host, ToolResult};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"))
+}
+
+/// The bundled tools (`make guests`).
+pub fn guests() -> PathBuf {
+    std::env::var_os("AIRLOCK_GUESTS").map(PathBuf::from).unwrap_or_else(|| target_dir().join("guests"))
+}
+
+/// The test fixtures (`make guests`).
+pub fn test_guests() -> PathBuf {
+    std::env::var_os("AIRLOCK_TEST_GUESTS").map(PathBuf::from).unwrap_or_else(|| target_dir().join("test-guests"))
+}
+
+/// A bundled tool's component file.
+pub fn tool(name: &str) -> PathBuf {
+    let path = guests().join(format!("{name}.wasm"));
+    assert!(path.is_file(), "{} is missing: run `make guests`", path.display());
+    path
+}
+
+/// A test fixture's component file.
+pub fn fixture(name: &str) -> PathBuf {
+    let path = test_guests().join(format!("{name}.wasm"));
+    assert!(path.is_file(), "{} is missing: run `make guests`", path.display());
+    path
+}
+
+/// The compiled-artifact cache shared by tests (keeps the suite fast).
+pub fn cache_dir() -> PathBuf {
+    target_dir().join("test-cache")
+}
+
+/// Config text with `{guests}`, `{fixtures}` and `{cache}` replaced.
+pub fn config(text: &str) -> Config {
+    let text = text
+        .replace("{guests}", &guests().display().to_string())
+        .replace("{fixtures}", &test_guests().display().to_string())
+        .replace("{cache}", &cache_dir().display().to_string());
+    let text = if text.contains("[engine]") { text } else { format!("[engine]\ncache_dir = {:?}\n{text}", cache_dir().display().to_string()) };
+    match Config::parse(&text, "test.toml", Path::new(".")) {
+        Ok(config) => config,
+        Err(err) => panic!("bad test config: {err}\n{text}"),
+    }
+}
+
+/// A host from config text (see [`config`]).
+pub async fn host(text: &str) -> Host {
+    match Host::builder().config(config(text)).build().await {
+        Ok(host) => host,
+        Err(err) => panic!("host did not start: {err}"),
+    }
+}
+
+/// Call `tool` as `principal` "tester" with JSON arguments, confirming nothing.
+pub async fn call(host: &Host, tool: &str, arguments: Value) -> ToolResult {
+    host.call(CallRequest::new("tester", tool, arguments), None).await
+}
+
+/// Assert a result failed with `kind` and its text contains `needle`.
+#[track_caller]
+pub fn assert_failed(result: &ToolResult, kind: &str, needle: &str) {
+    assert!(result.is_error, "expected {kind}, got success: {}", result.content);
+    assert_eq!(result.outcome(), kind, "{}", result.content);
+    assert!(result.content.contains(needle), "{:?} should contain {needle:?}", result.content);
+}
+
+/// A fresh temporary directory.
+pub fn temp_dir() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(err) => panic!("cannot create a temp dir: {err}"),
+    }
+}

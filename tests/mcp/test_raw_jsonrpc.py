@@ -1,0 +1,111 @@
+"""The wire, without the SDK: result shapes of both protocol generations and
+the confirmation handshake of 2026-07-28 under a misbehaving client
+(replayed, forged and re-targeted `requestState`s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BIN, Setup, server_env
+from rawclient import LEGACY, MODERN, RawStdio, modern_meta
+
+ELICIT = {"elicitation": {"form": {}}}
+TRANSFER = {"to": "bob", "amount": 20000}
+ACCEPT = {"confirm": {"action": "accept", "content": {"allow": True}}}
+
+
+def raw(setup: Setup, *extra: str) -> RawStdio:
+    return RawStdio([str(BIN), *setup.args(), "serve", "--stdio", "--principal", "alice", *extra], server_env(), setup.dir / "raw-stderr.log")
+
+
+def call(server: RawStdio, name: str, arguments: dict[str, Any], capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return server.request("tools/call", {"name": name, "arguments": arguments, "_meta": modern_meta(capabilities), **extra})
+
+
+def test_legacy_handshake_and_results(setup: Setup) -> None:
+    with raw(setup) as server:
+        init = server.initialize()["result"]
+        assert init["protocolVersion"] == LEGACY
+        assert init["capabilities"]["tools"] == {"listChanged": True}
+        ok = server.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"]
+        assert ok == {"content": [{"type": "text", "text": '{"text":"hi"}'}], "structuredContent": {"text": "hi"}, "isError": False}
+        bad = server.request("tools/call", {"name": "echo", "arguments": {}})["result"]
+        assert bad["isError"] is True and bad["structuredContent"]["kind"] == "invalid_arguments"
+        unknown = server.request("tools/call", {"name": "nope", "arguments": {}})
+        assert unknown["error"]["code"] == -32602 and unknown["error"]["message"] == "Unknown tool: nope", unknown
+
+
+def test_an_older_revision_is_negotiated(setup: Setup) -> None:
+    with raw(setup) as server:
+        reply = server.request("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}})
+        assert reply["result"]["protocolVersion"] == "2025-03-26"
+
+
+def test_modern_requests_carry_their_own_metadata(setup: Setup) -> None:
+    with raw(setup) as server:
+        discover = server.request("server/discover", {"_meta": modern_meta()})["result"]
+        assert MODERN in discover["supportedVersions"] and LEGACY in discover["supportedVersions"]
+        listed = server.request("tools/list", {"_meta": modern_meta()})["result"]
+        assert listed["resultType"] == "complete"
+        assert "echo" in {t["name"] for t in listed["tools"]}
+        ok = call(server, "echo", {"text": "hi"})["result"]
+        assert ok["resultType"] == "complete" and ok["structuredContent"] == {"text": "hi"}
+
+
+def test_modern_confirmation_round_trip(setup: Setup) -> None:
+    with raw(setup) as server:
+        first = call(server, "create_transfer", TRANSFER, ELICIT)["result"]
+        assert first["resultType"] == "input_required", first
+        request = first["inputRequests"]["confirm"]
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["message"].startswith("alice wants to call create_transfer with {")
+        assert request["params"]["requestedSchema"]["properties"]["allow"]["type"] == "boolean"
+        state = first["requestState"]
+        done = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState=state)["result"]
+        assert done["resultType"] == "complete" and done["isError"] is False, done
+        assert done["structuredContent"] == {"to": "bob", "amount": 20000, "status": "done"}
+        # A state is good for one answer only.
+        replay = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState=state)["result"]
+        assert replay["isError"] is True and replay["structuredContent"]["kind"] == "declined", replay
+
+
+def test_modern_confirmation_cannot_be_forged_or_retargeted(setup: Setup) -> None:
+    with raw(setup) as server:
+        forged = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState="0" * 32)["result"]
+        assert forged["isError"] is True and forged["structuredContent"]["kind"] == "declined"
+        state = call(server, "create_transfer", TRANSFER, ELICIT)["result"]["requestState"]
+        # The approval of a small transfer cannot run a bigger one.
+        other = call(server, "create_transfer", {"to": "mallory", "amount": 999999}, ELICIT, inputResponses=ACCEPT, requestState=state)
+        assert other["error"]["code"] == -32602, other
+        # ... and the original call is still waiting for its own answer.
+        declined = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses={"confirm": {"action": "decline"}}, requestState=state)["result"]
+        assert declined["isError"] is True and declined["structuredContent"]["kind"] == "declined"
+
+
+def test_modern_ask_without_elicitation_is_declined_at_once(setup: Setup) -> None:
+    with raw(setup) as server:
+        result = call(server, "create_transfer", TRANSFER)["result"]
+        assert result["resultType"] == "complete" and result["isError"] is True
+        assert result["structuredContent"]["kind"] == "declined"
+
+
+def test_stdout_carries_only_json_rpc(setup: Setup) -> None:
+    with raw(setup) as server:
+        server.initialize()
+        # The guest writes 1 MB to its stdout; none of it may reach ours.
+        flood = server.request("tools/call", {"name": "hostile", "arguments": {"attack": "stdout_flood", "bytes": 1_000_000}})
+        assert "result" in flood
+        assert server.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})["result"]["isError"] is False
+        # Every line read so far parsed as JSON (RawStdio.receive would have failed).
+        assert all(n.get("jsonrpc") == "2.0" for n in server.notifications)
+
+
+@pytest.mark.parametrize("size", [5 << 20])
+def test_an_oversized_line_is_dropped_and_the_session_survives(setup: Setup, size: int) -> None:
+    with raw(setup) as server:
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x" * size}}})
+        assert server.request("tools/call", {"name": "echo", "arguments": {"text": "after"}})["result"]["isError"] is False

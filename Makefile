@@ -20,12 +20,18 @@ TEST_GUESTS := hostile liar slow_metadata huge_metadata bad_name bad_schema wron
 
 .PHONY: all build guests setup test test-rust test-python lint bench demo doc clean
 
+include mk/interpreters.mk
+
+# Compiled components are cached here for tests and the demo, so each
+# component (run_python takes ~30 s) is compiled once per run.
+export AIRLOCK_CACHE_DIR ?= $(CARGO_TARGET_DIR)/airlock-cache
+
 all: build
 
 setup:
 	@rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-guests: setup
+guests: setup interpreters
 	$(CARGO) build --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS))
 	@mkdir -p $(GUEST_OUT) $(TEST_GUEST_OUT)
 	@for t in $(TOOLS); do cp -u $(WASM_DIR)/$$t.wasm $(GUEST_OUT)/; done
@@ -38,15 +44,16 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 
-test: build $(PY)
+test: build $(PY) test-interpreters
+	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
 
 lint: setup
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -- -D warnings
-	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -- -D warnings
+	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -- -D warnings
+	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings
 
 bench: build
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) bench -p airlock --bench pipeline -- --write

@@ -107,6 +107,7 @@ struct RawConfig {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawEngine {
+    cache: Option<bool>,
     cache_dir: Option<PathBuf>,
     wasm_stack_kib: Option<usize>,
     max_live_instances: Option<u32>,
@@ -270,7 +271,11 @@ impl Config {
             Some(n) => n,
             None => engine_defaults.max_live_instances,
         };
-        let engine = EngineSettings { wasm_stack_bytes, cache_dir: raw.engine.cache_dir.as_deref().map(resolve), max_live_instances };
+        let cache_dir = match raw.engine.cache {
+            Some(false) => None,
+            _ => raw.engine.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
+        };
+        let engine = EngineSettings { wasm_stack_bytes, cache_dir, max_live_instances };
 
         let audit = match raw.audit {
             None => None,
@@ -323,6 +328,17 @@ impl Config {
             None => ToolSettings { limits: self.defaults, side_effect: true, ..ToolSettings::default() },
         }
     }
+}
+
+/// The compiled-component cache used when the config names none:
+/// `$AIRLOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/airlock`, else
+/// `$HOME/.cache/airlock` — directories only the user running Airlock can
+/// write.
+fn default_cache_dir() -> Option<PathBuf> {
+    let non_empty = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    non_empty("AIRLOCK_CACHE_DIR")
+        .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("airlock")))
+        .or_else(|| non_empty("HOME").map(|d| d.join(".cache/airlock")))
 }
 
 fn apply_limits(mut limits: Limits, raw: &RawLimits) -> Result<Limits, String> {

@@ -76,7 +76,8 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
-    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer).with_max_line_length(MAX_STDIO_MESSAGE_BYTES);
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer)
+        .with_max_line_length(MAX_STDIO_MESSAGE_BYTES);
     // Clients on the initialize-based revisions are registered for
     // list_changed by `notifications/initialized`; 2026-07-28 clients
     // subscribe with `subscriptions/listen`.

@@ -60,7 +60,10 @@ fn new_store(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants) -> anyhow
         .instances(limits.instances)
         .tables(limits.instances * 4)
         .memories(limits.instances)
-        .trap_on_grow_failure(true)
+        // A failed grow returns -1 to the guest instead of trapping, so an
+        // interpreter can raise its own MemoryError; a Rust guest aborts
+        // with "memory allocation of N bytes failed", classified below.
+        .trap_on_grow_failure(false)
         .build();
     let mut store = Store::new(pre.engine(), CallCtx { wasi, table: ResourceTable::new(), limits: store_limits });
     store.limiter(|ctx| &mut ctx.limits);

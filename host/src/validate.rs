@@ -92,8 +92,8 @@ mod tests {
     fn pointers_and_expectations() {
         let schema = json!({"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer","minimum":1}},"required":["path"]});
         check(schema.clone(), json!({"path":"a"}), &[]);
-        check(schema.clone(), json!({}), &["at (root)", "\"path\" is a required property"]);
-        check(schema.clone(), json!({"path":1,"n":0}), &["at /n", "at /path: 1 is not of type \"string\""]);
+        check(schema.clone(), json!({}), &["at (root): \"path\" is a required property"]);
+        check(schema.clone(), json!({"path":1,"n":0}), &["at /path: 1 is not of type \"string\"", "at /n: 0 is less than the minimum of 1"]);
     }
 
     #[test]

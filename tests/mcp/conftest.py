@@ -14,11 +14,13 @@ an ephemeral port, and stopped at the end of each test. Every wait is bounded.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -44,6 +46,10 @@ OTHER_TOKEN = "test-token-0123456789-bob"
 START_TIMEOUT = 60.0
 CALL_TIMEOUT = 30.0
 
+# Compiled components are cached across server starts (one compile per
+# component per run instead of one per test).
+CACHE_DIR = Path(tempfile.gettempdir()) / f"airlock-mcp-tests-cache-{os.getuid()}"
+
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 # `mode` for mcp.Client: "legacy" runs the initialize handshake; "auto"
@@ -55,6 +61,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     missing = [p for p in (BIN, TOOLS_DIR / "echo.wasm", TEST_GUESTS / "hostile.wasm") if not p.exists()]
     if missing:
         pytest.exit(f"missing {', '.join(map(str, missing))}: run `make build` first", returncode=2)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Compile every component once, so that servers start fast (the SDK's
+    server/discover probe gives a server 10 s to answer)."""
+    setup = write_config(tmp_path_factory.mktemp("warm"))
+    subprocess.run([str(BIN), *setup.args(), "tools"], check=True, capture_output=True, timeout=600, env=server_env())
 
 
 def server_env() -> dict[str, str]:
@@ -75,13 +89,21 @@ class Setup:
     def args(self) -> list[str]:
         return ["--config", str(self.config)]
 
+    def audit(self) -> list[dict[str, Any]]:
+        """The audit records written so far (with `audit=True`)."""
+        path = self.dir / "audit.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
-def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = False, origins: tuple[str, ...] = ()) -> Setup:
+
+def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = False, origins: tuple[str, ...] = (), audit: bool = False) -> Setup:
     """A config: the bundled tools (or `tool_dir`), hostile and create_transfer
     fixtures, create_transfer with side effects (the default policy asks)."""
     tool_dir = tool_dir or TOOLS_DIR
     text = f"""
         tool_dirs = [{str(tool_dir)!r}]
+
+        [engine]
+        cache_dir = {str(CACHE_DIR)!r}
 
         [tools.echo]
         side_effect = false
@@ -103,6 +125,8 @@ def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = Fals
         side_effect = true
     """
     text = textwrap.dedent(text).replace("'", '"')
+    if audit:
+        text += f'\n[audit]\nfile = "{dir / "audit.jsonl"}"\n'
     if tokens or origins:
         text += "\n[http]\n"
     if tokens:

@@ -194,9 +194,14 @@ async def test_ask_without_elicitation_capability_is_declined(transport: str, mo
 # -- cancellation ---------------------------------------------------------------
 
 
+def cancelled_sleeps(setup: Setup) -> list[dict[str, Any]]:
+    return [r for r in setup.audit() if r["tool"] == "hostile" and r["outcome"] == "cancelled"]
+
+
 @both
 @generations
-async def test_cancel_interrupts_the_guest(transport: str, mode: str, setup: Setup) -> None:
+async def test_cancel_interrupts_the_guest(transport: str, mode: str, tmp: Path) -> None:
+    setup = write_config(tmp, audit=True)
     async with connect(transport, mode, setup) as client:
         started = time.monotonic()
         # The SDK abandons the call after 1 s and sends notifications/cancelled
@@ -213,6 +218,33 @@ async def test_cancel_interrupts_the_guest(transport: str, mode: str, setup: Set
     assert result.structured_content == {"value": 1}
     assert next_call < 5.0, f"the next call took {next_call:.1f}s: the cancelled guest kept running"
     assert time.monotonic() - started < 15.0
+    # The audit log says why the sleep ended, and when.
+    (record,) = cancelled_sleeps(setup)
+    assert record["duration_us"] < 5_000_000, record
+
+
+def test_http_dropped_stream_cancels_the_call(tmp: Path) -> None:
+    """A legacy (session) client that drops the response stream of a call
+    cancels it: the exclusive tool is free again at once."""
+    setup = write_config(tmp, audit=True)
+    with http_server(setup) as server:
+        opened = post(server.url)
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        post(server.url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **session)
+        sleep = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hostile", "arguments": {"attack": "sleep", "ms": 60_000}}}
+        with httpx2.Client(timeout=CALL_TIMEOUT) as http:
+            with http.stream("POST", server.url, json=sleep, headers={**POST_HEADERS, **session}) as response:
+                assert response.status_code == 200
+                time.sleep(0.5)  # the guest is asleep now; hang up
+        t0 = time.monotonic()
+        ok = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "hostile", "arguments": {"attack": "ok"}}}
+        answer = post(server.url, ok, **session)
+        assert answer.status_code == 200 and '"value":1' in answer.text, answer.text
+        assert time.monotonic() - t0 < 5.0
+        deadline = time.monotonic() + 5
+        while not cancelled_sleeps(setup) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cancelled_sleeps(setup), setup.audit()
 
 
 # -- the official low-level session API ---------------------------------------------------------------
@@ -360,3 +392,18 @@ async def test_a_failed_reload_keeps_the_old_tools(transport: str, tmp: Path) ->
         await anyio.sleep(2.0)
         assert "echo" in {t.name for t in (await client.list_tools()).tools}
         assert not (await client.call_tool("echo", {"text": "still here"})).is_error
+
+
+# -- latency ---------------------------------------------------------------
+
+
+def test_stdio_latency_bench_runs() -> None:
+    """Keeps `bench_stdio.py` working; run it directly for real numbers
+    (`-n 500`). Prints p50/p99 with `pytest -s`."""
+    import bench_stdio
+
+    stats = bench_stdio.run(50)
+    for name in ("sdk", "raw"):
+        assert stats[name]["n"] == 50
+        # Generous: a loaded CI machine, but never a stuck server.
+        assert stats[name]["p50"] < 250.0, stats

@@ -54,7 +54,9 @@ impl Changes {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         peers.retain(|p| !p.is_transport_closed());
         if peers.len() >= MAX_NOTIFIED_PEERS {
-            tracing::warn!("{MAX_NOTIFIED_PEERS} MCP sessions are open; this one will not be told when the tool list changes");
+            tracing::warn!(
+                "{MAX_NOTIFIED_PEERS} MCP sessions are open; this one will not be told when the tool list changes"
+            );
             return;
         }
         peers.push(peer);

@@ -23,7 +23,10 @@ use crate::host::Host;
 use crate::pipeline::{CallRequest, ToolResult};
 use crate::validate::cap;
 use futures::future::BoxFuture;
-use rmcp::model::{ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest, InputResponses, JsonObject};
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    InputResponses, JsonObject,
+};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -73,7 +76,8 @@ pub fn form(message: String) -> ElicitRequestParams {
 
 /// Whether an elicitation result confirms the call.
 pub fn accepted(result: &ElicitResult) -> bool {
-    result.action == ElicitationAction::Accept && result.content.as_ref().and_then(|c| c.get(ALLOW_FIELD)) == Some(&Value::Bool(true))
+    result.action == ElicitationAction::Accept
+        && result.content.as_ref().and_then(|c| c.get(ALLOW_FIELD)) == Some(&Value::Bool(true))
 }
 
 /// Whether the `inputResponses` of a retried call confirm it.
@@ -138,7 +142,7 @@ pub struct Confirmations {
 /// How the first round of a call ended.
 pub enum Started {
     /// The call finished (no confirmation was needed, or it was declined).
-    Done(ToolResult),
+    Done(Box<ToolResult>),
     /// The call waits: answer `elicitation` and retry with `state`.
     Ask {
         /// The `requestState` to hand out.
@@ -153,7 +157,7 @@ pub enum Started {
 /// How a retried call ended.
 pub enum Resumed {
     /// The call finished.
-    Done(ToolResult),
+    Done(Box<ToolResult>),
     /// No call waits under that state for this principal (never issued,
     /// already used, expired, or someone else's).
     Unknown,
@@ -163,10 +167,13 @@ pub enum Resumed {
     Lost,
 }
 
+/// A question for the user and where to send the answer.
+type Question = (String, oneshot::Sender<bool>);
+
 /// The confirmer of a 2026-07-28 call: hands the question to the request
 /// handler once, then waits for the answer.
 struct AskOnce {
-    ask: Mutex<Option<oneshot::Sender<(String, oneshot::Sender<bool>)>>>,
+    ask: Mutex<Option<oneshot::Sender<Question>>>,
     cancel: CancellationToken,
 }
 
@@ -192,7 +199,14 @@ impl Confirmations {
     /// Run `request`. If the policy asks and `can_elicit`, the call is
     /// parked and [`Started::Ask`] returned; without `can_elicit`, ask
     /// means declined. `cancel` cancels the call while this round runs.
-    pub async fn start(self: &Arc<Self>, host: Host, request: CallRequest, owner: Owner, can_elicit: bool, cancel: &[CancellationToken]) -> Started {
+    pub async fn start(
+        self: &Arc<Self>,
+        host: Host,
+        request: CallRequest,
+        owner: Owner,
+        can_elicit: bool,
+        cancel: &[CancellationToken],
+    ) -> Started {
         let state = uuid::Uuid::new_v4().simple().to_string();
         let run_cancel = CancellationToken::new();
         let (ask_tx, mut ask_rx) = oneshot::channel();
@@ -208,15 +222,15 @@ impl Confirmations {
         });
         let _link = link(&run_cancel, cancel);
         tokio::select! {
-            result = &mut result_rx => return result.map_or(Started::Lost, Started::Done),
+            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
             asked = &mut ask_rx => {
                 let Ok((question, answer)) = asked else {
                     // The confirmer was dropped without asking: the call is finishing.
-                    return result_rx.await.map_or(Started::Lost, Started::Done);
+                    return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
                 };
                 if let Err(result_rx) = self.park(&state, owner, answer, result_rx, run_cancel.clone()) {
                     // No room: the call was declined and is finishing.
-                    return result_rx.await.map_or(Started::Lost, Started::Done);
+                    return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
                 }
                 let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
                 Started::Ask { state, elicitation }
@@ -226,7 +240,14 @@ impl Confirmations {
 
     /// Park a call under `state`. With [`MAX_PENDING_CONFIRMATIONS`] calls
     /// already waiting, the call is declined and its result handed back.
-    fn park(&self, state: &str, owner: Owner, answer: oneshot::Sender<bool>, result: oneshot::Receiver<ToolResult>, cancel: CancellationToken) -> Result<(), oneshot::Receiver<ToolResult>> {
+    fn park(
+        &self,
+        state: &str,
+        owner: Owner,
+        answer: oneshot::Sender<bool>,
+        result: oneshot::Receiver<ToolResult>,
+        cancel: CancellationToken,
+    ) -> Result<(), oneshot::Receiver<ToolResult>> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         // Calls whose confirmer gave up (timeout, cancellation) are gone.
         slots.retain(|_, slot| !slot.answer.is_closed());
@@ -241,7 +262,13 @@ impl Confirmations {
 
     /// Finish a parked call with the user's answer from `responses`.
     /// `cancel` cancels the call while this round runs.
-    pub async fn resume(&self, state: &str, owner: &Owner, responses: Option<&InputResponses>, cancel: &[CancellationToken]) -> Resumed {
+    pub async fn resume(
+        &self,
+        state: &str,
+        owner: &Owner,
+        responses: Option<&InputResponses>,
+        cancel: &[CancellationToken],
+    ) -> Resumed {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             match slots.get(state) {
@@ -257,7 +284,7 @@ impl Confirmations {
         };
         let _ = slot.answer.send(accepted_responses(responses));
         let _link: Link = link(&slot.cancel, cancel);
-        slot.result.await.map_or(Resumed::Lost, Resumed::Done)
+        slot.result.await.map_or(Resumed::Lost, |r| Resumed::Done(Box::new(r)))
     }
 }
 
@@ -267,7 +294,9 @@ mod tests {
 
     #[test]
     fn the_form_is_a_valid_elicitation_schema() {
-        let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = form("ok?".into()) else { panic!("not a form") };
+        let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = form("ok?".into()) else {
+            panic!("not a form")
+        };
         let value = serde_json::to_value(requested_schema).unwrap();
         assert_eq!(value["properties"]["allow"]["type"], "boolean");
         assert_eq!(value["required"], json!(["allow"]));
@@ -293,7 +322,12 @@ mod tests {
     #[test]
     fn the_message_names_who_what_and_why_and_caps_arguments() {
         let arguments = json!({"to": "bob", "amount": 20000, "memo": "x".repeat(10_000)});
-        let request = ConfirmRequest { principal: "alice", tool: "create_transfer", arguments: &arguments, reason: "transfers above 10,000 need confirmation." };
+        let request = ConfirmRequest {
+            principal: "alice",
+            tool: "create_transfer",
+            arguments: &arguments,
+            reason: "transfers above 10,000 need confirmation.",
+        };
         let text = message(&request);
         assert!(text.starts_with("alice wants to call create_transfer with {"), "{text}");
         assert!(text.ends_with(": transfers above 10,000 need confirmation. Allow?"), "{text}");

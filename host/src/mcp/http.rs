@@ -76,7 +76,11 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     }
     let manager = Arc::new(LocalSessionManager::default());
     let gate = Arc::new(Gate {
-        tokens: settings.tokens.iter().map(|BearerToken { token, principal }| Token { digest: digest(token), principal: principal.clone() }).collect(),
+        tokens: settings
+            .tokens
+            .iter()
+            .map(|BearerToken { token, principal }| Token { digest: digest(token), principal: principal.clone() })
+            .collect(),
         allowed_origins: settings.allowed_origins.iter().map(|o| normalize_origin(o)).collect(),
         loopback: addr.ip().is_loopback(),
         default_principal: principal.clone(),
@@ -93,7 +97,8 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         .with_cancellation_token(shutdown.child_token());
     let server = AirlockServer::new(shared, principal);
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
-    let app = axum::Router::new().route_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, check));
+    let app =
+        axum::Router::new().route_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, check));
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
@@ -150,7 +155,11 @@ async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     {
         gate.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
-    let streamed = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
     if method == Method::POST && streamed {
         // A POST's event stream carries the call's result: the client
         // dropping it cancels the call (a resumed stream would see a
@@ -297,7 +306,17 @@ mod tests {
         for ok in ["localhost", "LOCALHOST:8080", "127.0.0.1", "127.1.2.3:1", "[::1]", "[::1]:8080"] {
             assert!(is_loopback_authority(ok), "{ok}");
         }
-        for bad in ["example.com", "localhost.evil.com", "127.0.0.1.nip.io", "10.0.0.1:80", "[::2]", "[::1]x", "localhost:http", "", "0.0.0.0"] {
+        for bad in [
+            "example.com",
+            "localhost.evil.com",
+            "127.0.0.1.nip.io",
+            "10.0.0.1:80",
+            "[::2]",
+            "[::1]x",
+            "localhost:http",
+            "",
+            "0.0.0.0",
+        ] {
             assert!(!is_loopback_authority(bad), "{bad}");
         }
     }

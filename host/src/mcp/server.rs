@@ -11,19 +11,20 @@
 
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
+use crate::arguments::RawArguments;
 use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
 use crate::outcome::ErrorKind;
 use crate::pipeline::{CallRequest, ToolResult};
-use crate::arguments::RawArguments;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation, InputRequests, InputRequiredResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
+    InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -163,7 +164,11 @@ impl ServerHandler for AirlockServer {
             .with_instructions("Tools run as sandboxed WebAssembly components. Failed calls come back as results with isError and a message saying what to change.")
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
         // One page: the tool list is small and bounded by the operator.
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
@@ -172,17 +177,30 @@ impl ServerHandler for AirlockServer {
         self.tools().into_iter().find(|tool| tool.name == name)
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let (principal, cancel) = self.caller(&context)?;
         let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
         let elicit = can_elicit(context.client_capabilities());
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_else(Map::new));
-        let call = CallRequest { call_id: format!("mcp:{}", context.id), tool: request.name.to_string(), arguments: RawArguments::Json(arguments), principal: principal.clone() };
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let call = CallRequest {
+            call_id: format!("mcp:{}", context.id),
+            tool: request.name.to_string(),
+            arguments: RawArguments::Json(arguments),
+            principal: principal.clone(),
+        };
         if !modern {
             let run_cancel = CancellationToken::new();
             let _link = link(&run_cancel, &cancel);
             let confirmer = elicit.then(|| ElicitConfirmer { peer: context.peer.clone(), cancel: run_cancel.clone() });
-            let result = self.shared.host.call_cancellable(call, confirmer.as_ref().map(|c| c as &dyn Confirmer), &run_cancel).await;
+            let result = self
+                .shared
+                .host
+                .call_cancellable(call, confirmer.as_ref().map(|c| c as &dyn Confirmer), &run_cancel)
+                .await;
             return to_response(result);
         }
         // 2026-07-28: no server-to-client requests. A call that needs
@@ -191,19 +209,24 @@ impl ServerHandler for AirlockServer {
         let confirmations = &self.shared.confirmations;
         if let Some(state) = request.request_state.as_deref() {
             return match confirmations.resume(state, &owner, request.input_responses.as_ref(), &cancel).await {
-                Resumed::Done(result) => to_response(result),
+                Resumed::Done(result) => to_response(*result),
                 Resumed::Unknown => {
                     let text = "error (declined): this confirmation is unknown, expired or already used; nothing was run. Propose the call again.";
                     let mut out = CallToolResult::error(vec![ContentBlock::text(text)]);
-                    out.structured_content = Some(json!({ "kind": ErrorKind::Declined.as_str(), "message": text.trim_start_matches("error (declined): ") }));
+                    out.structured_content = Some(
+                        json!({ "kind": ErrorKind::Declined.as_str(), "message": text.trim_start_matches("error (declined): ") }),
+                    );
                     Ok(out.into())
                 }
-                Resumed::Mismatch => Err(ErrorData::invalid_params("requestState belongs to a different tool or different arguments", None)),
+                Resumed::Mismatch => Err(ErrorData::invalid_params(
+                    "requestState belongs to a different tool or different arguments",
+                    None,
+                )),
                 Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
             };
         }
         match confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await {
-            Started::Done(result) => to_response(result),
+            Started::Done(result) => to_response(*result),
             Started::Ask { state, elicitation } => {
                 let mut requests = InputRequests::new();
                 requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
@@ -218,7 +241,10 @@ impl ServerHandler for AirlockServer {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        requested.tools_list_changed.filter(|&on| on).map(|_| SubscriptionFilter::builder().tools_list_changed().build())
+        // Only the tool list ever changes here; other categories are
+        // accepted as nothing rather than refusing the whole subscription.
+        let filter = SubscriptionFilter::builder();
+        Some(if requested.tools_list_changed == Some(true) { filter.tools_list_changed() } else { filter }.build())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -290,7 +316,8 @@ mod tests {
 
     #[test]
     fn unknown_tool_is_the_protocol_error_the_spec_prescribes() {
-        let mut unknown = result(Some(ErrorKind::UnknownTool), "error (unknown_tool): there is no tool named \"nope\"", None);
+        let mut unknown =
+            result(Some(ErrorKind::UnknownTool), "error (unknown_tool): there is no tool named \"nope\"", None);
         unknown.tool = "nope".into();
         let err = to_response(unknown).unwrap_err();
         assert_eq!(err.code.0, -32602);

@@ -88,7 +88,8 @@ impl Targets {
         mutation
             && event.paths.iter().any(|path| {
                 self.files.contains(path)
-                    || (path.extension().is_some_and(|e| e == "wasm") && path.parent().is_some_and(|dir| self.tool_dirs.contains(dir)))
+                    || (path.extension().is_some_and(|e| e == "wasm")
+                        && path.parent().is_some_and(|dir| self.tool_dirs.contains(dir)))
             })
     }
 }

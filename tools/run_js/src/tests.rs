@@ -1,0 +1,186 @@
+//! Unit tests of the interpreter logic, run natively (`cargo test`).
+
+use super::*;
+use serde_json::{Value as Json, json};
+
+fn run_with(code: &str, stdin: Option<&str>) -> RunOutput {
+    let out = run_js(Args { code: code.to_owned(), stdin: stdin.map(str::to_owned) }).expect("run_js failed");
+    // Every result serializes to JSON text the host can parse back.
+    let text = serde_json::to_string(&out).unwrap();
+    let _: Json = serde_json::from_str(&text).unwrap();
+    out
+}
+
+fn run(code: &str) -> RunOutput {
+    run_with(code, None)
+}
+
+/// `code`'s (result, result_repr).
+fn check_result(code: &str, result: Json, repr: Option<&str>) {
+    let out = run(code);
+    assert_eq!(out.error, None, "{code}");
+    assert_eq!((out.result, out.result_repr.as_deref()), (result, repr), "{code}");
+}
+
+fn error_of(code: &str) -> JsError {
+    run(code).error.unwrap_or_else(|| panic!("{code} did not throw"))
+}
+
+#[test]
+fn console_log_goes_to_stdout_and_error_to_stderr() {
+    let out = run("console.log('hi', {a: 1}, [1, 'x']); console.error('bad'); console.warn('w'); print(3)");
+    assert_eq!(out.stdout, "hi { a: 1 } [ 1, 'x' ]\n3\n");
+    assert_eq!(out.stderr, "bad\nw\n");
+    assert_eq!(out.result, Json::Null);
+    assert_eq!(out.result_repr, None);
+}
+
+#[test]
+fn console_formats_like_node() {
+    let out = run("console.log('%s has %d items (%i%%)', 'cart', 3.5, 42.9);\n\
+         console.log(new Map([[1, {b: 2}]]), new Set(['a']), 10n, -0, undefined, null);\n\
+         console.log(function f() {}, class K {}, Symbol('s'), new Error('boom').message);\n\
+         const o = {self: null, 'k-1': [1, [2, [3, [4, [5, [6]]]]]]}; o.self = o; console.log(o);");
+    assert_eq!(
+        out.stdout,
+        "cart has 3.5 items (42%)\n\
+         Map(1) { 1 => { b: 2 } } Set(1) { 'a' } 10n -0 undefined null\n\
+         [Function: f] [class K] Symbol(s) boom\n\
+         { self: [Circular], 'k-1': [ 1, [ 2, [ 3, [ 4, [Array] ] ] ] ] }\n"
+    );
+}
+
+#[test]
+fn last_expression_is_the_result() {
+    check_result("1 + 1", json!(2), None);
+    check_result("const x = {a: [1, 2.5, null, true, 'é']}; x", json!({"a": [1, 2.5, null, true, "é"]}), None);
+    check_result("let y = 1", Json::Null, None);
+    check_result("undefined", Json::Null, None);
+    check_result("new Date(0)", json!("1970-01-01T00:00:00.000Z"), None);
+    check_result("if (true) { 'from a block' }", json!("from a block"), None);
+}
+
+#[test]
+fn values_without_json_form_get_a_repr() {
+    check_result("NaN", Json::Null, Some("NaN"));
+    check_result("[1, Infinity]", json!([1, null]), Some("[ 1, Infinity ]"));
+    check_result("2n ** 70n", json!("1180591620717411303424"), Some("1180591620717411303424n"));
+    check_result("new Map([['k', 1]])", json!({}), Some("Map(1) { 'k' => 1 }"));
+    check_result("(function named() {})", Json::Null, Some("[Function: named]"));
+    check_result("const a = []; a.push(a); a", Json::Null, Some("[ [Circular] ]"));
+    check_result("Symbol('s')", Json::Null, Some("Symbol(s)"));
+}
+
+#[test]
+fn promises_and_top_level_await_are_awaited() {
+    check_result("await Promise.resolve(41) + 1", json!(42), None);
+    check_result("(async () => { await null; return 'done'; })()", json!("done"), None);
+    let out = run("Promise.resolve().then(() => console.log('job ran')); 7");
+    assert_eq!((out.stdout.as_str(), out.result), ("job ran\n", json!(7)));
+}
+
+#[test]
+fn rejected_and_unsettled_promises_are_errors() {
+    let err = error_of("async function main() { throw new TypeError('nope'); }\nmain()");
+    assert_eq!((err.name.as_str(), err.message.as_str()), ("TypeError", "nope"));
+    let err = error_of("new Promise(() => {})");
+    assert!(err.message.contains("never settled"), "{err:?}");
+    let out = run("Promise.reject(new Error('lost')); 1");
+    assert_eq!(out.result, json!(1));
+    assert!(out.stderr.starts_with("Uncaught (in promise) Error: lost"), "{}", out.stderr);
+    // A rejection handled later is not reported.
+    let out = run("const p = Promise.reject(1); await null; p.catch(() => {}); 2");
+    assert_eq!((out.stderr.as_str(), out.result), ("", json!(2)));
+}
+
+#[test]
+fn exceptions_are_results_with_a_stack() {
+    let out = run("console.log('before');\nfunction f(x) {\n  return x.y.z;\n}\nf({});");
+    assert_eq!(out.stdout, "before\n");
+    let err = out.error.unwrap();
+    assert_eq!(err.name, "TypeError");
+    assert!(err.message.contains("undefined"), "{err:?}");
+    assert!(err.stack.contains("at f (<code>:3:"), "{err:?}");
+    assert!(!err.stack.contains("prelude"), "{err:?}");
+}
+
+#[test]
+fn syntax_errors_and_thrown_values() {
+    let err = error_of("let x = ;");
+    assert_eq!(err.name, "SyntaxError");
+    assert!(err.stack.contains("<code>:1"), "{err:?}");
+    let err = error_of("throw 'plain'");
+    assert_eq!((err.name.as_str(), err.message.as_str(), err.stack.as_str()), ("Uncaught", "plain", ""));
+    let err = error_of("throw {code: 7}");
+    assert_eq!(err.message, "{ code: 7 }");
+}
+
+#[test]
+fn limits_become_errors() {
+    let err = error_of("function f(n) { return f(n + 1) + 1; }\nf(0)");
+    assert_eq!((err.name.as_str(), err.message.as_str()), ("RangeError", "Maximum call stack size exceeded"));
+    let err = error_of("const a = []; while (true) a.push(new Array(100000).fill(1));");
+    assert_eq!((err.name.as_str(), err.message.as_str()), ("InternalError", "out of memory"));
+    let err = error_of("let s = 'x'; while (true) s += s;");
+    assert_eq!(err.name, "InternalError", "{err:?}"); // "string too long" or "out of memory"
+}
+
+#[test]
+fn stdin_is_readable() {
+    let out = run_with("const a = readline(); const b = readline(); [a, b, readline(), stdin.length]", Some("x\r\ny"));
+    assert_eq!(out.result, json!(["x", "y", null, 4]));
+    check_result("stdin", json!(""), None);
+}
+
+#[test]
+fn globals_can_be_redeclared() {
+    check_result("const print = 1; let stdin = 2; print + stdin", json!(3), None);
+}
+
+#[test]
+fn no_host_access() {
+    for name in ["require", "process", "std", "os", "fetch", "setTimeout"] {
+        check_result(&format!("typeof {name}"), json!("undefined"), None);
+    }
+    let err = error_of("await import('os')");
+    assert!(!err.message.is_empty());
+}
+
+#[test]
+fn output_is_capped() {
+    let out = run("for (let i = 0; i < 100000; i++) console.log('0123456789');");
+    assert!(out.stdout.len() < MAX_STREAM_BYTES + 100);
+    assert!(
+        out.stdout.ends_with(&format!("[… {} bytes cut]", 1_100_000 - MAX_STREAM_BYTES)),
+        "{}",
+        &out.stdout[out.stdout.len() - 50..]
+    );
+    let out = run("Array.from({length: 100000}, (_, i) => i)");
+    assert_eq!(out.result, Json::Null);
+    assert!(out.result_repr.unwrap().ends_with("bytes cut]"));
+}
+
+#[test]
+fn lone_surrogates_do_not_break_the_result() {
+    let out = run("console.log('a\\ud800b'); 'c\\udc00'");
+    assert_eq!((out.stdout.as_str(), out.result), ("a\u{fffd}b\n", json!("c\u{fffd}")));
+    let out = run("throw new Error('\\ud800')");
+    assert_eq!(out.error.unwrap().message, "\u{fffd}");
+}
+
+#[test]
+fn oversized_arguments_are_tool_errors() {
+    let err = run_js(Args { code: " ".repeat(MAX_CODE_BYTES + 1), stdin: None }).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some("code_too_large"));
+    let err = run_js(Args { code: String::new(), stdin: Some(" ".repeat(MAX_STDIN_BYTES + 1)) }).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some("stdin_too_large"));
+}
+
+#[test]
+fn schemas_describe_the_shapes() {
+    let params = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    assert_eq!(params["required"], json!(["code"]));
+    assert_eq!(params["additionalProperties"], json!(false));
+    let output = serde_json::to_value(schemars::schema_for!(RunOutput)).unwrap();
+    assert_eq!(output["required"], json!(["stdout", "stderr", "result"]));
+}

@@ -1,0 +1,81 @@
+"""`run_python`: the `airlock:tool` world around `runner.execute`.
+
+componentize-py pre-initializes CPython with this module imported and
+snapshots the result into the component, so every call starts from that
+state in a fresh instance: nothing the submitted code does persists.
+
+Only the standard-library modules imported while this module loads are in
+the snapshot. The block below imports the ones offered to the submitted
+code (an import of anything else fails with ModuleNotFoundError);
+`OFFERED_MODULES` lists them for the description.
+"""
+
+import sys
+
+# --- standard-library modules offered to the submitted code ----------------
+# fmt: off
+import abc, argparse, array, ast, base64, binascii, bisect, calendar, cmath, codecs  # noqa: E401,F401
+import collections, collections.abc, colorsys, contextlib, copy, csv, dataclasses  # noqa: E401,F401
+import datetime, decimal, difflib, enum, fnmatch, fractions, functools, graphlib  # noqa: E401,F401
+import hashlib, heapq, hmac, html, inspect, io, itertools, json, keyword, math  # noqa: E401,F401
+import numbers, operator, os, pprint, random, re, reprlib, secrets, shlex  # noqa: E401,F401
+import socket, statistics, string, struct, textwrap, time, tomllib, traceback  # noqa: E401,F401
+import types, typing, unicodedata, urllib.parse, uuid, weakref, zlib  # noqa: E401,F401
+# fmt: on
+
+OFFERED_MODULES = (
+    "abc argparse array ast base64 binascii bisect calendar cmath codecs collections colorsys "
+    "contextlib copy csv dataclasses datetime decimal difflib enum fnmatch fractions functools "
+    "graphlib hashlib heapq hmac html inspect io itertools json keyword math numbers operator os "
+    "pprint random re reprlib secrets shlex socket statistics string struct textwrap time tomllib "
+    "traceback types typing unicodedata urllib.parse uuid weakref zlib"
+)
+
+import runner  # noqa: E402
+from componentize_py_types import Err  # noqa: E402
+from wit_world import exports  # noqa: E402
+from wit_world.exports.handler import ToolError  # noqa: E402
+
+PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+DESCRIPTION = (
+    f"Runs Python {PYTHON_VERSION} (CPython) in an isolated sandbox and returns what it printed and "
+    "the value of its last expression. Only the standard library is available, and only these "
+    f"modules: {OFFERED_MODULES} (no pip packages such as numpy or requests). There is no "
+    "filesystem, no network, no subprocesses and no threads. "
+    "Output: print() and sys.stdout go to `stdout`, sys.stderr to `stderr` (each capped at 256 KiB). "
+    "Input: the optional `stdin` argument is read by input() and sys.stdin. "
+    "If the last statement is an expression, its value is returned as `result` in JSON form; when "
+    "it has no JSON form (sets, objects, NaN) `result_repr` holds its repr(). An uncaught "
+    "exception is returned in `error` (name, message, and a traceback with line numbers in your "
+    "code), alongside whatever was printed before it. Every call starts from a fresh interpreter: "
+    "nothing persists between calls. Recursion deeper than 1,000 calls raises RecursionError. "
+    "Limits: memory and a wall-clock and CPU budget set by the operator (a few seconds by "
+    "default); running out of time or memory, or printing data nested thousands of levels deep, "
+    "aborts the call with a tool error and no output, so keep loops bounded and data small."
+)
+
+
+class Metadata(exports.Metadata):
+    def name(self) -> str:
+        return "run_python"
+
+    def description(self) -> str:
+        return DESCRIPTION
+
+    def parameters(self) -> str:
+        return runner.json.dumps(runner.PARAMETERS_SCHEMA)
+
+    def output(self) -> str | None:
+        return runner.json.dumps(runner.OUTPUT_SCHEMA)
+
+
+class Handler(exports.Handler):
+    def call(self, arguments: str) -> str:
+        try:
+            code, stdin = runner.check_arguments(runner.json.loads(arguments))
+        except runner.ArgumentError as e:
+            raise Err(ToolError(message=e.message, code=e.code))
+        except ValueError as e:
+            raise Err(ToolError(message=f"the arguments are not valid JSON: {e}", code="invalid_arguments"))
+        return runner.dumps_output(runner.execute(code, stdin))

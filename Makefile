@@ -42,9 +42,13 @@ build: guests
 
 $(PY):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 
-test: build $(PY) test-interpreters
+# Reinstalled whenever the pinned requirements change.
+$(VENV)/.mcp-requirements: tests/mcp/requirements.txt | $(PY)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
+	touch $@
+
+test: build $(VENV)/.mcp-requirements test-interpreters
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock

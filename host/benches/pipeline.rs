@@ -34,7 +34,9 @@ fn row(name: &str, s: &Stats) -> String {
 }
 
 fn guests() -> PathBuf {
-    std::env::var_os("AIRLOCK_GUESTS").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests"))
+    std::env::var_os("AIRLOCK_GUESTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests"))
 }
 
 /// The same logic as the `echo` tool, natively: parse, copy, serialize.
@@ -131,7 +133,15 @@ fn main() {
         let machine = format!(
             "{} cores, {}",
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-            std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())).unwrap_or_default()
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
+                    .split(':')
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned()))
+                .unwrap_or_default()
         );
         let doc = format!(
             "# Benchmarks\n\nProduced by `make bench` (`cargo bench -p airlock --bench pipeline -- --write`) on {machine}.\nAll figures come from one run; compare ratios, not absolute values across machines.\n\n## Per-call latency of `echo` (fresh instance per call, all limits on)\n\n{report}\n"

@@ -46,25 +46,38 @@ pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
     let value = match raw {
         RawArguments::Text(text) => {
             if text.len() > MAX_ARGUMENT_BYTES {
-                return Err(invalid(format!("the arguments are {} bytes; at most {MAX_ARGUMENT_BYTES} are accepted", text.len())));
+                return Err(invalid(format!(
+                    "the arguments are {} bytes; at most {MAX_ARGUMENT_BYTES} are accepted",
+                    text.len()
+                )));
             }
             if text.trim().is_empty() {
                 return Ok(Value::Object(Default::default()));
             }
             let depth = text_depth(text);
             if depth > MAX_ARGUMENT_DEPTH {
-                return Err(invalid(format!("the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted")));
+                return Err(invalid(format!(
+                    "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
+                )));
             }
-            serde_json::from_str(text).map_err(|err| invalid(format!("the arguments are not valid JSON ({err}); send a JSON object such as {{\"path\": \"notes.txt\"}}")))?
+            serde_json::from_str(text).map_err(|err| {
+                invalid(format!(
+                    "the arguments are not valid JSON ({err}); send a JSON object such as {{\"path\": \"notes.txt\"}}"
+                ))
+            })?
         }
         RawArguments::Json(value) => {
             let depth = value_depth(value, 0);
             if depth > MAX_ARGUMENT_DEPTH {
-                return Err(invalid(format!("the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted")));
+                return Err(invalid(format!(
+                    "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
+                )));
             }
             let size = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX);
             if size > MAX_ARGUMENT_BYTES {
-                return Err(invalid(format!("the arguments are {size} bytes; at most {MAX_ARGUMENT_BYTES} are accepted")));
+                return Err(invalid(format!(
+                    "the arguments are {size} bytes; at most {MAX_ARGUMENT_BYTES} are accepted"
+                )));
             }
             value.clone()
         }
@@ -73,7 +86,10 @@ pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
         Value::Object(_) => Ok(value),
         // Some clients send `null` for a call without arguments.
         Value::Null => Ok(Value::Object(Default::default())),
-        other => Err(invalid(format!("the arguments must be a JSON object, not {}; wrap them as {{\"name\": value}}", kind_of(&other)))),
+        other => Err(invalid(format!(
+            "the arguments must be a JSON object, not {}; wrap them as {{\"name\": value}}",
+            kind_of(&other)
+        ))),
     }
 }
 

@@ -18,7 +18,10 @@ pub fn check_output(tool: &LoadedTool, text: &str) -> Result<Value, Failure> {
     if text.len() > cap {
         return Err(Failure::new(
             ErrorKind::OutputTooLarge,
-            format!("the tool returned {} bytes, more than its {cap}-byte output limit; ask for less (a narrower range, a filter, fewer items)", text.len()),
+            format!(
+                "the tool returned {} bytes, more than its {cap}-byte output limit; ask for less (a narrower range, a filter, fewer items)",
+                text.len()
+            ),
         ));
     }
     let value: Value = serde_json::from_str(text).map_err(|err| {
@@ -29,7 +32,10 @@ pub fn check_output(tool: &LoadedTool, text: &str) -> Result<Value, Failure> {
     {
         return Err(Failure::new(
             ErrorKind::InvalidOutput,
-            format!("the tool returned a result that does not match its declared output schema:\n{}\nThis is a fault of the tool; retrying the same call will not help.", lines.join("\n")),
+            format!(
+                "the tool returned a result that does not match its declared output schema:\n{}\nThis is a fault of the tool; retrying the same call will not help.",
+                lines.join("\n")
+            ),
         ));
     }
     Ok(value)

@@ -283,7 +283,11 @@ impl Config {
                 let durability = match audit.durability.as_deref() {
                     None | Some("flush") => Durability::Flush,
                     Some("fsync") => Durability::Fsync,
-                    Some(other) => return Err(error(format!("[audit] durability = {other:?} is not accepted: use \"flush\" or \"fsync\""))),
+                    Some(other) => {
+                        return Err(error(format!(
+                            "[audit] durability = {other:?} is not accepted: use \"flush\" or \"fsync\""
+                        )));
+                    }
                 };
                 Some(AuditSettings {
                     file: resolve(&audit.file),
@@ -299,11 +303,15 @@ impl Config {
             let ctx = format!("[[http.tokens]] #{}", i + 1);
             let value = match (token.token, token.token_env) {
                 (Some(value), None) => value,
-                (None, Some(var)) => std::env::var(&var).map_err(|_| error(format!("{ctx} token_env = {var:?}: that environment variable is not set")))?,
+                (None, Some(var)) => std::env::var(&var)
+                    .map_err(|_| error(format!("{ctx} token_env = {var:?}: that environment variable is not set")))?,
                 _ => return Err(error(format!("{ctx} needs exactly one of `token` or `token_env`"))),
             };
             if value.len() < 16 {
-                return Err(error(format!("{ctx} the token is {} characters; use at least 16 random characters", value.len())));
+                return Err(error(format!(
+                    "{ctx} the token is {} characters; use at least 16 random characters",
+                    value.len()
+                )));
             }
             tokens.push(BearerToken { token: value, principal: token.principal });
         }
@@ -314,7 +322,10 @@ impl Config {
             engine,
             defaults,
             tools,
-            policy: PolicyFiles { policies: raw.policy.policies.as_deref().map(resolve), entities: raw.policy.entities.as_deref().map(resolve) },
+            policy: PolicyFiles {
+                policies: raw.policy.policies.as_deref().map(resolve),
+                entities: raw.policy.entities.as_deref().map(resolve),
+            },
             audit,
             http: HttpSettings { tokens, allowed_origins: raw.http.allowed_origins },
         })
@@ -376,7 +387,10 @@ fn tool_grants(tool: &RawTool, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Gra
             other => return Err(format!("dirs: access = {other:?} is not accepted: use \"ro\" or \"rw\"")),
         };
         if !dir.guest.starts_with('/') || dir.guest.split('/').any(|part| part == "..") {
-            return Err(format!("dirs: guest = {:?} must be an absolute guest path without `..`, e.g. \"/workspace\"", dir.guest));
+            return Err(format!(
+                "dirs: guest = {:?} must be an absolute guest path without `..`, e.g. \"/workspace\"",
+                dir.guest
+            ));
         }
         let host = resolve(&dir.host);
         let host_path = host.canonicalize().map_err(|err| format!("dirs: host = {:?}: {err}", host.display()))?;
@@ -384,7 +398,9 @@ fn tool_grants(tool: &RawTool, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Gra
             return Err(format!("dirs: host = {:?} is not a directory", host.display()));
         }
         if host_path == Path::new("/") {
-            return Err("dirs: granting the host's root directory is refused; grant the directory the tool needs".into());
+            return Err(
+                "dirs: granting the host's root directory is refused; grant the directory the tool needs".into()
+            );
         }
         grants.dirs.push(DirGrant { host_path, guest_path: dir.guest.clone(), access });
     }
@@ -392,7 +408,8 @@ fn tool_grants(tool: &RawTool, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Gra
         grants.env.push(EnvGrant { name: name.clone(), value: value.clone() });
     }
     for name in &tool.env_from_host {
-        let value = std::env::var(name).map_err(|_| format!("env_from_host: {name:?} is not set in the host environment"))?;
+        let value =
+            std::env::var(name).map_err(|_| format!("env_from_host: {name:?} is not set in the host environment"))?;
         grants.env.push(EnvGrant { name: name.clone(), value });
     }
     Ok(grants)
@@ -434,7 +451,10 @@ mod tests {
 
     #[test]
     fn per_tool_overrides_defaults() {
-        let config = parse("[defaults]\ntimeout_ms = 500\n[tools.echo]\nfuel = 1000\nside_effect = false\nconcurrency_safe = true\n").unwrap();
+        let config = parse(
+            "[defaults]\ntimeout_ms = 500\n[tools.echo]\nfuel = 1000\nside_effect = false\nconcurrency_safe = true\n",
+        )
+        .unwrap();
         let echo = config.settings_for("echo");
         assert_eq!(echo.limits.timeout, Duration::from_millis(500));
         assert_eq!(echo.limits.fuel, 1000);
@@ -449,7 +469,10 @@ mod tests {
         check_err("[tools.echo]\ntimeout_ms = 0", &["[tools.echo]", "timeout_ms", "accepted"]);
         check_err("[tools.\"bad name\"]", &["bad name", "^[A-Za-z0-9_-]"]);
         check_err("[tools.echo]\nsha256 = \"abc\"", &["sha256", "64 hex"]);
-        check_err("[tools.echo]\ndirs = [{ host = \".\", guest = \"/w\", access = \"rwx\" }]", &["access", "\"ro\" or \"rw\""]);
+        check_err(
+            "[tools.echo]\ndirs = [{ host = \".\", guest = \"/w\", access = \"rwx\" }]",
+            &["access", "\"ro\" or \"rw\""],
+        );
         check_err("[tools.echo]\ndirs = [{ host = \".\", guest = \"w\" }]", &["guest", "absolute"]);
         check_err("[tools.echo]\ndirs = [{ host = \"/no/such/dir\", guest = \"/w\" }]", &["/no/such/dir"]);
         check_err("[tools.echo]\ndirs = [{ host = \"/\", guest = \"/w\" }]", &["root directory"]);
@@ -463,7 +486,10 @@ mod tests {
     #[test]
     fn grants_are_parsed_and_canonicalized() {
         let dir = std::env::temp_dir();
-        let text = format!("[tools.rf]\ndirs = [{{ host = {:?}, guest = \"/data\" }}]\nenv = {{ LANG = \"C\" }}\n", dir.display());
+        let text = format!(
+            "[tools.rf]\ndirs = [{{ host = {:?}, guest = \"/data\" }}]\nenv = {{ LANG = \"C\" }}\n",
+            dir.display()
+        );
         let config = parse(&text).unwrap();
         let grants = config.settings_for("rf").grants;
         assert_eq!(grants.dirs[0].access, DirAccess::ReadOnly, "directories are read-only unless rw");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances. Deadlines are checked on each tick, so a
 /// runaway guest overshoots its deadline by at most about one tick.
@@ -63,7 +63,9 @@ impl Runtime {
     /// The pooling allocator cannot reserve its address space, or the cache
     /// directory cannot be created.
     pub fn new(settings: &EngineSettings) -> anyhow::Result<Self> {
-        let engine = Engine::new(&engine_config(settings)?).map_err(anyhow::Error::from).context("configuring the wasmtime engine")?;
+        let engine = Engine::new(&engine_config(settings)?)
+            .map_err(anyhow::Error::from)
+            .context("configuring the wasmtime engine")?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
         if let Some(dir) = &settings.cache_dir {

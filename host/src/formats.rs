@@ -99,7 +99,12 @@ mod tests {
     use super::*;
 
     fn tool() -> ModelTool {
-        ModelTool { name: "echo".into(), description: "d".into(), parameters: json!({"type":"object"}), defer_loading: false }
+        ModelTool {
+            name: "echo".into(),
+            description: "d".into(),
+            parameters: json!({"type":"object"}),
+            defer_loading: false,
+        }
     }
 
     #[test]

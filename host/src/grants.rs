@@ -135,7 +135,9 @@ mod tests {
             }],
             env: vec![],
         };
-        let Err(err) = grants.wasi_ctx(CapturedOutput::new(1), CapturedOutput::new(1)) else { panic!("opened a missing directory") };
+        let Err(err) = grants.wasi_ctx(CapturedOutput::new(1), CapturedOutput::new(1)) else {
+            panic!("opened a missing directory")
+        };
         assert!(format!("{err:#}").contains("/nonexistent/airlock-test"));
     }
 }

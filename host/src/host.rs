@@ -117,7 +117,14 @@ impl HostBuilder {
         };
         let scheduler = Scheduler::new(config.engine.max_live_instances as usize);
         let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler };
-        Ok(Host { inner: Arc::new(Inner { runtime, config: RwLock::new(config), registry: RwLock::new(Arc::new(registry)), pipeline }) })
+        Ok(Host {
+            inner: Arc::new(Inner {
+                runtime,
+                config: RwLock::new(config),
+                registry: RwLock::new(Arc::new(registry)),
+                pipeline,
+            }),
+        })
     }
 }
 
@@ -195,13 +202,23 @@ impl Host {
 
     /// [`Host::call`] with a cancellation token that interrupts the running
     /// guest (the result is then `cancelled`).
-    pub async fn call_cancellable(&self, request: CallRequest, confirmer: Option<&dyn Confirmer>, cancel: &CancellationToken) -> ToolResult {
+    pub async fn call_cancellable(
+        &self,
+        request: CallRequest,
+        confirmer: Option<&dyn Confirmer>,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
         let registry = self.tools();
         self.inner.pipeline.call(&registry, request, confirmer, cancel).await
     }
 
     /// Run a batch of calls; results come back in the proposed order.
-    pub async fn dispatch(&self, requests: Vec<CallRequest>, confirmer: Option<&dyn Confirmer>, cancel: &CancellationToken) -> Vec<ToolResult> {
+    pub async fn dispatch(
+        &self,
+        requests: Vec<CallRequest>,
+        confirmer: Option<&dyn Confirmer>,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
         let registry = self.tools();
         self.inner.pipeline.dispatch(&registry, requests, confirmer, cancel).await
     }

@@ -58,7 +58,8 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
     report.size = bytes.len() as u64;
     report.sha256 = digest(&bytes);
     if let Err(why) = loader::check_header(&bytes) {
-        report.kind = if why.contains("core WebAssembly module") { "core module".into() } else { "not WebAssembly".into() };
+        report.kind =
+            if why.contains("core WebAssembly module") { "core module".into() } else { "not WebAssembly".into() };
         report.rejected_because = Some(why);
         return report;
     }
@@ -68,7 +69,9 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
             let ty = component.component_type();
             report.imports = ty.imports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
             report.exports = ty.exports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
-            let is_tool = ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|want| report.exports.iter().any(|e| e.starts_with(want)));
+            let is_tool = ["airlock:tool/metadata", "airlock:tool/handler"]
+                .iter()
+                .all(|want| report.exports.iter().any(|e| e.starts_with(want)));
             if is_tool {
                 report.world = Some("airlock:tool/tool".into());
             }

@@ -40,10 +40,9 @@ mod strict;
 mod validate;
 
 pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
-pub use audit::{AuditSettings, Durability, VerifyError, VerifyReport, tail as audit_tail, verify as audit_verify};
+pub use audit::{AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail, verify as audit_verify};
 pub use authorize::{Decision, Policy, PolicyError, ToolFacts};
 pub use capture::Captured;
-pub use sandbox::Execution;
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
@@ -52,12 +51,13 @@ pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, bench};
 pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
-pub use messages::{read_calls, write_results};
 pub use loader::{LoadError, LoadedTool, ToolSettings, check_header, load as load_component};
+pub use messages::{read_calls, write_results};
 pub use outcome::{ErrorKind, Failure};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use registry::{LoadProgress, Registry, RegistryError};
+pub use sandbox::Execution;
 pub use strict::Provider;
 
 /// Re-exported so front ends can cancel calls without another dependency.

@@ -74,7 +74,11 @@ pub struct LoadedTool {
 
 impl std::fmt::Debug for LoadedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedTool").field("name", &self.name).field("digest", &self.digest).field("source", &self.source).finish_non_exhaustive()
+        f.debug_struct("LoadedTool")
+            .field("name", &self.name)
+            .field("digest", &self.digest)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
     }
 }
 
@@ -192,7 +196,12 @@ pub fn with_settings(mut tool: LoadedTool, settings: ToolSettings) -> Result<Loa
 /// # Errors
 ///
 /// See [`LoadError`].
-pub async fn load_bytes(runtime: &Runtime, path: &Path, bytes: &[u8], settings: ToolSettings) -> Result<LoadedTool, LoadError> {
+pub async fn load_bytes(
+    runtime: &Runtime,
+    path: &Path,
+    bytes: &[u8],
+    settings: ToolSettings,
+) -> Result<LoadedTool, LoadError> {
     let path_buf = path.to_owned();
     check_header(bytes).map_err(|why| LoadError::NotAComponent { path: path_buf.clone(), why })?;
     let digest = digest(bytes);
@@ -201,9 +210,10 @@ pub async fn load_bytes(runtime: &Runtime, path: &Path, bytes: &[u8], settings: 
     {
         return Err(LoadError::PinMismatch { path: path_buf, expected: expected.clone(), actual: digest });
     }
-    let (component, from_cache) = runtime
-        .compile(bytes, &digest)
-        .map_err(|err| LoadError::NotAComponent { path: path_buf.clone(), why: format!("invalid component: {err:#}") })?;
+    let (component, from_cache) = runtime.compile(bytes, &digest).map_err(|err| LoadError::NotAComponent {
+        path: path_buf.clone(),
+        why: format!("invalid component: {err:#}"),
+    })?;
     let instance_pre = runtime.linker().instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
         path: path_buf.clone(),
         why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
@@ -212,7 +222,9 @@ pub async fn load_bytes(runtime: &Runtime, path: &Path, bytes: &[u8], settings: 
         path: path_buf.clone(),
         why: format!("{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler)"),
     })?;
-    let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|failure| LoadError::Metadata { path: path_buf.clone(), failure })?;
+    let raw = sandbox::metadata(&pre, &settings.limits)
+        .await
+        .map_err(|failure| LoadError::Metadata { path: path_buf.clone(), failure })?;
     let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
     Ok(LoadedTool {
         name: checked.name,
@@ -252,14 +264,21 @@ pub fn check_name(name: &str) -> Result<(), String> {
 fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
     check_name(&raw.name)?;
     if raw.description.len() > MAX_DESCRIPTION_BYTES {
-        return Err(format!("the description of {:?} is {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted", raw.name, raw.description.len()));
+        return Err(format!(
+            "the description of {:?} is {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted",
+            raw.name,
+            raw.description.len()
+        ));
     }
     if raw.description.trim().is_empty() {
         return Err(format!("tool {:?} has an empty description; models need one to choose the tool", raw.name));
     }
     let (parameters, parameters_validator) = check_schema(&raw.name, "parameters", &raw.parameters)?;
     if parameters.get("type") != Some(&Value::String("object".into())) {
-        return Err(format!("the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)", raw.name));
+        return Err(format!(
+            "the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)",
+            raw.name
+        ));
     }
     let (output, output_validator) = match &raw.output {
         Some(text) => {
@@ -268,20 +287,33 @@ fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
         }
         None => (None, None),
     };
-    Ok(CheckedMetadata { name: raw.name, description: raw.description, parameters, parameters_validator, output, output_validator })
+    Ok(CheckedMetadata {
+        name: raw.name,
+        description: raw.description,
+        parameters,
+        parameters_validator,
+        output,
+        output_validator,
+    })
 }
 
 /// Parse and compile a schema the component declared.
 fn check_schema(tool: &str, which: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
     if text.len() > MAX_SCHEMA_BYTES {
-        return Err(format!("the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted", text.len()));
+        return Err(format!(
+            "the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
+            text.len()
+        ));
     }
-    let schema: Value = serde_json::from_str(text).map_err(|err| format!("the {which} schema of {tool:?} is not JSON: {err}"))?;
+    let schema: Value =
+        serde_json::from_str(text).map_err(|err| format!("the {which} schema of {tool:?} is not JSON: {err}"))?;
     if !schema.is_object() {
         return Err(format!("the {which} schema of {tool:?} must be a JSON object (a JSON Schema), not {schema}"));
     }
-    jsonschema::meta::validate(&schema).map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
-    let validator = jsonschema::validator_for(&schema).map_err(|err| format!("the {which} schema of {tool:?} cannot be compiled: {err}"))?;
+    jsonschema::meta::validate(&schema)
+        .map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|err| format!("the {which} schema of {tool:?} cannot be compiled: {err}"))?;
     Ok((schema, validator))
 }
 
@@ -313,7 +345,12 @@ mod tests {
     }
 
     fn raw(parameters: &str, output: Option<&str>) -> RawMetadata {
-        RawMetadata { name: "t".into(), description: "d".into(), parameters: parameters.into(), output: output.map(Into::into) }
+        RawMetadata {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: parameters.into(),
+            output: output.map(Into::into),
+        }
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! Exit codes: 0 for a successful result, 1 for an error result (or a
 //! failed audit verification), 2 for usage and configuration errors.
 
-use airlock::{CallRequest, Config, ConfirmRequest, Confirmer, FixedConfirmer, Format, Host, LoadProgress, RawArguments, ToolResult};
+use airlock::{
+    CallRequest, Config, ConfirmRequest, Confirmer, FixedConfirmer, Format, Host, LoadProgress, RawArguments,
+    ToolResult,
+};
 use clap::{Parser, Subcommand};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -133,7 +136,8 @@ fn init_logging(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }
 
@@ -163,7 +167,9 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Call { tool, args, who } => call(&host, tool, args, &who).await,
         Command::Dispatch { format, who } => dispatch(&host, format, &who).await,
         Command::Serve { stdio, http, principal, watch } => {
-            let result = if stdio { airlock::mcp::serve_stdio(host, principal, watch).await } else {
+            let result = if stdio {
+                airlock::mcp::serve_stdio(host, principal, watch).await
+            } else {
                 let addr = http.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
                 airlock::mcp::serve_http(host, addr, principal, watch).await
             };
@@ -222,10 +228,15 @@ impl LoadProgress for TerminalProgress {
 
 fn tools(host: &Host) -> ExitCode {
     let registry = host.tools();
-    println!("{:<16} {:<12} {:<5} {:<28} {}", "NAME", "DIGEST", "SIDE", "LIMITS", "GRANTS");
+    println!("{:<16} {:<12} {:<5} {:<28} GRANTS", "NAME", "DIGEST", "SIDE", "LIMITS");
     for tool in registry.iter() {
         let s = &tool.settings;
-        let limits = format!("{}ms {}MiB {}Gfuel", s.limits.timeout.as_millis(), s.limits.memory_bytes >> 20, s.limits.fuel / 1_000_000_000);
+        let limits = format!(
+            "{}ms {}MiB {}Gfuel",
+            s.limits.timeout.as_millis(),
+            s.limits.memory_bytes >> 20,
+            s.limits.fuel / 1_000_000_000
+        );
         let side = if s.side_effect { "yes" } else { "no" };
         println!("{:<16} {:<12} {:<5} {:<28} {}", tool.name, &tool.digest[..12], side, limits, s.grants.summary());
     }
@@ -271,12 +282,17 @@ struct TerminalConfirmer;
 
 impl Confirmer for TerminalConfirmer {
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
-        let prompt = format!("{} wants to call {} with {}\n({}) Allow? [y/N] ", request.principal, request.tool, request.arguments, request.reason);
+        let prompt = format!(
+            "{} wants to call {} with {}\n({}) Allow? [y/N] ",
+            request.principal, request.tool, request.arguments, request.reason
+        );
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 // Read the answer from the terminal itself: stdin may carry
                 // the message being dispatched.
-                let Ok(mut tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return false };
+                let Ok(mut tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else {
+                    return false;
+                };
                 if tty.write_all(prompt.as_bytes()).is_err() {
                     return false;
                 }
@@ -299,7 +315,12 @@ fn result_json(result: &ToolResult) -> Value {
 }
 
 async fn call(host: &Host, tool: String, args: String, who: &Who) -> ExitCode {
-    let request = CallRequest { call_id: "cli".into(), tool, arguments: RawArguments::Text(args), principal: who.principal.clone() };
+    let request = CallRequest {
+        call_id: "cli".into(),
+        tool,
+        arguments: RawArguments::Text(args),
+        principal: who.principal.clone(),
+    };
     let confirmer = confirmer(who);
     let result = host.call(request, confirmer.as_deref()).await;
     tracing::info!("{}", result.human_line());
@@ -356,7 +377,11 @@ fn audit(command: AuditCommand) -> ExitCode {
     match command {
         AuditCommand::Verify { file } => match airlock::audit_verify(&file) {
             Ok(report) => {
-                println!("ok: {} records, chain intact; head {}", report.records, report.last_hash.as_deref().unwrap_or("(empty)"));
+                println!(
+                    "ok: {} records, chain intact; head {}",
+                    report.records,
+                    report.last_hash.as_deref().unwrap_or("(empty)")
+                );
                 ExitCode::SUCCESS
             }
             Err(err) => {

@@ -25,10 +25,17 @@ pub fn read_calls(format: Format, message: &Value, principal: &str) -> Result<Ve
         Format::OpenAi => read_openai(message, principal)?,
         Format::OpenAiResponses => read_openai_responses(message, principal)?,
         Format::Anthropic => read_anthropic(message, principal)?,
-        Format::Mcp => return Err("dispatch reads openai, openai-responses or anthropic messages; MCP clients use `airlock serve`".into()),
+        Format::Mcp => {
+            return Err(
+                "dispatch reads openai, openai-responses or anthropic messages; MCP clients use `airlock serve`".into(),
+            );
+        }
     };
     if calls.len() > MAX_CALLS_PER_MESSAGE {
-        return Err(format!("the message has {} tool calls; at most {MAX_CALLS_PER_MESSAGE} are accepted", calls.len()));
+        return Err(format!(
+            "the message has {} tool calls; at most {MAX_CALLS_PER_MESSAGE} are accepted",
+            calls.len()
+        ));
     }
     Ok(calls)
 }
@@ -68,7 +75,10 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
 fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallRequest>, String> {
     let items = match message {
         Value::Array(items) => items,
-        other => other.get("output").and_then(Value::as_array).ok_or("expected an OpenAI Responses `output` array (or a response with `output`)")?,
+        other => other
+            .get("output")
+            .and_then(Value::as_array)
+            .ok_or("expected an OpenAI Responses `output` array (or a response with `output`)")?,
     };
     items
         .iter()
@@ -92,7 +102,10 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
 }
 
 fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, String> {
-    let content = message.get("content").and_then(Value::as_array).ok_or("expected an Anthropic assistant message with a `content` array")?;
+    let content = message
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or("expected an Anthropic assistant message with a `content` array")?;
     content
         .iter()
         .enumerate()
@@ -115,10 +128,18 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
 /// call (Anthropic).
 pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
     match format {
-        Format::OpenAi => Value::Array(results.iter().map(|r| json!({ "role": "tool", "tool_call_id": r.call_id, "content": r.content })).collect()),
-        Format::OpenAiResponses => {
-            Value::Array(results.iter().map(|r| json!({ "type": "function_call_output", "call_id": r.call_id, "output": r.content })).collect())
-        }
+        Format::OpenAi => Value::Array(
+            results
+                .iter()
+                .map(|r| json!({ "role": "tool", "tool_call_id": r.call_id, "content": r.content }))
+                .collect(),
+        ),
+        Format::OpenAiResponses => Value::Array(
+            results
+                .iter()
+                .map(|r| json!({ "type": "function_call_output", "call_id": r.call_id, "output": r.content }))
+                .collect(),
+        ),
         Format::Anthropic | Format::Mcp => {
             let blocks: Vec<Value> = results
                 .iter()
@@ -169,8 +190,16 @@ mod tests {
     #[test]
     fn malformed_messages_say_what_was_expected() {
         assert!(read_calls(Format::OpenAi, &json!({"content":"hi"}), "p").unwrap_err().contains("tool_calls"));
-        assert!(read_calls(Format::OpenAi, &json!({"tool_calls":[{"function":{"name":"x"}}]}), "p").unwrap_err().contains("`id`"));
+        assert!(
+            read_calls(Format::OpenAi, &json!({"tool_calls":[{"function":{"name":"x"}}]}), "p")
+                .unwrap_err()
+                .contains("`id`")
+        );
         assert!(read_calls(Format::Anthropic, &json!([]), "p").unwrap_err().contains("content"));
-        assert!(read_calls(Format::Anthropic, &json!({"content":[{"type":"tool_use","id":"t"}]}), "p").unwrap_err().contains("`name`"));
+        assert!(
+            read_calls(Format::Anthropic, &json!({"content":[{"type":"tool_use","id":"t"}]}), "p")
+                .unwrap_err()
+                .contains("`name`")
+        );
     }
 }

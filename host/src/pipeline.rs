@@ -48,7 +48,12 @@ pub struct CallRequest {
 impl CallRequest {
     /// A call with JSON arguments.
     pub fn new(principal: impl Into<String>, tool: impl Into<String>, arguments: Value) -> Self {
-        Self { call_id: String::new(), tool: tool.into(), arguments: RawArguments::Json(arguments), principal: principal.into() }
+        Self {
+            call_id: String::new(),
+            tool: tool.into(),
+            arguments: RawArguments::Json(arguments),
+            principal: principal.into(),
+        }
     }
 
     /// Set the call id.
@@ -124,11 +129,19 @@ struct InFlight {
 
 impl Pipeline {
     /// Run one call through every stage.
-    pub async fn call(&self, registry: &Registry, request: CallRequest, confirmer: Option<&dyn Confirmer>, cancel: &CancellationToken) -> ToolResult {
+    pub async fn call(
+        &self,
+        registry: &Registry,
+        request: CallRequest,
+        confirmer: Option<&dyn Confirmer>,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
         let flight = InFlight::new(request);
         match self.approve(registry, &flight, confirmer).await {
             Ok(approved) => self.run(flight, approved, cancel).await,
-            Err((failure, decision, policy, tool)) => self.finish_early(flight, failure, decision, policy, tool.as_deref()),
+            Err((failure, decision, policy, tool)) => {
+                self.finish_early(flight, failure, decision, policy, tool.as_deref())
+            }
         }
     }
 
@@ -136,7 +149,13 @@ impl Pipeline {
     /// Approval (including any confirmation prompt) happens one call at a
     /// time in the proposed order; execution follows the scheduling rules;
     /// results come back in the proposed order.
-    pub async fn dispatch(&self, registry: &Registry, requests: Vec<CallRequest>, confirmer: Option<&dyn Confirmer>, cancel: &CancellationToken) -> Vec<ToolResult> {
+    pub async fn dispatch(
+        &self,
+        registry: &Registry,
+        requests: Vec<CallRequest>,
+        confirmer: Option<&dyn Confirmer>,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
         let mut approved = Vec::with_capacity(requests.len());
         for request in requests {
             let flight = InFlight::new(request);
@@ -146,7 +165,9 @@ impl Pipeline {
         let runs = approved.into_iter().map(|(flight, verdict)| async move {
             match verdict {
                 Ok(approved) => self.run(flight, approved, cancel).await,
-                Err((failure, decision, policy, tool)) => self.finish_early(flight, failure, decision, policy, tool.as_deref()),
+                Err((failure, decision, policy, tool)) => {
+                    self.finish_early(flight, failure, decision, policy, tool.as_deref())
+                }
             }
         });
         futures::future::join_all(runs).await
@@ -154,7 +175,12 @@ impl Pipeline {
 
     /// resolve → parse → validate → authorize (→ confirm).
     #[allow(clippy::type_complexity)]
-    async fn approve(&self, registry: &Registry, flight: &InFlight, confirmer: Option<&dyn Confirmer>) -> Result<Approved, (Failure, &'static str, Option<String>, Option<Arc<LoadedTool>>)> {
+    async fn approve(
+        &self,
+        registry: &Registry,
+        flight: &InFlight,
+        confirmer: Option<&dyn Confirmer>,
+    ) -> Result<Approved, (Failure, &'static str, Option<String>, Option<Arc<LoadedTool>>)> {
         let request = &flight.request;
         let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
         let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
@@ -164,12 +190,25 @@ impl Pipeline {
         let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments) {
             Decision::Allow { policy } => ("allow", policy),
             Decision::Deny { reason, policy } => {
-                return Err((Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed; do not retry it unchanged.")), "deny", policy, Some(tool)));
+                return Err((
+                    Failure::new(
+                        ErrorKind::Denied,
+                        format!("{reason}. This call is not allowed; do not retry it unchanged."),
+                    ),
+                    "deny",
+                    policy,
+                    Some(tool),
+                ));
             }
             Decision::Ask { reason, policy } => {
                 let confirmed = match confirmer {
                     Some(confirmer) => {
-                        let ask = ConfirmRequest { principal: &request.principal, tool: &tool.name, arguments: &arguments, reason: &reason };
+                        let ask = ConfirmRequest {
+                            principal: &request.principal,
+                            tool: &tool.name,
+                            arguments: &arguments,
+                            reason: &reason,
+                        };
                         confirmer.confirm(ask).await
                     }
                     None => false,
@@ -177,7 +216,9 @@ impl Pipeline {
                 if !confirmed {
                     let failure = Failure::new(
                         ErrorKind::Declined,
-                        format!("this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."),
+                        format!(
+                            "this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."
+                        ),
                     );
                     return Err((failure, "ask:declined", policy, Some(tool)));
                 }
@@ -194,7 +235,10 @@ impl Pipeline {
         let settings = &tool.settings;
         let execution = self
             .scheduler
-            .run(settings.concurrency_safe, sandbox::call(&tool.pre, &settings.limits, &settings.grants, &arguments, cancel))
+            .run(
+                settings.concurrency_safe,
+                sandbox::call(&tool.pre, &settings.limits, &settings.grants, &arguments, cancel),
+            )
             .await;
         let checked = execution.result.as_ref().map_err(Clone::clone).and_then(|text| check_output(&tool, text));
         let (is_error, kind, content, structured) = match checked {
@@ -217,7 +261,14 @@ impl Pipeline {
         self.audit(&flight, result, policy, Some(&tool.digest))
     }
 
-    fn finish_early(&self, flight: InFlight, failure: Failure, decision: &str, policy: Option<String>, tool: Option<&LoadedTool>) -> ToolResult {
+    fn finish_early(
+        &self,
+        flight: InFlight,
+        failure: Failure,
+        decision: &str,
+        policy: Option<String>,
+        tool: Option<&LoadedTool>,
+    ) -> ToolResult {
         let result = ToolResult {
             call_id: flight.request.call_id.clone(),
             tool: flight.request.tool.clone(),
@@ -237,7 +288,13 @@ impl Pipeline {
     /// Write the audit record before the result is returned. If the record
     /// cannot be written, the caller gets an error result instead of the
     /// tool's: an unaudited success is not handed out.
-    fn audit(&self, flight: &InFlight, mut result: ToolResult, policy: Option<String>, digest: Option<&str>) -> ToolResult {
+    fn audit(
+        &self,
+        flight: &InFlight,
+        mut result: ToolResult,
+        policy: Option<String>,
+        digest: Option<&str>,
+    ) -> ToolResult {
         let Some(log) = &self.audit else { return result };
         let entry = AuditEntry {
             call_id: result.call_id.clone(),
@@ -254,7 +311,10 @@ impl Pipeline {
         };
         if let Err(err) = log.append(&entry) {
             tracing::error!(path = %log.path().display(), "cannot write the audit record: {err}");
-            let failure = Failure::new(ErrorKind::Internal, "the host could not record this call in its audit log, so its result is withheld; tell the operator");
+            let failure = Failure::new(
+                ErrorKind::Internal,
+                "the host could not record this call in its audit log, so its result is withheld; tell the operator",
+            );
             result.is_error = true;
             result.kind = Some(failure.kind);
             result.content = render::failure_text(&failure);

@@ -31,7 +31,12 @@ pub struct ModelTool {
 pub fn project(tool: &LoadedTool) -> ModelTool {
     let LoadedTool { name, description, parameters, settings, .. } = tool;
     let ToolSettings { defer_loading, .. } = settings;
-    ModelTool { name: name.clone(), description: description.clone(), parameters: parameters.clone(), defer_loading: *defer_loading }
+    ModelTool {
+        name: name.clone(),
+        description: description.clone(),
+        parameters: parameters.clone(),
+        defer_loading: *defer_loading,
+    }
 }
 
 /// What the MCP encoding adds to [`ModelTool`]: the declared output schema

@@ -66,7 +66,11 @@ impl LoadProgress for () {
 impl Registry {
     /// Load every tool the config names. All problems are collected: the
     /// registry holds the tools that loaded, the errors list the rest.
-    pub async fn load(runtime: &Runtime, config: &Config, progress: &dyn LoadProgress) -> (Registry, Vec<RegistryError>) {
+    pub async fn load(
+        runtime: &Runtime,
+        config: &Config,
+        progress: &dyn LoadProgress,
+    ) -> (Registry, Vec<RegistryError>) {
         let mut errors = Vec::new();
         let mut files: Vec<(Option<String>, PathBuf)> = Vec::new();
         for (key, tool) in &config.tools {
@@ -76,7 +80,13 @@ impl Registry {
         }
         for dir in &config.tool_dirs {
             match list_components(dir) {
-                Ok(found) => files.extend(found.into_iter().filter(|p| !files.iter().any(|(_, q)| q == p)).map(|p| (None, p)).collect::<Vec<_>>()),
+                Ok(found) => files.extend(
+                    found
+                        .into_iter()
+                        .filter(|p| !files.iter().any(|(_, q)| q == p))
+                        .map(|p| (None, p))
+                        .collect::<Vec<_>>(),
+                ),
                 Err(source) => errors.push(RegistryError::Dir { path: dir.clone(), source }),
             }
         }
@@ -109,7 +119,11 @@ impl Registry {
                 continue;
             }
             if let Some(existing) = tools.get(&tool.name) {
-                errors.push(RegistryError::Duplicate { name: tool.name.clone(), first: existing.source.clone(), second: path });
+                errors.push(RegistryError::Duplicate {
+                    name: tool.name.clone(),
+                    first: existing.source.clone(),
+                    second: path,
+                });
                 continue;
             }
             tools.insert(tool.name.clone(), Arc::new(tool));
@@ -127,7 +141,11 @@ impl Registry {
         for tool in list {
             if let Some(existing) = tools.get(&tool.name) {
                 let existing: &Arc<LoadedTool> = existing;
-                return Err(RegistryError::Duplicate { name: tool.name.clone(), first: existing.source.clone(), second: tool.source.clone() });
+                return Err(RegistryError::Duplicate {
+                    name: tool.name.clone(),
+                    first: existing.source.clone(),
+                    second: tool.source.clone(),
+                });
             }
             tools.insert(tool.name.clone(), Arc::new(tool));
         }

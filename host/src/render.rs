@@ -41,7 +41,10 @@ fn truncate(text: String) -> String {
     }
     let kept = cap(&text, MAX_MODEL_TEXT);
     let cut = text.len() - (kept.len() - '…'.len_utf8());
-    format!("{kept}\n[{cut} more bytes cut: the result was {} bytes; ask for a narrower result to see the rest]", text.len())
+    format!(
+        "{kept}\n[{cut} more bytes cut: the result was {} bytes; ask for a narrower result to see the rest]",
+        text.len()
+    )
 }
 
 /// A one-line human summary, e.g. `echo ok in 0.4 ms: {"text":"hi"}`.

@@ -50,7 +50,11 @@ pub struct Execution {
 
 /// A fresh store for one call: limits, fuel and deadline set, WASI from
 /// grants.
-fn new_store(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants) -> anyhow::Result<(Store<CallCtx>, CapturedOutput, CapturedOutput)> {
+fn new_store(
+    pre: &ToolPre<CallCtx>,
+    limits: &Limits,
+    grants: &Grants,
+) -> anyhow::Result<(Store<CallCtx>, CapturedOutput, CapturedOutput)> {
     let stdout = CapturedOutput::new(limits.max_stdio_bytes);
     let stderr = CapturedOutput::new(limits.max_stdio_bytes);
     let wasi = grants.wasi_ctx(stdout.clone(), stderr.clone())?;
@@ -81,16 +85,31 @@ fn new_store(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants) -> anyhow
 
 /// Run `work` on a fresh instance of `pre` under `limits`, with `grants`,
 /// until it finishes, the deadline passes or `cancel` fires.
-async fn run<R, F>(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants, cancel: &CancellationToken, work: F) -> (Result<R, Failure>, Execution)
+async fn run<R, F>(
+    pre: &ToolPre<CallCtx>,
+    limits: &Limits,
+    grants: &Grants,
+    cancel: &CancellationToken,
+    work: F,
+) -> (Result<R, Failure>, Execution)
 where
-    F: for<'a> FnOnce(&'a Tool, &'a mut Store<CallCtx>) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
+    F: for<'a> FnOnce(
+        &'a Tool,
+        &'a mut Store<CallCtx>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
     let started = Instant::now();
     let (mut store, stdout, stderr) = match new_store(pre, limits, grants) {
         Ok(parts) => parts,
         Err(err) => {
             let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
-            let execution = Execution { result: Err(failure.clone()), stdout: Captured::default(), stderr: Captured::default(), fuel_used: None, duration: started.elapsed() };
+            let execution = Execution {
+                result: Err(failure.clone()),
+                stdout: Captured::default(),
+                stderr: Captured::default(),
+                fuel_used: None,
+                duration: started.elapsed(),
+            };
             return (Err(failure), execution);
         }
     };
@@ -122,7 +141,13 @@ where
 }
 
 /// Call the tool's handler once in a fresh instance.
-pub async fn call(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants, arguments: &str, cancel: &CancellationToken) -> Execution {
+pub async fn call(
+    pre: &ToolPre<CallCtx>,
+    limits: &Limits,
+    grants: &Grants,
+    arguments: &str,
+    cancel: &CancellationToken,
+) -> Execution {
     let arguments = arguments.to_owned();
     let (result, mut execution) = run(pre, limits, grants, cancel, move |tool, store| {
         Box::pin(async move {
@@ -168,7 +193,10 @@ pub async fn metadata(pre: &ToolPre<CallCtx>, limits: &Limits) -> Result<RawMeta
 fn timeout_failure(limits: &Limits) -> Failure {
     Failure::new(
         ErrorKind::Timeout,
-        format!("the tool did not finish within its {} ms deadline and was stopped; try a smaller input or a narrower request", limits.timeout.as_millis()),
+        format!(
+            "the tool did not finish within its {} ms deadline and was stopped; try a smaller input or a narrower request",
+            limits.timeout.as_millis()
+        ),
     )
 }
 
@@ -182,11 +210,25 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
         Some(Trap::OutOfFuel) => {
             return Failure::new(
                 ErrorKind::OutOfFuel,
-                format!("the tool used up its compute budget ({} fuel units) and was stopped; try a smaller input", limits.fuel),
+                format!(
+                    "the tool used up its compute budget ({} fuel units) and was stopped; try a smaller input",
+                    limits.fuel
+                ),
             );
         }
         Some(Trap::StackOverflow) => {
-            return Failure::new(ErrorKind::Trapped, "the tool overflowed its stack (recursion too deep) and was stopped");
+            return Failure::new(
+                ErrorKind::Trapped,
+                "the tool overflowed its stack (recursion too deep) and was stopped",
+            );
+        }
+        // Languages that keep their stack in linear memory (Rust, C) fault
+        // on an out-of-bounds address when that stack runs out.
+        Some(Trap::MemoryOutOfBounds) if panic_message.is_none() => {
+            return Failure::new(
+                ErrorKind::Trapped,
+                "the tool accessed memory out of bounds and was stopped (often a stack overflow from recursion too deep)",
+            );
         }
         _ => {}
     }
@@ -196,7 +238,10 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
     {
         return Failure::new(
             ErrorKind::OutOfMemory,
-            format!("the tool exceeded its memory limit ({} MiB) and was stopped; try a smaller input", limits.memory_bytes >> 20),
+            format!(
+                "the tool exceeded its memory limit ({} MiB) and was stopped; try a smaller input",
+                limits.memory_bytes >> 20
+            ),
         );
     }
     let message = match panic_message {
@@ -224,7 +269,8 @@ mod tests {
 
     #[test]
     fn panic_message_is_extracted_from_stderr() {
-        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom here\nnote: run with `RUST_BACKTRACE=1`\n";
+        let stderr =
+            "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom here\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom here (panicked at src/lib.rs:10:5)"));
         assert_eq!(panic_message("no panic"), None);
     }

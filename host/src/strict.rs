@@ -22,15 +22,51 @@ impl Provider {
     fn unsupported(self) -> &'static [&'static str] {
         match self {
             Provider::OpenAi => &[
-                "allOf", "not", "if", "then", "else", "oneOf", "dependentRequired", "dependentSchemas",
-                "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "minProperties",
-                "maxProperties", "contains", "minContains", "maxContains", "uniqueItems",
+                "allOf",
+                "not",
+                "if",
+                "then",
+                "else",
+                "oneOf",
+                "dependentRequired",
+                "dependentSchemas",
+                "patternProperties",
+                "propertyNames",
+                "unevaluatedProperties",
+                "unevaluatedItems",
+                "minProperties",
+                "maxProperties",
+                "contains",
+                "minContains",
+                "maxContains",
+                "uniqueItems",
             ],
             Provider::Anthropic => &[
-                "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "patternProperties",
-                "propertyNames", "unevaluatedProperties", "unevaluatedItems", "minProperties", "maxProperties",
-                "contains", "minContains", "maxContains", "uniqueItems", "minimum", "maximum", "exclusiveMinimum",
-                "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "maxItems",
+                "allOf",
+                "not",
+                "if",
+                "then",
+                "else",
+                "dependentRequired",
+                "dependentSchemas",
+                "patternProperties",
+                "propertyNames",
+                "unevaluatedProperties",
+                "unevaluatedItems",
+                "minProperties",
+                "maxProperties",
+                "contains",
+                "minContains",
+                "maxContains",
+                "uniqueItems",
+                "minimum",
+                "maximum",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+                "multipleOf",
+                "minLength",
+                "maxLength",
+                "maxItems",
             ],
         }
     }
@@ -71,10 +107,16 @@ fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<St
             problems.push(format!("{at}: objects must set \"additionalProperties\": false"));
         }
         if provider == Provider::OpenAi {
-            let required: Vec<&str> = object.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            let required: Vec<&str> = object
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
             for name in object.get("properties").and_then(Value::as_object).into_iter().flat_map(Map::keys) {
                 if !required.contains(&name.as_str()) {
-                    problems.push(format!("{at}: property `{name}` must be listed in `required` (make it nullable to keep it optional)"));
+                    problems.push(format!(
+                        "{at}: property `{name}` must be listed in `required` (make it nullable to keep it optional)"
+                    ));
                 }
             }
         }
@@ -150,7 +192,11 @@ fn rewrite(provider: Provider, schema: &mut Value) {
     if is_object_schema(object) {
         object.insert("additionalProperties".into(), Value::Bool(false));
         if provider == Provider::OpenAi {
-            let required: Vec<String> = object.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default();
+            let required: Vec<String> = object
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
             if let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) {
                 let mut all = Vec::new();
                 for (name, sub) in properties.iter_mut() {
@@ -216,10 +262,15 @@ mod tests {
 
     #[test]
     fn openai_rules() {
-        let closed = json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false});
+        let closed =
+            json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false});
         check(Provider::OpenAi, closed.clone(), &[]);
         check(Provider::OpenAi, json!({"type":"string"}), &["root must be"]);
-        check(Provider::OpenAi, json!({"type":"object","properties":{"a":{"type":"string"}}}), &["additionalProperties", "`a` must be listed"]);
+        check(
+            Provider::OpenAi,
+            json!({"type":"object","properties":{"a":{"type":"string"}}}),
+            &["additionalProperties", "`a` must be listed"],
+        );
         check(
             Provider::OpenAi,
             json!({"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{}},"uniqueItems":true}},"required":["a"],"additionalProperties":false}),
@@ -229,8 +280,16 @@ mod tests {
 
     #[test]
     fn anthropic_rules() {
-        check(Provider::Anthropic, json!({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"additionalProperties":false}), &["`minimum`"]);
-        check(Provider::Anthropic, json!({"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}), &[]);
+        check(
+            Provider::Anthropic,
+            json!({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"additionalProperties":false}),
+            &["`minimum`"],
+        );
+        check(
+            Provider::Anthropic,
+            json!({"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}),
+            &[],
+        );
     }
 
     #[test]

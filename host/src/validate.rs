@@ -93,13 +93,18 @@ mod tests {
         let schema = json!({"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer","minimum":1}},"required":["path"]});
         check(schema.clone(), json!({"path":"a"}), &[]);
         check(schema.clone(), json!({}), &["at (root): \"path\" is a required property"]);
-        check(schema.clone(), json!({"path":1,"n":0}), &["at /path: 1 is not of type \"string\"", "at /n: 0 is less than the minimum of 1"]);
+        check(
+            schema.clone(),
+            json!({"path":1,"n":0}),
+            &["at /path: 1 is not of type \"string\"", "at /n: 0 is less than the minimum of 1"],
+        );
     }
 
     #[test]
     fn long_lists_are_capped() {
         let schema = json!({"type":"array","items":{"type":"string"}});
-        let lines = violations(&jsonschema::validator_for(&schema).unwrap(), &json!((0..50).collect::<Vec<_>>())).unwrap_err();
+        let lines =
+            violations(&jsonschema::validator_for(&schema).unwrap(), &json!((0..50).collect::<Vec<_>>())).unwrap_err();
         assert_eq!(lines.len(), MAX_LISTED_ERRORS + 1);
         assert_eq!(lines.last().unwrap(), "- … and 40 more");
     }

@@ -33,7 +33,11 @@ fn airlock(cwd: &Path, args: &[&str], stdin: &str) -> Output {
 
 fn json_out(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!("stdout is not JSON ({err}): {}\nstderr: {}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+        panic!(
+            "stdout is not JSON ({err}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
     })
 }
 
@@ -144,7 +148,13 @@ fn inspect_describes_and_explains() {
     let report = json_out(&out);
     assert_eq!(report["world"], "airlock:tool/tool");
     assert_eq!(report["metadata"]["name"], "echo");
-    assert!(report["imports"].as_array().expect("imports").iter().all(|i| i.as_str().unwrap_or_default().starts_with("wasi:")));
+    assert!(
+        report["imports"]
+            .as_array()
+            .expect("imports")
+            .iter()
+            .all(|i| i.as_str().unwrap_or_default().starts_with("wasi:"))
+    );
     let wrong = airlock(dir.path(), &["inspect", &fixture("wrong_world").display().to_string()], "");
     assert_eq!(wrong.status.code(), Some(1));
     assert!(json_out(&wrong)["rejected_because"].as_str().unwrap_or_default().contains("airlock:tool"));
@@ -153,7 +163,10 @@ fn inspect_describes_and_explains() {
 #[test]
 fn audit_verify_detects_tampering() {
     let dir = temp_dir();
-    let config = format!("tool_dirs = [{:?}]\n[audit]\nfile = \"audit.jsonl\"\n", guests().display().to_string());
+    let config = format!(
+        "tool_dirs = [{:?}]\n[tools.echo]\nside_effect = false\n[audit]\nfile = \"audit.jsonl\"\n",
+        guests().display().to_string()
+    );
     std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
     for text in ["a", "b", "c"] {
         let out = airlock(dir.path(), &["call", "echo", &json!({"text": text}).to_string()], "");

@@ -88,7 +88,8 @@ async fn bundled_tools_load_from_a_directory_with_builtin_settings() {
 #[tokio::test]
 async fn compiled_components_are_cached_on_disk() {
     let cache = temp_dir();
-    let text = format!("[engine]\ncache_dir = {:?}\n{}", cache.path().display().to_string(), one("echo", &tool("echo")));
+    let text =
+        format!("[engine]\ncache_dir = {:?}\n{}", cache.path().display().to_string(), one("echo", &tool("echo")));
     let first = Host::builder().config(config(&text)).build().await.expect("load");
     assert!(!first.tools().get("echo").expect("echo").from_cache);
     let second = Host::builder().config(config(&text)).build().await.expect("load");
@@ -99,7 +100,8 @@ async fn compiled_components_are_cached_on_disk() {
 #[tokio::test]
 async fn corrupt_cache_entries_are_recompiled() {
     let cache = temp_dir();
-    let text = format!("[engine]\ncache_dir = {:?}\n{}", cache.path().display().to_string(), one("echo", &tool("echo")));
+    let text =
+        format!("[engine]\ncache_dir = {:?}\n{}", cache.path().display().to_string(), one("echo", &tool("echo")));
     drop(Host::builder().config(config(&text)).build().await.expect("load"));
     for entry in std::fs::read_dir(cache.path()).expect("list") {
         std::fs::write(entry.expect("entry").path(), b"corrupt").expect("overwrite");

@@ -2,7 +2,7 @@
 //! scenario (authorization, confirmation, audit), scheduling and fuzzing.
 
 use crate::support::{assert_failed, call, config, fixture, host, temp_dir, tool};
-use airlock::{CallRequest, ConfirmRequest, Format, FnConfirmer, Host, RawArguments};
+use airlock::{CallRequest, ConfirmRequest, FnConfirmer, Format, Host, RawArguments};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -29,9 +29,23 @@ async fn no_host_only_field_reaches_any_encoding() {
     );
     let host = Host::builder().config(config(&text)).build().await.expect("load");
     let sentinels = [
-        "987654", "123456789123", "777", "918273", "65432", "43210", "sentinel-host-dir-q7", "sentinel-guest-dir-m2",
-        "SENTINEL_ENV_NAME", "sentinel-env-value-k3", &digest[..16], "concurrency", "side_effect", "timeout", "fuel",
-        "echo.wasm", "grants",
+        "987654",
+        "123456789123",
+        "777",
+        "918273",
+        "65432",
+        "43210",
+        "sentinel-host-dir-q7",
+        "sentinel-guest-dir-m2",
+        "SENTINEL_ENV_NAME",
+        "sentinel-env-value-k3",
+        &digest[..16],
+        "concurrency",
+        "side_effect",
+        "timeout",
+        "fuel",
+        "echo.wasm",
+        "grants",
     ];
     for format in Format::ALL {
         for strict in [false, true] {
@@ -130,10 +144,20 @@ async fn bank_scenario_authorizes_confirms_and_audits() {
 
 #[tokio::test]
 async fn every_failure_stage_is_a_result() {
-    let host = host(&format!("[tools.echo]\ncomponent = {:?}\nside_effect = false\n", tool("echo").display().to_string())).await;
+    let host =
+        host(&format!("[tools.echo]\ncomponent = {:?}\nside_effect = false\n", tool("echo").display().to_string()))
+            .await;
     let unknown = call(&host, "ehco", json!({})).await;
     assert_failed(&unknown, "unknown_tool", "available tools: echo");
-    let bad = host.call(CallRequest { arguments: RawArguments::Text("{not json".into()), ..CallRequest::new("t", "echo", json!({})) }, None).await;
+    let bad = host
+        .call(
+            CallRequest {
+                arguments: RawArguments::Text("{not json".into()),
+                ..CallRequest::new("t", "echo", json!({}))
+            },
+            None,
+        )
+        .await;
     assert_failed(&bad, "invalid_arguments", "not valid JSON");
     let wrong = call(&host, "echo", json!({"text": 5})).await;
     assert_failed(&wrong, "invalid_arguments", "at /text");
@@ -150,8 +174,9 @@ async fn dispatch_keeps_the_proposed_order() {
         tool("echo").display().to_string()
     ))
     .await;
-    let requests: Vec<CallRequest> =
-        (0..20).map(|i| CallRequest::new("t", "echo", json!({"text": i.to_string()})).with_call_id(format!("c{i}"))).collect();
+    let requests: Vec<CallRequest> = (0..20)
+        .map(|i| CallRequest::new("t", "echo", json!({"text": i.to_string()})).with_call_id(format!("c{i}")))
+        .collect();
     let results = host.dispatch(requests, None, &airlock::CancellationToken::new()).await;
     for (i, result) in results.iter().enumerate() {
         assert_eq!(result.call_id, format!("c{i}"));
@@ -165,8 +190,13 @@ async fn dispatch_keeps_the_proposed_order() {
 async fn exclusive_tools_never_overlap_and_safe_tools_do() {
     let hostile = fixture("hostile").display().to_string();
     for (safe, expect_overlap) in [(false, false), (true, true)] {
-        let host = host(&format!("[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = {safe}\n")).await;
-        let requests = (0..4).map(|i| CallRequest::new("t", "hostile", json!({"attack": "sleep", "ms": 150})).with_call_id(i.to_string()));
+        let host = host(&format!(
+            "[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = {safe}\n"
+        ))
+        .await;
+        let requests = (0..4).map(|i| {
+            CallRequest::new("t", "hostile", json!({"attack": "sleep", "ms": 150})).with_call_id(i.to_string())
+        });
         let started = std::time::Instant::now();
         let results = host.dispatch(requests.collect(), None, &airlock::CancellationToken::new()).await;
         let elapsed = started.elapsed();
@@ -202,7 +232,8 @@ mod fuzz {
         leaf.prop_recursive(4, 32, 6, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-                prop::collection::btree_map("[a-z_]{1,10}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+                prop::collection::btree_map("[a-z_]{1,10}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }

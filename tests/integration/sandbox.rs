@@ -162,7 +162,9 @@ fn escape_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
 #[tokio::test]
 async fn directory_grants_confine_reads() {
     let (_root, data) = escape_fixture();
-    let host = host(&hostile_config(&format!("dirs = [{{ host = {:?}, guest = \"/data\" }}]", data.display().to_string()))).await;
+    let host =
+        host(&hostile_config(&format!("dirs = [{{ host = {:?}, guest = \"/data\" }}]", data.display().to_string())))
+            .await;
     let ok = call(&host, "hostile", json!({"attack": "read_path", "path": "/data/ok.txt"})).await;
     assert_eq!(ok.structured, Some(json!({"content": "fine"})));
     for escape in ["/data/../secret.txt", "/data/link_out", "/etc/passwd", "../secret.txt", "/secret.txt"] {
@@ -186,7 +188,8 @@ async fn read_only_grants_refuse_writes_and_rw_grants_allow_them() {
     let result = call(&rw, "hostile", json!({"attack": "write_path", "path": "/data/new.txt", "content": "x"})).await;
     assert!(!result.is_error, "{}", result.content);
     assert_eq!(std::fs::read_to_string(data.join("new.txt")).expect("written"), "x");
-    let escape = call(&rw, "hostile", json!({"attack": "write_path", "path": "/data/../escaped.txt", "content": "x"})).await;
+    let escape =
+        call(&rw, "hostile", json!({"attack": "write_path", "path": "/data/../escaped.txt", "content": "x"})).await;
     assert_failed(&escape, "tool_error", "io");
     assert!(!data.parent().expect("parent").join("escaped.txt").exists());
 }

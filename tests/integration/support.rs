@@ -47,7 +47,11 @@ pub fn config(text: &str) -> Config {
         .replace("{guests}", &guests().display().to_string())
         .replace("{fixtures}", &test_guests().display().to_string())
         .replace("{cache}", &cache_dir().display().to_string());
-    let text = if text.contains("[engine]") { text } else { format!("[engine]\ncache_dir = {:?}\n{text}", cache_dir().display().to_string()) };
+    let text = if text.contains("[engine]") {
+        text
+    } else {
+        format!("{text}\n[engine]\ncache_dir = {:?}\n", cache_dir().display().to_string())
+    };
     match Config::parse(&text, "test.toml", Path::new(".")) {
         Ok(config) => config,
         Err(err) => panic!("bad test config: {err}\n{text}"),

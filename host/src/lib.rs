@@ -40,7 +40,10 @@ mod strict;
 mod validate;
 
 pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
-pub use audit::{AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail, verify as audit_verify};
+pub use audit::{
+    AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
+    verify as audit_verify,
+};
 pub use authorize::{Decision, Policy, PolicyError, ToolFacts};
 pub use capture::Captured;
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};

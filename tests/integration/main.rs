@@ -2,6 +2,7 @@
 //! they use are built by `make guests` (see `support`).
 
 mod cli;
+mod interpreters;
 mod loading;
 mod pipeline;
 mod sandbox;

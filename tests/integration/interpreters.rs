@@ -1,0 +1,122 @@
+//! Model-written code: `run_python` and `run_js` have no authority and hard
+//! limits, and every failure is a result the model can read.
+
+use crate::support::{assert_failed, call, host, tool};
+use serde_json::{Value, json};
+
+fn config(extra: &str) -> String {
+    format!(
+        "[tools.run_python]\ncomponent = {:?}\nside_effect = false\nmemory_mib = 512\ntimeout_ms = 1000\n{extra}\n\
+         [tools.run_js]\ncomponent = {:?}\nside_effect = false\ntimeout_ms = 1000\n{extra}\n",
+        tool("run_python").display().to_string(),
+        tool("run_js").display().to_string(),
+    )
+}
+
+fn field<'a>(value: &'a Option<Value>, key: &str) -> &'a Value {
+    value.as_ref().and_then(|v| v.get(key)).unwrap_or(&Value::Null)
+}
+
+#[tokio::test]
+async fn print_and_final_expression() {
+    let host = host(&config("")).await;
+    let py = call(&host, "run_python", json!({"code": "print(1+1)\n1+1"})).await;
+    assert!(!py.is_error, "{}", py.content);
+    assert_eq!(field(&py.structured, "stdout"), "2\n");
+    assert_eq!(field(&py.structured, "result"), 2);
+    let js = call(&host, "run_js", json!({"code": "console.log(1+1); 1+1"})).await;
+    assert!(!js.is_error, "{}", js.content);
+    assert_eq!(field(&js.structured, "stdout"), "2\n");
+    assert_eq!(field(&js.structured, "result"), 2);
+}
+
+#[tokio::test]
+async fn exceptions_come_back_with_a_traceback() {
+    let host = host(&config("")).await;
+    let py = call(&host, "run_python", json!({"code": "def f():\n    raise ValueError('boom')\nf()"})).await;
+    assert!(!py.is_error, "an exception is a normal result: {}", py.content);
+    let error = field(&py.structured, "error");
+    assert_eq!(error["name"], "ValueError");
+    assert!(error["stack"].as_str().unwrap_or_default().contains("line 2"), "{error}");
+    let js = call(&host, "run_js", json!({"code": "null.x"})).await;
+    assert_eq!(field(&js.structured, "error")["name"], "TypeError");
+}
+
+#[tokio::test]
+async fn runaway_loops_stop_at_the_deadline() {
+    let host = host(&config("")).await;
+    let py = call(&host, "run_python", json!({"code": "while True: pass"})).await;
+    assert_failed(&py, "timeout", "1000 ms deadline");
+    let js = call(&host, "run_js", json!({"code": "for (;;) {}"})).await;
+    assert_failed(&js, "timeout", "1000 ms deadline");
+}
+
+#[tokio::test]
+async fn fuel_bound_loops_run_out_of_fuel() {
+    let host = host(&config("fuel = 200000000")).await;
+    let py = call(&host, "run_python", json!({"code": "while True: pass"})).await;
+    assert_failed(&py, "out_of_fuel", "compute budget");
+    let js = call(&host, "run_js", json!({"code": "for (;;) {}"})).await;
+    assert_failed(&js, "out_of_fuel", "compute budget");
+}
+
+#[tokio::test]
+async fn memory_bombs_are_contained() {
+    let host = host(&config("")).await;
+    let py = call(&host, "run_python", json!({"code": "x = []\nwhile True: x.append(' ' * 10**7)"})).await;
+    let py_text = format!("{} {:?}", py.content, py.structured);
+    assert!(py_text.contains("MemoryError") || py.outcome() == "out_of_memory", "{py_text}");
+    let js = call(&host, "run_js", json!({"code": "let a = []; for (;;) a.push(new Array(1e6).fill(1));"})).await;
+    let js_text = format!("{} {:?}", js.content, js.structured);
+    assert!(js_text.contains("out of memory") || js.outcome() == "out_of_memory", "{js_text}");
+    let ok = call(&host, "run_python", json!({"code": "1"})).await;
+    assert!(!ok.is_error, "the host serves the next call");
+}
+
+#[tokio::test]
+async fn deep_recursion_does_not_crash_the_host() {
+    let host = host(&config("")).await;
+    let py = call(&host, "run_python", json!({"code": "def f(n): return f(n+1)\nf(0)"})).await;
+    assert_eq!(field(&py.structured, "error")["name"], "RecursionError", "{}", py.content);
+    let js = call(&host, "run_js", json!({"code": "function f(n) { return f(n+1) + 1 } f(0)"})).await;
+    assert!(js.is_error || !field(&js.structured, "error").is_null(), "{}", js.content);
+    let ok = call(&host, "run_js", json!({"code": "1"})).await;
+    assert!(!ok.is_error, "the host serves the next call");
+}
+
+#[tokio::test]
+async fn no_filesystem_network_or_environment() {
+    let host = host(&config("")).await;
+    for code in [
+        "import os\nos.listdir('/')",
+        "open('/etc/passwd').read()",
+        "import socket\nsocket.socket().connect(('127.0.0.1', 80))",
+        "import os\nos.environ['HOME']",
+    ] {
+        let py = call(&host, "run_python", json!({"code": code})).await;
+        let error = field(&py.structured, "error");
+        assert!(!error.is_null(), "{code:?} must fail inside the sandbox: {}", py.content);
+    }
+    let js = call(&host, "run_js", json!({"code": "[typeof require, typeof std, typeof os, typeof fetch]"})).await;
+    assert_eq!(field(&js.structured, "result"), &json!(["undefined", "undefined", "undefined", "undefined"]));
+}
+
+#[tokio::test]
+async fn each_call_gets_a_fresh_instance() {
+    let host = host(&config("")).await;
+    let set = call(&host, "run_python", json!({"code": "x = 41\nx + 1"})).await;
+    assert_eq!(field(&set.structured, "result"), 42);
+    let get = call(&host, "run_python", json!({"code": "x"})).await;
+    assert_eq!(field(&get.structured, "error")["name"], "NameError", "{}", get.content);
+    call(&host, "run_js", json!({"code": "globalThis.leak = 1"})).await;
+    let js = call(&host, "run_js", json!({"code": "typeof leak"})).await;
+    assert_eq!(field(&js.structured, "result"), "undefined");
+}
+
+#[tokio::test]
+async fn output_is_capped_with_a_note() {
+    let host = host(&config("")).await;
+    let py = call(&host, "run_python", json!({"code": "print('x' * 10**6)"})).await;
+    assert!(!py.is_error, "{}", py.content);
+    assert!(field(&py.structured, "stdout").as_str().unwrap_or_default().contains("bytes cut"), "{}", py.content.len());
+}

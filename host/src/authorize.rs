@@ -148,6 +148,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, RwLock};
 
 use cedar_policy::{
     Authorizer, Context, Effect, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet, Request,
@@ -327,7 +328,15 @@ pub struct Policy {
     user_type: EntityTypeName,
     tool_type: EntityTypeName,
     action: EntityUid,
+    /// The entities of each (tool, side_effect) seen so far: building them
+    /// (an upsert into the operator's entities) costs far more than the
+    /// decision itself, and they never change for a loaded policy.
+    resolved: RwLock<HashMap<(String, bool), Arc<Entities>>>,
 }
+
+/// At most this many (tool, side effect) entity sets are cached; tool names
+/// reach here only after the resolve stage, so this is a backstop.
+const MAX_CACHED_ENTITY_SETS: usize = 4096;
 
 impl Policy {
     /// Allow tools without side effects, ask for tools with side effects (used
@@ -402,7 +411,16 @@ impl Policy {
                 EntityId::new(CALL_ACTION),
             ),
         );
-        Ok(Policy { policies, entities, order, authorizer: Authorizer::new(), user_type, tool_type, action })
+        Ok(Policy {
+            policies,
+            entities,
+            order,
+            authorizer: Authorizer::new(),
+            user_type,
+            tool_type,
+            action,
+            resolved: RwLock::default(),
+        })
     }
 
     /// Decide whether `principal` may call `tool` with `arguments`.
@@ -433,7 +451,7 @@ impl Policy {
             Ok(request) => request,
             Err(reason) => return Decision::Deny { reason, policy: None },
         };
-        let entities = match self.entities_for(tool) {
+        let entities = match self.cached_entities_for(tool) {
             Ok(entities) => entities,
             Err(error) => {
                 // The entities file loaded, so this is a host fault, not the
@@ -534,6 +552,20 @@ impl Policy {
 
     fn tool_uid(&self, name: &str) -> EntityUid {
         EntityUid::from_type_name_and_id(self.tool_type.clone(), EntityId::new(name))
+    }
+
+    /// [`Policy::entities_for`], computed once per (tool, side effect).
+    fn cached_entities_for(&self, tool: &ToolFacts<'_>) -> Result<Arc<Entities>, String> {
+        let key = (tool.name.to_owned(), tool.side_effect);
+        if let Some(hit) = self.resolved.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let entities = Arc::new(self.entities_for(tool)?);
+        let mut cache = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+        if cache.len() < MAX_CACHED_ENTITY_SETS {
+            cache.insert(key, entities.clone());
+        }
+        Ok(entities)
     }
 
     /// The operator's entities plus the resource entity for this call: the

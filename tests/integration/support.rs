@@ -38,7 +38,7 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// The compiled-artifact cache shared by tests (keeps the suite fast).
 pub fn cache_dir() -> PathBuf {
-    target_dir().join("test-cache")
+    std::env::var_os("AIRLOCK_CACHE_DIR").map(PathBuf::from).unwrap_or_else(|| target_dir().join("test-cache"))
 }
 
 /// Config text with `{guests}`, `{fixtures}` and `{cache}` replaced.

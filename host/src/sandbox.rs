@@ -235,6 +235,8 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
     if text.contains("forcing trap when growing memory")
         || stderr.text.contains("memory allocation of")
         || text.contains("forcing trap when growing table")
+        || text.contains("exceeds memory limits")
+        || text.contains("exceeds table limits")
     {
         return Failure::new(
             ErrorKind::OutOfMemory,

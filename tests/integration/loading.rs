@@ -109,3 +109,13 @@ async fn corrupt_cache_entries_are_recompiled() {
     let host = Host::builder().config(config(&text)).build().await.expect("a corrupt cache entry is not fatal");
     assert!(!host.tools().get("echo").expect("echo").from_cache);
 }
+
+#[tokio::test]
+async fn table_and_memory_limits_below_what_a_component_needs_are_refused() {
+    let hostile = fixture("hostile");
+    for limit in ["table_elements = 1", "memory_mib = 1"] {
+        let err = load_error(&format!("{}side_effect = false\n{limit}\n", one("hostile", &hostile))).await;
+        assert!(err.contains("out_of_memory"), "{limit}: {err}");
+        assert!(err.contains("hostile.wasm"), "{err}");
+    }
+}

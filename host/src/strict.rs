@@ -18,47 +18,33 @@ pub enum Provider {
     Anthropic,
 }
 
+/// Keywords neither provider accepts in strict mode.
+const UNSUPPORTED_BY_BOTH: &[&str] = &[
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "minProperties",
+    "maxProperties",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+];
+
 impl Provider {
-    fn unsupported(self) -> &'static [&'static str] {
-        match self {
-            Provider::OpenAi => &[
-                "allOf",
-                "not",
-                "if",
-                "then",
-                "else",
-                "oneOf",
-                "dependentRequired",
-                "dependentSchemas",
-                "patternProperties",
-                "propertyNames",
-                "unevaluatedProperties",
-                "unevaluatedItems",
-                "minProperties",
-                "maxProperties",
-                "contains",
-                "minContains",
-                "maxContains",
-                "uniqueItems",
-            ],
+    /// Keywords the provider's strict mode does not accept.
+    fn unsupported(self) -> impl Iterator<Item = &'static str> {
+        let extra: &[&str] = match self {
+            Provider::OpenAi => &["oneOf"],
             Provider::Anthropic => &[
-                "allOf",
-                "not",
-                "if",
-                "then",
-                "else",
-                "dependentRequired",
-                "dependentSchemas",
-                "patternProperties",
-                "propertyNames",
-                "unevaluatedProperties",
-                "unevaluatedItems",
-                "minProperties",
-                "maxProperties",
-                "contains",
-                "minContains",
-                "maxContains",
-                "uniqueItems",
                 "minimum",
                 "maximum",
                 "exclusiveMinimum",
@@ -68,7 +54,8 @@ impl Provider {
                 "maxLength",
                 "maxItems",
             ],
-        }
+        };
+        UNSUPPORTED_BY_BOTH.iter().chain(extra).copied()
     }
 
     /// Display name.
@@ -95,7 +82,7 @@ fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<St
     let Some(object) = schema.as_object() else { return };
     let at = if pointer.is_empty() { "/" } else { pointer };
     for keyword in provider.unsupported() {
-        if object.contains_key(*keyword) {
+        if object.contains_key(keyword) {
             problems.push(format!("{at}: keyword `{keyword}` is not supported"));
         }
     }
@@ -171,7 +158,7 @@ fn rewrite(provider: Provider, schema: &mut Value) {
     }
     let mut dropped = Vec::new();
     for keyword in provider.unsupported() {
-        if let Some(value) = object.remove(*keyword) {
+        if let Some(value) = object.remove(keyword) {
             dropped.push(format!("{keyword}: {value}"));
         }
     }

@@ -48,7 +48,11 @@ $(VENV)/.mcp-requirements: tests/mcp/requirements.txt | $(PY)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 	touch $@
 
-test: build $(VENV)/.mcp-requirements test-interpreters
+# The host is built once, by the test build: it unifies the dev-dependencies'
+# features, so a separate `cargo build` first would compile wasmtime twice on
+# a clean machine. `cargo test --no-run` also writes target/release/airlock.
+test: guests $(VENV)/.mcp-requirements test-interpreters
+	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock

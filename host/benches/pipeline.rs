@@ -91,10 +91,13 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let echo = guests().join("echo.wasm");
     let cache = std::env::temp_dir().join("airlock-bench-cache");
+    let audit = std::env::temp_dir().join(format!("airlock-bench-audit-{}.jsonl", std::process::id()));
     let text = format!(
-        "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\n",
+        "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\n\
+         [audit]\nfile = {:?}\n",
         cache.display().to_string(),
-        echo.display().to_string()
+        echo.display().to_string(),
+        audit.display().to_string()
     );
     let config = Config::parse(&text, "bench.toml", Path::new(".")).expect("config");
     let host = runtime.block_on(Host::builder().config(config).build()).expect("host");
@@ -120,7 +123,7 @@ fn main() {
         "|---|---|---|---|---|".to_owned(),
         row("native Rust echo (floor)", &native),
         row("execute only: fresh instance + call", &bare),
-        row("full pipeline: parse → … → audit", &full),
+        row("full pipeline: parse → … → audit (flush)", &full),
         String::new(),
         format!("Pipeline overhead over execute only (p50): {} µs", us(overhead_p50)),
         String::new(),
@@ -128,6 +131,8 @@ fn main() {
     ]
     .join("\n");
     println!("{report}");
+    let _ = std::fs::remove_file(&audit);
+    let _ = std::fs::remove_file(audit.with_extension("jsonl.head"));
     if write {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../BENCHMARKS.md");
         let machine = format!(

@@ -1,0 +1,234 @@
+//! Reading an audit log back: `verify` checks the whole chain against its
+//! head file, `tail` returns the last records. Both trust nothing in the
+//! files: every line is checked for Airlock's exact form and its hash.
+
+use super::*;
+
+/// Checks the whole chain of the log at `path` against its head file.
+///
+/// Reads the head file first, then the log, one line at a time (at most 1 MiB
+/// each), so memory use does not grow with the log. If an Airlock process has
+/// the log open, records it appended after the head file was read are
+/// accepted and a final line it is still writing is ignored; otherwise the
+/// log must end at the record the head file names (or one record later, when
+/// Airlock stopped between writing a record and its head), and the log stays
+/// locked against writers while it is read.
+///
+/// # Errors
+///
+/// The first problem found, with its line number: a line that is not a JSON
+/// record in Airlock's form, a hash mismatch (edited record), a `seq` out of
+/// order (removed or reordered records), a `prev` that does not match
+/// (removed or replaced record), a partial last line, a disagreement with the
+/// head file, or a file that cannot be read.
+pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
+    let head_path = head_path(path);
+    let at_head = |line, reason| VerifyError { file: head_path.clone(), line, reason };
+    let at_log = |line, reason| VerifyError { file: path.to_path_buf(), line, reason };
+
+    let head_file = File::open(&head_path).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            at_head(0, "the head file is missing, so records removed from the end of the log cannot be detected".into())
+        } else {
+            at_head(0, format!("cannot open: {e}"))
+        }
+    })?;
+    // The writer holds an exclusive lock for as long as the log is open. The
+    // shared lock taken here, if any, is released when `head_file` drops.
+    let live = match try_lock(&head_file, true).map_err(|e| at_head(0, format!("cannot lock: {e}")))? {
+        Lock::Held => false,
+        Lock::Busy => true,
+    };
+    let head = read_head(&head_file)
+        .map_err(|e| at_head(0, format!("cannot read: {e}")))?
+        .map_err(|reason| at_head(1, reason))?;
+
+    let log = File::open(path).map_err(|e| at_log(0, format!("cannot open: {e}")))?;
+    let mut reader = BufReader::with_capacity(READ_CHUNK as usize, log);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    let mut expected = 1u64;
+    let mut prev = GENESIS.to_owned();
+    loop {
+        buf.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| at_log(line_no + 1, format!("cannot read: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        line_no += 1;
+        let Some(line) = buf.strip_suffix(b"\n") else {
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(at_log(line_no, format!("the line is longer than {MAX_LINE_BYTES} bytes")));
+            }
+            if live {
+                // The writer is in the middle of this line.
+                break;
+            }
+            return Err(at_log(
+                line_no,
+                format!(
+                    "the last line is incomplete ({} bytes without a line end): the file was cut short or a write \
+                     was interrupted",
+                    buf.len()
+                ),
+            ));
+        };
+        let record = check_line(line).map_err(|reason| at_log(line_no, reason))?;
+        if record.seq != expected {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "expected record {expected} but found record {}: records are missing or out of order",
+                    record.seq
+                ),
+            ));
+        }
+        if record.prev != prev {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "\"prev\" is not the hash of record {}: a record was removed, replaced or reordered",
+                    expected - 1
+                ),
+            ));
+        }
+        if record.seq == head.seq && record.hash != head.hash {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "record {} has hash {} but the head file names hash {}: the log was rewritten from here on, or \
+                     the head file was replaced",
+                    record.seq,
+                    short(&record.hash),
+                    short(&head.hash)
+                ),
+            ));
+        }
+        if !live && record.seq > head.seq.saturating_add(1) {
+            return Err(at_log(
+                line_no,
+                format!(
+                    "record {} comes after the last record the head file names ({}): the head file is stale or was \
+                     replaced",
+                    record.seq, head.seq
+                ),
+            ));
+        }
+        prev = record.hash;
+        expected += 1;
+    }
+
+    let records = expected - 1;
+    if records < head.seq {
+        return Err(at_log(
+            line_no + 1,
+            format!(
+                "the log ends after record {records} but its head file names record {}: records were removed from \
+                 the end",
+                head.seq
+            ),
+        ));
+    }
+    Ok(VerifyReport { records, last_hash: (records > 0).then_some(prev) })
+}
+
+/// The last `n` records of the log at `path`, oldest first, as JSON. A final
+/// line without a line end (a record being written) is left out. Records are
+/// parsed, not verified.
+///
+/// # Errors
+///
+/// [`AuditError::Io`] when the file cannot be read; [`AuditError::Damaged`]
+/// when one of those lines is not JSON or is longer than any record.
+pub fn tail(path: &Path, n: usize) -> Result<Vec<Value>, AuditError> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let io_error = |action| move |source| AuditError::Io { path: path.to_path_buf(), action, source };
+    let damaged = |reason| AuditError::Damaged { path: path.to_path_buf(), reason };
+    let file = File::open(path).map_err(io_error("open"))?;
+    let len = file.metadata().map_err(io_error("read the size of"))?.len();
+    // One line more than asked: the last one may be incomplete.
+    let wanted = n.saturating_add(1);
+    let max_bytes = (wanted as u64).saturating_mul(MAX_LINE_BYTES as u64 + 1);
+    let bytes = read_last_lines(&file, len, wanted, max_bytes)
+        .map_err(io_error("read"))?
+        .ok_or_else(|| damaged(format!("a line near its end is longer than {MAX_LINE_BYTES} bytes")))?;
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    // What follows the last line end: nothing, or a record still being written.
+    lines.pop();
+    let skip = lines.len().saturating_sub(n);
+    lines[skip..]
+        .iter()
+        .map(|line| {
+            if line.len() > MAX_LINE_BYTES {
+                return Err(damaged(format!("a line near its end is longer than {MAX_LINE_BYTES} bytes")));
+            }
+            serde_json::from_slice(line).map_err(|e| damaged(format!("a line near its end is not JSON ({e})")))
+        })
+        .collect()
+}
+
+/// What the chain needs from a checked record.
+pub(super) struct Checked {
+    pub(super) seq: u64,
+    pub(super) prev: String,
+    pub(super) hash: String,
+}
+
+/// Checks one line (without its line end) on its own: a JSON object with
+/// exactly the record's members, an intact hash, and written in the exact form
+/// Airlock writes.
+fn check_line(line: &[u8]) -> Result<Checked, String> {
+    let value: Value = serde_json::from_slice(line).map_err(|e| format!("not a JSON record ({e})"))?;
+    let Value::Object(map) = value else {
+        return Err("not a JSON object".to_owned());
+    };
+    if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(format!("unknown member {:?}", cap(unknown, 64)));
+    }
+    if let Some(missing) = FIELDS.iter().find(|&&f| f != OPTIONAL_FIELD && !map.contains_key(f)) {
+        return Err(format!("missing member \"{missing}\""));
+    }
+    let seq =
+        map.get("seq").and_then(Value::as_u64).filter(|&seq| seq > 0).ok_or("\"seq\" is not a positive integer")?;
+    let digest = |name| {
+        map.get(name)
+            .and_then(Value::as_str)
+            .filter(|s| is_sha256_hex(s))
+            .ok_or_else(|| format!("\"{name}\" is not a lowercase hex SHA-256 digest"))
+    };
+    let prev = digest("prev")?;
+    let hash = digest("hash")?;
+
+    let fields: Vec<(&str, String)> =
+        FIELDS.iter().filter_map(|&name| map.get(name).map(|value| (name, canonical(value)))).collect();
+    let computed = record_hash(&fields);
+    if computed != hash {
+        return Err(format!(
+            "hash mismatch: the record was changed after it was written (stored {}, computed {})",
+            short(hash),
+            short(&computed)
+        ));
+    }
+    if record_line(&fields).as_bytes() != line {
+        return Err("the record's hash is intact but the line is not in the form Airlock writes (spacing, member \
+                    order, escapes or duplicate members were changed)"
+            .to_owned());
+    }
+    Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned() })
+}
+
+/// Checks the last line of a log, as returned by [`read_last_lines`].
+pub(super) fn check_last_line(bytes: &[u8]) -> Result<Checked, String> {
+    let Some(line) = bytes.strip_suffix(b"\n") else {
+        return Err(format!("its last line is incomplete ({} bytes without a line end)", bytes.len()));
+    };
+    if line.len() > MAX_LINE_BYTES {
+        return Err(format!("its last line is longer than {MAX_LINE_BYTES} bytes"));
+    }
+    check_line(line).map_err(|reason| format!("its last line is damaged: {reason}"))
+}

@@ -15,6 +15,17 @@ printf 'salary: 1,000,000\n' > "$work/workspace/private/hr.txt"
 loop_tool=run_js
 [ -f "$GUESTS/run_js.wasm" ] || loop_tool=""
 
+# A web server on loopback for the network grant (step 8).
+python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$work/workspace" > "$work/http.log" 2>&1 &
+http_pid=$!
+trap 'kill "$http_pid" 2>/dev/null; rm -rf "$work"' EXIT
+port=
+for _ in $(seq 100); do
+  port=$(grep -o 'port [0-9]*' "$work/http.log" | head -1 | cut -d' ' -f2)
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+
 cat > "$work/airlock.toml" <<TOML
 tool_dirs = ["$GUESTS"]
 
@@ -41,6 +52,12 @@ dirs = [{ host = "workspace", guest = "/workspace", access = "rw" }]
 [tools.run_js]
 side_effect = false
 timeout_ms = 1000
+
+[tools.http_fetch]
+side_effect = false
+
+[tools.http_fetch.network]
+allow = [{ origin = "http://127.0.0.1:$port", methods = ["GET"] }]
 
 [tools.run_python]
 side_effect = false
@@ -97,6 +114,14 @@ else
   say "(run_js is not built; skipped)"
 fi
 
-step "8. The audit log: one hash-chained record per call, verified"
+step "8. Network: only the granted origin, checked on every request"
+run call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\"}"
+say "The same server by name: localhost resolves to a loopback address, refused unless granted literally:"
+run call http_fetch "{\"url\":\"http://localhost:$port/notes.md\"}"
+say "A cloud metadata endpoint, and a POST where the grant allows only GET:"
+run call http_fetch '{"url":"http://169.254.169.254/latest/meta-data/"}'
+run call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\",\"method\":\"POST\",\"body\":\"x\"}"
+
+step "9. The audit log: one hash-chained record per call, verified"
 run audit tail audit.jsonl -n 3
 run audit verify audit.jsonl

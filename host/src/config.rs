@@ -9,6 +9,7 @@ use crate::engine::EngineSettings;
 use crate::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 use crate::limits::Limits;
 use crate::loader::{ToolSettings, check_name};
+use crate::network::{NetworkGrant, RawNetwork};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,6 +144,7 @@ struct RawTool {
     env: BTreeMap<String, String>,
     #[serde(default)]
     env_from_host: Vec<String>,
+    network: Option<RawNetwork>,
 }
 
 #[derive(Deserialize)]
@@ -239,7 +241,11 @@ impl Config {
             let ctx = format!("[tools.{name}]");
             check_name(&name).map_err(|m| error(format!("{ctx} {m}")))?;
             let limits = apply_limits(defaults, &tool.limits).map_err(|m| error(format!("{ctx} {m}")))?;
-            let grants = tool_grants(&tool, &resolve).map_err(|m| error(format!("{ctx} {m}")))?;
+            let mut grants = tool_grants(&tool, &resolve).map_err(|m| error(format!("{ctx} {m}")))?;
+            if let Some(network) = tool.network {
+                let grant = NetworkGrant::from_raw(network, &resolve).map_err(|m| error(format!("{ctx} {m}")))?;
+                grants.network = Some(std::sync::Arc::new(grant));
+            }
             if let Some(pin) = &tool.sha256
                 && (pin.len() != 64 || !pin.bytes().all(|b| b.is_ascii_hexdigit()))
             {

@@ -68,6 +68,11 @@ impl Runtime {
             .context("configuring the wasmtime engine")?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
+        // `wasi:http` is there for components that import it; every request
+        // is refused unless the tool has a network grant (see network.rs).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)
+            .context("linking wasi:http")?;
         if let Some(dir) = &settings.cache_dir {
             std::fs::create_dir_all(dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
         }

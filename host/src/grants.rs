@@ -8,11 +8,15 @@
 //! sinks. [`Grants::wasi_ctx`] is the only place a `WasiCtx` is built, so
 //! every authority a guest holds is visible here. Directory grants are
 //! enforced by wasmtime-wasi through cap-std: `..`, absolute paths and
-//! symlinks cannot leave a preopened directory.
+//! symlinks cannot leave a preopened directory. A network grant is not a
+//! socket: raw TCP, UDP and name lookups stay off for every tool, and
+//! `wasi:http` requests are checked one by one in [`crate::network`].
 
 use crate::capture::CapturedOutput;
+use crate::network::NetworkGrant;
 use anyhow::Context as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 /// Access a directory grant allows.
@@ -52,12 +56,14 @@ pub struct Grants {
     pub dirs: Vec<DirGrant>,
     /// Environment variables.
     pub env: Vec<EnvGrant>,
+    /// Outbound HTTP; `None` refuses every request.
+    pub network: Option<Arc<NetworkGrant>>,
 }
 
 impl Grants {
     /// True when nothing is granted.
     pub fn is_empty(&self) -> bool {
-        self.dirs.is_empty() && self.env.is_empty()
+        self.dirs.is_empty() && self.env.is_empty() && self.network.is_none()
     }
 
     /// A short human summary, e.g. `/data (ro), env LANG`.
@@ -70,7 +76,8 @@ impl Grants {
             format!("{} ({mode})", d.guest_path)
         });
         let env = self.env.iter().map(|e| format!("env {}", e.name));
-        let parts: Vec<String> = dirs.chain(env).collect();
+        let network = self.network.iter().map(|n| n.summary());
+        let parts: Vec<String> = dirs.chain(env).chain(network).collect();
         if parts.is_empty() { "none".to_owned() } else { parts.join(", ") }
     }
 
@@ -121,6 +128,7 @@ mod tests {
         let grants = Grants {
             dirs: vec![DirGrant { host_path: "/tmp".into(), guest_path: "/data".into(), access: DirAccess::ReadOnly }],
             env: vec![EnvGrant { name: "LANG".into(), value: "C".into() }],
+            network: None,
         };
         assert_eq!(grants.summary(), "/data (ro), env LANG");
     }
@@ -134,6 +142,7 @@ mod tests {
                 access: DirAccess::ReadWrite,
             }],
             env: vec![],
+            network: None,
         };
         let Err(err) = grants.wasi_ctx(CapturedOutput::new(1), CapturedOutput::new(1)) else {
             panic!("opened a missing directory")

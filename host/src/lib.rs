@@ -3,7 +3,8 @@
 //! A model never runs a tool: it proposes a call as JSON and the host
 //! decides. Every call goes through one pipeline — resolve, parse,
 //! validate, authorize, schedule, execute (a fresh instance under fuel,
-//! deadline and memory limits, with only the granted directories), check
+//! deadline and memory limits, with only the granted directories and
+//! origins), check
 //! output, render, audit — and every failure comes back as an ordinary
 //! [`ToolResult`] with an [`ErrorKind`].
 //!
@@ -28,6 +29,7 @@ mod limits;
 mod loader;
 pub mod mcp;
 mod messages;
+mod network;
 mod outcome;
 mod pipeline;
 mod projection;
@@ -56,6 +58,9 @@ pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
 pub use loader::{LoadError, LoadedTool, ToolSettings, check_header, load as load_component};
 pub use messages::{read_calls, write_results};
+pub use network::{
+    HostPattern, NetworkGrant, OriginPattern, OriginRule, RequestOrigin, Scheme, SecretHeader, SecretValue,
+};
 pub use outcome::{ErrorKind, Failure};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};

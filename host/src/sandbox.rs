@@ -12,24 +12,35 @@ use crate::bindings::{Tool, ToolPre};
 use crate::capture::{Captured, CapturedOutput};
 use crate::grants::Grants;
 use crate::limits::Limits;
+use crate::network::NetworkHooks;
 use crate::outcome::{ErrorKind, Failure};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-/// Per-call state held by a store: the WASI context, its resource table and
-/// the limiter. Dropped with the store when the call ends.
+/// Per-call state held by a store: the WASI context, its resource table,
+/// the limiter and the network hooks. Dropped with the store when the call
+/// ends.
 pub struct CallCtx {
     wasi: WasiCtx,
     table: ResourceTable,
     limits: StoreLimits,
+    http: WasiHttpCtx,
+    network: NetworkHooks,
 }
 
 impl WasiView for CallCtx {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for CallCtx {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.network }
     }
 }
 
@@ -69,7 +80,14 @@ fn new_store(
         // with "memory allocation of N bytes failed", classified below.
         .trap_on_grow_failure(false)
         .build();
-    let mut store = Store::new(pre.engine(), CallCtx { wasi, table: ResourceTable::new(), limits: store_limits });
+    let ctx = CallCtx {
+        wasi,
+        table: ResourceTable::new(),
+        limits: store_limits,
+        http: WasiHttpCtx::new(),
+        network: NetworkHooks::new(grants.network.clone()),
+    };
+    let mut store = Store::new(pre.engine(), ctx);
     store.limiter(|ctx| &mut ctx.limits);
     store.set_fuel(limits.fuel)?;
     // Check the wall clock on every epoch tick: trap once the deadline has
@@ -157,7 +175,26 @@ pub async fn call(
     })
     .await;
     execution.result = result;
+    if let Some(network) = grants.network.as_deref().filter(|n| !n.secrets.is_empty()) {
+        scrub_secrets(network, &mut execution);
+    }
     execution
+}
+
+/// Remove the operator's secret header values from everything the guest
+/// returns, in case a server echoed one back to it.
+fn scrub_secrets(network: &crate::network::NetworkGrant, execution: &mut Execution) {
+    match &mut execution.result {
+        Ok(text) => crate::network::scrub(network, text),
+        Err(failure) => {
+            crate::network::scrub(network, &mut failure.message);
+            if let Some(code) = &mut failure.code {
+                crate::network::scrub(network, code);
+            }
+        }
+    }
+    crate::network::scrub(network, &mut execution.stdout.text);
+    crate::network::scrub(network, &mut execution.stderr.text);
 }
 
 /// The raw metadata a component declares about itself.

@@ -97,7 +97,7 @@ fn tools_and_schema_list_the_bundled_tools() {
     let tools = airlock(dir.path(), &["tools"], "");
     assert_eq!(tools.status.code(), Some(0));
     let table = String::from_utf8_lossy(&tools.stdout);
-    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query"] {
+    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"] {
         assert!(table.contains(name), "{table}");
     }
     for format in ["openai", "openai-responses", "anthropic", "mcp"] {

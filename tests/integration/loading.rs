@@ -77,11 +77,12 @@ async fn duplicate_and_mismatched_names_are_refused() {
 async fn bundled_tools_load_from_a_directory_with_builtin_settings() {
     let host = Host::builder().config(airlock::Config::builtin(&guests())).build().await.expect("bundled tools load");
     let registry = host.tools();
-    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query"] {
+    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"] {
         let tool = registry.get(name).unwrap_or_else(|| panic!("{name} is not loaded"));
         assert!(tool.settings.grants.is_empty(), "{name} has no grants by default");
     }
     assert!(registry.get("write_file").is_some_and(|t| t.settings.side_effect));
+    assert!(registry.get("http_fetch").is_some_and(|t| t.settings.side_effect && t.settings.grants.network.is_none()));
     assert!(registry.get("read_file").is_some_and(|t| !t.settings.side_effect));
 }
 

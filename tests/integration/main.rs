@@ -4,6 +4,7 @@
 mod cli;
 mod interpreters;
 mod loading;
+mod network;
 mod pipeline;
 mod sandbox;
 mod support;

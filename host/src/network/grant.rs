@@ -1,0 +1,399 @@
+//! A tool's network grant as the operator writes it in `airlock.toml`, and
+//! its validated form: which origins, which methods, which private
+//! addresses, how much per call, and which secret headers the host adds.
+
+use http::{HeaderName, HeaderValue, Method};
+use ipnet::IpNet;
+use serde::Deserialize;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// Requests one call may send when the grant does not say.
+pub const DEFAULT_MAX_REQUESTS: u32 = 16;
+/// Response body bytes one call may receive when the grant does not say.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 4 << 20;
+/// Most requests a grant may allow per call.
+const MAX_REQUESTS_CAP: u32 = 1000;
+/// Most response bytes a grant may allow per call.
+const MAX_RESPONSE_BYTES_CAP: u64 = 1 << 30;
+
+/// `[tools.NAME.network]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNetwork {
+    #[serde(default)]
+    allow: Vec<RawOrigin>,
+    #[serde(default)]
+    private_addresses: Vec<String>,
+    max_requests: Option<u32>,
+    max_response_bytes: Option<u64>,
+    #[serde(default)]
+    secret_headers: Vec<RawSecret>,
+}
+
+/// An allowed origin: a string, or a table naming its methods.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawOrigin {
+    Origin(String),
+    WithMethods {
+        origin: String,
+        methods: Vec<String>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecret {
+    origin: String,
+    header: String,
+    value_env: Option<String>,
+    value_file: Option<PathBuf>,
+    #[serde(default)]
+    prefix: String,
+}
+
+/// URL scheme of an origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `http://`, default port 80.
+    Http,
+    /// `https://`, default port 443.
+    Https,
+}
+
+impl Scheme {
+    /// The port used when an origin names none.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Self::Http => 80,
+            Self::Https => 443,
+        }
+    }
+
+    /// `http` or `https`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Https => "https",
+        }
+    }
+}
+
+/// The host part of an origin pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// One host name, lowercase.
+    Name(String),
+    /// One IP address, written literally; the only way to reach a private,
+    /// loopback or link-local address besides `private_addresses`.
+    Ip(IpAddr),
+    /// `*.example.com`: any name below `example.com`, not `example.com`.
+    Subdomains(String),
+    /// `*`: any public host.
+    Any,
+}
+
+/// `scheme://host[:port]`, with an optional `*.` wildcard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginPattern {
+    /// Scheme; an origin never matches the other scheme.
+    pub scheme: Scheme,
+    /// Host or host pattern.
+    pub host: HostPattern,
+    /// Port, the scheme's default when not written.
+    pub port: u16,
+}
+
+/// The origin of one request, as the host checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestOrigin {
+    /// Scheme of the request.
+    pub scheme: Scheme,
+    /// Host name (lowercase) or IP literal, without brackets.
+    pub host: String,
+    /// Port, explicit or the scheme's default.
+    pub port: u16,
+}
+
+impl fmt::Display for RequestOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        if self.port == self.scheme.default_port() {
+            write!(f, "{}://{host}", self.scheme.as_str())
+        } else {
+            write!(f, "{}://{host}:{}", self.scheme.as_str(), self.port)
+        }
+    }
+}
+
+impl OriginPattern {
+    /// Parse `scheme://host[:port]`; `host` may be `*.name` or `*`.
+    ///
+    /// # Errors
+    ///
+    /// Anything but an origin: a path, a query, user info, another scheme,
+    /// a wildcard anywhere but the first label.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let accepted = "expected scheme://host[:port] with scheme http or https, e.g. \"https://api.example.com\", \
+                        \"https://*.example.com\" or \"http://127.0.0.1:8080\"";
+        let (scheme, rest) = match text.split_once("://") {
+            Some(("http", rest)) => (Scheme::Http, rest),
+            Some(("https", rest)) => (Scheme::Https, rest),
+            _ => return Err(format!("origin {text:?} is not accepted: {accepted}")),
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+            return Err(format!("origin {text:?} is not accepted (no path, query or user info): {accepted}"));
+        }
+        let (host, port) = split_host_port(rest).ok_or_else(|| format!("origin {text:?} has a bad port: {accepted}"))?;
+        let port = port.unwrap_or(scheme.default_port());
+        let host = host.to_ascii_lowercase();
+        let host = if host == "*" {
+            HostPattern::Any
+        } else if let Some(base) = host.strip_prefix("*.") {
+            if !valid_name(base) || base.parse::<IpAddr>().is_ok() {
+                return Err(format!("origin {text:?}: `*.` must be followed by a host name: {accepted}"));
+            }
+            HostPattern::Subdomains(base.to_owned())
+        } else if let Ok(ip) = host.parse::<IpAddr>() {
+            HostPattern::Ip(ip)
+        } else if valid_name(&host) {
+            HostPattern::Name(host)
+        } else {
+            return Err(format!("origin {text:?} has an invalid host: {accepted}"));
+        };
+        Ok(Self { scheme, host, port })
+    }
+
+    /// Whether a request to `origin` matches this pattern.
+    pub fn matches(&self, origin: &RequestOrigin) -> bool {
+        if self.scheme != origin.scheme || self.port != origin.port {
+            return false;
+        }
+        match &self.host {
+            HostPattern::Name(name) => *name == origin.host,
+            HostPattern::Ip(ip) => origin.host.parse::<IpAddr>().is_ok_and(|host| host == *ip),
+            HostPattern::Subdomains(base) => {
+                origin.host.parse::<IpAddr>().is_err()
+                    && origin.host.strip_suffix(base.as_str()).is_some_and(|head| head.len() > 1 && head.ends_with('.'))
+            }
+            HostPattern::Any => true,
+        }
+    }
+}
+
+/// `host[:port]`, with IPv6 in brackets; `None` for a bad port.
+fn split_host_port(text: &str) -> Option<(&str, Option<u16>)> {
+    if let Some(inner) = text.strip_prefix('[') {
+        let (host, after) = inner.split_once(']')?;
+        return match after {
+            "" => Some((host, None)),
+            _ => Some((host, Some(after.strip_prefix(':')?.parse().ok()?))),
+        };
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) => Some((host, Some(port.parse().ok().filter(|p| *p != 0)?))),
+        None => Some((text, None)),
+    }
+}
+
+/// A DNS name: labels of letters, digits, `-` and `_`, 1–63 bytes each.
+fn valid_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+/// One allowed origin and the methods allowed to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginRule {
+    /// Where requests may go.
+    pub pattern: OriginPattern,
+    /// Allowed methods; `None` allows every method.
+    pub methods: Option<Vec<Method>>,
+}
+
+/// A header value the operator keeps from the guest. Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue {
+    header: HeaderValue,
+    secret: String,
+}
+
+impl SecretValue {
+    /// The header value (prefix and secret), marked sensitive.
+    pub fn header_value(&self) -> &HeaderValue {
+        &self.header
+    }
+
+    /// The secret without its prefix, for scrubbing it out of what a guest
+    /// returns.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+}
+
+impl fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretValue(<redacted>)")
+    }
+}
+
+/// A header the host adds to every request to `origin`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretHeader {
+    /// Requests to this origin get the header.
+    pub origin: OriginPattern,
+    /// Header name, e.g. `authorization`; the guest may not set it.
+    pub name: HeaderName,
+    /// Header value, read from the host environment or a file at load.
+    pub value: SecretValue,
+}
+
+/// Everything a tool may do on the network. A tool without one may not
+/// send any request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkGrant {
+    /// Allowed origins, first match wins.
+    pub allow: Vec<OriginRule>,
+    /// Private, loopback or link-local networks reachable by name.
+    pub private_addresses: Vec<IpNet>,
+    /// Requests per call.
+    pub max_requests: u32,
+    /// Response body bytes per call, over all requests.
+    pub max_response_bytes: u64,
+    /// Headers the host adds.
+    pub secrets: Vec<SecretHeader>,
+}
+
+impl NetworkGrant {
+    /// Validate a raw grant. `resolve` makes relative paths absolute.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the key and what is accepted.
+    pub fn from_raw(raw: RawNetwork, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
+        let mut allow = Vec::new();
+        for origin in raw.allow {
+            let (text, methods) = match origin {
+                RawOrigin::Origin(text) => (text, None),
+                RawOrigin::WithMethods { origin, methods } => (origin, Some(methods)),
+            };
+            let pattern = OriginPattern::parse(&text).map_err(|m| format!("network.allow: {m}"))?;
+            let methods = match methods {
+                None => None,
+                Some(methods) if methods.is_empty() => {
+                    return Err(format!("network.allow {text:?}: methods is empty; leave it out to allow every method"));
+                }
+                Some(methods) => Some(methods.iter().map(|m| parse_method(m)).collect::<Result<Vec<_>, _>>()?),
+            };
+            allow.push(OriginRule { pattern, methods });
+        }
+        let private_addresses = raw
+            .private_addresses
+            .iter()
+            .map(|text| {
+                text.parse::<IpNet>().or_else(|_| text.parse::<IpAddr>().map(IpNet::from)).map_err(|_| {
+                    format!("network.private_addresses: {text:?} is not an address or network, e.g. \"10.0.0.0/8\"")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let max_requests = raw.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS);
+        if !(1..=MAX_REQUESTS_CAP).contains(&max_requests) {
+            return Err(format!("network.max_requests = {max_requests} is out of range: accepted 1..={MAX_REQUESTS_CAP}"));
+        }
+        let max_response_bytes = raw.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
+        if !(1..=MAX_RESPONSE_BYTES_CAP).contains(&max_response_bytes) {
+            return Err(format!(
+                "network.max_response_bytes = {max_response_bytes} is out of range: accepted 1..={MAX_RESPONSE_BYTES_CAP}"
+            ));
+        }
+        let secrets = raw.secret_headers.into_iter().map(|s| secret(s, resolve)).collect::<Result<Vec<_>, _>>()?;
+        for secret in &secrets {
+            if !allow.iter().any(|rule| rule.pattern == secret.origin) {
+                return Err(format!(
+                    "network.secret_headers: origin {:?} is not in network.allow; a secret goes only to an allowed origin",
+                    secret.origin
+                ));
+            }
+            if matches!(secret.origin.host, HostPattern::Any | HostPattern::Subdomains(_)) {
+                return Err(
+                    "network.secret_headers: origin must name one host, not a wildcard, so a secret reaches only that host"
+                        .to_owned(),
+                );
+            }
+        }
+        Ok(Self { allow, private_addresses, max_requests, max_response_bytes, secrets })
+    }
+
+    /// The first rule matching `origin`.
+    pub fn rule_for(&self, origin: &RequestOrigin) -> Option<&OriginRule> {
+        self.allow.iter().find(|rule| rule.pattern.matches(origin))
+    }
+
+    /// Whether the guest may not set header `name` (a secret's name).
+    pub fn is_secret_header(&self, name: &HeaderName) -> bool {
+        self.secrets.iter().any(|secret| secret.name == *name)
+    }
+
+    /// A short summary, e.g. `net https://api.example.com, http://127.0.0.1:8080`.
+    pub fn summary(&self) -> String {
+        let origins: Vec<String> = self.allow.iter().map(|rule| pattern_text(&rule.pattern)).collect();
+        format!("net {}", origins.join(", "))
+    }
+}
+
+fn pattern_text(pattern: &OriginPattern) -> String {
+    let host = match &pattern.host {
+        HostPattern::Name(name) => name.clone(),
+        HostPattern::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+        HostPattern::Ip(ip) => ip.to_string(),
+        HostPattern::Subdomains(base) => format!("*.{base}"),
+        HostPattern::Any => "*".to_owned(),
+    };
+    if pattern.port == pattern.scheme.default_port() {
+        format!("{}://{host}", pattern.scheme.as_str())
+    } else {
+        format!("{}://{host}:{}", pattern.scheme.as_str(), pattern.port)
+    }
+}
+
+fn parse_method(text: &str) -> Result<Method, String> {
+    const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+    let upper = text.to_ascii_uppercase();
+    if !METHODS.contains(&upper.as_str()) {
+        return Err(format!("network.allow: method {text:?} is not accepted: use {}", METHODS.join(", ")));
+    }
+    Method::from_bytes(upper.as_bytes()).map_err(|_| format!("network.allow: method {text:?} is not a method"))
+}
+
+fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHeader, String> {
+    let ctx = format!("network.secret_headers {:?}", raw.header);
+    let origin = OriginPattern::parse(&raw.origin).map_err(|m| format!("{ctx}: {m}"))?;
+    let name = HeaderName::from_bytes(raw.header.as_bytes())
+        .map_err(|_| format!("{ctx}: not a header name, e.g. \"authorization\""))?;
+    let value = match (&raw.value_env, &raw.value_file) {
+        (Some(var), None) => {
+            std::env::var(var).map_err(|_| format!("{ctx}: value_env = {var:?} is not set in the host environment"))?
+        }
+        (None, Some(file)) => {
+            let path = resolve(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|err| format!("{ctx}: value_file = {:?} cannot be read: {err}", path.display()))?;
+            text.trim_end_matches(['\r', '\n']).to_owned()
+        }
+        _ => return Err(format!("{ctx}: needs exactly one of `value_env` or `value_file`")),
+    };
+    if value.len() < 8 {
+        return Err(format!("{ctx}: the secret value has {} characters; a secret has at least 8", value.len()));
+    }
+    let mut header = HeaderValue::from_str(&format!("{}{value}", raw.prefix))
+        .map_err(|_| format!("{ctx}: the value is not a valid header value (visible ASCII only)"))?;
+    header.set_sensitive(true);
+    Ok(SecretHeader { origin, name, value: SecretValue { header, secret: value } })
+}

@@ -16,6 +16,8 @@ async fn no_host_only_field_reaches_any_encoding() {
     let dir = temp_dir();
     let sentinel_dir = dir.path().join("sentinel-host-dir-q7");
     std::fs::create_dir(&sentinel_dir).expect("mkdir");
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "sentinel-secret-value-s9").expect("write secret");
     let echo = tool("echo");
     let digest = airlock::digest(&std::fs::read(&echo).expect("read"));
     let text = format!(
@@ -23,9 +25,14 @@ async fn no_host_only_field_reaches_any_encoding() {
          max_output_bytes = 918273\nmax_stdio_bytes = 65432\ntable_elements = 43210\ninstances = 77\n\
          concurrency_safe = true\nside_effect = true\ndefer_loading = true\n\
          env = {{ SENTINEL_ENV_NAME = \"sentinel-env-value-k3\" }}\n\
-         dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n",
+         dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n\
+         [tools.echo.network]\nallow = [\"https://sentinel-origin-x4.example\"]\n\
+         private_addresses = [\"10.99.88.0/24\"]\nmax_requests = 97\nmax_response_bytes = 8765432\n\
+         secret_headers = [{{ origin = \"https://sentinel-origin-x4.example\", header = \"x-sentinel-header-h5\", \
+         value_file = {:?} }}]\n",
         echo.display().to_string(),
-        sentinel_dir.display().to_string()
+        sentinel_dir.display().to_string(),
+        secret.display().to_string()
     );
     let host = Host::builder().config(config(&text)).build().await.expect("load");
     let sentinels = [
@@ -46,6 +53,12 @@ async fn no_host_only_field_reaches_any_encoding() {
         "fuel",
         "echo.wasm",
         "grants",
+        "sentinel-origin-x4",
+        "10.99.88",
+        "8765432",
+        "x-sentinel-header-h5",
+        "sentinel-secret-value-s9",
+        "network",
     ];
     for format in Format::ALL {
         for strict in [false, true] {

@@ -189,14 +189,14 @@ async fn a_redirect_to_a_refused_origin_is_refused() {
 async fn a_name_resolving_to_a_refused_address_is_refused() {
     let server = Server::start();
     let by_name = format!("http://localhost:{}", server.port);
-    let host = host(&fetch_config(&allow(&[by_name.clone()]), "")).await;
+    let host = host(&fetch_config(&allow(std::slice::from_ref(&by_name)), "")).await;
     let result = fetch(&host, json!({"url": format!("{by_name}/ok")})).await;
     assert_failed(&result, "tool_error", "loopback");
     assert!(result.content.contains("private_addresses"), "says how to grant it: {}", result.content);
     assert!(server.seen().is_empty());
 
     // Listing the loopback network for the name lets it through.
-    let network = format!("{}\nprivate_addresses = [\"127.0.0.0/8\", \"::1\"]", allow(&[by_name.clone()]));
+    let network = format!("{}\nprivate_addresses = [\"127.0.0.0/8\", \"::1\"]", allow(std::slice::from_ref(&by_name)));
     let host = crate::support::host(&fetch_config(&network, "")).await;
     let result = fetch(&host, json!({"url": format!("{by_name}/ok")})).await;
     assert!(!result.is_error, "{}", result.content);

@@ -37,10 +37,7 @@ pub struct RawNetwork {
 #[serde(untagged)]
 enum RawOrigin {
     Origin(String),
-    WithMethods {
-        origin: String,
-        methods: Vec<String>,
-    },
+    WithMethods { origin: String, methods: Vec<String> },
 }
 
 #[derive(Debug, Deserialize)]
@@ -147,7 +144,8 @@ impl OriginPattern {
         if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
             return Err(format!("origin {text:?} is not accepted (no path, query or user info): {accepted}"));
         }
-        let (host, port) = split_host_port(rest).ok_or_else(|| format!("origin {text:?} has a bad port: {accepted}"))?;
+        let (host, port) =
+            split_host_port(rest).ok_or_else(|| format!("origin {text:?} has a bad port: {accepted}"))?;
         let port = port.unwrap_or(scheme.default_port());
         let host = host.to_ascii_lowercase();
         let host = if host == "*" {
@@ -288,7 +286,9 @@ impl NetworkGrant {
             let methods = match methods {
                 None => None,
                 Some(methods) if methods.is_empty() => {
-                    return Err(format!("network.allow {text:?}: methods is empty; leave it out to allow every method"));
+                    return Err(format!(
+                        "network.allow {text:?}: methods is empty; leave it out to allow every method"
+                    ));
                 }
                 Some(methods) => Some(methods.iter().map(|m| parse_method(m)).collect::<Result<Vec<_>, _>>()?),
             };
@@ -305,7 +305,9 @@ impl NetworkGrant {
             .collect::<Result<Vec<_>, _>>()?;
         let max_requests = raw.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS);
         if !(1..=MAX_REQUESTS_CAP).contains(&max_requests) {
-            return Err(format!("network.max_requests = {max_requests} is out of range: accepted 1..={MAX_REQUESTS_CAP}"));
+            return Err(format!(
+                "network.max_requests = {max_requests} is out of range: accepted 1..={MAX_REQUESTS_CAP}"
+            ));
         }
         let max_response_bytes = raw.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
         if !(1..=MAX_RESPONSE_BYTES_CAP).contains(&max_response_bytes) {

@@ -122,27 +122,40 @@ fn grants_are_validated() {
     assert_eq!(defaults.max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES);
 
     for (text, expect) in [
-        (r#"allow = ["https://x.example"]
-            max_requests = 0"#, "accepted 1..="),
+        (
+            r#"allow = ["https://x.example"]
+            max_requests = 0"#,
+            "accepted 1..=",
+        ),
         (r#"allow = [{ origin = "https://x.example", methods = ["BREW"] }]"#, "GET, HEAD"),
         (r#"allow = [{ origin = "https://x.example", methods = [] }]"#, "leave it out"),
         (r#"private_addresses = ["not-a-net"]"#, "10.0.0.0/8"),
         (r#"allowed = ["https://x.example"]"#, "unknown field"),
-        (r#"allow = ["https://x.example"]
+        (
+            r#"allow = ["https://x.example"]
             secret_headers = [{ origin = "https://y.example", header = "authorization", value_env = "PATH" }]"#,
-         "not in network.allow"),
-        (r#"allow = ["https://*.x.example"]
+            "not in network.allow",
+        ),
+        (
+            r#"allow = ["https://*.x.example"]
             secret_headers = [{ origin = "https://*.x.example", header = "authorization", value_env = "PATH" }]"#,
-         "not a wildcard"),
-        (r#"allow = ["https://x.example"]
+            "not a wildcard",
+        ),
+        (
+            r#"allow = ["https://x.example"]
             secret_headers = [{ origin = "https://x.example", header = "authorization" }]"#,
-         "exactly one of"),
-        (r#"allow = ["https://x.example"]
+            "exactly one of",
+        ),
+        (
+            r#"allow = ["https://x.example"]
             secret_headers = [{ origin = "https://x.example", header = "authorization", value_env = "AIRLOCK_UNSET_SECRET_VAR" }]"#,
-         "is not set"),
-        (r#"allow = ["https://x.example"]
+            "is not set",
+        ),
+        (
+            r#"allow = ["https://x.example"]
             secret_headers = [{ origin = "https://x.example", header = "authorization", value_file = "missing" }]"#,
-         "/base/missing"),
+            "/base/missing",
+        ),
     ] {
         let err = grant(text).unwrap_err();
         assert!(err.contains(expect), "{text}\n=> {err}");

@@ -165,10 +165,7 @@ pub fn fetch(args: Args, transport: &mut dyn Transport) -> Result<Fetched, ToolE
     }
     let body = args.body.map(String::into_bytes);
     if body.as_ref().is_some_and(|b| b.len() > MAX_REQUEST_BODY) {
-        return Err(ToolError::with_code(
-            "invalid_argument",
-            format!("body is larger than {MAX_REQUEST_BODY} bytes"),
-        ));
+        return Err(ToolError::with_code("invalid_argument", format!("body is larger than {MAX_REQUEST_BODY} bytes")));
     }
     let mut headers: Vec<(String, String)> =
         args.headers.into_iter().map(|(name, value)| (name.to_ascii_lowercase(), value)).collect();
@@ -236,18 +233,13 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
 }
 
-/// The origin of a URL as `scheme://host[:port]`.
-pub fn origin(url: &Url) -> String {
-    url.origin().ascii_serialization()
-}
-
 fn transport_error(url: &Url, redirects: &[String], err: TransportError) -> ToolError {
-    let hop = if redirects.is_empty() { String::new() } else { format!(" (after redirects to {})", redirects.join(" → ")) };
+    let hop =
+        if redirects.is_empty() { String::new() } else { format!(" (after redirects to {})", redirects.join(" → ")) };
     match err {
-        TransportError::Refused(message) => ToolError::with_code(
-            "network_refused",
-            format!("the request to {}{hop} was not sent: {message}", origin(url)),
-        ),
+        TransportError::Refused(message) => {
+            ToolError::with_code("network_refused", format!("the request{hop} was not sent: {message}"))
+        }
         TransportError::Header(message) => ToolError::with_code("invalid_header", message),
         TransportError::Failed(message) => {
             ToolError::with_code("network_error", format!("the request to {url}{hop} failed: {message}"))

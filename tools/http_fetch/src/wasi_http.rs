@@ -75,9 +75,9 @@ fn write_body(body: OutgoingBody, bytes: Option<&[u8]>) -> Result<(), TransportE
     if let Some(bytes) = bytes {
         let stream = body.write().map_err(|()| TransportError::Failed("the request body is not writable".into()))?;
         for chunk in bytes.chunks(WRITE_CHUNK) {
-            stream
-                .blocking_write_and_flush(chunk)
-                .map_err(|err| TransportError::Failed(format!("sending the request body failed: {}", stream_error(err))))?;
+            stream.blocking_write_and_flush(chunk).map_err(|err| {
+                TransportError::Failed(format!("sending the request body failed: {}", stream_error(err)))
+            })?;
         }
     }
     OutgoingBody::finish(body, None).map_err(error_code)

@@ -103,6 +103,33 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
+/// Helpers for tools that work on the directories an operator granted.
+pub mod fs {
+    use std::io;
+    use std::path::Path;
+
+    /// Whether `path` lies inside a directory this tool can reach. Inside
+    /// the sandbox a path under no granted directory fails like a missing
+    /// file (wasi-libc finds no preopen for it and answers "not found"), and
+    /// one that escapes through `..` or a symbolic link fails with
+    /// "permission denied"; whether the nearest existing ancestor can be
+    /// reached tells these apart from a file that is merely missing.
+    pub fn inside_a_grant(path: &Path) -> bool {
+        for ancestor in path.ancestors().skip(1) {
+            // The root and the empty path are never granted as such.
+            if ancestor.parent().is_none() {
+                return false;
+            }
+            match std::fs::metadata(ancestor) {
+                Ok(_) => return true,
+                Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+}
+
 /// Plumbing used by [`export_tool!`]; not a stable API.
 #[doc(hidden)]
 pub mod __private {

@@ -9,6 +9,7 @@
 //! (they are listed as `symlink`), and its work is capped by [`MAX_DEPTH`],
 //! [`MAX_ENTRIES`], [`MAX_VISITED`] and [`MAX_GLOB_LEN`].
 
+use airlock_guest::fs::inside_a_grant;
 use airlock_guest::{ToolError, export_tool};
 use glob::{MatchOptions, Pattern};
 use schemars::JsonSchema;
@@ -205,27 +206,6 @@ fn read_sorted(dir: &Path, visited: &mut usize) -> io::Result<Vec<(String, std::
     }
     children.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(children)
-}
-
-/// Whether `path` lies inside a directory this tool can reach. Inside the
-/// sandbox a path under no granted directory fails like a missing file
-/// (wasi-libc finds no preopen for it and answers "not found"), and one that
-/// escapes through `..` or a symbolic link fails with "permission denied";
-/// whether the nearest existing ancestor can be reached tells these apart
-/// from a file that is merely missing.
-fn inside_a_grant(path: &Path) -> bool {
-    for ancestor in path.ancestors().skip(1) {
-        // The root and the empty path are never granted as such.
-        if ancestor.parent().is_none() {
-            return false;
-        }
-        match std::fs::metadata(ancestor) {
-            Ok(_) => return true,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// Describe a failed listing of `path` for the model.

@@ -8,6 +8,7 @@
 //! the tool itself guards is its own memory and time: every read is capped by
 //! [`MAX_READ_BYTES`] and line mode scans at most [`MAX_SCAN_BYTES`].
 
+use airlock_guest::fs::inside_a_grant;
 use airlock_guest::{ToolError, export_tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -274,27 +275,6 @@ fn not_text(path: &str, at: u64) -> ToolError {
             "{path} is not UTF-8 text (invalid byte at offset {at}): it looks like a binary file, and read_file only returns text"
         ),
     )
-}
-
-/// Whether `path` lies inside a directory this tool can reach. Inside the
-/// sandbox a path under no granted directory fails like a missing file
-/// (wasi-libc finds no preopen for it and answers "not found"), and one that
-/// escapes through `..` or a symbolic link fails with "permission denied";
-/// whether the nearest existing ancestor can be reached tells these apart
-/// from a file that is merely missing.
-fn inside_a_grant(path: &Path) -> bool {
-    for ancestor in path.ancestors().skip(1) {
-        // The root and the empty path are never granted as such.
-        if ancestor.parent().is_none() {
-            return false;
-        }
-        match std::fs::metadata(ancestor) {
-            Ok(_) => return true,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// Describe a failed read of `path` for the model.

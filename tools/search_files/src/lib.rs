@@ -11,6 +11,7 @@
 //! matching), the files read ([`MAX_FILES`], [`MAX_FILE_BYTES`]), the entries
 //! examined ([`MAX_VISITED`]) and the result ([`MAX_MATCHES`], [`MAX_LINE_CHARS`]).
 
+use airlock_guest::fs::inside_a_grant;
 use airlock_guest::{ToolError, export_tool};
 use glob::{MatchOptions, Pattern};
 use regex::{Regex, RegexBuilder};
@@ -280,27 +281,6 @@ fn snippet(line: &str, start: usize) -> String {
         out.push('…');
     }
     out
-}
-
-/// Whether `path` lies inside a directory this tool can reach. Inside the
-/// sandbox a path under no granted directory fails like a missing file
-/// (wasi-libc finds no preopen for it and answers "not found"), and one that
-/// escapes through `..` or a symbolic link fails with "permission denied";
-/// whether the nearest existing ancestor can be reached tells these apart
-/// from a file that is merely missing.
-fn inside_a_grant(path: &Path) -> bool {
-    for ancestor in path.ancestors().skip(1) {
-        // The root and the empty path are never granted as such.
-        if ancestor.parent().is_none() {
-            return false;
-        }
-        match std::fs::metadata(ancestor) {
-            Ok(_) => return true,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// Describe a failed access to the search root `path` for the model.

@@ -8,6 +8,7 @@
 //! read-write. Content is capped by [`MAX_CONTENT_BYTES`]; JSON strings are
 //! always valid Unicode, so what is written is always UTF-8 text.
 
+use airlock_guest::fs::inside_a_grant;
 use airlock_guest::{ToolError, export_tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -130,27 +131,6 @@ fn already_exists(path: &str) -> ToolError {
             "{path} already exists and mode \"create_new\" never replaces a file: use mode \"overwrite\" or \"append\""
         ),
     )
-}
-
-/// Whether `path` lies inside a directory this tool can reach. Inside the
-/// sandbox a path under no granted directory fails like a missing file
-/// (wasi-libc finds no preopen for it and answers "not found"), and one that
-/// escapes through `..` or a symbolic link fails with "permission denied";
-/// whether the nearest existing ancestor can be reached tells these apart
-/// from a file that is merely missing.
-fn inside_a_grant(path: &Path) -> bool {
-    for ancestor in path.ancestors().skip(1) {
-        // The root and the empty path are never granted as such.
-        if ancestor.parent().is_none() {
-            return false;
-        }
-        match std::fs::metadata(ancestor) {
-            Ok(_) => return true,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// The error for a path outside every directory granted to this tool.

@@ -57,7 +57,7 @@ timeout_ms = 1000
 side_effect = false
 
 [tools.http_fetch.network]
-allow = [{ origin = "http://127.0.0.1:$port", methods = ["GET"] }]
+allow = [{ origin = "http://127.0.0.1:$port", methods = ["GET"] }, "http://localhost:$port"]
 
 [tools.run_python]
 side_effect = false
@@ -116,9 +116,9 @@ fi
 
 step "8. Network: only the granted origin, checked on every request"
 run call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\"}"
-say "The same server by name: localhost resolves to a loopback address, refused unless granted literally:"
+say "The same server by a granted name: localhost resolves to a loopback address, which the host refuses unless the address itself is granted:"
 run call http_fetch "{\"url\":\"http://localhost:$port/notes.md\"}"
-say "A cloud metadata endpoint, and a POST where the grant allows only GET:"
+say "A cloud metadata endpoint (not granted), and a POST where the grant allows only GET:"
 run call http_fetch '{"url":"http://169.254.169.254/latest/meta-data/"}'
 run call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\",\"method\":\"POST\",\"body\":\"x\"}"
 

@@ -123,10 +123,11 @@ async fn check(
     let Some(rule) = grant.rule_for(&origin) else {
         return Err(format!("{origin} was refused: it is not an origin this tool may reach; {how_to_grant}"));
     };
-    if let Some(methods) = &rule.methods
-        && !methods.contains(request.method())
-    {
-        let allowed: Vec<&str> = methods.iter().map(http::Method::as_str).collect();
+    let allowed: Vec<&str> = match &rule.methods {
+        Some(methods) => methods.iter().map(http::Method::as_str).collect(),
+        None => grant::METHODS.to_vec(),
+    };
+    if !allowed.contains(&request.method().as_str()) {
         return Err(format!(
             "{} to {origin} was refused: this tool may send only {} there",
             request.method(),

@@ -212,7 +212,7 @@ fn valid_name(name: &str) -> bool {
 pub struct OriginRule {
     /// Where requests may go.
     pub pattern: OriginPattern,
-    /// Allowed methods; `None` allows every method.
+    /// Allowed methods; `None` allows every method in [`METHODS`].
     pub methods: Option<Vec<Method>>,
 }
 
@@ -365,8 +365,11 @@ fn pattern_text(pattern: &OriginPattern) -> String {
     }
 }
 
+/// The methods a grant may name; a rule without `methods` allows these.
+/// `CONNECT` (a tunnel past the checks), `TRACE` and others never pass.
+pub const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
 fn parse_method(text: &str) -> Result<Method, String> {
-    const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
     let upper = text.to_ascii_uppercase();
     if !METHODS.contains(&upper.as_str()) {
         return Err(format!("network.allow: method {text:?} is not accepted: use {}", METHODS.join(", ")));

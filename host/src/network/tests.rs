@@ -212,6 +212,8 @@ async fn requests_are_refused_before_any_connection() {
     assert!(other.contains("http://127.0.0.1:3 was refused") && other.contains("network.allow"), "{other}");
     let method = refused(check(Some(&g), &usage, request("POST", "http://127.0.0.1:1/")).await);
     assert!(method.contains("may send only GET"), "{method}");
+    let tunnel = refused(check(Some(&g), &usage, request("CONNECT", "http://localhost:2/")).await);
+    assert!(tunnel.contains("CONNECT to http://localhost:2 was refused"), "{tunnel}");
     let by_name = refused(check(Some(&g), &usage, request("GET", "http://localhost:2/")).await);
     assert!(by_name.contains("loopback") && by_name.contains("private_addresses"), "{by_name}");
     assert!(check(Some(&g), &usage, request("GET", "http://127.0.0.1:1/")).await.is_ok());

@@ -3,8 +3,8 @@
 //! A model never runs a tool: it proposes a call as JSON and the host
 //! decides. Every call goes through one pipeline — resolve, parse,
 //! validate, authorize, schedule, execute (a fresh instance under fuel,
-//! deadline and memory limits, with only the granted directories), check
-//! output, render, audit — and every failure comes back as an ordinary
+//! deadline and memory limits, with only the granted directories, or the
+//! live instance of an opt-in session), check output, render, audit — and every failure comes back as an ordinary
 //! [`ToolResult`] with an [`ErrorKind`].
 //!
 //! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map.
@@ -36,6 +36,7 @@ mod render;
 mod resolve;
 mod sandbox;
 mod schedule;
+mod session;
 mod strict;
 mod validate;
 
@@ -61,6 +62,7 @@ pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use registry::{LoadProgress, Registry, RegistryError};
 pub use sandbox::Execution;
+pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
 pub use strict::Provider;
 
 /// Re-exported so front ends can cancel calls without another dependency.

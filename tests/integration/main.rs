@@ -6,4 +6,5 @@ mod interpreters;
 mod loading;
 mod pipeline;
 mod sandbox;
+mod sessions;
 mod support;

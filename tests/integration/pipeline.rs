@@ -23,7 +23,8 @@ async fn no_host_only_field_reaches_any_encoding() {
          max_output_bytes = 918273\nmax_stdio_bytes = 65432\ntable_elements = 43210\ninstances = 77\n\
          concurrency_safe = true\nside_effect = true\ndefer_loading = true\n\
          env = {{ SENTINEL_ENV_NAME = \"sentinel-env-value-k3\" }}\n\
-         dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n",
+         dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n\
+         [tools.echo.sessions]\nmax_live = 97\nidle_secs = 86399\nmemory_mib = 555\n",
         echo.display().to_string(),
         sentinel_dir.display().to_string()
     );
@@ -46,6 +47,12 @@ async fn no_host_only_field_reaches_any_encoding() {
         "fuel",
         "echo.wasm",
         "grants",
+        "86399",
+        "555",
+        "max_live",
+        "idle_secs",
+        "memory_mib",
+        "sessions",
     ];
     for format in Format::ALL {
         for strict in [false, true] {

@@ -200,3 +200,33 @@ async fn reloading_drops_sessions_and_the_audit_names_them() {
     let log = std::fs::read_to_string(&audit).expect("audit log");
     assert!(log.lines().all(|line| line.contains(r#""tool":"run_python","session":"r","#)), "{log}");
 }
+
+/// Latency of a trivial call through [`Host::call`]: a fresh instance per
+/// call against the reused instance of a session. A measurement, not a
+/// test: `cargo test --release -p airlock --test integration measure_ --
+/// --ignored --nocapture` prints p50/p99.
+#[tokio::test]
+#[ignore = "a measurement: prints p50/p99, asserts nothing about time"]
+async fn measure_fresh_and_session_latency() {
+    const CALLS: usize = 200;
+    let host = host(&config("", "")).await;
+    for (tool, code) in [("run_python", "print(1+1)"), ("run_js", "1+1")] {
+        for session in [None, Some("bench")] {
+            let mut micros = Vec::with_capacity(CALLS);
+            for i in 0..CALLS + 10 {
+                let started = std::time::Instant::now();
+                let result = run_as(&host, "bench", tool, code, session).await;
+                let elapsed = started.elapsed();
+                assert!(!result.is_error, "{}", result.content);
+                // The first calls warm caches (and create the session).
+                if i >= 10 {
+                    micros.push(elapsed.as_micros());
+                }
+            }
+            micros.sort_unstable();
+            let at = |q: f64| micros[((micros.len() as f64 * q) as usize).min(micros.len() - 1)] as f64 / 1e3;
+            let mode = if session.is_some() { "session" } else { "fresh" };
+            println!("{tool:<10} {code:<11} {mode:<7} p50 {:>7.3} ms  p99 {:>7.3} ms", at(0.50), at(0.99));
+        }
+    }
+}

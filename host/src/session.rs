@@ -142,7 +142,8 @@ impl SessionId {
 pub fn split(tool: &LoadedTool, arguments: &mut Value) -> Result<Option<SessionId>, Failure> {
     let Value::Object(map) = arguments else { return Ok(None) };
     if tool.settings.sessions.is_some() {
-        return map.remove("session").as_ref().map(SessionId::parse).transpose();
+        // `null` (an optional argument left empty) means no session.
+        return map.remove("session").filter(|v| !v.is_null()).as_ref().map(SessionId::parse).transpose();
     }
     let declared = tool.parameters.get("properties").and_then(|p| p.get("session")).is_some();
     if map.contains_key("session") && !declared {

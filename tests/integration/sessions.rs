@@ -71,6 +71,9 @@ async fn state_stays_inside_its_session() {
     // No session: a fresh interpreter.
     assert_eq!(error_name(&py(&host, "secret", None).await), "NameError");
     assert_eq!(field(&js(&host, "typeof secret", None).await, "result"), "undefined");
+    // run_js declares `session` as optional-or-null; null means no session.
+    let null_session = call(&host, "run_js", json!({"code": "typeof secret", "session": null})).await;
+    assert_eq!(field(&null_session, "result"), "undefined", "null means no session: {}", null_session.content);
     // Another session id of the same principal.
     assert_eq!(error_name(&py(&host, "secret", Some("s2")).await), "NameError");
     assert_eq!(field(&js(&host, "typeof secret", Some("s2")).await, "result"), "undefined");

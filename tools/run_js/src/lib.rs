@@ -35,6 +35,7 @@ use rquickjs::{Array, Context, Ctx, Function, Object, Persistent, Runtime, Value
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 use std::rc::Rc;
 
 /// Largest `code` accepted, in bytes.
@@ -173,10 +174,19 @@ const SESSIONS_DISABLED: &str = "this host runs every run_js call in a fresh int
 /// code defines live as long as the interpreter: the component keeps one per
 /// instance (see [`run_js_in_instance`]), so they persist exactly as long as
 /// the host keeps the instance (a session) and no longer.
+///
+/// An interpreter is never torn down: dropping it leaks the JavaScript heap
+/// (`ManuallyDrop`). The component instance is discarded instead, which is
+/// cheaper, and QuickJS asserts that no value (a kept helper, a tracked
+/// rejection) outlives its runtime.
 pub struct Interpreter {
-    runtime: Runtime,
-    context: Context,
-    rejections: Rejections,
+    runtime: ManuallyDrop<Runtime>,
+    context: ManuallyDrop<Context>,
+    rejections: ManuallyDrop<Rejections>,
+    /// Where the installed `console`/`print` write; emptied by every run.
+    streams: Rc<RefCell<Streams>>,
+    /// The helpers the prelude returned when it was installed.
+    helpers: ManuallyDrop<Persistent<Object<'static>>>,
 }
 
 impl Interpreter {
@@ -199,7 +209,19 @@ impl Interpreter {
             }
         })));
         let context = Context::full(&runtime).map_err(internal)?;
-        Ok(Self { runtime, context, rejections })
+        runtime.set_memory_limit(MEMORY_LIMIT_BYTES);
+        let streams = Rc::new(RefCell::new(Streams { stdout: Capture::new(0), stderr: Capture::new(0) }));
+        // The prelude runs before any submitted code, so the builtins its
+        // helpers keep are the original ones even when a session's code
+        // replaces them later.
+        let helpers = context.with(|ctx| install(&ctx, &streams))?;
+        Ok(Self {
+            runtime: ManuallyDrop::new(runtime),
+            context: ManuallyDrop::new(context),
+            rejections: ManuallyDrop::new(rejections),
+            streams,
+            helpers: ManuallyDrop::new(helpers),
+        })
     }
 
     /// Run the code in this interpreter's context and describe what
@@ -226,18 +248,17 @@ impl Interpreter {
         // A rejection left from an earlier run was reported then.
         self.rejections.borrow_mut().clear();
         self.runtime.set_memory_limit(MEMORY_LIMIT_BYTES);
-        let streams = Rc::new(RefCell::new(Streams {
-            stdout: Capture::new(MAX_STREAM_BYTES),
-            stderr: Capture::new(MAX_STREAM_BYTES),
-        }));
+        *self.streams.borrow_mut() =
+            Streams { stdout: Capture::new(MAX_STREAM_BYTES), stderr: Capture::new(MAX_STREAM_BYTES) };
+        let streams = &self.streams;
 
-        let ending = self.context.with(|ctx| execute(&ctx, &args.code, &stdin, &streams));
+        let ending = self.context.with(|ctx| execute(&ctx, &args.code, &stdin, &self.helpers));
         match ending {
             Ok(ending) => {
                 // The script may have stopped on the heap cap; describing
                 // that (or a large result) needs a little room of its own.
                 self.runtime.set_memory_limit(MEMORY_LIMIT_BYTES + REPORT_HEADROOM_BYTES);
-                self.context.with(|ctx| report(&ctx, ending, &self.rejections, &streams))
+                self.context.with(|ctx| report(&ctx, ending, &self.rejections, streams))
             }
             Err(err) => Err(err),
         }
@@ -251,13 +272,7 @@ impl Interpreter {
 /// Only for oversized arguments and interpreter set-up failures: an
 /// exception thrown by the code is an ordinary result with `error` set.
 pub fn run_js(args: Args) -> Result<RunOutput, ToolError> {
-    let interpreter = Interpreter::new()?;
-    let output = interpreter.run(args);
-    // Tearing the JavaScript heap down would only cost time; QuickJS also
-    // asserts that no value (such as a tracked rejection) outlives its
-    // runtime.
-    std::mem::forget(interpreter);
-    output
+    Interpreter::new()?.run(args)
 }
 
 thread_local! {
@@ -290,8 +305,9 @@ pub fn run_js_in_instance(args: Args) -> Result<RunOutput, ToolError> {
     })
 }
 
-/// Install the prelude, run the code and drive its promises to the end.
-fn execute(ctx: &Ctx<'_>, code: &str, stdin: &str, streams: &Rc<RefCell<Streams>>) -> Result<Ending, ToolError> {
+/// Evaluate the prelude once for a context: it installs the globals the code
+/// may use, writing through `streams`, and returns the helpers.
+fn install(ctx: &Ctx<'_>, streams: &Rc<RefCell<Streams>>) -> Result<Persistent<Object<'static>>, ToolError> {
     let prelude: Function = ctx
         .eval_with_options(PRELUDE, options("<prelude>", false))
         .map_err(|err| internal(describe_setup(ctx, err)))?;
@@ -302,8 +318,20 @@ fn execute(ctx: &Ctx<'_>, code: &str, stdin: &str, streams: &Rc<RefCell<Streams>
         capture.push(&text);
     })
     .map_err(internal)?;
-    let helpers: Object = prelude.call((write, stdin)).map_err(|err| internal(describe_setup(ctx, err)))?;
-    let helpers = Persistent::save(ctx, helpers);
+    let helpers: Object = prelude.call((write,)).map_err(|err| internal(describe_setup(ctx, err)))?;
+    Ok(Persistent::save(ctx, helpers))
+}
+
+/// Hand this run's stdin to the prelude, run the code and drive its promises
+/// to the end.
+fn execute(ctx: &Ctx<'_>, code: &str, stdin: &str, helpers: &Persistent<Object<'static>>) -> Result<Ending, ToolError> {
+    let set_stdin: Function = helpers
+        .clone()
+        .restore(ctx)
+        .and_then(|h| h.get("setStdin"))
+        .map_err(|err| internal(describe_setup(ctx, err)))?;
+    set_stdin.call::<_, ()>((stdin,)).map_err(|err| internal(describe_setup(ctx, err)))?;
+    let helpers = helpers.clone();
 
     // `promise: true` evaluates the script as an async global script: it
     // returns a promise of `{ value: <completion value> }`, which is what

@@ -201,12 +201,26 @@ fn one_interpreter_keeps_its_globals() {
 }
 
 #[test]
-fn console_works_again_in_the_next_run() {
+fn each_run_has_its_own_output_and_stdin() {
     let interpreter = Interpreter::new().unwrap();
-    interpreter.run(args("console = null; Promise.reject(new Error('late'))")).unwrap();
-    let out = interpreter.run(args("console.log('again')")).unwrap();
-    assert_eq!(out.stdout, "again\n");
+    let first =
+        Args { stdin: Some("a\nb".into()), ..args("console.log(readline()); Promise.reject(new Error('late')); 1") };
+    let out = interpreter.run(first).unwrap();
+    assert_eq!(out.stdout, "a\n");
+    assert!(out.stderr.contains("late"), "{}", out.stderr);
+    let second = Args { stdin: Some("c".into()), ..args("console.log(readline(), stdin); readline()") };
+    let out = interpreter.run(second).unwrap();
+    assert_eq!(out.stdout, "c c\n", "only this run's output and stdin");
     assert_eq!(out.stderr, "", "the earlier rejection is not reported twice");
+    assert_eq!(out.result, Json::Null);
+}
+
+#[test]
+fn replaced_builtins_do_not_break_the_next_run() {
+    let interpreter = Interpreter::new().unwrap();
+    interpreter.run(args("JSON.stringify = () => 'tampered'; Object.keys = null")).unwrap();
+    let out = interpreter.run(args("({a: [1, 2]})")).unwrap();
+    assert_eq!(out.result, json!({"a": [1, 2]}), "the helpers kept the original builtins");
 }
 
 #[test]

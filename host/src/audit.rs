@@ -18,9 +18,12 @@
 //! Each line is one object with these members, in this order:
 //!
 //! ```text
-//! seq time call_id principal tool component_digest argument_digest [arguments]
-//! decision policy outcome message duration_us fuel_used prev hash
+//! seq time call_id principal tool [session] component_digest argument_digest
+//! [arguments] decision policy outcome message duration_us fuel_used prev hash
 //! ```
+//!
+//! `session` is present only for a call that ran in a session (the id the
+//! model gave), so logs written before sessions existed still verify.
 //!
 //! `seq` counts from 1; `time` is when the record was appended (RFC 3339, UTC,
 //! microseconds); `prev` is the `hash` of the record before (64 zeros for the
@@ -131,12 +134,13 @@ const ELLIPSIS: &str = "…";
 const READ_CHUNK: u64 = 64 * 1024;
 
 /// The members of a record, in the order they are written.
-const FIELDS: [&str; 16] = [
+const FIELDS: [&str; 17] = [
     "seq",
     "time",
     "call_id",
     "principal",
     "tool",
+    "session",
     "component_digest",
     "argument_digest",
     "arguments",
@@ -149,8 +153,8 @@ const FIELDS: [&str; 16] = [
     "prev",
     "hash",
 ];
-/// The only member a record may leave out.
-const OPTIONAL_FIELD: &str = "arguments";
+/// The members a record may leave out.
+const OPTIONAL_FIELDS: [&str; 2] = ["session", "arguments"];
 
 /// When a record counts as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -190,6 +194,9 @@ pub struct AuditEntry {
     pub principal: String,
     /// The tool name as requested (untrusted; capped at 256 bytes).
     pub tool: String,
+    /// The session id of a call that ran in a session (checked: at most 64
+    /// plain characters).
+    pub session: Option<String>,
     /// Digest of the tool's component; `None` when the tool was unknown.
     pub component_digest: Option<String>,
     /// The raw arguments as received; `Value::String` if they were not JSON.
@@ -504,6 +511,9 @@ impl AuditLog {
         body.push(("call_id", capped(&entry.call_id, MAX_FIELD_BYTES)));
         body.push(("principal", capped(&entry.principal, MAX_FIELD_BYTES)));
         body.push(("tool", capped(&entry.tool, MAX_FIELD_BYTES)));
+        if let Some(session) = &entry.session {
+            body.push(("session", capped(session, MAX_FIELD_BYTES)));
+        }
         body.push(("component_digest", optional(&entry.component_digest, MAX_FIELD_BYTES)));
         body.push(("argument_digest", json_string(&sha256_digest(&canonical_arguments))));
         if self.record_arguments {

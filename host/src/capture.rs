@@ -56,6 +56,15 @@ impl CapturedOutput {
         buffer.dropped += (bytes.len() - take) as u64;
     }
 
+    /// What has been written since the last [`CapturedOutput::take`], and
+    /// start over with an empty buffer: a session's instance keeps its sinks
+    /// for its whole life, and each call reports only its own output.
+    pub fn take(&self) -> Captured {
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = std::mem::take(&mut *buffer);
+        Captured { text: String::from_utf8_lossy(&taken.kept).into_owned(), dropped: taken.dropped }
+    }
+
     /// What has been written so far.
     pub fn snapshot(&self) -> Captured {
         let buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
@@ -125,6 +134,16 @@ mod tests {
         out.write(Bytes::from_static(b"lo world")).unwrap();
         assert_eq!(out.snapshot(), Captured { text: "hello".into(), dropped: 6 });
         assert_eq!(out.check_write().unwrap(), MAX_WRITE_PERMIT, "a full sink never blocks the guest");
+    }
+
+    #[test]
+    fn take_empties_the_sink_and_restores_the_cap() {
+        let mut out = CapturedOutput::new(3);
+        out.write(Bytes::from_static(b"abcd")).unwrap();
+        assert_eq!(out.take(), Captured { text: "abc".into(), dropped: 1 });
+        out.write(Bytes::from_static(b"xy")).unwrap();
+        assert_eq!(out.take(), Captured { text: "xy".into(), dropped: 0 });
+        assert_eq!(out.snapshot(), Captured::default());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 use crate::limits::Limits;
 use crate::loader::{ToolSettings, check_name};
 use crate::network::{NetworkGrant, RawNetwork};
+use crate::session::{DEFAULT_IDLE, DEFAULT_MAX_LIVE, SessionSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -145,6 +146,22 @@ struct RawTool {
     #[serde(default)]
     env_from_host: Vec<String>,
     network: Option<RawNetwork>,
+    sessions: Option<RawSessions>,
+}
+
+/// `[tools.NAME.sessions]`: present means sessions are on for the tool.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSessions {
+    #[serde(default = "default_true")]
+    enabled: bool,
+    max_live: Option<usize>,
+    idle_secs: Option<u64>,
+    memory_mib: Option<usize>,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -251,9 +268,11 @@ impl Config {
             {
                 return Err(error(format!("{ctx} sha256 = {pin:?} is not a sha256: expected 64 hex digits")));
             }
+            let sessions = tool_sessions(&limits, tool.sessions.as_ref()).map_err(|m| error(format!("{ctx} {m}")))?;
             let settings = ToolSettings {
                 limits,
                 grants,
+                sessions,
                 concurrency_safe: tool.concurrency_safe,
                 side_effect: tool.side_effect.unwrap_or(true),
                 defer_loading: tool.defer_loading,
@@ -282,6 +301,15 @@ impl Config {
             _ => raw.engine.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
         };
         let engine = EngineSettings { wasm_stack_bytes, cache_dir, max_live_instances };
+        // Every live session holds an instance from the pool; calls in flight
+        // need the rest.
+        let session_slots: usize = tools.values().filter_map(|t| t.settings.sessions).map(|s| s.max_live).sum();
+        if session_slots >= max_live_instances as usize {
+            return Err(error(format!(
+                "the tools' [tools.NAME.sessions] max_live add up to {session_slots}, which leaves no room for calls \
+                 in [engine] max_live_instances = {max_live_instances}: lower max_live or raise max_live_instances"
+            )));
+        }
 
         let audit = match raw.audit {
             None => None,
@@ -384,6 +412,20 @@ fn apply_limits(mut limits: Limits, raw: &RawLimits) -> Result<Limits, String> {
     Ok(limits)
 }
 
+/// The session settings of a tool: `None` unless its `[tools.NAME.sessions]`
+/// table is present (and not `enabled = false`). The memory cap defaults to
+/// the tool's own.
+fn tool_sessions(limits: &Limits, raw: Option<&RawSessions>) -> Result<Option<SessionSettings>, String> {
+    let Some(raw) = raw.filter(|raw| raw.enabled) else { return Ok(None) };
+    let settings = SessionSettings {
+        max_live: raw.max_live.unwrap_or(DEFAULT_MAX_LIVE),
+        idle: raw.idle_secs.map_or(DEFAULT_IDLE, Duration::from_secs),
+        memory_bytes: raw.memory_mib.map_or(limits.memory_bytes, |mib| mib.saturating_mul(1 << 20)),
+    };
+    settings.check().map_err(|m| format!("sessions: {m}"))?;
+    Ok(Some(settings))
+}
+
 fn tool_grants(tool: &RawTool, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Grants, String> {
     let mut grants = Grants::default();
     for dir in &tool.dirs {
@@ -443,6 +485,9 @@ mod tests {
         assert!(!config.settings_for("echo").side_effect);
         assert!(config.settings_for("write_file").side_effect);
         assert!(config.settings_for("echo").grants.is_empty(), "built-in config grants nothing");
+        assert!(config.settings_for("echo").sessions.is_none(), "only the interpreters keep sessions");
+        assert!(config.settings_for("run_python").sessions.is_some());
+        assert!(config.settings_for("run_js").sessions.is_some());
     }
 
     #[test]
@@ -487,6 +532,24 @@ mod tests {
         check_err("[engine]\nwasm_stack_kib = 1", &["wasm_stack_kib", "accepted"]);
         check_err("[[http.tokens]]\ntoken = \"short\"\nprincipal = \"a\"", &["at least 16"]);
         check_err("[[http.tokens]]\nprincipal = \"a\"", &["exactly one of"]);
+        check_err("[tools.echo.sessions]\nmax_live = 0", &["[tools.echo]", "sessions: max_live = 0", "accepted 1..="]);
+        check_err("[tools.echo.sessions]\nidle_secs = 0", &["[tools.echo]", "idle_secs", "accepted"]);
+        check_err("[tools.echo.sessions]\nmemory_mib = 0", &["memory_mib", "accepted"]);
+        check_err("[tools.echo.sessions]\nttl = 5", &["ttl"]);
+        check_err(
+            "[engine]\nmax_live_instances = 8\n[tools.echo.sessions]\nmax_live = 8",
+            &["max_live", "max_live_instances"],
+        );
+    }
+
+    #[test]
+    fn sessions_are_off_unless_configured() {
+        let config = parse("[tools.a]\nmemory_mib = 64\n[tools.a.sessions]\nidle_secs = 9\n[tools.b]\n[tools.c.sessions]\nenabled = false\n").unwrap();
+        let a = config.settings_for("a").sessions.unwrap();
+        assert_eq!((a.max_live, a.idle, a.memory_bytes), (DEFAULT_MAX_LIVE, Duration::from_secs(9), 64 << 20));
+        assert_eq!(config.settings_for("b").sessions, None);
+        assert_eq!(config.settings_for("c").sessions, None);
+        assert_eq!(config.settings_for("unknown").sessions, None);
     }
 
     #[test]

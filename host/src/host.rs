@@ -11,6 +11,7 @@ use crate::pipeline::{CallRequest, Pipeline, ToolResult};
 use crate::projection::{mcp_extras, project};
 use crate::registry::{LoadProgress, Registry, RegistryError};
 use crate::schedule::Scheduler;
+use crate::session::Sessions;
 use crate::strict::{self, Provider};
 use serde_json::Value;
 use std::path::Path;
@@ -115,8 +116,13 @@ impl HostBuilder {
             Some(settings) => Some(Arc::new(AuditLog::open(settings.clone())?)),
             None => None,
         };
-        let scheduler = Scheduler::new(config.engine.max_live_instances as usize);
-        let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler };
+        // Live sessions hold pool instances of their own (the config checks
+        // that their max_live leave room); calls in flight get the rest.
+        let session_slots: usize = config.tools.values().filter_map(|t| t.settings.sessions).map(|s| s.max_live).sum();
+        let scheduler = Scheduler::new((config.engine.max_live_instances as usize).saturating_sub(session_slots));
+        let sessions = Arc::new(Sessions::new());
+        Sessions::spawn_sweeper(&sessions);
+        let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler, sessions };
         Ok(Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -225,6 +231,7 @@ impl Host {
 
     /// Reload the tools from `config` (or the config file in force, re-read)
     /// and swap them in atomically. On any error the old tools keep serving.
+    /// A successful reload drops every session (their state is lost).
     ///
     /// # Errors
     ///
@@ -247,7 +254,13 @@ impl Host {
         let count = registry.len();
         *self.inner.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(registry);
         *self.inner.config.write().unwrap_or_else(|e| e.into_inner()) = config;
+        self.inner.pipeline.sessions.clear();
         Ok(count)
+    }
+
+    /// Live interpreter sessions, over all tools and principals.
+    pub fn live_sessions(&self) -> usize {
+        self.inner.pipeline.sessions.len()
     }
 
     /// The engine runtime (for inspecting components).

@@ -4,8 +4,8 @@
 //! decides. Every call goes through one pipeline — resolve, parse,
 //! validate, authorize, schedule, execute (a fresh instance under fuel,
 //! deadline and memory limits, with only the granted directories and
-//! origins), check
-//! output, render, audit — and every failure comes back as an ordinary
+//! origins, or the live instance of an opt-in session), check output,
+//! render, audit — and every failure comes back as an ordinary
 //! [`ToolResult`] with an [`ErrorKind`].
 //!
 //! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map.
@@ -38,6 +38,7 @@ mod render;
 mod resolve;
 mod sandbox;
 mod schedule;
+mod session;
 mod strict;
 mod validate;
 
@@ -66,6 +67,7 @@ pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use registry::{LoadProgress, Registry, RegistryError};
 pub use sandbox::Execution;
+pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
 pub use strict::Provider;
 
 /// Re-exported so front ends can cancel calls without another dependency.

@@ -13,6 +13,7 @@ use crate::grants::Grants;
 use crate::limits::Limits;
 use crate::outcome::Failure;
 use crate::sandbox::{self, CallCtx, RawMetadata};
+use crate::session::SessionSettings;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,9 @@ pub struct ToolSettings {
     pub limits: Limits,
     /// Directories and variables the tool may touch.
     pub grants: Grants,
+    /// Sessions (one live instance reused by calls with the same `session`
+    /// id); `None` keeps them off, and every call gets a fresh instance.
+    pub sessions: Option<SessionSettings>,
     /// Calls may run in parallel with other calls. Off unless the operator
     /// says so.
     pub concurrency_safe: bool,

@@ -64,6 +64,12 @@ impl NetworkHooks {
     pub fn new(grant: Option<Arc<NetworkGrant>>) -> Self {
         Self { grant, usage: Arc::new(Usage::default()) }
     }
+
+    /// Start a new call's allowance (a session reuses one store for many
+    /// calls; requests still in flight keep counting against the old one).
+    pub fn renew(&mut self) {
+        self.usage = Arc::new(Usage::default());
+    }
 }
 
 impl WasiHttpHooks for NetworkHooks {

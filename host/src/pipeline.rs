@@ -21,6 +21,7 @@ use crate::render;
 use crate::resolve::resolve;
 use crate::sandbox;
 use crate::schedule::Scheduler;
+use crate::session::{self, SessionId, Sessions};
 use crate::validate::validate;
 use serde_json::Value;
 use std::sync::Arc;
@@ -89,6 +90,8 @@ pub struct ToolResult {
     pub duration: Duration,
     /// Fuel the guest used, if it ran.
     pub fuel_used: Option<u64>,
+    /// The session the call ran in, for tools that keep sessions.
+    pub session: Option<String>,
 }
 
 impl ToolResult {
@@ -111,12 +114,15 @@ pub struct Pipeline {
     pub audit: Option<Arc<AuditLog>>,
     /// The scheduler.
     pub scheduler: Scheduler,
+    /// Live sessions of tools that keep them.
+    pub sessions: Arc<Sessions>,
 }
 
 /// A call that passed resolve, parse, validate and authorize.
 struct Approved {
     tool: Arc<LoadedTool>,
     arguments: String,
+    session: Option<SessionId>,
     decision: String,
     policy: Option<String>,
 }
@@ -184,8 +190,11 @@ impl Pipeline {
         let request = &flight.request;
         let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
         let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
-        let arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
+        let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
         validate(&tool, &arguments).map_err(not_reached)?;
+        // The host consumes `session` for tools that keep sessions; the
+        // policy and the tool see the other arguments.
+        let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
         let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments) {
             Decision::Allow { policy } => ("allow", policy),
@@ -226,23 +235,37 @@ impl Pipeline {
             }
         };
         let arguments = arguments.to_string();
-        Ok(Approved { tool, arguments, decision: decision.to_owned(), policy })
+        Ok(Approved { tool, arguments, session, decision: decision.to_owned(), policy })
     }
 
     /// schedule → execute → check output → render → audit.
     async fn run(&self, flight: InFlight, approved: Approved, cancel: &CancellationToken) -> ToolResult {
-        let Approved { tool, arguments, decision, policy } = approved;
+        let Approved { tool, arguments, session, decision, policy } = approved;
         let settings = &tool.settings;
-        let execution = self
-            .scheduler
-            .run(
-                settings.concurrency_safe,
-                sandbox::call(&tool.pre, &settings.limits, &settings.grants, &arguments, cancel),
-            )
-            .await;
+        let (execution, reset) = match (&session, settings.sessions) {
+            (Some(id), Some(session_settings)) => {
+                let principal = &flight.request.principal;
+                let call = self.sessions.call(&tool, session_settings, principal, id, &arguments, cancel);
+                let run = self.scheduler.run(settings.concurrency_safe, call).await;
+                (run.execution, run.reset)
+            }
+            _ => {
+                let call = sandbox::call(&tool.pre, &settings.limits, &settings.grants, &arguments, cancel);
+                (self.scheduler.run(settings.concurrency_safe, call).await, None)
+            }
+        };
         let checked = execution.result.as_ref().map_err(Clone::clone).and_then(|text| check_output(&tool, text));
         let (is_error, kind, content, structured) = match checked {
-            Ok(value) => (false, None, render::success_text(&value), Some(value)),
+            Ok(value) => {
+                let mut content = render::success_text(&value);
+                // A session reset by a call that still produced a result (the
+                // interpreter recovered from its memory cap) is said after it.
+                if let Some(note) = &reset {
+                    content.push_str("\n\n");
+                    content.push_str(note);
+                }
+                (false, None, content, Some(value))
+            }
             Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None),
         };
         let result = ToolResult {
@@ -257,6 +280,7 @@ impl Pipeline {
             stderr: execution.stderr,
             duration: flight.started.elapsed(),
             fuel_used: execution.fuel_used,
+            session: session.map(|id| id.as_str().to_owned()),
         };
         self.audit(&flight, result, policy, Some(&tool.digest))
     }
@@ -281,6 +305,7 @@ impl Pipeline {
             stderr: Captured::default(),
             duration: flight.started.elapsed(),
             fuel_used: None,
+            session: None,
         };
         self.audit(&flight, result, policy, tool.map(|t| t.digest.as_str()))
     }
@@ -300,6 +325,7 @@ impl Pipeline {
             call_id: result.call_id.clone(),
             principal: flight.request.principal.clone(),
             tool: flight.request.tool.clone(),
+            session: result.session.clone(),
             component_digest: digest.map(str::to_owned),
             arguments: flight.request.arguments.for_audit(),
             decision: result.decision.clone(),

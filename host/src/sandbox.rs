@@ -7,27 +7,33 @@
 //! call. Every way a guest can fail (trap, fuel, deadline, memory, panic) is
 //! classified into an [`ErrorKind`]; none of them reaches the host as a
 //! panic, and the store is dropped after every call.
+//!
+//! The one exception is a session (`session.rs`): it keeps a
+//! [`LiveInstance`] between calls and runs each call with [`call_on`], which
+//! renews fuel, deadline and captures per call and reports when the
+//! instance is [`Spent`] and must be dropped.
 
 use crate::bindings::{Tool, ToolPre};
 use crate::capture::{Captured, CapturedOutput};
 use crate::grants::Grants;
 use crate::limits::Limits;
-use crate::network::NetworkHooks;
+use crate::network::{NetworkGrant, NetworkHooks};
 use crate::outcome::{ErrorKind, Failure};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
-use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
+use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Per-call state held by a store: the WASI context, its resource table,
-/// the limiter and the network hooks. Dropped with the store when the call
-/// ends.
+/// the limiter and the network hooks. Dropped with the store: after the
+/// call, or when a session ends.
 pub struct CallCtx {
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
+    limits: GrowthLimiter,
     http: WasiHttpCtx,
     network: NetworkHooks,
 }
@@ -41,6 +47,52 @@ impl WasiView for CallCtx {
 impl WasiHttpView for CallCtx {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.network }
+    }
+}
+
+/// The store's limiter: wasmtime's [`StoreLimits`], plus a note of any
+/// growth it refused. A session's instance whose guest hit the memory cap is
+/// discarded even when the guest recovered (a Python `MemoryError`, a
+/// JavaScript out-of-memory error): an interpreter that ran out of memory in
+/// the middle of an allocation is not trusted to be consistent afterwards.
+struct GrowthLimiter {
+    limits: StoreLimits,
+    refused: bool,
+}
+
+impl ResourceLimiter for GrowthLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        self.refused |= !allowed;
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.refused = true;
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.limits.table_growing(current, desired, maximum)?;
+        self.refused |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.refused = true;
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
     }
 }
 
@@ -59,50 +111,162 @@ pub struct Execution {
     pub duration: Duration,
 }
 
-/// A fresh store for one call: limits, fuel and deadline set, WASI from
-/// grants.
-fn new_store(
+impl Execution {
+    /// A call that failed before the guest ran.
+    pub(crate) fn failed(failure: Failure, started: Instant) -> Self {
+        Self {
+            result: Err(failure),
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            fuel_used: None,
+            duration: started.elapsed(),
+        }
+    }
+}
+
+/// Why an instance must not serve another call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spent {
+    /// The call trapped, timed out, ran out of fuel or was cancelled: a
+    /// component instance cannot be re-entered after that.
+    Failed(ErrorKind),
+    /// The guest hit its memory (or table) cap, even if it recovered.
+    MemoryCap,
+}
+
+/// A store and the instance in it, which may outlive one call: a session
+/// keeps one between calls, a plain call drops it at the end. The instance
+/// is created by the first call (under that call's limits). Dropping it
+/// frees the instance and its pool slot.
+pub struct LiveInstance {
+    store: Store<CallCtx>,
+    tool: Option<Tool>,
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
+    /// The network grant, whose secrets are scrubbed from every result.
+    network: Option<Arc<NetworkGrant>>,
+}
+
+impl LiveInstance {
+    /// A store for `pre` with the limiter from `limits` (its memory, table
+    /// and instance caps hold for the store's whole life) and WASI built
+    /// from `grants`.
+    ///
+    /// # Errors
+    ///
+    /// A granted directory cannot be opened.
+    pub fn new(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants) -> anyhow::Result<Self> {
+        let stdout = CapturedOutput::new(limits.max_stdio_bytes);
+        let stderr = CapturedOutput::new(limits.max_stdio_bytes);
+        let wasi = grants.wasi_ctx(stdout.clone(), stderr.clone())?;
+        let store_limits = StoreLimitsBuilder::new()
+            .memory_size(limits.memory_bytes)
+            .table_elements(limits.table_elements)
+            .instances(limits.instances)
+            .tables(limits.instances * 4)
+            .memories(limits.instances)
+            // A failed grow returns -1 to the guest instead of trapping, so
+            // an interpreter can raise its own MemoryError; a Rust guest
+            // aborts with "memory allocation of N bytes failed", classified
+            // below.
+            .trap_on_grow_failure(false)
+            .build();
+        let ctx = CallCtx {
+            wasi,
+            table: ResourceTable::new(),
+            limits: GrowthLimiter { limits: store_limits, refused: false },
+            http: WasiHttpCtx::new(),
+            network: NetworkHooks::new(grants.network.clone()),
+        };
+        let mut store = Store::new(pre.engine(), ctx);
+        store.limiter(|ctx| &mut ctx.limits);
+        Ok(Self { store, tool: None, stdout, stderr, network: grants.network.clone() })
+    }
+
+    /// Set up the next call: a full fuel budget, a new wall-clock deadline,
+    /// empty captures and a clean growth record.
+    fn arm(&mut self, limits: &Limits) -> anyhow::Result<()> {
+        self.store.set_fuel(limits.fuel)?;
+        // Check the wall clock on every epoch tick: trap once the deadline
+        // has passed, otherwise yield to the executor so cancellation and
+        // the executor-side timeout can act on a guest that never calls the
+        // host.
+        let deadline = Instant::now() + limits.timeout;
+        self.store.set_epoch_deadline(1);
+        self.store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
+        });
+        self.stdout.take();
+        self.stderr.take();
+        self.store.data_mut().limits.refused = false;
+        // Request and response-byte allowances are per call.
+        self.store.data_mut().network.renew();
+        Ok(())
+    }
+}
+
+/// Run `work` on `live` (instantiating `pre` first if needed) under
+/// `limits` until it finishes, the deadline passes or `cancel` fires. Also
+/// says whether the instance is spent.
+async fn run_on<R, F>(
+    live: &mut LiveInstance,
     pre: &ToolPre<CallCtx>,
     limits: &Limits,
-    grants: &Grants,
-) -> anyhow::Result<(Store<CallCtx>, CapturedOutput, CapturedOutput)> {
-    let stdout = CapturedOutput::new(limits.max_stdio_bytes);
-    let stderr = CapturedOutput::new(limits.max_stdio_bytes);
-    let wasi = grants.wasi_ctx(stdout.clone(), stderr.clone())?;
-    let store_limits = StoreLimitsBuilder::new()
-        .memory_size(limits.memory_bytes)
-        .table_elements(limits.table_elements)
-        .instances(limits.instances)
-        .tables(limits.instances * 4)
-        .memories(limits.instances)
-        // A failed grow returns -1 to the guest instead of trapping, so an
-        // interpreter can raise its own MemoryError; a Rust guest aborts
-        // with "memory allocation of N bytes failed", classified below.
-        .trap_on_grow_failure(false)
-        .build();
-    let ctx = CallCtx {
-        wasi,
-        table: ResourceTable::new(),
-        limits: store_limits,
-        http: WasiHttpCtx::new(),
-        network: NetworkHooks::new(grants.network.clone()),
+    cancel: &CancellationToken,
+    work: F,
+) -> (Result<R, Failure>, Execution, Option<Spent>)
+where
+    F: for<'a> FnOnce(
+        &'a Tool,
+        &'a mut Store<CallCtx>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
+{
+    let started = Instant::now();
+    if let Err(err) = live.arm(limits) {
+        let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
+        return (Err(failure.clone()), Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
+    }
+    let LiveInstance { store, tool, stdout, stderr } = live;
+    let mut finished = false;
+    let outcome = {
+        let call = async {
+            let instance = match tool {
+                Some(instance) => instance,
+                None => tool.insert(pre.instantiate_async(&mut *store).await?),
+            };
+            work(instance, &mut *store).await
+        };
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(Failure::new(ErrorKind::Cancelled, "the call was cancelled before the tool finished")),
+            result = tokio::time::timeout(limits.timeout, call) => match result {
+                Ok(Ok(inner)) => {
+                    finished = true;
+                    inner
+                }
+                Ok(Err(err)) => Err(classify(&err, limits, &stderr.snapshot())),
+                Err(_elapsed) => Err(timeout_failure(limits)),
+            },
+        }
     };
-    let mut store = Store::new(pre.engine(), ctx);
-    store.limiter(|ctx| &mut ctx.limits);
-    store.set_fuel(limits.fuel)?;
-    // Check the wall clock on every epoch tick: trap once the deadline has
-    // passed, otherwise yield to the executor so cancellation and the
-    // executor-side timeout can act on a guest that never calls the host.
-    let deadline = Instant::now() + limits.timeout;
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
-    });
-    Ok((store, stdout, stderr))
+    let fuel_used = store.get_fuel().ok().map(|left| limits.fuel.saturating_sub(left));
+    let spent = match &outcome {
+        Err(failure) if !finished => Some(Spent::Failed(failure.kind)),
+        _ if store.data().limits.refused => Some(Spent::MemoryCap),
+        _ => None,
+    };
+    let execution = Execution {
+        result: outcome.as_ref().map(|_| String::new()).map_err(Clone::clone),
+        stdout: stdout.take(),
+        stderr: stderr.take(),
+        fuel_used,
+        duration: started.elapsed(),
+    };
+    (outcome, execution, spent)
 }
 
 /// Run `work` on a fresh instance of `pre` under `limits`, with `grants`,
-/// until it finishes, the deadline passes or `cancel` fires.
+/// and drop the instance.
 async fn run<R, F>(
     pre: &ToolPre<CallCtx>,
     limits: &Limits,
@@ -117,44 +281,16 @@ where
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
     let started = Instant::now();
-    let (mut store, stdout, stderr) = match new_store(pre, limits, grants) {
-        Ok(parts) => parts,
+    let mut live = match LiveInstance::new(pre, limits, grants) {
+        Ok(live) => live,
         Err(err) => {
             let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
-            let execution = Execution {
-                result: Err(failure.clone()),
-                stdout: Captured::default(),
-                stderr: Captured::default(),
-                fuel_used: None,
-                duration: started.elapsed(),
-            };
-            return (Err(failure), execution);
+            return (Err(failure.clone()), Execution::failed(failure, started));
         }
     };
-    let outcome = {
-        let call = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            work(&instance, &mut store).await
-        };
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(Failure::new(ErrorKind::Cancelled, "the call was cancelled before the tool finished")),
-            result = tokio::time::timeout(limits.timeout, call) => match result {
-                Ok(Ok(inner)) => inner,
-                Ok(Err(err)) => Err(classify(&err, limits, &stderr.snapshot())),
-                Err(_elapsed) => Err(timeout_failure(limits)),
-            },
-        }
-    };
-    let fuel_used = store.get_fuel().ok().map(|left| limits.fuel.saturating_sub(left));
-    drop(store);
-    let execution = Execution {
-        result: outcome.as_ref().map(|_| String::new()).map_err(Clone::clone),
-        stdout: stdout.snapshot(),
-        stderr: stderr.snapshot(),
-        fuel_used,
-        duration: started.elapsed(),
-    };
+    let (outcome, mut execution, _) = run_on(&mut live, pre, limits, cancel, work).await;
+    drop(live);
+    execution.duration = started.elapsed();
     (outcome, execution)
 }
 
@@ -175,15 +311,44 @@ pub async fn call(
     })
     .await;
     execution.result = result;
-    if let Some(network) = grants.network.as_deref().filter(|n| !n.secrets.is_empty()) {
+    if let Some(network) = grants.network.as_deref() {
         scrub_secrets(network, &mut execution);
     }
     execution
 }
 
+/// Call the tool's handler on `live`, an instance kept by a session, under
+/// `limits` (fuel and deadline are renewed for this call; the memory cap is
+/// the one `live` was created with). When the result says the instance is
+/// [`Spent`], the caller must drop it.
+pub async fn call_on(
+    live: &mut LiveInstance,
+    pre: &ToolPre<CallCtx>,
+    limits: &Limits,
+    arguments: &str,
+    cancel: &CancellationToken,
+) -> (Execution, Option<Spent>) {
+    let arguments = arguments.to_owned();
+    let (result, mut execution, spent) = run_on(live, pre, limits, cancel, move |tool, store| {
+        Box::pin(async move {
+            let reply = tool.airlock_tool_handler().call_call(store, &arguments).await?;
+            Ok(reply.map_err(|err| Failure { kind: ErrorKind::ToolError, message: err.message, code: err.code }))
+        })
+    })
+    .await;
+    execution.result = result;
+    if let Some(network) = live.network.as_deref() {
+        scrub_secrets(network, &mut execution);
+    }
+    (execution, spent)
+}
+
 /// Remove the operator's secret header values from everything the guest
 /// returns, in case a server echoed one back to it.
-fn scrub_secrets(network: &crate::network::NetworkGrant, execution: &mut Execution) {
+fn scrub_secrets(network: &NetworkGrant, execution: &mut Execution) {
+    if network.secrets.is_empty() {
+        return;
+    }
     match &mut execution.result {
         Ok(text) => crate::network::scrub(network, text),
         Err(failure) => {

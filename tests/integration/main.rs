@@ -7,4 +7,5 @@ mod loading;
 mod network;
 mod pipeline;
 mod sandbox;
+mod sessions;
 mod support;

@@ -29,7 +29,8 @@ async fn no_host_only_field_reaches_any_encoding() {
          [tools.echo.network]\nallow = [\"https://sentinel-origin-x4.example\"]\n\
          private_addresses = [\"10.99.88.0/24\"]\nmax_requests = 97\nmax_response_bytes = 8765432\n\
          secret_headers = [{{ origin = \"https://sentinel-origin-x4.example\", header = \"x-sentinel-header-h5\", \
-         value_file = {:?} }}]\n",
+         value_file = {:?} }}]\n\
+         [tools.echo.sessions]\nmax_live = 97\nidle_secs = 86399\nmemory_mib = 555\n",
         echo.display().to_string(),
         sentinel_dir.display().to_string(),
         secret.display().to_string()
@@ -59,6 +60,12 @@ async fn no_host_only_field_reaches_any_encoding() {
         "x-sentinel-header-h5",
         "sentinel-secret-value-s9",
         "network",
+        "86399",
+        "555",
+        "max_live",
+        "idle_secs",
+        "memory_mib",
+        "sessions",
     ];
     for format in Format::ALL {
         for strict in [false, true] {

@@ -1,8 +1,10 @@
 """`run_python`: the `airlock:tool` world around `runner.execute`.
 
 componentize-py pre-initializes CPython with this module imported and
-snapshots the result into the component, so every call starts from that
-state in a fresh instance: nothing the submitted code does persists.
+snapshots the result into the component. The submitted code runs in
+`NAMESPACE`, created in that snapshot: when the host gives every call a fresh
+instance (the default) nothing the code does persists, and when it keeps one
+instance for a session, the variables of earlier calls are still there.
 
 Only the standard-library modules imported while this module loads are in
 the snapshot. The block below imports the ones offered to the submitted
@@ -36,6 +38,9 @@ from componentize_py_types import Err  # noqa: E402
 from wit_world import exports  # noqa: E402
 from wit_world.exports.handler import ToolError  # noqa: E402
 
+# The globals of the submitted code, kept for as long as this instance lives.
+NAMESPACE = runner.new_namespace()
+
 PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 DESCRIPTION = (
@@ -48,8 +53,10 @@ DESCRIPTION = (
     "If the last statement is an expression, its value is returned as `result` in JSON form; when "
     "it has no JSON form (sets, objects, NaN) `result_repr` holds its repr(). An uncaught "
     "exception is returned in `error` (name, message, and a traceback with line numbers in your "
-    "code), alongside whatever was printed before it. Every call starts from a fresh interpreter: "
-    "nothing persists between calls. Recursion deeper than 1,000 calls raises RecursionError. "
+    "code), alongside whatever was printed before it. Without `session`, every call starts from a "
+    "fresh interpreter and nothing persists between calls; with the same `session` id, calls share one "
+    "interpreter (variables, functions and imports persist) until the session is reset or expires. "
+    "Recursion deeper than 1,000 calls raises RecursionError. "
     "Limits: memory and a wall-clock and CPU budget set by the operator (a few seconds by "
     "default); running out of time or memory, or printing data nested thousands of levels deep, "
     "aborts the call with a tool error and no output, so keep loops bounded and data small."
@@ -78,4 +85,4 @@ class Handler(exports.Handler):
             raise Err(ToolError(message=e.message, code=e.code))
         except ValueError as e:
             raise Err(ToolError(message=f"the arguments are not valid JSON: {e}", code="invalid_arguments"))
-        return runner.dumps_output(runner.execute(code, stdin))
+        return runner.dumps_output(runner.execute(code, stdin, NAMESPACE))

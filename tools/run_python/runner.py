@@ -57,6 +57,15 @@ PARAMETERS_SCHEMA = {
             "description": "Text the code reads through input() or sys.stdin. "
             "Empty when omitted.",
         },
+        "session": {
+            "type": "string",
+            "description": "Optional session id (1-64 characters: letters, digits, `_`, `-`, `.`). "
+            "Calls with the same id continue in the same interpreter, so variables, functions and "
+            "imports from earlier calls are still defined. The state lives only inside that "
+            "session: it is lost when the session sits idle too long, when a call times out, "
+            "runs out of memory or crashes (the result then says the session was reset), and it "
+            "is never visible to other sessions. Omit it for a fresh interpreter.",
+        },
     },
     "required": ["code"],
     "additionalProperties": False,
@@ -96,10 +105,20 @@ OUTPUT_SCHEMA = {
 }
 
 
-# What the submitted code left behind, never freed: the component instance is
-# discarded after the call anyway, and freeing a deeply nested structure
-# recurses in C (list_dealloc) deep enough to overflow the wasm stack.
+# What the last call left behind besides its namespace (its final value or
+# exception), not freed before the next call starts: without a session the
+# component instance is discarded after the call anyway, and freeing a deeply
+# nested structure recurses in C (list_dealloc) deep enough to overflow the
+# wasm stack. In a session, the next call drops it.
 RETAINED = []
+
+# The error for a `session` argument that reached the interpreter: the host
+# consumes `session` when it keeps sessions for this tool, so seeing it here
+# means the operator has not enabled them.
+SESSIONS_DISABLED = (
+    "this host runs every run_python call in a fresh interpreter (the operator has not enabled "
+    "sessions for this tool): omit `session` and put everything a call needs in its `code`"
+)
 
 
 class ArgumentError(Exception):
@@ -451,9 +470,13 @@ def check_arguments(arguments):
     """(code, stdin) from the decoded arguments, or ArgumentError."""
     if not isinstance(arguments, dict):
         raise ArgumentError("invalid_arguments", "the arguments must be a JSON object with a `code` string")
-    unknown = sorted(set(arguments) - {"code", "stdin"})
+    unknown = sorted(set(arguments) - {"code", "stdin", "session"})
     if unknown:
-        raise ArgumentError("invalid_arguments", f"unknown argument(s) {unknown}: only `code` and `stdin` exist")
+        raise ArgumentError(
+            "invalid_arguments", f"unknown argument(s) {unknown}: only `code`, `stdin` and `session` exist"
+        )
+    if "session" in arguments:
+        raise ArgumentError("sessions_disabled", SESSIONS_DISABLED)
     code = arguments.get("code")
     stdin = arguments.get("stdin")
     if stdin is None:
@@ -469,8 +492,26 @@ def check_arguments(arguments):
     return code, stdin
 
 
-def execute(code, stdin=""):
-    """Run `code` with `stdin` and return the tool's result dict."""
+def new_namespace():
+    """The globals of a fresh `__main__` for the submitted code."""
+    namespace = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    # `exit()`/`quit()` come from the `site` module, which the component may
+    # not run: provide them either way.
+    for name in ("exit", "quit"):
+        if not hasattr(builtins, name):
+            namespace[name] = sys.exit
+    return namespace
+
+
+def execute(code, stdin="", namespace=None):
+    """Run `code` with `stdin` in `namespace` (a fresh one when None) and
+    return the tool's result dict. Whatever the code defines stays in
+    `namespace`, so a caller that passes the same dict again continues where
+    the last call left off."""
+    if namespace is None:
+        namespace = new_namespace()
+    RETAINED.clear()
+    RETAINED.append(namespace)
     stdout_capture = Capture(MAX_STREAM_BYTES)
     stderr_capture = Capture(MAX_STREAM_BYTES)
     output = {"stdout": "", "stderr": "", "result": None}
@@ -487,13 +528,6 @@ def execute(code, stdin=""):
             # ValueError: source code with NUL bytes.
             error = describe_error(e, source_lines)
         else:
-            namespace = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
-            RETAINED.append(namespace)
-            # `exit()`/`quit()` come from the `site` module, which the
-            # component may not run: provide them either way.
-            for name in ("exit", "quit"):
-                if not hasattr(builtins, name):
-                    namespace[name] = sys.exit
             try:
                 exec(body, namespace)
                 if last is not None:

@@ -112,6 +112,17 @@ class Outputs(unittest.TestCase):
         self.assertEqual((sys.stdout, sys.stderr, sys.stdin), before)
 
 
+class Namespaces(unittest.TestCase):
+    def test_a_shared_namespace_keeps_variables(self):
+        namespace = runner.new_namespace()
+        runner.execute("x = 41\ndef f(): return x + 1", "", namespace)
+        self.assertEqual(runner.execute("f()", "", namespace)["result"], 42)
+
+    def test_a_fresh_namespace_has_nothing(self):
+        runner.execute("y = 1", "", runner.new_namespace())
+        self.assertEqual(runner.execute("y")["error"]["name"], "NameError")
+
+
 class Arguments(unittest.TestCase):
     def test_accepts_code_and_optional_stdin(self):
         self.assertEqual(runner.check_arguments({"code": "1"}), ("1", ""))
@@ -125,6 +136,8 @@ class Arguments(unittest.TestCase):
             ({"code": "1", "other": 2}, "invalid_arguments"),
             ({"code": "x" * (runner.MAX_CODE_BYTES + 1)}, "code_too_large"),
             ({"code": "", "stdin": "x" * (runner.MAX_STDIN_BYTES + 1)}, "stdin_too_large"),
+            # The host consumes `session` when it keeps sessions for the tool.
+            ({"code": "1", "session": "s1"}, "sessions_disabled"),
         ]:
             with self.assertRaises(runner.ArgumentError) as ctx:
                 runner.check_arguments(args)

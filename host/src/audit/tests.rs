@@ -17,6 +17,7 @@ fn entry(i: usize) -> AuditEntry {
         call_id: format!("call-{i}"),
         principal: "alice".to_owned(),
         tool: "fs.read".to_owned(),
+        session: None,
         component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
         arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
         decision: "allow".to_owned(),
@@ -114,7 +115,8 @@ fn record_format() {
     let names: Vec<String> = {
         let mut names = Vec::new();
         let mut rest = line.as_str();
-        for field in FIELDS {
+        // `session` is only written for calls that ran in a session.
+        for field in FIELDS.into_iter().filter(|&f| f != "session") {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());
@@ -642,4 +644,17 @@ fn bench_append() {
             base.display()
         );
     }
+}
+
+#[test]
+fn a_session_is_recorded_after_the_tool_and_verifies() {
+    let (_dir, path) = log_with(1);
+    let log = AuditLog::open(settings(&path)).unwrap();
+    log.append(&AuditEntry { session: Some("analysis-1".to_owned()), ..entry(1) }).unwrap();
+    let lines = lines(&path);
+    assert!(!lines[0].contains("\"session\""), "absent without a session: {}", lines[0]);
+    assert!(lines[1].contains(r#""tool":"fs.read","session":"analysis-1","component_digest""#), "{}", lines[1]);
+    drop(log);
+    let report = verify(&path).unwrap();
+    assert_eq!(report.records, 2);
 }

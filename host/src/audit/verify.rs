@@ -190,7 +190,7 @@ fn check_line(line: &[u8]) -> Result<Checked, String> {
     if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(format!("unknown member {:?}", cap(unknown, 64)));
     }
-    if let Some(missing) = FIELDS.iter().find(|&&f| f != OPTIONAL_FIELD && !map.contains_key(f)) {
+    if let Some(missing) = FIELDS.iter().find(|&&f| !OPTIONAL_FIELDS.contains(&f) && !map.contains_key(f)) {
         return Err(format!("missing member \"{missing}\""));
     }
     let seq =

@@ -286,6 +286,7 @@ mod tests {
             stderr: Captured::default(),
             duration: Duration::ZERO,
             fuel_used: None,
+            session: None,
         }
     }
 

@@ -3,8 +3,9 @@
 //!
 //! # Trust
 //!
-//! The `code` comes from a model and is hostile by assumption. It runs in a
-//! fresh QuickJS runtime per call with a heap cap ([`MEMORY_LIMIT_BYTES`]),
+//! The `code` comes from a model and is hostile by assumption. It runs in
+//! the component instance's QuickJS runtime (fresh unless the host keeps the
+//! instance for a session) with a heap cap ([`MEMORY_LIMIT_BYTES`]),
 //! so that a memory bomb becomes an ordinary `error` in the result
 //! (`InternalError: out of memory`) rather than a trap of the component. The
 //! engine gets no `std`/`os` modules and no module loader: the only ways out
@@ -34,6 +35,7 @@ use rquickjs::{Array, Context, Ctx, Function, Object, Persistent, Runtime, Value
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 use std::rc::Rc;
 
 /// Largest `code` accepted, in bytes.
@@ -79,7 +81,9 @@ The value of the last expression statement (e.g. a final `x` or `JSON.parse(s)`)
 NaN, cycles) `result_repr` holds a readable rendering. Top-level await works, and a Promise left \
 as the last value is awaited. An uncaught exception is returned in `error` (name, message, stack \
 with line:column in your code), alongside whatever was printed before it. \
-Every call starts from a fresh interpreter: nothing persists between calls. Limits: a 64 MiB heap \
+Without `session`, every call starts from a fresh interpreter and nothing persists between calls; \
+with the same `session` id, calls share one interpreter (globals and top-level bindings persist) until \
+the session is reset or expires. Limits: a 64 MiB heap \
 (past it: InternalError: out of memory) and a wall-clock and CPU budget set by the operator (a few \
 seconds by default). Running out of time, or recursing deeper than about 1,000 calls, aborts the \
 call with a tool error and no output, so keep loops bounded and prefer iteration to deep recursion.";
@@ -97,6 +101,16 @@ pub struct Args {
     #[serde(default)]
     #[schemars(length(max = MAX_STDIN_BYTES))]
     pub stdin: Option<String>,
+    /// Optional session id (1-64 characters: letters, digits, `_`, `-`,
+    /// `.`). Calls with the same id continue in the same interpreter, so
+    /// globals, functions and `var`/`let`/`const` bindings from earlier calls
+    /// are still defined. The state lives only inside that session: it is
+    /// lost when the session sits idle too long, when a call times out, runs
+    /// out of memory or crashes (the result then says the session was reset),
+    /// and it is never visible to other sessions. Omit it for a fresh
+    /// interpreter.
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 /// Result of `run_js`.
@@ -150,67 +164,150 @@ struct Ending {
     helpers: Persistent<Object<'static>>,
 }
 
-/// Run the code and describe what happened.
+/// The error for a `session` argument that reached the interpreter: the host
+/// consumes `session` when it keeps sessions for this tool, so seeing it
+/// here means the operator has not enabled them.
+const SESSIONS_DISABLED: &str = "this host runs every run_js call in a fresh interpreter (the operator has \
+     not enabled sessions for this tool): omit `session` and put everything a call needs in its `code`";
+
+/// A JavaScript runtime and its global context. The globals the submitted
+/// code defines live as long as the interpreter: the component keeps one per
+/// instance (see [`run_js_in_instance`]), so they persist exactly as long as
+/// the host keeps the instance (a session) and no longer.
+///
+/// An interpreter is never torn down: dropping it leaks the JavaScript heap
+/// (`ManuallyDrop`). The component instance is discarded instead, which is
+/// cheaper, and QuickJS asserts that no value (a kept helper, a tracked
+/// rejection) outlives its runtime.
+pub struct Interpreter {
+    runtime: ManuallyDrop<Runtime>,
+    context: ManuallyDrop<Context>,
+    rejections: ManuallyDrop<Rejections>,
+    /// Where the installed `console`/`print` write; emptied by every run.
+    streams: Rc<RefCell<Streams>>,
+    /// The helpers the prelude returned when it was installed.
+    helpers: ManuallyDrop<Persistent<Object<'static>>>,
+}
+
+impl Interpreter {
+    /// A fresh runtime with the heap and stack caps, and an empty context.
+    ///
+    /// # Errors
+    ///
+    /// QuickJS could not allocate the runtime or context.
+    pub fn new() -> Result<Self, ToolError> {
+        let runtime = Runtime::new().map_err(internal)?;
+        runtime.set_max_stack_size(MAX_STACK_BYTES);
+        let rejections: Rejections = Rc::default();
+        let tracked = rejections.clone();
+        runtime.set_host_promise_rejection_tracker(Some(Box::new(move |ctx, promise, reason, is_handled| {
+            let mut list = tracked.borrow_mut();
+            if is_handled {
+                list.retain(|(p, _)| p.clone().restore(&ctx).map_or(true, |p| p != promise));
+            } else {
+                list.push((Persistent::save(&ctx, promise), Persistent::save(&ctx, reason)));
+            }
+        })));
+        let context = Context::full(&runtime).map_err(internal)?;
+        runtime.set_memory_limit(MEMORY_LIMIT_BYTES);
+        let streams = Rc::new(RefCell::new(Streams { stdout: Capture::new(0), stderr: Capture::new(0) }));
+        // The prelude runs before any submitted code, so the builtins its
+        // helpers keep are the original ones even when a session's code
+        // replaces them later.
+        let helpers = context.with(|ctx| install(&ctx, &streams))?;
+        Ok(Self {
+            runtime: ManuallyDrop::new(runtime),
+            context: ManuallyDrop::new(context),
+            rejections: ManuallyDrop::new(rejections),
+            streams,
+            helpers: ManuallyDrop::new(helpers),
+        })
+    }
+
+    /// Run the code in this interpreter's context and describe what
+    /// happened. Globals of earlier runs are still defined.
+    ///
+    /// # Errors
+    ///
+    /// Only for oversized arguments and interpreter failures: an exception
+    /// thrown by the code is an ordinary result with `error` set.
+    pub fn run(&self, args: Args) -> Result<RunOutput, ToolError> {
+        if args.code.len() > MAX_CODE_BYTES {
+            return Err(ToolError::with_code(
+                "code_too_large",
+                format!("`code` is {} bytes; the limit is {MAX_CODE_BYTES} bytes", args.code.len()),
+            ));
+        }
+        let stdin = args.stdin.unwrap_or_default();
+        if stdin.len() > MAX_STDIN_BYTES {
+            return Err(ToolError::with_code(
+                "stdin_too_large",
+                format!("`stdin` is {} bytes; the limit is {MAX_STDIN_BYTES} bytes", stdin.len()),
+            ));
+        }
+        // A rejection left from an earlier run was reported then.
+        self.rejections.borrow_mut().clear();
+        self.runtime.set_memory_limit(MEMORY_LIMIT_BYTES);
+        *self.streams.borrow_mut() =
+            Streams { stdout: Capture::new(MAX_STREAM_BYTES), stderr: Capture::new(MAX_STREAM_BYTES) };
+        let streams = &self.streams;
+
+        let ending = self.context.with(|ctx| execute(&ctx, &args.code, &stdin, &self.helpers));
+        match ending {
+            Ok(ending) => {
+                // The script may have stopped on the heap cap; describing
+                // that (or a large result) needs a little room of its own.
+                self.runtime.set_memory_limit(MEMORY_LIMIT_BYTES + REPORT_HEADROOM_BYTES);
+                self.context.with(|ctx| report(&ctx, ending, &self.rejections, streams))
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Run the code in a fresh interpreter and describe what happened.
 ///
 /// # Errors
 ///
 /// Only for oversized arguments and interpreter set-up failures: an
 /// exception thrown by the code is an ordinary result with `error` set.
 pub fn run_js(args: Args) -> Result<RunOutput, ToolError> {
-    if args.code.len() > MAX_CODE_BYTES {
-        return Err(ToolError::with_code(
-            "code_too_large",
-            format!("`code` is {} bytes; the limit is {MAX_CODE_BYTES} bytes", args.code.len()),
-        ));
-    }
-    let stdin = args.stdin.unwrap_or_default();
-    if stdin.len() > MAX_STDIN_BYTES {
-        return Err(ToolError::with_code(
-            "stdin_too_large",
-            format!("`stdin` is {} bytes; the limit is {MAX_STDIN_BYTES} bytes", stdin.len()),
-        ));
-    }
-
-    let runtime = Runtime::new().map_err(internal)?;
-    runtime.set_memory_limit(MEMORY_LIMIT_BYTES);
-    runtime.set_max_stack_size(MAX_STACK_BYTES);
-    let rejections: Rejections = Rc::default();
-    let tracked = rejections.clone();
-    runtime.set_host_promise_rejection_tracker(Some(Box::new(move |ctx, promise, reason, is_handled| {
-        let mut list = tracked.borrow_mut();
-        if is_handled {
-            list.retain(|(p, _)| p.clone().restore(&ctx).map_or(true, |p| p != promise));
-        } else {
-            list.push((Persistent::save(&ctx, promise), Persistent::save(&ctx, reason)));
-        }
-    })));
-    let context = Context::full(&runtime).map_err(internal)?;
-    let streams = Rc::new(RefCell::new(Streams {
-        stdout: Capture::new(MAX_STREAM_BYTES),
-        stderr: Capture::new(MAX_STREAM_BYTES),
-    }));
-
-    let ending = context.with(|ctx| execute(&ctx, &args.code, &stdin, &streams));
-    let output = match ending {
-        Ok(ending) => {
-            // The script may have stopped on the heap cap; describing that
-            // (or a large result) needs a little room of its own.
-            runtime.set_memory_limit(MEMORY_LIMIT_BYTES + REPORT_HEADROOM_BYTES);
-            context.with(|ctx| report(&ctx, ending, &rejections, &streams))
-        }
-        Err(err) => Err(err),
-    };
-
-    // The component instance is discarded after this call, so tearing the
-    // JavaScript heap down would only cost time; QuickJS also asserts that
-    // no value (such as a tracked rejection) outlives its runtime.
-    std::mem::forget(context);
-    std::mem::forget(runtime);
-    output
+    Interpreter::new()?.run(args)
 }
 
-/// Install the prelude, run the code and drive its promises to the end.
-fn execute(ctx: &Ctx<'_>, code: &str, stdin: &str, streams: &Rc<RefCell<Streams>>) -> Result<Ending, ToolError> {
+thread_local! {
+    /// The interpreter of this component instance, created by the first call.
+    static INSTANCE: RefCell<Option<Interpreter>> = const { RefCell::new(None) };
+}
+
+/// The tool's handler: run the code in this instance's interpreter. The host
+/// gives every call a fresh instance unless the call belongs to a session,
+/// so globals persist within a session and nowhere else.
+///
+/// # Errors
+///
+/// As [`Interpreter::run`]; also when a `session` argument arrives (the host
+/// keeps sessions by consuming it, so it only gets here when sessions are
+/// off for this tool).
+pub fn run_js_in_instance(args: Args) -> Result<RunOutput, ToolError> {
+    if args.session.is_some() {
+        return Err(ToolError::with_code("sessions_disabled", SESSIONS_DISABLED));
+    }
+    INSTANCE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let interpreter = match slot.take() {
+            Some(interpreter) => interpreter,
+            None => Interpreter::new()?,
+        };
+        let output = interpreter.run(args);
+        *slot = Some(interpreter);
+        output
+    })
+}
+
+/// Evaluate the prelude once for a context: it installs the globals the code
+/// may use, writing through `streams`, and returns the helpers.
+fn install(ctx: &Ctx<'_>, streams: &Rc<RefCell<Streams>>) -> Result<Persistent<Object<'static>>, ToolError> {
     let prelude: Function = ctx
         .eval_with_options(PRELUDE, options("<prelude>", false))
         .map_err(|err| internal(describe_setup(ctx, err)))?;
@@ -221,8 +318,20 @@ fn execute(ctx: &Ctx<'_>, code: &str, stdin: &str, streams: &Rc<RefCell<Streams>
         capture.push(&text);
     })
     .map_err(internal)?;
-    let helpers: Object = prelude.call((write, stdin)).map_err(|err| internal(describe_setup(ctx, err)))?;
-    let helpers = Persistent::save(ctx, helpers);
+    let helpers: Object = prelude.call((write,)).map_err(|err| internal(describe_setup(ctx, err)))?;
+    Ok(Persistent::save(ctx, helpers))
+}
+
+/// Hand this run's stdin to the prelude, run the code and drive its promises
+/// to the end.
+fn execute(ctx: &Ctx<'_>, code: &str, stdin: &str, helpers: &Persistent<Object<'static>>) -> Result<Ending, ToolError> {
+    let set_stdin: Function = helpers
+        .clone()
+        .restore(ctx)
+        .and_then(|h| h.get("setStdin"))
+        .map_err(|err| internal(describe_setup(ctx, err)))?;
+    set_stdin.call::<_, ()>((stdin,)).map_err(|err| internal(describe_setup(ctx, err)))?;
+    let helpers = helpers.clone();
 
     // `promise: true` evaluates the script as an async global script: it
     // returns a promise of `{ value: <completion value> }`, which is what
@@ -430,7 +539,7 @@ fn internal(err: impl std::fmt::Display) -> ToolError {
 // export names such as `airlock:tool/handler@0.1.0#call` (lld rejects them
 // in the version script), and native builds exist only for the unit tests.
 #[cfg(target_arch = "wasm32")]
-airlock_guest::export_tool!(name: "run_js", description: DESCRIPTION, handler: run_js);
+airlock_guest::export_tool!(name: "run_js", description: DESCRIPTION, handler: run_js_in_instance);
 
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,16 @@
-// The JavaScript half of `run_js`, evaluated once per call before the
+// The JavaScript half of `run_js`, evaluated once per interpreter before any
 // submitted code. It is an expression: a function that receives the native
-// `write(stream, text)` hook (stream 1 = stdout, 2 = stderr) and the stdin
-// text, installs the globals the submitted code may use (`console`, `print`,
-// `readline`, `stdin`) and returns the helpers the Rust side calls after the
-// code has run. The natives it receives are kept in this closure, never on
-// `globalThis`.
+// `write(stream, text)` hook (stream 1 = stdout, 2 = stderr), installs the
+// globals the submitted code may use (`console`, `print`, `readline`,
+// `stdin`) and returns the helpers the Rust side calls around each run
+// (`setStdin` before, the others after). The natives it receives are kept in
+// this closure, never on `globalThis`. In a session the globals persist as
+// the code left them, like any other global.
 //
 // The submitted code runs in the same realm and can replace any builtin the
 // helpers use; the helpers therefore grab what they need up front and only
 // ever shape the submitted code's own output.
-(function (write, stdinText) {
+(function (write) {
   'use strict';
 
   const MAX_DEPTH = 4;
@@ -257,6 +258,7 @@
     },
   };
 
+  let stdinText = '';
   let stdinPos = 0;
   function readline() {
     if (stdinPos >= stdinText.length) return null;
@@ -271,8 +273,9 @@
   // Writable and configurable, like the builtins: the submitted code may
   // declare its own `print` or `stdin` without a SyntaxError.
   const globals = { console, print: (...a) => emit(1, a), readline, stdin: stdinText };
+  const describeGlobal = (value) => ({ value, writable: true, configurable: true, enumerable: false });
   for (const name of objectKeys(globals)) {
-    defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true, enumerable: false });
+    defineProperty(globalThis, name, describeGlobal(globals[name]));
   }
 
   // [json text or undefined, repr or undefined]: the JSON text when
@@ -342,5 +345,16 @@
     return ['Uncaught', wellFormed(show(e)), ''];
   }
 
-  return { toResult, describeError, show: (v) => wellFormed(show(v)) };
+  // The stdin of the next run: `readline()` starts over and the `stdin`
+  // global holds it (unless earlier code in the session made `stdin`
+  // unconfigurable; then only `readline()` sees it).
+  function setStdin(text) {
+    stdinText = text;
+    stdinPos = 0;
+    try {
+      defineProperty(globalThis, 'stdin', describeGlobal(text));
+    } catch {}
+  }
+
+  return { toResult, describeError, show: (v) => wellFormed(show(v)), setStdin };
 });

@@ -4,7 +4,8 @@ use super::*;
 use serde_json::{Value as Json, json};
 
 fn run_with(code: &str, stdin: Option<&str>) -> RunOutput {
-    let out = run_js(Args { code: code.to_owned(), stdin: stdin.map(str::to_owned) }).expect("run_js failed");
+    let out =
+        run_js(Args { code: code.to_owned(), stdin: stdin.map(str::to_owned), session: None }).expect("run_js failed");
     // Every result serializes to JSON text the host can parse back.
     let text = serde_json::to_string(&out).unwrap();
     let _: Json = serde_json::from_str(&text).unwrap();
@@ -170,9 +171,10 @@ fn lone_surrogates_do_not_break_the_result() {
 
 #[test]
 fn oversized_arguments_are_tool_errors() {
-    let err = run_js(Args { code: " ".repeat(MAX_CODE_BYTES + 1), stdin: None }).unwrap_err();
+    let err = run_js(Args { code: " ".repeat(MAX_CODE_BYTES + 1), stdin: None, session: None }).unwrap_err();
     assert_eq!(err.code.as_deref(), Some("code_too_large"));
-    let err = run_js(Args { code: String::new(), stdin: Some(" ".repeat(MAX_STDIN_BYTES + 1)) }).unwrap_err();
+    let err =
+        run_js(Args { code: String::new(), stdin: Some(" ".repeat(MAX_STDIN_BYTES + 1)), session: None }).unwrap_err();
     assert_eq!(err.code.as_deref(), Some("stdin_too_large"));
 }
 
@@ -183,4 +185,46 @@ fn schemas_describe_the_shapes() {
     assert_eq!(params["additionalProperties"], json!(false));
     let output = serde_json::to_value(schemars::schema_for!(RunOutput)).unwrap();
     assert_eq!(output["required"], json!(["stdout", "stderr", "result"]));
+}
+
+fn args(code: &str) -> Args {
+    Args { code: code.to_owned(), stdin: None, session: None }
+}
+
+#[test]
+fn one_interpreter_keeps_its_globals() {
+    let interpreter = Interpreter::new().unwrap();
+    interpreter.run(args("let x = 41; var y = 1; function f() { return x + y }")).unwrap();
+    assert_eq!(interpreter.run(args("f()")).unwrap().result, json!(42));
+    let fresh = run_js(args("typeof f")).unwrap();
+    assert_eq!(fresh.result, json!("undefined"), "a fresh interpreter has nothing");
+}
+
+#[test]
+fn each_run_has_its_own_output_and_stdin() {
+    let interpreter = Interpreter::new().unwrap();
+    let first =
+        Args { stdin: Some("a\nb".into()), ..args("console.log(readline()); Promise.reject(new Error('late')); 1") };
+    let out = interpreter.run(first).unwrap();
+    assert_eq!(out.stdout, "a\n");
+    assert!(out.stderr.contains("late"), "{}", out.stderr);
+    let second = Args { stdin: Some("c".into()), ..args("console.log(readline(), stdin); readline()") };
+    let out = interpreter.run(second).unwrap();
+    assert_eq!(out.stdout, "c c\n", "only this run's output and stdin");
+    assert_eq!(out.stderr, "", "the earlier rejection is not reported twice");
+    assert_eq!(out.result, Json::Null);
+}
+
+#[test]
+fn replaced_builtins_do_not_break_the_next_run() {
+    let interpreter = Interpreter::new().unwrap();
+    interpreter.run(args("JSON.stringify = () => 'tampered'; Object.keys = null")).unwrap();
+    let out = interpreter.run(args("({a: [1, 2]})")).unwrap();
+    assert_eq!(out.result, json!({"a": [1, 2]}), "the helpers kept the original builtins");
+}
+
+#[test]
+fn a_session_argument_reaching_the_tool_is_refused() {
+    let err = run_js_in_instance(Args { session: Some("s1".into()), ..args("1") }).unwrap_err();
+    assert!(format!("{err:?}").contains("sessions_disabled"), "{err:?}");
 }

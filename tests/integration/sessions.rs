@@ -1,0 +1,235 @@
+//! Interpreter sessions: calls with the same `session` id from the same
+//! principal share one live instance; nobody else ever sees its state, and
+//! any failure that could leave the instance unusable resets it.
+
+use crate::support::{assert_failed, call, host, temp_dir, tool};
+use airlock::{CallRequest, Host, ToolResult};
+use serde_json::{Value, json};
+
+/// Both interpreters with sessions on; `sessions` is the body of each
+/// `[tools.NAME.sessions]` table, `extra` more keys of each tool.
+fn config(sessions: &str, extra: &str) -> String {
+    format!(
+        "[tools.run_python]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\nmemory_mib = 512\n\
+         timeout_ms = 2000\n{extra}\n[tools.run_python.sessions]\n{sessions}\n\
+         [tools.run_js]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\ntimeout_ms = 2000\n{extra}\n\
+         [tools.run_js.sessions]\n{sessions}\n",
+        tool("run_python").display().to_string(),
+        tool("run_js").display().to_string(),
+    )
+}
+
+fn field<'a>(result: &'a ToolResult, key: &str) -> &'a Value {
+    result.structured.as_ref().and_then(|v| v.get(key)).unwrap_or(&Value::Null)
+}
+
+/// The name of the exception the code raised, or "" when it raised none.
+fn error_name(result: &ToolResult) -> &str {
+    field(result, "error")["name"].as_str().unwrap_or_default()
+}
+
+async fn run_as(host: &Host, principal: &str, tool: &str, code: &str, session: Option<&str>) -> ToolResult {
+    let mut arguments = json!({ "code": code });
+    if let Some(id) = session {
+        arguments["session"] = json!(id);
+    }
+    host.call(CallRequest::new(principal, tool, arguments), None).await
+}
+
+async fn py(host: &Host, code: &str, session: Option<&str>) -> ToolResult {
+    run_as(host, "alice", "run_python", code, session).await
+}
+
+async fn js(host: &Host, code: &str, session: Option<&str>) -> ToolResult {
+    run_as(host, "alice", "run_js", code, session).await
+}
+
+#[tokio::test]
+async fn variables_persist_within_a_session() {
+    let host = host(&config("", "")).await;
+    let first = py(&host, "import math\nx = 41\ndef f(): return x + 1", Some("s1")).await;
+    assert!(!first.is_error, "{}", first.content);
+    assert_eq!(first.session.as_deref(), Some("s1"));
+    let second = py(&host, "print('again')\nf() + math.floor(0.5)", Some("s1")).await;
+    assert_eq!(field(&second, "result"), 42, "{}", second.content);
+    assert_eq!(field(&second, "stdout"), "again\n", "each call captures only its own output");
+
+    let first = js(&host, "let x = 41; function f() { return x + 1 }", Some("s1")).await;
+    assert!(!first.is_error, "{}", first.content);
+    let second = js(&host, "console.log('again'); f()", Some("s1")).await;
+    assert_eq!(field(&second, "result"), 42, "{}", second.content);
+    assert_eq!(field(&second, "stdout"), "again\n");
+    assert_eq!(host.live_sessions(), 2);
+}
+
+#[tokio::test]
+async fn state_stays_inside_its_session() {
+    let host = host(&config("", "")).await;
+    py(&host, "secret = 'alice-only'", Some("s1")).await;
+    js(&host, "globalThis.secret = 'alice-only'", Some("s1")).await;
+
+    // No session: a fresh interpreter.
+    assert_eq!(error_name(&py(&host, "secret", None).await), "NameError");
+    assert_eq!(field(&js(&host, "typeof secret", None).await, "result"), "undefined");
+    // run_js declares `session` as optional-or-null; null means no session.
+    let null_session = call(&host, "run_js", json!({"code": "typeof secret", "session": null})).await;
+    assert_eq!(field(&null_session, "result"), "undefined", "null means no session: {}", null_session.content);
+    // Another session id of the same principal.
+    assert_eq!(error_name(&py(&host, "secret", Some("s2")).await), "NameError");
+    assert_eq!(field(&js(&host, "typeof secret", Some("s2")).await, "result"), "undefined");
+    // The same id from another principal is another session.
+    let other = run_as(&host, "mallory", "run_python", "secret", Some("s1")).await;
+    assert_eq!(error_name(&other), "NameError", "{}", other.content);
+    let other = run_as(&host, "mallory", "run_js", "typeof secret", Some("s1")).await;
+    assert_eq!(field(&other, "result"), "undefined", "{}", other.content);
+    // The owner still has it.
+    assert_eq!(field(&py(&host, "secret", Some("s1")).await, "result"), "alice-only");
+    assert_eq!(field(&js(&host, "secret", Some("s1")).await, "result"), "alice-only");
+}
+
+#[tokio::test]
+async fn invalid_session_ids_say_what_is_accepted() {
+    let host = host(&config("", "")).await;
+    for id in [json!(""), json!("has space"), json!("x".repeat(65)), json!("../etc"), json!(5)] {
+        let result = call(&host, "run_python", json!({"code": "1", "session": id})).await;
+        let text = &result.content;
+        assert!(result.is_error, "{id} was accepted");
+        assert!(
+            result.outcome() == "invalid_arguments" && (text.contains("1 to 64 characters") || text.contains("string")),
+            "{id}: {text}"
+        );
+    }
+    assert_eq!(host.live_sessions(), 0, "no session was created");
+}
+
+#[tokio::test]
+async fn idle_sessions_expire() {
+    let host = host(&config("idle_secs = 1", "")).await;
+    py(&host, "x = 1", Some("s1")).await;
+    js(&host, "globalThis.x = 1", Some("s1")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(error_name(&py(&host, "x", Some("s1")).await), "NameError", "expired: a new session");
+    assert_eq!(field(&js(&host, "typeof x", Some("s1")).await, "result"), "undefined");
+}
+
+#[tokio::test]
+async fn a_new_session_past_max_live_is_refused() {
+    let host = host(&config("max_live = 1\nidle_secs = 600", "")).await;
+    assert!(!py(&host, "x = 1", Some("s1")).await.is_error);
+    let refused = run_as(&host, "bob", "run_python", "1", Some("s2")).await;
+    assert_failed(&refused, "denied", "max_live = 1");
+    assert!(refused.content.contains("600 s"), "names the idle expiry: {}", refused.content);
+    // Calls without a session, and the existing session, still run.
+    assert!(!py(&host, "1", None).await.is_error);
+    assert_eq!(field(&py(&host, "x", Some("s1")).await, "result"), 1);
+}
+
+#[tokio::test]
+async fn hitting_the_session_memory_cap_resets_the_session() {
+    let host_small = host(&config("memory_mib = 48", "")).await;
+    py(&host_small, "keep = 1", Some("m")).await;
+    let bomb = py(&host_small, "x = []\nwhile True: x.append(' ' * 10**6)", Some("m")).await;
+    let text = format!("{} {:?}", bomb.content, bomb.structured);
+    assert!(text.contains("MemoryError") || bomb.outcome() == "out_of_memory", "{text}");
+    assert!(bomb.content.contains("\"m\" was reset"), "{}", bomb.content);
+    assert_eq!(error_name(&py(&host_small, "keep", Some("m")).await), "NameError", "the state is gone");
+
+    js(&host_small, "globalThis.keep = 1", Some("m")).await;
+    let bomb = js(&host_small, "let a = []; for (;;) a.push(new Array(1e5).fill(1));", Some("m")).await;
+    let text = format!("{} {:?}", bomb.content, bomb.structured);
+    assert!(text.contains("out of memory") || bomb.outcome() == "out_of_memory", "{text}");
+    assert!(bomb.content.contains("\"m\" was reset"), "{}", bomb.content);
+    assert_eq!(field(&js(&host_small, "typeof keep", Some("m")).await, "result"), "undefined");
+}
+
+#[tokio::test]
+async fn a_timeout_resets_the_session_and_the_next_call_starts_fresh() {
+    let host = host(&config("", "")).await;
+    py(&host, "x = 1", Some("t")).await;
+    let late = py(&host, "while True: pass", Some("t")).await;
+    assert_failed(&late, "timeout", "\"t\" was reset");
+    let next = py(&host, "x", Some("t")).await;
+    assert_eq!(error_name(&next), "NameError", "{}", next.content);
+    assert!(!py(&host, "y = 2", Some("t")).await.is_error);
+    assert_eq!(field(&py(&host, "y", Some("t")).await, "result"), 2, "the new session keeps state again");
+
+    js(&host, "globalThis.x = 1", Some("t")).await;
+    let late = js(&host, "for (;;) {}", Some("t")).await;
+    assert_failed(&late, "timeout", "was reset");
+    assert_eq!(field(&js(&host, "typeof x", Some("t")).await, "result"), "undefined");
+}
+
+#[tokio::test]
+async fn out_of_fuel_resets_the_session() {
+    let host = host(&config("", "fuel = 300000000")).await;
+    js(&host, "globalThis.x = 1", Some("f")).await;
+    assert_failed(&js(&host, "for (;;) {}", Some("f")).await, "out_of_fuel", "compute budget");
+    assert_eq!(field(&js(&host, "typeof x", Some("f")).await, "result"), "undefined");
+}
+
+#[tokio::test]
+async fn calls_in_one_session_run_one_at_a_time() {
+    let host = host(&config("", "")).await;
+    let code = "globalThis.n = (globalThis.n || 0) + 1; n";
+    let (a, b) = tokio::join!(js(&host, code, Some("c")), js(&host, code, Some("c")));
+    let mut seen = [field(&a, "result").clone(), field(&b, "result").clone()];
+    seen.sort_by_key(|v| v.as_i64());
+    assert_eq!(seen, [json!(1), json!(2)], "{} / {}", a.content, b.content);
+}
+
+#[tokio::test]
+async fn a_session_argument_without_sessions_is_refused_by_the_tool() {
+    let text = format!(
+        "[tools.run_python]\ncomponent = {:?}\nside_effect = false\n",
+        tool("run_python").display().to_string()
+    );
+    let host = host(&text).await;
+    let result = call(&host, "run_python", json!({"code": "1", "session": "s1"})).await;
+    assert_failed(&result, "tool_error", "omit `session`");
+    assert!(!call(&host, "run_python", json!({"code": "1"})).await.is_error);
+}
+
+#[tokio::test]
+async fn reloading_drops_sessions_and_the_audit_names_them() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let text = format!("{}\n[audit]\nfile = {:?}\n", config("", ""), audit.display().to_string());
+    let host = host(&text).await;
+    py(&host, "x = 1", Some("r")).await;
+    assert_eq!(host.live_sessions(), 1);
+    host.reload(None).await.expect("reload");
+    assert_eq!(host.live_sessions(), 0);
+    assert_eq!(error_name(&py(&host, "x", Some("r")).await), "NameError");
+    let log = std::fs::read_to_string(&audit).expect("audit log");
+    assert!(log.lines().all(|line| line.contains(r#""tool":"run_python","session":"r","#)), "{log}");
+}
+
+/// Latency of a trivial call through [`Host::call`]: a fresh instance per
+/// call against the reused instance of a session. A measurement, not a
+/// test: `cargo test --release -p airlock --test integration measure_ --
+/// --ignored --nocapture` prints p50/p99.
+#[tokio::test]
+#[ignore = "a measurement: prints p50/p99, asserts nothing about time"]
+async fn measure_fresh_and_session_latency() {
+    const CALLS: usize = 200;
+    let host = host(&config("", "")).await;
+    for (tool, code) in [("run_python", "print(1+1)"), ("run_js", "1+1")] {
+        for session in [None, Some("bench")] {
+            let mut micros = Vec::with_capacity(CALLS);
+            for i in 0..CALLS + 10 {
+                let started = std::time::Instant::now();
+                let result = run_as(&host, "bench", tool, code, session).await;
+                let elapsed = started.elapsed();
+                assert!(!result.is_error, "{}", result.content);
+                // The first calls warm caches (and create the session).
+                if i >= 10 {
+                    micros.push(elapsed.as_micros());
+                }
+            }
+            micros.sort_unstable();
+            let at = |q: f64| micros[((micros.len() as f64 * q) as usize).min(micros.len() - 1)] as f64 / 1e3;
+            let mode = if session.is_some() { "session" } else { "fresh" };
+            println!("{tool:<10} {code:<11} {mode:<7} p50 {:>7.3} ms  p99 {:>7.3} ms", at(0.50), at(0.99));
+        }
+    }
+}

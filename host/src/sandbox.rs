@@ -226,7 +226,7 @@ where
         let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
         return (Err(failure.clone()), Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
-    let LiveInstance { store, tool, stdout, stderr } = live;
+    let LiveInstance { store, tool, stdout, stderr, .. } = live;
     let mut finished = false;
     let outcome = {
         let call = async {

@@ -407,3 +407,47 @@ def test_stdio_latency_bench_runs() -> None:
         assert stats[name]["n"] == 50
         # Generous: a loaded CI machine, but never a stuck server.
         assert stats[name]["p50"] < 250.0, stats
+
+
+# -- model-written code and network grants --------------------------------------
+
+INTERPRETERS = """
+[tools.run_python]
+side_effect = false
+timeout_ms = 30000
+memory_mib = 512
+
+[tools.run_python.sessions]
+max_live = 4
+idle_secs = 60
+
+[tools.http_fetch]
+side_effect = false
+"""
+
+
+@generations
+async def test_interpreter_sessions_belong_to_their_principal(mode: str, tmp: Path) -> None:
+    setup = write_config(tmp, tokens=True)
+    setup.config.write_text(setup.config.read_text() + INTERPRETERS)
+    with http_server(setup) as server:
+        async with connect("http", mode, setup, server=server, token=TOKEN) as alice:
+            first = await alice.call_tool("run_python", {"code": "rows = [3, 1, 2]\nsorted(rows)", "session": "s1"})
+            assert first.structured_content["result"] == [1, 2, 3], first
+            again = await alice.call_tool("run_python", {"code": "sum(rows)", "session": "s1"})
+            assert again.structured_content["result"] == 6, again
+            fresh = await alice.call_tool("run_python", {"code": "rows"})
+            assert "NameError" in json.dumps(fresh.structured_content), fresh
+        async with connect("http", mode, setup, server=server, token=OTHER_TOKEN) as bob:
+            other = await bob.call_tool("run_python", {"code": "rows", "session": "s1"})
+            assert "NameError" in json.dumps(other.structured_content), "another principal must not see alice's session"
+
+
+@both
+async def test_http_fetch_without_a_grant_is_a_readable_refusal(transport: str, setup: Setup) -> None:
+    setup.config.write_text(setup.config.read_text() + INTERPRETERS)
+    async with connect(transport, "legacy", setup) as client:
+        result = await client.call_tool("http_fetch", {"url": "http://169.254.169.254/latest/meta-data/"})
+    assert result.is_error
+    text = text_of(result)
+    assert "network_refused" in text and "http://169.254.169.254" in text and "network.allow" in text, text

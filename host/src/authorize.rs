@@ -682,9 +682,7 @@ impl Policy {
 /// the operator wrote and Cedar's parser accepted.
 fn reads_context(est: &Value) -> bool {
     match est {
-        Value::Object(map) => {
-            map.get("Var").is_some_and(|var| var == "context") || map.values().any(reads_context)
-        }
+        Value::Object(map) => map.get("Var").is_some_and(|var| var == "context") || map.values().any(reads_context),
         Value::Array(items) => items.iter().any(reads_context),
         _ => false,
     }

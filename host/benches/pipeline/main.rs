@@ -76,7 +76,10 @@ fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
-            c.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_owned())
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown CPU".to_owned());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
@@ -135,8 +138,8 @@ fn main() {
         compile_iterations: 5,
         precision_rounds: 40,
         throughput_secs: 3.0,
-        compute_mib: 32,
-        compute_rounds: 5,
+        compute_mib: 16,
+        compute_rounds: 9,
     };
     let started = Instant::now();
     let started_at = std::process::Command::new("date")

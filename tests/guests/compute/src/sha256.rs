@@ -34,9 +34,7 @@ impl Sha256 {
     /// A fresh hash.
     pub fn new() -> Self {
         Self {
-            state: [
-                0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-            ],
+            state: [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19],
             block: [0; 64],
             filled: 0,
             length: 0,
@@ -137,12 +135,10 @@ pub fn hash_generated(mib: u32) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn known_answers() {
         let hex = |data: &[u8]| {
-            let mut h = Sha256::new();
+            let mut h = super::Sha256::new();
             h.update(data);
             h.finish().iter().map(|b| format!("{b:02x}")).collect::<String>()
         };

@@ -274,8 +274,18 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats) {
     (sequential, rate, stats::stats(batches))
 }
 
+/// A child process killed when dropped, also when a measurement panics.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `airlock serve --http 127.0.0.1:0` and the address it bound.
-fn spawn_http(setup: &Setup, config: &Path) -> (Child, String) {
+fn spawn_http(setup: &Setup, config: &Path) -> (Killed, String) {
     let log = setup.scratch.join(format!("http-{}.log", std::process::id()));
     let stderr = std::fs::File::create(&log).expect("log file");
     let child = airlock(setup, Some(config))
@@ -285,6 +295,7 @@ fn spawn_http(setup: &Setup, config: &Path) -> (Child, String) {
         .stderr(stderr)
         .spawn()
         .expect("airlock starts");
+    let child = Killed(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -300,7 +311,7 @@ fn spawn_http(setup: &Setup, config: &Path) -> (Child, String) {
 /// Item 3 over streamable HTTP: sequential round trips on one connection,
 /// then 8 connections calling at once.
 fn mcp_http(setup: &Setup, config: &Path) -> (Stats, f64) {
-    let (mut child, addr) = spawn_http(setup, config);
+    let (child, addr) = spawn_http(setup, config);
     let mut client = Http::connect(&addr);
     client.initialize();
     let n = setup.mcp_iterations / 2;
@@ -334,8 +345,7 @@ fn mcp_http(setup: &Setup, config: &Path) -> (Stats, f64) {
         .collect();
     let total: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
     let eight_rate = total as f64 / started.elapsed().as_secs_f64();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     (sequential, eight_rate)
 }
 

@@ -16,7 +16,7 @@ PY := $(VENV)/bin/python
 
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
 TOOLS := echo read_file list_dir write_file search_files json_query http_fetch
-TEST_GUESTS := hostile liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer
+TEST_GUESTS := hostile liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute
 
 .PHONY: all build guests setup test test-rust test-python lint bench demo doc clean
 
@@ -37,8 +37,11 @@ guests: setup interpreters
 	@for t in $(TOOLS); do cp -u $(WASM_DIR)/$$t.wasm $(GUEST_OUT)/; done
 	@for t in $(TEST_GUESTS); do cp -u $(WASM_DIR)/$$t.wasm $(TEST_GUEST_OUT)/; done
 
+# Built through the test build (it writes target/release/airlock too): the
+# dev-dependencies unify features of shared crates, so a plain `cargo build`
+# after `make test` (or before it) would compile wasmtime a second time.
 build: guests
-	$(CARGO) build --release -p airlock
+	$(CARGO) test --release -p airlock --no-run
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -63,8 +66,13 @@ lint: setup
 	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings
 
-bench: build
-	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) bench -p airlock --bench pipeline -- --write
+# The bench build has the test build's features (dev-dependencies are
+# unified), so it reuses the artifacts of `make test` and also writes
+# target/release/airlock, which the process-level items run.
+bench: guests
+	$(CARGO) bench -p airlock --bench pipeline --no-run
+	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock \
+		$(CARGO) bench -p airlock --bench pipeline -- --write
 
 demo: build
 	@AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock GUESTS=$(GUEST_OUT) TEST_GUESTS=$(TEST_GUEST_OUT) bash demo/demo.sh

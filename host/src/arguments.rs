@@ -25,10 +25,10 @@ pub enum RawArguments {
 impl RawArguments {
     /// The arguments as a JSON value for the audit record: the value, or the
     /// text itself when it is not valid JSON.
-    pub fn for_audit(&self) -> Value {
+    pub fn into_audit(self) -> Value {
         match self {
-            RawArguments::Json(v) => v.clone(),
-            RawArguments::Text(t) => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone())),
+            RawArguments::Json(v) => v,
+            RawArguments::Text(t) => serde_json::from_str(&t).unwrap_or(Value::String(t)),
         }
     }
 }
@@ -37,13 +37,24 @@ fn invalid(message: String) -> Failure {
     Failure::new(ErrorKind::InvalidArguments, message)
 }
 
+/// Arguments that passed [`parse`]: the object, and its JSON text as the
+/// guest receives it (serialized from the object, never the raw text, so
+/// the guest reads exactly what was validated and authorized).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The arguments object.
+    pub value: Value,
+    /// `value` as compact JSON text.
+    pub text: String,
+}
+
 /// Parse and shape-check the arguments.
 ///
 /// # Errors
 ///
 /// Too large, too deep, not JSON, or not an object.
-pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
-    let value = match raw {
+pub fn parse(raw: &RawArguments) -> Result<Parsed, Failure> {
+    let (value, text) = match raw {
         RawArguments::Text(text) => {
             if text.len() > MAX_ARGUMENT_BYTES {
                 return Err(invalid(format!(
@@ -52,7 +63,7 @@ pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
                 )));
             }
             if text.trim().is_empty() {
-                return Ok(Value::Object(Default::default()));
+                return Ok(empty());
             }
             let depth = text_depth(text);
             if depth > MAX_ARGUMENT_DEPTH {
@@ -60,11 +71,15 @@ pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
                     "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
                 )));
             }
-            serde_json::from_str(text).map_err(|err| {
+            let value: Value = serde_json::from_str(text).map_err(|err| {
                 invalid(format!(
                     "the arguments are not valid JSON ({err}); send a JSON object such as {{\"path\": \"notes.txt\"}}"
                 ))
-            })?
+            })?;
+            // Re-serialized, not passed through: duplicate keys, for one,
+            // must reach the guest as the one value that was checked.
+            let text = if value.is_object() { value.to_string() } else { String::new() };
+            (value, text)
         }
         RawArguments::Json(value) => {
             let depth = value_depth(value, 0);
@@ -73,24 +88,30 @@ pub fn parse(raw: &RawArguments) -> Result<Value, Failure> {
                     "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
                 )));
             }
-            let size = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX);
-            if size > MAX_ARGUMENT_BYTES {
+            // The text the size is measured on is the one the guest gets.
+            let text = value.to_string();
+            if text.len() > MAX_ARGUMENT_BYTES {
                 return Err(invalid(format!(
-                    "the arguments are {size} bytes; at most {MAX_ARGUMENT_BYTES} are accepted"
+                    "the arguments are {} bytes; at most {MAX_ARGUMENT_BYTES} are accepted",
+                    text.len()
                 )));
             }
-            value.clone()
+            (value.clone(), text)
         }
     };
     match value {
-        Value::Object(_) => Ok(value),
+        Value::Object(_) => Ok(Parsed { value, text }),
         // Some clients send `null` for a call without arguments.
-        Value::Null => Ok(Value::Object(Default::default())),
+        Value::Null => Ok(empty()),
         other => Err(invalid(format!(
             "the arguments must be a JSON object, not {}; wrap them as {{\"name\": value}}",
             kind_of(&other)
         ))),
     }
+}
+
+fn empty() -> Parsed {
+    Parsed { value: Value::Object(Default::default()), text: "{}".to_owned() }
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -152,7 +173,10 @@ mod tests {
 
     fn check(raw: RawArguments, expect: Result<Value, &str>) {
         match (parse(&raw), expect) {
-            (Ok(got), Ok(want)) => assert_eq!(got, want),
+            (Ok(got), Ok(want)) => {
+                assert_eq!(got.text, want.to_string());
+                assert_eq!(got.value, want);
+            }
             (Err(got), Err(needle)) => {
                 assert_eq!(got.kind, ErrorKind::InvalidArguments);
                 assert!(got.message.contains(needle), "{:?} should contain {needle:?}", got.message);

@@ -567,7 +567,9 @@ fn record_line<'a>(fields: impl IntoIterator<Item = &'a (&'a str, String)>) -> S
 fn record_hash(fields: &[(&str, String)]) -> String {
     let mut sorted: Vec<&(&str, String)> = fields.iter().filter(|(name, _)| *name != "hash").collect();
     sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    hex::encode(Sha256::digest(record_line(sorted).as_bytes()))
+    let mut hash = String::with_capacity(64);
+    push_hex(&mut hash, &Sha256::digest(record_line(sorted).as_bytes()));
+    hash
 }
 
 /// The `arguments` member: the canonical JSON of the redacted arguments, or a
@@ -692,7 +694,14 @@ fn write_canonical(value: &Value, out: &mut String) {
 /// control characters, everything else as is.
 fn push_json_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
     out.push('"');
+    // Most values (hashes, names, ids) need no escaping: one scan, one copy.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     // Every byte that needs escaping is ASCII, hence a character boundary:
     // the text between two of them is copied as one slice.
     let mut start = 0;
@@ -729,7 +738,21 @@ fn json_string(s: &str) -> String {
 }
 
 fn sha256_digest(text: &str) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())))
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    push_hex(&mut out, &Sha256::digest(text.as_bytes()));
+    out
+}
+
+/// Appends `bytes` as lowercase hex (as `hex::encode`, without its
+/// per-character iterator).
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
 }
 
 /// `s` cut to at most `max` bytes at a character boundary, ending in `…` when cut.

@@ -324,6 +324,10 @@ pub struct Policy {
     /// Policy ids in file order, to pick the determining policy
     /// deterministically (Cedar reports them as an unordered set).
     order: Vec<PolicyId>,
+    /// The `@ask` and `@reason` annotations of each policy, read once:
+    /// `PolicySet::annotation` parses its key with Cedar's lexer on every
+    /// lookup, which cost more than the decision itself.
+    annotations: HashMap<PolicyId, Annotations>,
     authorizer: Authorizer,
     user_type: EntityTypeName,
     tool_type: EntityTypeName,
@@ -332,6 +336,40 @@ pub struct Policy {
     /// (an upsert into the operator's entities) costs far more than the
     /// decision itself, and they never change for a loaded policy.
     resolved: RwLock<HashMap<(String, bool), Arc<Entities>>>,
+    /// Whether no policy reads `context`: then the arguments cannot change
+    /// a decision, and decisions are cached per (principal, tool, side
+    /// effect) in `decisions`.
+    context_free: bool,
+    /// Decisions of context-free policies, computed once per key.
+    decisions: RwLock<HashMap<DecisionKey, Decision>>,
+}
+
+/// (principal, tool, side effect): everything a context-free decision
+/// depends on, besides the policy itself.
+type DecisionKey = (String, String, bool);
+
+/// At most this many decisions are cached; later keys are evaluated every
+/// time (principals come from clients, so the key space is theirs).
+const MAX_CACHED_DECISIONS: usize = 4096;
+
+/// The annotations [`Policy::decide`] reads, copied out of one policy.
+#[derive(Debug, Default)]
+struct Annotations {
+    /// `@ask`, `Some("")` when present without a value.
+    ask: Option<String>,
+    /// `@reason`, `Some("")` when present without a value.
+    reason: Option<String>,
+}
+
+impl Annotations {
+    /// The annotation `key` (`"ask"` or `"reason"`).
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "ask" => self.ask.as_deref(),
+            "reason" => self.reason.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// At most this many (tool, side effect) entity sets are cached; tool names
@@ -411,10 +449,28 @@ impl Policy {
                 EntityId::new(CALL_ACTION),
             ),
         );
+        let annotations = policies
+            .policies()
+            .map(|policy| {
+                let mut notes = Annotations::default();
+                for (key, value) in policy.annotations() {
+                    match key {
+                        "ask" => notes.ask = Some(value.to_owned()),
+                        "reason" => notes.reason = Some(value.to_owned()),
+                        _ => {}
+                    }
+                }
+                (policy.id().clone(), notes)
+            })
+            .collect();
+        let context_free = policies.policies().all(|policy| policy.to_json().is_ok_and(|est| !reads_context(&est)));
         Ok(Policy {
+            context_free,
+            decisions: RwLock::default(),
             policies,
             entities,
             order,
+            annotations,
             authorizer: Authorizer::new(),
             user_type,
             tool_type,
@@ -447,10 +503,30 @@ impl Policy {
     /// panics and never errors: every failure is a denial.
     #[must_use]
     pub fn decide(&self, principal: &str, tool: &ToolFacts<'_>, arguments: &Value) -> Decision {
+        // The request is built even when the decision is cached: arguments
+        // that cannot become a Cedar context deny the call either way.
         let request = match self.request(principal, tool, arguments) {
             Ok(request) => request,
             Err(reason) => return Decision::Deny { reason, policy: None },
         };
+        if !self.context_free {
+            return self.evaluate(principal, tool, &request);
+        }
+        let key = (principal.to_owned(), tool.name.to_owned(), tool.side_effect);
+        if let Some(hit) = self.decisions.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return hit.clone();
+        }
+        let decision = self.evaluate(principal, tool, &request);
+        let mut cache = self.decisions.write().unwrap_or_else(|e| e.into_inner());
+        if cache.len() < MAX_CACHED_DECISIONS {
+            cache.insert(key, decision.clone());
+        }
+        decision
+    }
+
+    /// Evaluates `request` against the policies (the uncached part of
+    /// [`Policy::decide`]).
+    fn evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Decision {
         let entities = match self.cached_entities_for(tool) {
             Ok(entities) => entities,
             Err(error) => {
@@ -463,7 +539,7 @@ impl Policy {
                 };
             }
         };
-        let response = self.authorizer.is_authorized(&request, &self.policies, &entities);
+        let response = self.authorizer.is_authorized(request, &self.policies, &entities);
 
         let mut errored_forbid = None;
         for error in response.diagnostics().errors() {
@@ -481,7 +557,7 @@ impl Policy {
         // The first determining policy (in file order) with a non-empty `key` annotation.
         let annotated = |key: &str| {
             determining.iter().find_map(|id| {
-                let text = self.policies.annotation(id, key).filter(|text| !text.trim().is_empty());
+                let text = self.annotation(id, key).filter(|text| !text.trim().is_empty());
                 text.map(|text| (id.to_string(), text.to_string()))
             })
         };
@@ -515,7 +591,7 @@ impl Policy {
                         policy: Some(id.to_string()),
                     };
                 }
-                let asks = determining.iter().find(|id| self.policies.annotation(id, "ask").is_some());
+                let asks = determining.iter().find(|id| self.annotation(id, "ask").is_some());
                 match (annotated("ask"), asks) {
                     (Some((id, reason)), _) => Decision::Ask { reason, policy: Some(id) },
                     (None, Some(id)) => Decision::Ask {
@@ -526,6 +602,11 @@ impl Policy {
                 }
             }
         }
+    }
+
+    /// The annotation `key` of policy `id`, as read at load.
+    fn annotation(&self, id: &PolicyId, key: &str) -> Option<&str> {
+        self.annotations.get(id)?.get(key)
     }
 
     /// Builds the Cedar request; `Err` is a denial reason for the model.
@@ -593,6 +674,17 @@ impl Policy {
             .map_err(|e| describe_error(&e))?,
         };
         self.entities.clone().upsert_entities([entity], None).map_err(|e| describe_error(&e))
+    }
+}
+
+/// Whether a policy in Cedar's JSON form (EST) reads the `context` variable
+/// anywhere. Recursion is bounded by the nesting of the policy text, which
+/// the operator wrote and Cedar's parser accepted.
+fn reads_context(est: &Value) -> bool {
+    match est {
+        Value::Object(map) => map.get("Var").is_some_and(|var| var == "context") || map.values().any(reads_context),
+        Value::Array(items) => items.iter().any(reads_context),
+        _ => false,
     }
 }
 

@@ -191,12 +191,15 @@ impl Pipeline {
         let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
         let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
         let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
-        validate(&tool, &arguments).map_err(not_reached)?;
+        validate(&tool, &arguments.value).map_err(not_reached)?;
         // The host consumes `session` for tools that keep sessions; the
         // policy and the tool see the other arguments.
-        let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
+        let session = session::split(&tool, &mut arguments.value).map_err(not_reached)?;
+        if tool.settings.sessions.is_some() {
+            arguments.text = arguments.value.to_string();
+        }
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
-        let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments) {
+        let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments.value) {
             Decision::Allow { policy } => ("allow", policy),
             Decision::Deny { reason, policy } => {
                 return Err((
@@ -215,7 +218,7 @@ impl Pipeline {
                         let ask = ConfirmRequest {
                             principal: &request.principal,
                             tool: &tool.name,
-                            arguments: &arguments,
+                            arguments: &arguments.value,
                             reason: &reason,
                         };
                         confirmer.confirm(ask).await
@@ -234,8 +237,7 @@ impl Pipeline {
                 ("ask:confirmed", policy)
             }
         };
-        let arguments = arguments.to_string();
-        Ok(Approved { tool, arguments, session, decision: decision.to_owned(), policy })
+        Ok(Approved { tool, arguments: arguments.text, session, decision: decision.to_owned(), policy })
     }
 
     /// schedule → execute → check output → render → audit.
@@ -282,7 +284,7 @@ impl Pipeline {
             fuel_used: execution.fuel_used,
             session: session.map(|id| id.as_str().to_owned()),
         };
-        self.audit(&flight, result, policy, Some(&tool.digest))
+        self.audit(flight, result, policy, Some(&tool.digest))
     }
 
     fn finish_early(
@@ -307,7 +309,7 @@ impl Pipeline {
             fuel_used: None,
             session: None,
         };
-        self.audit(&flight, result, policy, tool.map(|t| t.digest.as_str()))
+        self.audit(flight, result, policy, tool.map(|t| t.digest.as_str()))
     }
 
     /// Write the audit record before the result is returned. If the record
@@ -315,19 +317,20 @@ impl Pipeline {
     /// tool's: an unaudited success is not handed out.
     fn audit(
         &self,
-        flight: &InFlight,
+        flight: InFlight,
         mut result: ToolResult,
         policy: Option<String>,
         digest: Option<&str>,
     ) -> ToolResult {
         let Some(log) = &self.audit else { return result };
+        let request = flight.request;
         let entry = AuditEntry {
-            call_id: result.call_id.clone(),
-            principal: flight.request.principal.clone(),
-            tool: flight.request.tool.clone(),
+            call_id: request.call_id,
+            principal: request.principal,
+            tool: request.tool,
             session: result.session.clone(),
             component_digest: digest.map(str::to_owned),
-            arguments: flight.request.arguments.for_audit(),
+            arguments: request.arguments.into_audit(),
             decision: result.decision.clone(),
             policy,
             outcome: result.outcome().to_owned(),

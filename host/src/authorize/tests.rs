@@ -432,3 +432,29 @@ fn policy_is_send_sync_and_labels_are_stable() {
     assert_eq!(Decision::Deny { reason: String::new(), policy: Some("p".into()) }.policy(), Some("p"));
     assert_eq!(Decision::Ask { reason: String::new(), policy: None }.label(), "ask");
 }
+
+#[test]
+fn only_context_free_policies_cache_decisions() {
+    assert!(Policy::default_policy().context_free);
+    assert!(!bank().context_free, "the bank policy reads the arguments");
+    let text = r#"permit (principal, action, resource) when { context has arguments && context.arguments.n < 3 };"#;
+    let reads = Policy::from_text(text, "n.cedar", None).unwrap();
+    assert!(!reads.context_free);
+    let literal = r#"permit (principal, action, resource) when { resource.side_effect == false || "context" == "x" };"#;
+    assert!(Policy::from_text(literal, "literal.cedar", None).unwrap().context_free);
+    // Arguments that differ must be decided anew when a policy reads them.
+    for _ in 0..2 {
+        check(&reads, ("alice", "t", false), json!({"n": 1}), "allow", Some("policy0"), None);
+        check(&reads, ("alice", "t", false), json!({"n": 5}), "deny", None, None);
+    }
+    // A cached decision still refuses arguments Cedar cannot take.
+    let free = Policy::default_policy();
+    let facts = ToolFacts { name: "echo", side_effect: false };
+    assert_eq!(free.decide("alice", &facts, &json!({"a": 1})).label(), "allow");
+    let mut deep = json!(1);
+    for _ in 0..(MAX_ARGUMENT_DEPTH + 2) {
+        deep = json!([deep]);
+    }
+    assert_eq!(free.decide("alice", &facts, &json!({ "a": deep })).label(), "deny");
+    assert_eq!(free.decide("alice", &facts, &json!({"a": 2})).label(), "allow");
+}

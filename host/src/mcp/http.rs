@@ -29,6 +29,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use futures::StreamExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig, StreamableHttpService};
@@ -103,6 +104,14 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
     let stop = shutdown.clone();
+    // Responses go out in several small writes (headers, then event-stream
+    // frames): with Nagle's algorithm on, the last one waits for the
+    // client's delayed ACK, about 40 ms per call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {err}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;

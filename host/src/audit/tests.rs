@@ -1,5 +1,8 @@
+use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
+use super::record::{ELLIPSIS, canonical, cap, is_sha256_hex};
 use super::*;
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -2,6 +2,10 @@
 //! head file, `tail` returns the last records. Both trust nothing in the
 //! files: every line is checked for Airlock's exact form and its hash.
 
+use std::io::{BufRead, BufReader, Read};
+
+use super::files::READ_CHUNK;
+use super::record::{canonical, cap, is_sha256_hex};
 use super::*;
 
 /// Checks the whole chain of the log at `path` against its head file.

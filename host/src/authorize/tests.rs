@@ -1,5 +1,7 @@
+use super::request::decimal_text;
 use super::*;
 use serde_json::json;
+use std::path::Path;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/policy");
 

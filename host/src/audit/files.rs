@@ -1,0 +1,170 @@
+//! The files on disk: the head file beside the log, reading a log from its
+//! end, private file modes, directory fsync and the advisory lock. Nothing
+//! read here is trusted: a head file that is not what Airlock writes is
+//! reported as damage, and reading from the end gives up after a byte limit.
+
+use std::fs::{OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom};
+
+use serde::Deserialize;
+
+use super::record::{cap, is_sha256_hex};
+use super::*;
+
+/// The head file is always written as exactly this many bytes.
+pub(super) const HEAD_BYTES: usize = 128;
+/// A head file longer than this is damaged, not read.
+const MAX_HEAD_FILE_BYTES: u64 = 4096;
+/// Block size for reading a log from its end.
+pub(super) const READ_CHUNK: u64 = 64 * 1024;
+
+pub(super) fn head_path(log: &Path) -> PathBuf {
+    let mut name = log.as_os_str().to_owned();
+    name.push(".head");
+    PathBuf::from(name)
+}
+
+/// What the head file says: the last record written.
+pub(super) struct Head {
+    pub(super) seq: u64,
+    pub(super) hash: String,
+}
+
+/// Reads the head file. The outer error is I/O, the inner one a damaged file.
+/// An empty file (Airlock stopped right after creating it) names no record.
+pub(super) fn read_head(mut file: &File) -> io::Result<Result<Head, String>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawHead {
+        seq: u64,
+        hash: String,
+    }
+
+    file.seek(SeekFrom::Start(0))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_HEAD_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_HEAD_FILE_BYTES {
+        return Ok(Err(format!("longer than {MAX_HEAD_FILE_BYTES} bytes")));
+    }
+    let text = bytes.trim_ascii_end();
+    if text.is_empty() {
+        return Ok(Ok(Head { seq: 0, hash: GENESIS.to_owned() }));
+    }
+    let raw: RawHead = match serde_json::from_slice(text) {
+        Ok(raw) => raw,
+        Err(e) => return Ok(Err(format!("not a head record ({e})"))),
+    };
+    if !is_sha256_hex(&raw.hash) || (raw.seq == 0 && raw.hash != GENESIS) {
+        return Ok(Err(format!("\"hash\" {:?} is not a valid hash for record {}", cap(&raw.hash, 80), raw.seq)));
+    }
+    Ok(Ok(Head { seq: raw.seq, hash: raw.hash }))
+}
+
+/// The head file's content: a fixed width, so that rewriting it in place never
+/// leaves the end of a longer previous version behind.
+pub(super) fn head_bytes(seq: u64, hash: &str) -> Vec<u8> {
+    let mut text = format!("{{\"seq\":{seq},\"hash\":\"{hash}\"}}");
+    // At most 102 bytes: a 20-digit seq and a 64-digit hash.
+    let width = HEAD_BYTES - 1;
+    if text.len() < width {
+        text.push_str(&" ".repeat(width - text.len()));
+    }
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Rewrites the head file in place: one positioned write, no rename.
+pub(super) fn write_head(file: &File, seq: u64, hash: &str) -> io::Result<()> {
+    let bytes = head_bytes(seq, hash);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(&bytes, 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut file = file;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&bytes)
+    }
+}
+
+/// The bytes of the last `lines` lines of `file` (of length `len`), from the
+/// start of the first of them; a final piece without a line end counts as a
+/// line. `None` when more than `max_bytes` were read without finding that start.
+pub(super) fn read_last_lines(mut file: &File, len: u64, lines: usize, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut chunks = Vec::new();
+    let mut start = len;
+    let mut found = 0;
+    let mut cut = None;
+    while start > 0 && cut.is_none() {
+        if len - start >= max_bytes {
+            return Ok(None);
+        }
+        let step = READ_CHUNK.min(start);
+        start -= step;
+        let mut chunk = vec![0; step as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        for (i, &byte) in chunk.iter().enumerate().rev() {
+            let offset = start + i as u64;
+            // A line end at the very end closes the last line, not a new one.
+            if byte == b'\n' && offset + 1 != len {
+                found += 1;
+                if found == lines {
+                    cut = Some(offset + 1);
+                    break;
+                }
+            }
+        }
+        chunks.push(chunk);
+    }
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    for chunk in chunks.iter().rev() {
+        bytes.extend_from_slice(chunk);
+    }
+    bytes.drain(..(cut.unwrap_or(0) - start) as usize);
+    Ok(Some(bytes))
+}
+
+/// Options for files only the operator should read (0600 on unix; elsewhere
+/// the directory's permissions apply).
+pub(super) fn private_options() -> OpenOptions {
+    #[allow(unused_mut)]
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+#[cfg(unix)]
+pub(super) fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+pub(super) fn sync_parent_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+pub(super) enum Lock {
+    Held,
+    Busy,
+}
+
+/// Takes an advisory lock without waiting.
+pub(super) fn try_lock(file: &File, shared: bool) -> io::Result<Lock> {
+    let result = if shared { file.try_lock_shared() } else { file.try_lock() };
+    match result {
+        Ok(()) => Ok(Lock::Held),
+        Err(TryLockError::WouldBlock) => Ok(Lock::Busy),
+        // Some file systems cannot lock; the log then relies on the operator
+        // running one writer, as it would without the lock.
+        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(Lock::Held),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}

@@ -1,0 +1,318 @@
+//! What a record holds and how it is written: the members built from an
+//! [`AuditEntry`], canonical JSON, the record hash, redaction and the caps.
+//!
+//! Everything in an entry is untrusted. Every string is cut at its cap
+//! ([`MAX_FIELD_BYTES`], [`MAX_MESSAGE_BYTES`]) and written as an escaped JSON
+//! string; recorded arguments are bounded by [`MAX_RECORDED_ARGUMENTS_BYTES`]
+//! and [`MAX_RECORDED_ARGUMENTS_DEPTH`] or replaced by a note.
+
+use std::borrow::Cow;
+
+use sha2::{Digest, Sha256};
+
+use super::*;
+
+/// What replaces a redacted value.
+const REDACTED: &str = "[redacted]";
+/// Appended to a string that was cut at its cap.
+pub(super) const ELLIPSIS: &str = "…";
+
+impl AuditLog {
+    /// The members from `call_id` to `fuel_used`, encoded, in record order.
+    pub(super) fn record_body(&self, entry: &AuditEntry) -> Vec<(&'static str, String)> {
+        let capped = |s: &str, max| json_string(&cap(s, max));
+        let optional = |s: &Option<String>, max| s.as_deref().map_or_else(|| "null".to_owned(), |s| capped(s, max));
+
+        let arguments = redact_for_record(&entry.arguments, &self.redact_keys);
+        let canonical_arguments = canonical(&arguments);
+        let mut body = Vec::with_capacity(12);
+        body.push(("call_id", capped(&entry.call_id, MAX_FIELD_BYTES)));
+        body.push(("principal", capped(&entry.principal, MAX_FIELD_BYTES)));
+        body.push(("tool", capped(&entry.tool, MAX_FIELD_BYTES)));
+        if let Some(session) = &entry.session {
+            body.push(("session", capped(session, MAX_FIELD_BYTES)));
+        }
+        body.push(("component_digest", optional(&entry.component_digest, MAX_FIELD_BYTES)));
+        body.push(("argument_digest", json_string(&sha256_digest(&canonical_arguments))));
+        if self.record_arguments {
+            body.push(("arguments", recorded_arguments(&arguments, canonical_arguments)));
+        }
+        body.push(("decision", capped(&entry.decision, MAX_FIELD_BYTES)));
+        body.push(("policy", optional(&entry.policy, MAX_FIELD_BYTES)));
+        body.push(("outcome", capped(&entry.outcome, MAX_FIELD_BYTES)));
+        body.push(("message", optional(&entry.message, MAX_MESSAGE_BYTES)));
+        body.push(("duration_us", entry.duration_us.to_string()));
+        body.push(("fuel_used", entry.fuel_used.map_or_else(|| "null".to_owned(), |f| f.to_string())));
+        body
+    }
+}
+
+/// `"sha256:<hex>"` of the canonical JSON of `arguments`: no whitespace, object
+/// members sorted by name at every depth. Equal values give equal digests
+/// whatever their key order.
+///
+/// A record's `argument_digest` is this digest of the arguments *after*
+/// redaction, so that it cannot be used to confirm a guess at a redacted value.
+pub fn argument_digest(arguments: &Value) -> String {
+    sha256_digest(&canonical(arguments))
+}
+
+/// Returns `arguments` with the value of every object member whose name
+/// equals one of `keys` (case-insensitively, at any depth, inside arrays too)
+/// replaced by `"[redacted]"`.
+pub fn redact(arguments: &Value, keys: &[String]) -> Value {
+    let keys: Vec<String> = keys.iter().map(|k| k.to_lowercase()).collect();
+    redact_lowercase(arguments, &keys)
+}
+
+/// The line of a record: `fields` (name, canonical value) in the given order.
+pub(super) fn record_line<'a>(fields: impl IntoIterator<Item = &'a (&'a str, String)>) -> String {
+    let mut line = String::with_capacity(512);
+    line.push('{');
+    for (i, (name, value)) in fields.into_iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        push_json_string(&mut line, name);
+        line.push(':');
+        line.push_str(value);
+    }
+    line.push('}');
+    line
+}
+
+/// The hash of a record: SHA-256 of its canonical JSON without `hash`.
+pub(super) fn record_hash(fields: &[(&str, String)]) -> String {
+    let mut sorted: Vec<&(&str, String)> = fields.iter().filter(|(name, _)| *name != "hash").collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut hash = String::with_capacity(64);
+    push_hex(&mut hash, &Sha256::digest(record_line(sorted).as_bytes()));
+    hash
+}
+
+/// The `arguments` member: the canonical JSON of the redacted arguments, or a
+/// note saying why they were left out.
+fn recorded_arguments(arguments: &Value, text: String) -> String {
+    if nested_deeper_than(arguments, MAX_RECORDED_ARGUMENTS_DEPTH) {
+        return json_string(&format!(
+            "[omitted: nested deeper than {MAX_RECORDED_ARGUMENTS_DEPTH} levels; see argument_digest]"
+        ));
+    }
+    if text.len() > MAX_RECORDED_ARGUMENTS_BYTES {
+        return json_string(&format!(
+            "[omitted: {} bytes of JSON, over the {MAX_RECORDED_ARGUMENTS_BYTES}-byte cap; see argument_digest]",
+            text.len()
+        ));
+    }
+    if !rereads_the_same(arguments, &text) {
+        return json_string("[omitted: some numbers would not read back exactly; see argument_digest]");
+    }
+    text
+}
+
+/// Whether [`verify`], which re-reads records with `serde_json`, will encode
+/// these arguments to exactly `text` again.
+///
+/// Integers and strings always read back as themselves. Floating-point numbers
+/// do only if `serde_json`'s `float_roundtrip` feature is on somewhere in the
+/// build: its default parser can be one unit in the last place off (for about
+/// a third of all bit patterns, rarely for the short decimals models write).
+/// Such arguments are left out rather than recorded with altered numbers.
+fn rereads_the_same(arguments: &Value, text: &str) -> bool {
+    !contains_float(arguments) || serde_json::from_str::<Value>(text).is_ok_and(|reread| canonical(&reread) == text)
+}
+
+/// The arguments as they are recorded and digested: redacted, and a non-JSON
+/// string hidden entirely when it mentions a redacted key, since there is no
+/// structure in it to redact.
+fn redact_for_record<'a>(arguments: &'a Value, keys: &[String]) -> Cow<'a, Value> {
+    if keys.is_empty() {
+        return Cow::Borrowed(arguments);
+    }
+    match arguments {
+        Value::String(raw) => {
+            let lower = raw.to_lowercase();
+            if keys.iter().any(|k| !k.is_empty() && lower.contains(k.as_str())) {
+                Cow::Owned(Value::String(REDACTED.to_owned()))
+            } else {
+                Cow::Borrowed(arguments)
+            }
+        }
+        _ => Cow::Owned(redact_lowercase(arguments, keys)),
+    }
+}
+
+/// [`redact`] with `keys` already lowercased.
+fn redact_lowercase(value: &Value, keys: &[String]) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(name, value)| {
+                    let lower = name.to_lowercase();
+                    if keys.contains(&lower) {
+                        (name.clone(), Value::String(REDACTED.to_owned()))
+                    } else {
+                        (name.clone(), redact_lowercase(value, keys))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|item| redact_lowercase(item, keys)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Canonical JSON of `value`; see the module documentation.
+///
+/// Recursion is bounded by the nesting of `value`; values parsed by
+/// `serde_json` are at most 128 levels deep.
+pub(super) fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => push_json_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // Sorted here, whatever order the map keeps (serde_json's
+            // `preserve_order` feature may be on in the dependency tree).
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (name, value)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_json_string(out, name);
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Appends `s` as a JSON string, escaped as RFC 8785 (and `serde_json`) do:
+/// `"` and `\`, the short escapes for `\b \f \n \r \t`, `\u00xx` for other
+/// control characters, everything else as is.
+fn push_json_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push('"');
+    // Most values (hashes, names, ids) need no escaping: one scan, one copy.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
+    // Every byte that needs escaping is ASCII, hence a character boundary:
+    // the text between two of them is copied as one slice.
+    let mut start = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if short.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(short);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+pub(super) fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_json_string(&mut out, s);
+    out
+}
+
+fn sha256_digest(text: &str) -> String {
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    push_hex(&mut out, &Sha256::digest(text.as_bytes()));
+    out
+}
+
+/// Appends `bytes` as lowercase hex (as `hex::encode`, without its
+/// per-character iterator).
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+}
+
+/// `s` cut to at most `max` bytes at a character boundary, ending in `…` when cut.
+pub(super) fn cap(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max.saturating_sub(ELLIPSIS.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}{ELLIPSIS}", &s[..end]))
+}
+
+fn contains_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(contains_float),
+        Value::Object(map) => map.values().any(contains_float),
+        _ => false,
+    }
+}
+
+/// Whether arrays and objects nest more than `limit` levels; stops looking
+/// below the limit.
+fn nested_deeper_than(value: &Value, limit: usize) -> bool {
+    let children: Box<dyn Iterator<Item = &Value>> = match value {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Object(map) => Box::new(map.values()),
+        _ => return false,
+    };
+    if limit == 0 {
+        return true;
+    }
+    children.into_iter().any(|child| nested_deeper_than(child, limit - 1))
+}
+
+pub(super) fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The start of a hash, enough to tell two apart in a message.
+pub(super) fn short(hash: &str) -> String {
+    format!("{}…", cap(hash, 12).trim_end_matches(ELLIPSIS))
+}

@@ -273,7 +273,7 @@ impl Host {
 ///
 /// # Security
 ///
-/// [`execute_only`] skips resolve, validate, authorize and audit: it exists
+/// `execute_only` skips resolve, validate, authorize and audit: it exists
 /// so benchmarks can separate the pipeline's own cost from execution. Front
 /// ends must use [`Host::call`].
 #[doc(hidden)]

@@ -97,7 +97,7 @@ pub enum LoadError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is larger than [`MAX_COMPONENT_BYTES`].
+    /// The file is larger than `MAX_COMPONENT_BYTES` (256 MiB).
     #[error("{path}: {size} bytes is larger than the {MAX_COMPONENT_BYTES}-byte limit for a component")]
     TooLarge {
         /// The file.

@@ -145,7 +145,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
 ///
 /// # Errors
 ///
-/// [`AuditError::Io`] when the file cannot be read; [`AuditError::Damaged`]
+/// `AuditError::Io` when the file cannot be read; `AuditError::Damaged`
 /// when one of those lines is not JSON or is longer than any record.
 pub fn tail(path: &Path, n: usize) -> Result<Vec<Value>, AuditError> {
     if n == 0 {

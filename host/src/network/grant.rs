@@ -212,7 +212,7 @@ fn valid_name(name: &str) -> bool {
 pub struct OriginRule {
     /// Where requests may go.
     pub pattern: OriginPattern,
-    /// Allowed methods; `None` allows every method in [`METHODS`].
+    /// Allowed methods; `None` allows every method in `METHODS` (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS).
     pub methods: Option<Vec<Method>>,
 }
 

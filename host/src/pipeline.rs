@@ -194,10 +194,7 @@ impl Pipeline {
         validate(&tool, &arguments.value).map_err(not_reached)?;
         // The host consumes `session` for tools that keep sessions; the
         // policy and the tool see the other arguments.
-        let session = session::split(&tool, &mut arguments.value).map_err(not_reached)?;
-        if tool.settings.sessions.is_some() {
-            arguments.text = arguments.value.to_string();
-        }
+        let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
         let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments.value) {
             Decision::Allow { policy } => ("allow", policy),

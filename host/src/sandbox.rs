@@ -196,11 +196,15 @@ impl LiveInstance {
         self.store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
         });
-        self.stdout.take();
-        self.stderr.take();
-        self.store.data_mut().limits.refused = false;
-        // Request and response-byte allowances are per call.
-        self.store.data_mut().network.renew();
+        // A store that already served a call (a session's) starts this one
+        // with empty captures, a clean growth record and new network
+        // allowances; a fresh store has them already.
+        if self.tool.is_some() {
+            self.stdout.take();
+            self.stderr.take();
+            self.store.data_mut().limits.refused = false;
+            self.store.data_mut().network.renew();
+        }
         Ok(())
     }
 }

@@ -32,6 +32,7 @@
 //! - Reloading the tools drops every session; a session created for a tool
 //!   version that has since been replaced is never reused.
 
+use crate::arguments::Parsed;
 use crate::limits::{Limits, MAX_MEMORY_BYTES};
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
@@ -128,8 +129,8 @@ impl SessionId {
     }
 }
 
-/// Take the `session` argument out of `arguments` when `tool` keeps
-/// sessions: the host consumes it, and the tool gets the rest.
+/// Take the `session` argument out of `arguments` (value and text) when
+/// `tool` keeps sessions: the host consumes it, and the tool gets the rest.
 ///
 /// For a tool without sessions, a `session` argument is left in place when
 /// the tool's own parameters declare it (it is then the tool's argument),
@@ -139,11 +140,14 @@ impl SessionId {
 ///
 /// An invalid session id, or `session` for a tool that neither keeps
 /// sessions nor declares such a parameter.
-pub fn split(tool: &LoadedTool, arguments: &mut Value) -> Result<Option<SessionId>, Failure> {
-    let Value::Object(map) = arguments else { return Ok(None) };
+pub fn split(tool: &LoadedTool, arguments: &mut Parsed) -> Result<Option<SessionId>, Failure> {
+    let Value::Object(map) = &mut arguments.value else { return Ok(None) };
     if tool.settings.sessions.is_some() {
+        let Some(raw) = map.remove("session") else { return Ok(None) };
+        // The tool gets the arguments without `session`.
+        arguments.text = arguments.value.to_string();
         // `null` (an optional argument left empty) means no session.
-        return map.remove("session").filter(|v| !v.is_null()).as_ref().map(SessionId::parse).transpose();
+        return if raw.is_null() { Ok(None) } else { SessionId::parse(&raw).map(Some) };
     }
     let declared = tool.parameters.get("properties").and_then(|p| p.get("session")).is_some();
     if map.contains_key("session") && !declared {

@@ -75,53 +75,90 @@ bold=$'\e[1m'; dim=$'\e[2m'; cyan=$'\e[36m'; reset=$'\e[0m'
 [ -t 1 ] || { bold=; dim=; cyan=; reset=; }
 step() { printf '\n%s━━ %s%s\n' "$bold" "$1" "$reset"; }
 say() { printf '%s%s%s\n' "$dim" "$1" "$reset"; }
-run() {
+# expect EXIT KIND TEXT ARGS...: run `airlock ARGS`, show its output, and
+# check the exit code, (for `call`) the outcome kind, and that the output
+# contains TEXT (`-` for no check). A wrong outcome is a failed demo: the
+# script goes on to show the rest and exits non-zero.
+failures=0
+expect() {
+  local want_exit=$1 want_kind=$2 want_text=$3; shift 3
   printf '%s$ airlock %s%s\n' "$cyan" "$*" "$reset"
-  (cd "$work" && "$AIRLOCK" "$@")
-  printf '%s(exit %s)%s\n' "$dim" "$?" "$reset"
+  local out status
+  out=$(cd "$work" && "$AIRLOCK" "$@" 2>"$work/stderr")
+  status=$?
+  printf '%s\n' "$out"
+  printf '%s(exit %s)%s\n' "$dim" "$status" "$reset"
+  local kind=-
+  if [ "$want_kind" != - ]; then
+    kind=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["kind"])' 2>/dev/null || echo unreadable)
+  fi
+  local text_found=yes
+  if [ "$want_text" != - ] && [[ "$out" != *"$want_text"* ]]; then text_found=no; fi
+  if [ "$status" != "$want_exit" ] || [ "$kind" != "$want_kind" ] || [ "$text_found" = no ]; then
+    printf '%sDEMO STEP FAILED: expected exit %s, kind %s and the text %s; got exit %s and kind %s (text found: %s)%s\n' \
+      "$bold" "$want_exit" "$want_kind" "$want_text" "$status" "$kind" "$text_found" "$reset"
+    sed 's/^/  stderr: /' "$work/stderr" | tail -5
+    failures=$((failures + 1))
+  fi
 }
 
 step "1. The model-facing schema (Anthropic format): name, description, parameters — nothing host-side"
 printf '%s$ airlock schema --format anthropic%s\n' "$cyan" "$reset"
-(cd "$work" && "$AIRLOCK" schema --format anthropic 2>/dev/null) | python3 -c '
+if ! (cd "$work" && "$AIRLOCK" schema --format anthropic 2>"$work/stderr") | python3 -c '
 import json, sys
-for tool in json.load(sys.stdin):
+tools = json.load(sys.stdin)
+for tool in tools:
     props = ", ".join(tool["input_schema"].get("properties", {}))
-    print(f"  {tool[\"name\"]:<13} {tool[\"description\"][:70]}…\n  {\"\":<13} params: {props}")'
+    name, description = tool["name"], tool["description"][:70]
+    print("  %-13s %s…" % (name, description))
+    print("  %-13s params: %s" % ("", props))
+assert tools, "no tools"
+assert all(set(tool) <= {"name", "description", "input_schema", "defer_loading"} for tool in tools), "host-side field"
+'; then
+  printf '%sDEMO STEP FAILED: the schema listing%s\n' "$bold" "$reset"
+  sed 's/^/  stderr: /' "$work/stderr" | tail -5
+  failures=$((failures + 1))
+fi
 
 step "2. A good call"
-run call read_file '{"path":"/workspace/notes.md"}'
+expect 0 ok 'ship the sandbox' call read_file '{"path":"/workspace/notes.md"}'
 
 step "3. Bad arguments: the model reads what was wrong…"
-run call read_file '{"file":"notes.md"}'
+expect 1 invalid_arguments '\"path\" is a required property' call read_file '{"file":"notes.md"}'
 say "…and corrects itself on the next turn:"
-run call read_file '{"path":"/workspace/notes.md","start_line":3,"end_line":4}'
+expect 0 ok 'write the audit verifier' call read_file '{"path":"/workspace/notes.md","start_line":3,"end_line":4}'
 
 step "4. Denied by the operator's policy (Cedar forbid with a reason)"
-run call read_file '{"path":"/workspace/private/hr.txt"}'
+expect 1 denied - call read_file '{"path":"/workspace/private/hr.txt"}'
 
 step "5. A call that needs confirmation; the user declines, nothing runs"
-run call write_file '{"path":"/workspace/notes.md","content":"overwritten"}' --no
+expect 1 declined 'nothing was run' call write_file '{"path":"/workspace/notes.md","content":"overwritten"}' --no
 say "notes.md is unchanged: $(head -1 "$work/workspace/notes.md")"
 
 step "6. A path escape attempt: .. cannot leave the granted directory"
-run call read_file '{"path":"/workspace/../../../etc/passwd"}'
+expect 1 tool_error - call read_file '{"path":"/workspace/../../../etc/passwd"}'
 
 step "7. A runaway loop stopped at its 1000 ms deadline"
 if [ -n "$loop_tool" ]; then
-  run call run_js '{"code":"for (;;) {}"}'
+  expect 1 timeout '1000 ms deadline' call run_js '{"code":"for (;;) {}"}'
 else
   say "(run_js is not built; skipped)"
 fi
 
 step "8. Network: only the granted origin, checked on every request"
-run call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\"}"
+expect 0 ok '"status": 200' call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\"}"
 say "The same server by a granted name: localhost resolves to a loopback address, which the host refuses unless the address itself is granted:"
-run call http_fetch "{\"url\":\"http://localhost:$port/notes.md\"}"
+expect 1 tool_error 'network_refused' call http_fetch "{\"url\":\"http://localhost:$port/notes.md\"}"
 say "A cloud metadata endpoint (not granted), and a POST where the grant allows only GET:"
-run call http_fetch '{"url":"http://169.254.169.254/latest/meta-data/"}'
-run call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\",\"method\":\"POST\",\"body\":\"x\"}"
+expect 1 tool_error 'network_refused' call http_fetch '{"url":"http://169.254.169.254/latest/meta-data/"}'
+expect 1 tool_error 'network_refused' call http_fetch "{\"url\":\"http://127.0.0.1:$port/notes.md\",\"method\":\"POST\",\"body\":\"x\"}"
 
 step "9. The audit log: one hash-chained record per call, verified"
-run audit tail audit.jsonl -n 3
-run audit verify audit.jsonl
+expect 0 - - audit tail audit.jsonl -n 3
+expect 0 - 'chain intact' audit verify audit.jsonl
+
+if [ "$failures" -gt 0 ]; then
+  printf '\n%s%s demo step(s) did not give the expected outcome%s\n' "$bold" "$failures" "$reset"
+  exit 1
+fi
+printf '\n%sEvery step gave the expected outcome.%s\n' "$bold" "$reset"

@@ -89,8 +89,8 @@ $(COMPONENTIZE_PY_STAMP): | $(VENV)/bin/python
 	touch $@
 
 $(WASM_C_TOOLCHAIN_FILES) &:
-	$(SUDO) apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(WASM_C_TOOLCHAIN_PACKAGES)
+	$(SUDO) apt-get update -qq >/dev/null
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(WASM_C_TOOLCHAIN_PACKAGES) >/dev/null
 
 $(WASIP2_STD_DIR):
 	rustup target add wasm32-wasip2

@@ -387,11 +387,17 @@ fn default_cache_dir() -> Option<PathBuf> {
 }
 
 fn apply_limits(mut limits: Limits, raw: &RawLimits) -> Result<Limits, String> {
+    // A fuel budget nobody set follows the deadline (see
+    // `FUEL_PER_DEADLINE_SECOND`): the deadline binds first on any CPU. One
+    // set explicitly, here or in `[defaults]`, is kept as it is.
+    let fuel_follows_deadline = limits.fuel == Limits::fuel_for(limits.timeout);
     if let Some(ms) = raw.timeout_ms {
         limits.timeout = Duration::from_millis(ms);
     }
     if let Some(fuel) = raw.fuel {
         limits.fuel = fuel;
+    } else if fuel_follows_deadline {
+        limits.fuel = Limits::fuel_for(limits.timeout);
     }
     if let Some(mib) = raw.memory_mib {
         limits.memory_bytes = mib.saturating_mul(1 << 20);
@@ -510,6 +516,17 @@ mod tests {
         assert_eq!(echo.limits.timeout, Duration::from_millis(500));
         assert_eq!(echo.limits.fuel, 1000);
         assert!(echo.concurrency_safe && !echo.side_effect);
+    }
+
+    #[test]
+    fn unset_fuel_follows_the_deadline_and_set_fuel_is_kept() {
+        let config = parse("[defaults]\ntimeout_ms = 500\n[tools.a]\ntimeout_ms = 2000\n[tools.b]\nfuel = 7\ntimeout_ms = 2000\n")
+            .unwrap();
+        assert_eq!(config.defaults.fuel, Limits::fuel_for(Duration::from_millis(500)));
+        assert_eq!(config.settings_for("a").limits.fuel, Limits::fuel_for(Duration::from_secs(2)));
+        assert_eq!(config.settings_for("b").limits.fuel, 7);
+        let config = parse("[defaults]\nfuel = 5\n[tools.a]\ntimeout_ms = 2000\n").unwrap();
+        assert_eq!(config.settings_for("a").limits.fuel, 5, "an explicit default budget is inherited");
     }
 
     #[test]

@@ -8,8 +8,15 @@ use std::time::Duration;
 
 /// Default wall-clock deadline of one call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default fuel budget of one call (≈ 1–3 s of CPU at 7–12 G units/s).
-pub const DEFAULT_FUEL: u64 = 20_000_000_000;
+/// Fuel per second of deadline given to a call whose operator set no fuel
+/// budget: ten times the fastest rate measured (7–12 G units/s), so that on
+/// any plausible hardware the wall-clock deadline binds first and the error
+/// kind (`timeout`) does not depend on the CPU. Fuel is the deterministic
+/// budget an operator opts into by setting `fuel` for a tool.
+pub const FUEL_PER_DEADLINE_SECOND: u64 = 100_000_000_000;
+/// Default fuel budget of one call: [`FUEL_PER_DEADLINE_SECOND`] times the
+/// default deadline.
+pub const DEFAULT_FUEL: u64 = Limits::fuel_for(DEFAULT_TIMEOUT);
 /// Default cap on the linear memory of one instance.
 pub const DEFAULT_MEMORY_BYTES: usize = 128 << 20;
 /// Default cap on elements of any one table.
@@ -72,6 +79,14 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The fuel budget that follows a deadline when the operator set none:
+    /// [`FUEL_PER_DEADLINE_SECOND`] per second, rounded up to whole
+    /// milliseconds.
+    pub const fn fuel_for(timeout: Duration) -> u64 {
+        let millis = timeout.as_millis() as u64;
+        millis.saturating_mul(FUEL_PER_DEADLINE_SECOND / 1000)
+    }
+
     /// Check the limits against the engine-wide ceilings; the error says
     /// which limit is out of range and what is accepted.
     pub fn check(&self) -> Result<(), String> {
@@ -100,6 +115,14 @@ mod tests {
     #[test]
     fn defaults_are_within_ceilings() {
         assert_eq!(Limits::default().check(), Ok(()));
+    }
+
+    #[test]
+    fn default_fuel_follows_the_deadline() {
+        assert_eq!(DEFAULT_FUEL, 1_000_000_000_000);
+        assert_eq!(Limits::fuel_for(Duration::from_secs(30)), 3_000_000_000_000);
+        // The longest deadline still fits.
+        assert!(Limits::fuel_for(MAX_TIMEOUT) < u64::MAX / 1000);
     }
 
     #[test]

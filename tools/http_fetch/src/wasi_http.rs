@@ -47,13 +47,19 @@ impl Transport for WasiHttp {
         let body = outgoing.body().map_err(|()| invalid("body"))?;
 
         let future = outgoing_handler::handle(outgoing, None).map_err(error_code)?;
-        write_body(body, request.body.as_deref())?;
+        let written = write_body(body, request.body.as_deref());
         future.subscribe().block();
         let response = match future.get() {
             Some(Ok(Ok(response))) => response,
+            // A request the host refused closes its body stream: the
+            // refusal, not the closed stream, is what the caller must read.
             Some(Ok(Err(code))) => return Err(error_code(code)),
-            Some(Err(())) | None => return Err(TransportError::Failed("the response was lost".to_owned())),
+            Some(Err(())) | None => {
+                written?;
+                return Err(TransportError::Failed("the response was lost".to_owned()));
+            }
         };
+        written?;
         let status = response.status();
         let headers = response
             .headers()

@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod layer;
+mod show;
+
 /// The configuration used when there is no `airlock.toml`: the bundled tools
 /// with safe defaults and no grants.
 pub const BUILTIN_CONFIG: &str = include_str!("builtin.toml");
@@ -49,6 +52,9 @@ pub struct Config {
     pub audit: Option<AuditSettings>,
     /// MCP HTTP transport settings.
     pub http: HttpSettings,
+    /// The merged configuration table and where each of its values came
+    /// from (for [`Config::describe`]).
+    layers: layer::Layered,
 }
 
 /// Settings of one configured tool.
@@ -91,6 +97,11 @@ pub struct HttpSettings {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
+    /// Consumed by the layering (`config/layer.rs`); read here only so that
+    /// a file that sets it passes `deny_unknown_fields`.
+    #[serde(default)]
+    #[allow(dead_code)]
+    builtin_settings: Option<bool>,
     #[serde(default)]
     tool_dirs: Vec<PathBuf>,
     #[serde(default)]
@@ -213,8 +224,10 @@ struct RawToken {
 }
 
 impl Config {
-    /// Read and validate a config file. Relative paths in it are relative to
-    /// the file's directory.
+    /// Read and validate a config file over the built-in settings of the
+    /// bundled tools: the file overrides them key by key, unless its top
+    /// level says `builtin_settings = false`. Relative paths in it are
+    /// relative to the file's directory.
     ///
     /// # Errors
     ///
@@ -223,8 +236,34 @@ impl Config {
         let text = std::fs::read_to_string(path)
             .map_err(|err| ConfigError { file: path.display().to_string(), message: format!("cannot read: {err}") })?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let mut config = Self::parse(&text, &path.display().to_string(), base)?;
+        let mut config = Self::layered(&text, &path.display().to_string(), base)?;
         config.file = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// Config text over the built-in settings of the bundled tools, as
+    /// [`Config::from_file`] reads a file; `file` names it in errors, `base`
+    /// resolves paths.
+    ///
+    /// # Errors
+    ///
+    /// Unknown keys, wrong types, impossible values.
+    pub fn layered(text: &str, file: &str, base: &Path) -> Result<Self, ConfigError> {
+        let error = |message: String| ConfigError { file: file.to_owned(), message };
+        // The text alone first, so that its errors point at its own lines.
+        let alone = Self::parse(text, file, base)?;
+        let table: toml::Table = toml::from_str(text).map_err(|err| error(err.to_string().trim_end().to_owned()))?;
+        if !layer::wants_builtin(&table).map_err(error)? {
+            return Ok(Config { layers: layer::layer(None, table, file), ..alone });
+        }
+        let builtin: toml::Table = toml::from_str(BUILTIN_CONFIG)
+            .map_err(|err| ConfigError { file: "<built-in>".into(), message: err.to_string() })?;
+        let layers = layer::layer(Some(&builtin), table, file);
+        let raw: RawConfig = layers.table.clone().try_into().map_err(|err: toml::de::Error| {
+            error(format!("over the built-in settings: {}", err.to_string().trim_end()))
+        })?;
+        let mut config = Self::from_raw(raw, file, base)?;
+        config.layers = layers;
         Ok(config)
     }
 
@@ -234,6 +273,8 @@ impl Config {
         match Self::parse(BUILTIN_CONFIG, "<built-in>", Path::new(".")) {
             Ok(mut config) => {
                 config.tool_dirs = vec![tools_dir.to_owned()];
+                let table: toml::Table = toml::from_str(BUILTIN_CONFIG).unwrap_or_default();
+                config.layers = layer::layer(Some(&table), toml::Table::new(), "<built-in>");
                 config
             }
             // The built-in text is tested below; an error here is a bug in
@@ -242,14 +283,27 @@ impl Config {
         }
     }
 
-    /// Parse config text; `file` names it in errors, `base` resolves paths.
+    /// Parse config text alone, with no built-in base (every tool it does
+    /// not configure gets the plain defaults); `file` names it in errors,
+    /// `base` resolves paths.
     ///
     /// # Errors
     ///
     /// Unknown keys, wrong types, impossible values.
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<Self, ConfigError> {
+        let raw: RawConfig = toml::from_str(text)
+            .map_err(|err| ConfigError { file: file.to_owned(), message: err.to_string().trim_end().to_owned() })?;
+        let mut config = Self::from_raw(raw, file, base)?;
+        if let Ok(table) = toml::from_str::<toml::Table>(text) {
+            config.layers = layer::layer(None, table, file);
+        }
+        Ok(config)
+    }
+
+    /// Validate raw config values; `file` names them in errors, `base`
+    /// resolves paths.
+    fn from_raw(raw: RawConfig, file: &str, base: &Path) -> Result<Self, ConfigError> {
         let error = |message: String| ConfigError { file: file.to_owned(), message };
-        let raw: RawConfig = toml::from_str(text).map_err(|err| error(err.to_string().trim_end().to_owned()))?;
         let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
 
         let defaults = apply_limits(Limits::default(), &raw.defaults).map_err(|m| error(format!("[defaults] {m}")))?;
@@ -362,6 +416,7 @@ impl Config {
             },
             audit,
             http: HttpSettings { tokens, allowed_origins: raw.http.allowed_origins },
+            layers: layer::Layered::default(),
         })
     }
 
@@ -520,8 +575,10 @@ mod tests {
 
     #[test]
     fn unset_fuel_follows_the_deadline_and_set_fuel_is_kept() {
-        let config = parse("[defaults]\ntimeout_ms = 500\n[tools.a]\ntimeout_ms = 2000\n[tools.b]\nfuel = 7\ntimeout_ms = 2000\n")
-            .unwrap();
+        let config = parse(
+            "[defaults]\ntimeout_ms = 500\n[tools.a]\ntimeout_ms = 2000\n[tools.b]\nfuel = 7\ntimeout_ms = 2000\n",
+        )
+        .unwrap();
         assert_eq!(config.defaults.fuel, Limits::fuel_for(Duration::from_millis(500)));
         assert_eq!(config.settings_for("a").limits.fuel, Limits::fuel_for(Duration::from_secs(2)));
         assert_eq!(config.settings_for("b").limits.fuel, 7);

@@ -80,6 +80,8 @@ enum Command {
         #[arg(long)]
         watch: bool,
     },
+    /// Print the effective configuration, each value with where it came from (secrets redacted).
+    Config,
     /// Audit log tools.
     Audit {
         #[command(subcommand)]
@@ -157,6 +159,10 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(config) => config,
         Err(err) => return usage_error(err),
     };
+    if let Command::Config = cli.command {
+        print!("{}", config.describe());
+        return ExitCode::SUCCESS;
+    }
     let host = match Host::builder().config(config).progress(Box::new(TerminalProgress)).build().await {
         Ok(host) => host,
         Err(err) => return usage_error(err),
@@ -178,7 +184,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(err) => usage_error(format!("{err:#}")),
             }
         }
-        Command::Audit { .. } | Command::Inspect { .. } => unreachable!("handled above"),
+        Command::Audit { .. } | Command::Inspect { .. } | Command::Config => unreachable!("handled above"),
     }
 }
 

@@ -185,3 +185,30 @@ fn audit_verify_detects_tampering() {
     assert_eq!(verify.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&verify.stdout).contains("TAMPERED"));
 }
+
+/// A file that only adds a grant keeps every built-in setting of the
+/// bundled tools; `builtin_settings = false` starts from nothing; `airlock
+/// config` says where each value came from.
+#[test]
+fn a_config_file_overrides_the_built_in_settings_key_by_key() {
+    let dir = temp_dir();
+    let tools = guests().display().to_string();
+    let grant = format!("tool_dirs = [{tools:?}]\n[tools.read_file]\ndirs = [{{ host = \".\", guest = \"/w\" }}]\n");
+    std::fs::write(dir.path().join("airlock.toml"), &grant).expect("config");
+    // echo is read-only in the built-in settings, so it runs without asking.
+    let echo = airlock(dir.path(), &["call", "echo", r#"{"text":"hi"}"#], "");
+    assert_eq!(json_out(&echo)["kind"], "ok", "{}", String::from_utf8_lossy(&echo.stderr));
+    let config = airlock(dir.path(), &["config"], "");
+    assert_eq!(config.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&config.stdout);
+    let after = |section: &str| text.split(&format!("[{section}]\n")).nth(1).unwrap_or_default().to_owned();
+    let python = after("tools.run_python");
+    assert!(python.contains("timeout_ms = 30000") && python.contains("# built-in"), "{text}");
+    let read = after("tools.read_file");
+    assert!(read.lines().any(|l| l.starts_with("dirs = ") && l.ends_with("airlock.toml")), "{text}");
+
+    let nothing = format!("builtin_settings = false\n{grant}");
+    std::fs::write(dir.path().join("airlock.toml"), nothing).expect("config");
+    let echo = airlock(dir.path(), &["call", "echo", r#"{"text":"hi"}"#], "");
+    assert_eq!(json_out(&echo)["kind"], "declined", "without the built-in settings, echo asks");
+}

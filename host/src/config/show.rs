@@ -1,0 +1,205 @@
+//! `airlock config`: the effective configuration, each value with where it
+//! came from — the operator's file, the built-in settings of the bundled
+//! tools, `[defaults]`, or Airlock's own default.
+//!
+//! # Security
+//!
+//! Secrets never appear: a member named `token`, `value`, `password` or
+//! `secret` is printed as `"<redacted>"` (bearer tokens and secret headers
+//! are named by the environment variable or file they are read from, which
+//! is shown).
+
+use super::layer::{self, Source};
+use super::{Config, ToolConfig};
+use crate::limits::Limits;
+use std::fmt::Write as _;
+use toml::{Table, Value};
+
+/// Members whose values are never printed.
+const SECRET_KEYS: [&str; 4] = ["token", "value", "password", "secret"];
+/// Column at which the source comment starts.
+const COMMENT_COLUMN: usize = 44;
+
+impl Config {
+    /// The effective configuration as TOML text, every value followed by
+    /// a comment naming where it came from. Values nobody set are shown
+    /// with their defaults.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let file = self.file.as_ref().map_or_else(|| "<built-in>".to_owned(), |f| f.display().to_string());
+        let _ = writeln!(out, "# The effective configuration of {file}.");
+        let _ = writeln!(
+            out,
+            "# After each value: the file that set it, `built-in` (the bundled tools' built-in settings),\n\
+             # `[defaults]` (the file's defaults for every tool) or `default` (Airlock's own)."
+        );
+        let top: Vec<(&String, &Value)> = self.layers.table.iter().filter(|(_, v)| !v.is_table()).collect();
+        for (key, value) in top {
+            self.line(&mut out, key, key, value);
+        }
+        if !self.layers.table.contains_key("tool_dirs") && !self.tool_dirs.is_empty() {
+            let dirs: Vec<Value> = self.tool_dirs.iter().map(|d| Value::String(d.display().to_string())).collect();
+            line(&mut out, "tool_dirs", &layer::show(&Value::Array(dirs)), "the bundled tools");
+        }
+
+        let _ = writeln!(out, "\n[defaults]");
+        self.limits(&mut out, "defaults", &self.defaults, None);
+        for (name, tool) in &self.tools {
+            let _ = writeln!(out, "\n[tools.{}]", layer::key(name));
+            self.tool(&mut out, name, tool);
+        }
+        for (section, value) in &self.layers.table {
+            if matches!(section.as_str(), "defaults" | "tools") {
+                continue;
+            }
+            if let Value::Table(table) = value {
+                self.section(&mut out, section, table);
+            }
+        }
+        out
+    }
+
+    fn tool(&self, out: &mut String, name: &str, tool: &ToolConfig) {
+        let prefix = format!("tools.{name}");
+        let settings = &tool.settings;
+        let flags = [("side_effect", settings.side_effect), ("concurrency_safe", settings.concurrency_safe)];
+        for (key, value) in flags {
+            let source = self.source(&format!("{prefix}.{key}")).unwrap_or_else(|| "default".to_owned());
+            line(out, key, &value.to_string(), &source);
+        }
+        self.limits(out, &prefix, &settings.limits, Some(&self.defaults));
+        let table = self.layers.table.get("tools").and_then(|t| t.get(name)).and_then(Value::as_table);
+        for (key, value) in table.into_iter().flatten() {
+            if LIMIT_KEYS.contains(&key.as_str()) || matches!(key.as_str(), "side_effect" | "concurrency_safe") {
+                continue;
+            }
+            match value {
+                Value::Table(sub) => self.subtable(out, &format!("{prefix}.{key}"), sub),
+                _ => self.line(out, key, &format!("{prefix}.{key}"), value),
+            }
+        }
+    }
+
+    /// The effective limits, each with its source; `defaults` is given for
+    /// a tool (whose unset limits come from `[defaults]`).
+    fn limits(&self, out: &mut String, prefix: &str, limits: &Limits, defaults: Option<&Limits>) {
+        let values = limit_values(limits);
+        for (key, value) in values {
+            let source = match self.source(&format!("{prefix}.{key}")) {
+                Some(source) => source,
+                None if defaults.is_some() && self.source(&format!("defaults.{key}")).is_some() => {
+                    "[defaults]".to_owned()
+                }
+                None if key == "fuel" && limits.fuel == Limits::fuel_for(limits.timeout) => {
+                    "default: follows timeout_ms".to_owned()
+                }
+                None => "default".to_owned(),
+            };
+            line(out, key, &value, &source);
+        }
+    }
+
+    fn section(&self, out: &mut String, name: &str, table: &Table) {
+        let _ = writeln!(out, "\n[{}]", layer::key(name));
+        for (key, value) in table {
+            match value {
+                Value::Table(sub) => self.subtable(out, &format!("{name}.{key}"), sub),
+                _ => self.line(out, key, &format!("{name}.{key}"), value),
+            }
+        }
+    }
+
+    fn subtable(&self, out: &mut String, path: &str, table: &Table) {
+        let _ = writeln!(out, "\n[{path}]");
+        for (key, value) in table {
+            match value {
+                Value::Table(sub) => self.subtable(out, &format!("{path}.{key}"), sub),
+                _ => self.line(out, key, &format!("{path}.{key}"), value),
+            }
+        }
+    }
+
+    fn line(&self, out: &mut String, key: &str, path: &str, value: &Value) {
+        let source = self.source(path).unwrap_or_else(|| "default".to_owned());
+        line(out, key, &layer::show(&redacted(key, value)), &source);
+    }
+
+    fn source(&self, path: &str) -> Option<String> {
+        self.layers.origins.get(path).map(|source| match source {
+            Source::BuiltIn => "built-in".to_owned(),
+            Source::File(file) => file.clone(),
+        })
+    }
+}
+
+/// The per-tool limit keys, as written in `airlock.toml`.
+const LIMIT_KEYS: [&str; 7] =
+    ["timeout_ms", "fuel", "memory_mib", "table_elements", "instances", "max_output_bytes", "max_stdio_bytes"];
+
+fn limit_values(limits: &Limits) -> [(&'static str, String); 7] {
+    [
+        ("timeout_ms", limits.timeout.as_millis().to_string()),
+        ("fuel", limits.fuel.to_string()),
+        ("memory_mib", (limits.memory_bytes >> 20).to_string()),
+        ("table_elements", limits.table_elements.to_string()),
+        ("instances", limits.instances.to_string()),
+        ("max_output_bytes", limits.max_output_bytes.to_string()),
+        ("max_stdio_bytes", limits.max_stdio_bytes.to_string()),
+    ]
+}
+
+fn line(out: &mut String, key: &str, value: &str, source: &str) {
+    let text = format!("{} = {value}", layer::key(key));
+    let pad = COMMENT_COLUMN.saturating_sub(text.chars().count()).max(1);
+    let _ = writeln!(out, "{text}{:pad$}# {source}", "");
+}
+
+/// `value` with every secret member replaced.
+fn redacted(key: &str, value: &Value) -> Value {
+    if SECRET_KEYS.contains(&key) {
+        return Value::String("<redacted>".to_owned());
+    }
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(|v| redacted("", v)).collect()),
+        Value::Table(table) => Value::Table(table.iter().map(|(k, v)| (k.clone(), redacted(k, v))).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+
+    fn describe(text: &str) -> String {
+        Config::layered(text, "my.toml", Path::new(".")).unwrap().describe()
+    }
+
+    fn line_of<'a>(text: &'a str, section: &str, key: &str) -> &'a str {
+        let start = text.find(&format!("\n[{section}]\n")).unwrap_or_else(|| panic!("no [{section}] in\n{text}"));
+        let rest = &text[start + section.len() + 4..];
+        let rest = &rest[..rest.find("\n[").unwrap_or(rest.len())];
+        rest.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap_or_else(|| panic!("no {key} in [{section}]"))
+    }
+
+    #[test]
+    fn each_value_says_where_it_came_from() {
+        let text = describe("[defaults]\nmemory_mib = 64\n[tools.run_js]\ntimeout_ms = 5000\n");
+        let js = |key| line_of(&text, "tools.run_js", key);
+        assert!(js("timeout_ms").contains("= 5000") && js("timeout_ms").ends_with("# my.toml"), "{text}");
+        assert!(js("memory_mib").contains("= 256") && js("memory_mib").ends_with("# built-in"), "{text}");
+        assert!(js("side_effect").ends_with("# built-in"), "{text}");
+        assert!(js("fuel").ends_with("# default: follows timeout_ms"), "{text}");
+        let echo = |key| line_of(&text, "tools.echo", key);
+        assert!(echo("memory_mib").contains("= 64") && echo("memory_mib").ends_with("# [defaults]"), "{text}");
+        assert!(echo("max_output_bytes").ends_with("# default"), "{text}");
+        assert!(line_of(&text, "tools.run_js.sessions", "max_live").ends_with("# built-in"), "{text}");
+    }
+
+    #[test]
+    fn secrets_are_never_shown() {
+        let text = describe("[http]\ntokens = [{ token = \"0123456789abcdef-secret\", principal = \"alice\" }]\n");
+        assert!(!text.contains("0123456789abcdef-secret"), "{text}");
+        assert!(text.contains("<redacted>") && text.contains("alice"), "{text}");
+    }
+}

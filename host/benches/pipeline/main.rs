@@ -6,13 +6,16 @@
 //!
 //! Sections: 1–2, 5 and 8 in-process ([`inprocess`]), 3, 4 (ready time)
 //! and 7 through the built `airlock` binary ([`process`]), 4 (compile vs
-//! cache) and 6 with the wasmtime API ([`compute`]).
+//! cache) and 6 with the wasmtime API ([`compute`]), 9 (attacks on the
+//! host's own resources) through the binary ([`attacks`]).
 //!
 //! Environment: `AIRLOCK_GUESTS`, `AIRLOCK_TEST_GUESTS` (built guests),
 //! `AIRLOCK_BIN` (default `$CARGO_TARGET_DIR/release/airlock`),
 //! `AIRLOCK_CACHE_DIR`, `AIRLOCK_BENCH_N` (iterations of the latency
-//! items, default 5000). `--only inprocess|process|compute` runs one part.
+//! items, default 5000). `--only inprocess|process|compute|attacks` runs one
+//! part.
 
+mod attacks;
 mod compute;
 mod inprocess;
 mod process;
@@ -158,6 +161,9 @@ fn main() {
     }
     if wants("compute") {
         compute::run(&setup, &mut report);
+    }
+    if wants("attacks") {
+        attacks::run(&setup, &mut report);
     }
     let startup = format!("## 4. Cold start\n\n{}{}", report.compile, report.startup);
     println!("{startup}");

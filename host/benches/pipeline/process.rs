@@ -15,14 +15,14 @@ use std::time::{Duration, Instant};
 const PROTOCOL: &str = "2025-11-25";
 
 /// `airlock serve --stdio` with pipes.
-struct StdioServer {
+pub(crate) struct StdioServer {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
 }
 
-fn airlock(setup: &Setup, config: Option<&Path>) -> Command {
+pub(crate) fn airlock(setup: &Setup, config: Option<&Path>) -> Command {
     let mut command = Command::new(&setup.binary);
     if let Some(config) = config {
         command.arg("--config").arg(config);
@@ -36,7 +36,7 @@ fn airlock(setup: &Setup, config: Option<&Path>) -> Command {
 }
 
 impl StdioServer {
-    fn spawn(setup: &Setup, config: Option<&Path>) -> Self {
+    pub(crate) fn spawn(setup: &Setup, config: Option<&Path>) -> Self {
         let mut child = airlock(setup, config)
             .args(["serve", "--stdio"])
             .stdin(Stdio::piped())
@@ -48,14 +48,14 @@ impl StdioServer {
         Self { child, stdin, stdout, next_id: 1 }
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
         self.stdin.write_all(line.as_bytes()).expect("write to airlock");
         self.stdin.flush().expect("flush");
     }
 
-    fn request(&mut self, method: &str, params: Value) -> u64 {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -63,7 +63,7 @@ impl StdioServer {
     }
 
     /// The next response (notifications are skipped).
-    fn response(&mut self) -> Value {
+    pub(crate) fn response(&mut self) -> Value {
         loop {
             let mut line = String::new();
             let read = self.stdout.read_line(&mut line).expect("read from airlock");
@@ -75,7 +75,7 @@ impl StdioServer {
         }
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         self.request(
             "initialize",
             json!({"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
@@ -85,7 +85,16 @@ impl StdioServer {
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
-    fn call(&mut self, tool: &str, arguments: Value) -> u64 {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The write end of the server's stdin (for clients that misbehave).
+    pub(crate) fn stdin(&mut self) -> &mut ChildStdin {
+        &mut self.stdin
+    }
+
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> u64 {
         self.request("tools/call", json!({"name": tool, "arguments": arguments}))
     }
 
@@ -218,7 +227,7 @@ impl Http {
     }
 }
 
-fn write_config(setup: &Setup, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write_config(setup: &Setup, name: &str, text: &str) -> PathBuf {
     let path = setup.scratch.join(name);
     std::fs::write(&path, text).expect("write config");
     path
@@ -275,7 +284,13 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats) {
 }
 
 /// A child process killed when dropped, also when a measurement panics.
-struct Killed(Child);
+pub(crate) struct Killed(Child);
+
+impl Killed {
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -285,7 +300,7 @@ impl Drop for Killed {
 }
 
 /// `airlock serve --http 127.0.0.1:0` and the address it bound.
-fn spawn_http(setup: &Setup, config: &Path) -> (Killed, String) {
+pub(crate) fn spawn_http(setup: &Setup, config: &Path) -> (Killed, String) {
     let log = setup.scratch.join(format!("http-{}.log", std::process::id()));
     let stderr = std::fs::File::create(&log).expect("log file");
     let child = airlock(setup, Some(config))

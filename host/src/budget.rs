@@ -160,12 +160,14 @@ pub fn add_to_linker(linker: &mut Linker<CallCtx>) -> anyhow::Result<()> {
 }
 
 type OpenAtParams = (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags);
+/// What `open-at` returns to the guest, or a trap.
+type OpenAtResult = wasmtime::Result<(Result<Resource<Descriptor>, ErrorCode>,)>;
 
 /// `descriptor.open-at`, refused with `quota` at the open-file cap.
 fn open_at(
     mut store: StoreContextMut<'_, CallCtx>,
     (dir, path_flags, path, open_flags, flags): OpenAtParams,
-) -> Box<dyn Future<Output = wasmtime::Result<(Result<Resource<Descriptor>, ErrorCode>,)>> + Send + '_> {
+) -> Box<dyn Future<Output = OpenAtResult> + Send + '_> {
     Box::new(async move {
         let (budget, _) = store.data_mut().budget_and_table();
         let open = budget.open_files();

@@ -136,6 +136,8 @@ struct RawLimits {
     instances: Option<usize>,
     max_output_bytes: Option<usize>,
     max_stdio_bytes: Option<usize>,
+    host_memory_mib: Option<usize>,
+    max_open_files: Option<usize>,
 }
 
 #[derive(Deserialize, Default)]
@@ -313,6 +315,18 @@ impl Config {
             check_name(&name).map_err(|m| error(format!("{ctx} {m}")))?;
             let limits = apply_limits(defaults, &tool.limits).map_err(|m| error(format!("{ctx} {m}")))?;
             let mut grants = tool_grants(&tool, &resolve).map_err(|m| error(format!("{ctx} {m}")))?;
+            // Granted directories stay open for the whole call and count
+            // against the open-file cap; leave room to open something.
+            if grants.dirs.len() >= limits.max_open_files {
+                return Err(error(format!(
+                    "{ctx} max_open_files = {} leaves no room to open a file next to the {} granted directories: \
+                     accepted {}..={}",
+                    limits.max_open_files,
+                    grants.dirs.len(),
+                    grants.dirs.len() + 1,
+                    crate::limits::MAX_OPEN_FILES
+                )));
+            }
             if let Some(network) = tool.network {
                 let grant = NetworkGrant::from_raw(network, &resolve).map_err(|m| error(format!("{ctx} {m}")))?;
                 grants.network = Some(std::sync::Arc::new(grant));
@@ -469,6 +483,12 @@ fn apply_limits(mut limits: Limits, raw: &RawLimits) -> Result<Limits, String> {
     if let Some(n) = raw.max_stdio_bytes {
         limits.max_stdio_bytes = n;
     }
+    if let Some(mib) = raw.host_memory_mib {
+        limits.host_memory_bytes = mib.saturating_mul(1 << 20);
+    }
+    if let Some(n) = raw.max_open_files {
+        limits.max_open_files = n;
+    }
     limits.check()?;
     Ok(limits)
 }
@@ -571,6 +591,9 @@ mod tests {
         assert_eq!(echo.limits.timeout, Duration::from_millis(500));
         assert_eq!(echo.limits.fuel, 1000);
         assert!(echo.concurrency_safe && !echo.side_effect);
+        let config = parse("[tools.echo]\nhost_memory_mib = 16\nmax_open_files = 8\n").unwrap();
+        let echo = config.settings_for("echo").limits;
+        assert_eq!((echo.host_memory_bytes, echo.max_open_files), (16 << 20, 8));
     }
 
     #[test]
@@ -610,6 +633,12 @@ mod tests {
         check_err("[tools.echo.sessions]\nidle_secs = 0", &["[tools.echo]", "idle_secs", "accepted"]);
         check_err("[tools.echo.sessions]\nmemory_mib = 0", &["memory_mib", "accepted"]);
         check_err("[tools.echo.sessions]\nttl = 5", &["ttl"]);
+        check_err("[tools.echo]\nhost_memory_mib = 0", &["[tools.echo]", "host_memory_mib = 0", "accepted 4..=4096"]);
+        check_err("[tools.echo]\nmax_open_files = 0", &["[tools.echo]", "max_open_files = 0", "accepted 1..=1024"]);
+        check_err(
+            "[tools.echo]\nmax_open_files = 1\ndirs = [{ host = \".\", guest = \"/w\" }]",
+            &["max_open_files = 1", "granted directories", "accepted 2..="],
+        );
         check_err(
             "[engine]\nmax_live_instances = 8\n[tools.echo.sessions]\nmax_live = 8",
             &["max_live", "max_live_instances"],

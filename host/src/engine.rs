@@ -73,6 +73,8 @@ impl Runtime {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("linking wasi:http")?;
+        // Open files and outgoing HTTP bodies are counted per call.
+        crate::budget::add_to_linker(&mut linker).context("linking the host budget")?;
         if let Some(dir) = &settings.cache_dir {
             std::fs::create_dir_all(dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
         }

@@ -11,8 +11,12 @@
 //! symlinks cannot leave a preopened directory. A network grant is not a
 //! socket: raw TCP, UDP and name lookups stay off for every tool, and
 //! `wasi:http` requests are checked one by one in [`crate::network`].
+//! Random bytes are capped per request at
+//! [`MAX_RANDOM_BYTES`](crate::limits::MAX_RANDOM_BYTES); open files are
+//! counted in `budget.rs`.
 
 use crate::capture::CapturedOutput;
+use crate::limits::MAX_RANDOM_BYTES;
 use crate::network::NetworkGrant;
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -95,6 +99,9 @@ impl Grants {
         let mut builder = WasiCtxBuilder::new();
         builder.stdout(stdout).stderr(stderr);
         builder.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        // wasmtime-wasi answers up to 64 MiB per `get-random-bytes` call,
+        // allocated on the host; no tool needs more than a seed's worth.
+        builder.max_random_size(MAX_RANDOM_BYTES);
         for grant in &self.env {
             builder.env(&grant.name, &grant.value);
         }

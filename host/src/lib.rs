@@ -16,6 +16,7 @@ mod arguments;
 mod audit;
 mod authorize;
 mod bindings;
+mod budget;
 mod capture;
 mod check;
 mod config;

@@ -27,6 +27,42 @@ pub const DEFAULT_INSTANCES: usize = 64;
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
 /// Default cap on each of captured stdout and stderr.
 pub const DEFAULT_MAX_STDIO_BYTES: usize = 64 << 10;
+/// Default per-call budget of host memory a guest can make the host hold:
+/// WASI resources (each reserved at [`RESOURCE_RESERVE_BYTES`]) and
+/// outgoing HTTP body buffers (each reserved at [`OUTGOING_BODY_BYTES`]).
+pub const DEFAULT_HOST_MEMORY_BYTES: usize = 64 << 20;
+/// Default cap on the files and directories one call holds open on the host
+/// (granted directories included).
+pub const DEFAULT_MAX_OPEN_FILES: usize = 64;
+
+/// Host memory reserved for each WASI resource a call may hold (a file
+/// descriptor, a stream, a pollable, an HTTP header map of at most
+/// [`HTTP_FIELDS_BYTES`], ...): half of the host budget is divided into
+/// resource table slots of this size.
+pub const RESOURCE_RESERVE_BYTES: usize = 32 << 10;
+/// Largest header map (`wasi:http` `fields`) a guest can build, counted the
+/// way wasmtime-wasi-http counts it (name and value bytes plus the in-memory
+/// size of each header).
+pub const HTTP_FIELDS_BYTES: usize = 16 << 10;
+/// Largest single write the host accepts into an outgoing HTTP body.
+pub const OUTGOING_BODY_CHUNK_BYTES: usize = 64 << 10;
+/// Writes the host queues for one outgoing HTTP body before the guest must
+/// wait for the network (wasmtime-wasi-http keeps one more slot free, so a
+/// body holds at most `OUTGOING_BODY_CHUNKS + 1` chunks).
+pub const OUTGOING_BODY_CHUNKS: usize = 1;
+/// Host memory one outgoing HTTP body can hold: its queued chunks. The other
+/// half of the host budget is divided into bodies of this size.
+pub const OUTGOING_BODY_BYTES: usize = (OUTGOING_BODY_CHUNKS + 1) * OUTGOING_BODY_CHUNK_BYTES;
+/// Largest `wasi:random` request the host answers (a seed is 32 bytes).
+pub const MAX_RANDOM_BYTES: u64 = 1 << 20;
+/// Least data a guest may hand the host in one host call (its result
+/// included), whatever the output cap: room for a file write in one call.
+pub const MIN_HOSTCALL_BYTES: usize = 4 << 20;
+/// Room above the output cap for the rest of a result (its error variant).
+pub const HOSTCALL_SLACK_BYTES: usize = 1 << 20;
+/// Component-model handles a call may hold per resource table slot (the
+/// guest's own resources need handles too, but no host memory beyond them).
+pub const HANDLES_PER_RESOURCE: usize = 4;
 
 /// Engine-wide ceiling of the linear memory of any instance. Per-tool limits
 /// above it are load errors.
@@ -39,6 +75,13 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
 /// Engine-wide ceiling of captured stdout/stderr.
 pub const MAX_STDIO_BYTES: usize = 16 << 20;
+/// Least host memory budget a tool may have: 64 resource table slots.
+pub const MIN_HOST_MEMORY_BYTES: usize = 4 << 20;
+/// Engine-wide ceiling of the host memory budget of any call.
+pub const MAX_HOST_MEMORY_BYTES: usize = 4 << 30;
+/// Engine-wide ceiling of open files per call: far below a process's usual
+/// descriptor limit, so many calls in flight still fit under it.
+pub const MAX_OPEN_FILES: usize = 1024;
 /// Default maximum wasm stack (engine-wide: wasmtime sets it per engine).
 pub const DEFAULT_WASM_STACK_BYTES: usize = 1 << 20;
 
@@ -62,6 +105,14 @@ pub struct Limits {
     /// Maximum bytes kept of each of stdout and stderr; the rest is counted
     /// and dropped.
     pub max_stdio_bytes: usize,
+    /// Host memory a guest can make the host hold for it: WASI resources
+    /// and outgoing HTTP body buffers (see [`Limits::max_host_resources`]
+    /// and [`Limits::max_outgoing_bodies`]).
+    pub host_memory_bytes: usize,
+    /// Files and directories the call may hold open on the host, the
+    /// granted directories included; `open-at` beyond it fails with
+    /// `quota`.
+    pub max_open_files: usize,
 }
 
 impl Default for Limits {
@@ -74,6 +125,8 @@ impl Default for Limits {
             instances: DEFAULT_INSTANCES,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_stdio_bytes: DEFAULT_MAX_STDIO_BYTES,
+            host_memory_bytes: DEFAULT_HOST_MEMORY_BYTES,
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
         }
     }
 }
@@ -104,7 +157,34 @@ impl Limits {
         in_range("instances", self.instances as u128, 1, 10_000)?;
         in_range("max_output_bytes", self.max_output_bytes as u128, 1, MAX_OUTPUT_BYTES as u128)?;
         in_range("max_stdio_bytes", self.max_stdio_bytes as u128, 0, MAX_STDIO_BYTES as u128)?;
+        in_range(
+            "host_memory_mib",
+            (self.host_memory_bytes >> 20) as u128,
+            (MIN_HOST_MEMORY_BYTES >> 20) as u128,
+            (MAX_HOST_MEMORY_BYTES >> 20) as u128,
+        )?;
+        in_range("max_open_files", self.max_open_files as u128, 1, MAX_OPEN_FILES as u128)?;
         Ok(())
+    }
+
+    /// Resource table slots of one call: half the host budget in slots of
+    /// `RESOURCE_RESERVE_BYTES` (1024 at the default budget).
+    pub fn max_host_resources(&self) -> usize {
+        (self.host_memory_bytes / 2 / RESOURCE_RESERVE_BYTES).max(1)
+    }
+
+    /// Outgoing HTTP bodies one call may hold at once: the other half of the
+    /// host budget in bodies of `OUTGOING_BODY_BYTES` (256 at the default
+    /// budget).
+    pub fn max_outgoing_bodies(&self) -> usize {
+        (self.host_memory_bytes / 2 / OUTGOING_BODY_BYTES).max(1)
+    }
+
+    /// Bytes a guest may hand the host in one host call, its result
+    /// included: the output cap plus room for the error variant, at least
+    /// `MIN_HOSTCALL_BYTES`.
+    pub fn hostcall_bytes(&self) -> usize {
+        self.max_output_bytes.max(MIN_HOSTCALL_BYTES).saturating_add(HOSTCALL_SLACK_BYTES)
     }
 }
 
@@ -133,5 +213,20 @@ mod tests {
         assert!(err.contains("accepted"), "{err}");
         let limits = Limits { timeout: Duration::ZERO, ..Limits::default() };
         assert!(limits.check().unwrap_err().starts_with("timeout_ms = 0"));
+        let limits = Limits { max_open_files: 0, ..Limits::default() };
+        assert!(limits.check().unwrap_err().starts_with("max_open_files = 0"));
+        let limits = Limits { host_memory_bytes: 0, ..Limits::default() };
+        assert!(limits.check().unwrap_err().starts_with("host_memory_mib = 0"));
+    }
+
+    #[test]
+    fn host_budget_splits_into_resources_and_bodies() {
+        let limits = Limits::default();
+        assert_eq!(limits.max_host_resources(), 1024);
+        assert_eq!(limits.max_outgoing_bodies(), 256);
+        assert!(limits.max_host_resources() * RESOURCE_RESERVE_BYTES <= limits.host_memory_bytes / 2);
+        assert!(limits.max_outgoing_bodies() * OUTGOING_BODY_BYTES <= limits.host_memory_bytes / 2);
+        const { assert!(HTTP_FIELDS_BYTES < RESOURCE_RESERVE_BYTES, "a full header map fits in its slot") };
+        assert!(limits.hostcall_bytes() > limits.max_output_bytes, "a result at the output cap still crosses");
     }
 }

@@ -35,6 +35,7 @@ pub use grant::{
     HostPattern, NetworkGrant, OriginPattern, OriginRule, RawNetwork, RequestOrigin, Scheme, SecretHeader, SecretValue,
 };
 
+use crate::limits::{OUTGOING_BODY_CHUNK_BYTES, OUTGOING_BODY_CHUNKS};
 use http::Request;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -73,6 +74,17 @@ impl NetworkHooks {
 }
 
 impl WasiHttpHooks for NetworkHooks {
+    // An outgoing body queues at most `OUTGOING_BODY_CHUNKS + 1` writes of
+    // `OUTGOING_BODY_CHUNK_BYTES` on the host, and `budget.rs` caps how many
+    // bodies a call holds, so unsent bodies cannot grow host memory.
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        OUTGOING_BODY_CHUNKS
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        OUTGOING_BODY_CHUNK_BYTES
+    }
+
     fn forbidden_header_filter(&mut self) -> ForbiddenHeaderFilter {
         let grant = self.grant.clone();
         Arc::new(move |name| {

@@ -27,6 +27,10 @@ pub enum ErrorKind {
     OutOfMemory,
     /// The guest trapped: panic, stack overflow, invalid operation.
     Trapped,
+    /// The guest made the host hold more for it than the call's host
+    /// limits allow (WASI resources, host memory, open files) and was
+    /// stopped.
+    HostLimit,
     /// The result was larger than the output cap.
     OutputTooLarge,
     /// The result is not JSON or fails the tool's output schema.
@@ -51,6 +55,7 @@ impl ErrorKind {
             ErrorKind::OutOfFuel => "out_of_fuel",
             ErrorKind::OutOfMemory => "out_of_memory",
             ErrorKind::Trapped => "trapped",
+            ErrorKind::HostLimit => "host_limit",
             ErrorKind::OutputTooLarge => "output_too_large",
             ErrorKind::InvalidOutput => "invalid_output",
             ErrorKind::ToolError => "tool_error",
@@ -60,7 +65,7 @@ impl ErrorKind {
     }
 
     /// Every kind, for tests and documentation.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::UnknownTool,
         ErrorKind::InvalidArguments,
         ErrorKind::Denied,
@@ -69,6 +74,7 @@ impl ErrorKind {
         ErrorKind::OutOfFuel,
         ErrorKind::OutOfMemory,
         ErrorKind::Trapped,
+        ErrorKind::HostLimit,
         ErrorKind::OutputTooLarge,
         ErrorKind::InvalidOutput,
         ErrorKind::ToolError,

@@ -14,28 +14,37 @@
 //! instance is [`Spent`] and must be dropped.
 
 use crate::bindings::{Tool, ToolPre};
+use crate::budget::HostBudget;
 use crate::capture::{Captured, CapturedOutput};
 use crate::grants::Grants;
-use crate::limits::Limits;
+use crate::limits::{HANDLES_PER_RESOURCE, HTTP_FIELDS_BYTES, Limits, OUTGOING_BODY_CHUNK_BYTES};
 use crate::network::{NetworkGrant, NetworkHooks};
 use crate::outcome::{ErrorKind, Failure};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Per-call state held by a store: the WASI context, its resource table,
-/// the limiter and the network hooks. Dropped with the store: after the
-/// call, or when a session ends.
+/// the limiter, the network hooks and the host budget. Dropped with the
+/// store: after the call, or when a session ends.
 pub struct CallCtx {
     wasi: WasiCtx,
     table: ResourceTable,
     limits: GrowthLimiter,
     http: WasiHttpCtx,
     network: NetworkHooks,
+    budget: HostBudget,
+}
+
+impl CallCtx {
+    /// The host budget and the resource table it counts in.
+    pub(crate) fn budget_and_table(&mut self) -> (&mut HostBudget, &ResourceTable) {
+        (&mut self.budget, &self.table)
+    }
 }
 
 impl WasiView for CallCtx {
@@ -171,15 +180,28 @@ impl LiveInstance {
             // below.
             .trap_on_grow_failure(false)
             .build();
+        // Every WASI resource the guest holds (descriptor, stream, pollable,
+        // header map, request, body) is one table entry; past the cap the
+        // call traps and is classified as `host_limit`.
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(limits.max_host_resources());
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(HTTP_FIELDS_BYTES);
         let ctx = CallCtx {
             wasi,
-            table: ResourceTable::new(),
+            table,
             limits: GrowthLimiter { limits: store_limits, refused: false },
-            http: WasiHttpCtx::new(),
+            http,
             network: NetworkHooks::new(grants.network.clone()),
+            budget: HostBudget::new(limits.max_open_files, grants.dirs.len(), limits.max_outgoing_bodies()),
         };
         let mut store = Store::new(pre.engine(), ctx);
         store.limiter(|ctx| &mut ctx.limits);
+        // Data a guest hands the host in one host call (strings and lists
+        // lifted out of its memory, its result included) is capped: lists
+        // of strings can point at the same bytes many times over.
+        store.set_hostcall_fuel(limits.hostcall_bytes());
+        store.set_max_component_handles(limits.max_host_resources().saturating_mul(HANDLES_PER_RESOURCE));
         Ok(Self { store, tool: None, stdout, stderr, network: grants.network.clone() })
     }
 
@@ -204,6 +226,7 @@ impl LiveInstance {
             self.stderr.take();
             self.store.data_mut().limits.refused = false;
             self.store.data_mut().network.renew();
+            self.store.data_mut().budget.renew();
         }
         Ok(())
     }
@@ -252,6 +275,17 @@ where
                 Err(_elapsed) => Err(timeout_failure(limits)),
             },
         }
+    };
+    // A host refusal the guest turned into its own error (or a crash) is
+    // the likely cause; say so, since the guest only saw an error code.
+    let outcome = match (outcome, store.data().budget.refusal()) {
+        (Err(mut failure), Some(refusal))
+            if matches!(failure.kind, ErrorKind::ToolError | ErrorKind::Trapped | ErrorKind::HostLimit) =>
+        {
+            failure.message = format!("{} (the host refused a request of this call: {refusal})", failure.message);
+            Err(failure)
+        }
+        (outcome, _) => outcome,
     };
     let fuel_used = store.get_fuel().ok().map(|left| limits.fuel.saturating_sub(left));
     let spent = match &outcome {
@@ -438,6 +472,9 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
         }
         _ => {}
     }
+    if let Some(failure) = host_limit(err, &text, limits) {
+        return failure;
+    }
     if text.contains("forcing trap when growing memory")
         || stderr.text.contains("memory allocation of")
         || text.contains("forcing trap when growing table")
@@ -457,6 +494,74 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
         None => format!("the tool crashed: {}", chain.get(1).or(chain.first()).map_or("unknown trap", String::as_str)),
     };
     Failure::new(ErrorKind::Trapped, message)
+}
+
+/// A trap raised by one of the host-side caps that wasmtime and
+/// wasmtime-wasi(-http) enforce themselves, as a failure naming the cap.
+/// Their errors carry no type the host can match on (except the resource
+/// table's), so the texts of wasmtime 48 are matched.
+fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Failure> {
+    let how_to_raise = "an operator can raise `host_memory_mib` for this tool in airlock.toml";
+    let table_full =
+        err.chain().any(|e| matches!(e.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)))
+            || text.contains("resource table has no free keys");
+    if table_full || text.contains("store handle limit exceeded") {
+        return Some(Failure::new(
+            ErrorKind::HostLimit,
+            format!(
+                "the tool held more than {} WASI resources (files, streams, pollables, HTTP headers and requests) \
+                 at once, the most its host memory budget of {} MiB allows, and was stopped; {how_to_raise}",
+                limits.max_host_resources(),
+                limits.host_memory_bytes >> 20
+            ),
+        ));
+    }
+    let fields_full = err.chain().any(|e| {
+        matches!(e.downcast_ref::<FieldMapError>(), Some(FieldMapError::TotalSizeTooBig | FieldMapError::TooManyFields))
+    }) || text.contains("total size of fields exceeds limit");
+    if fields_full {
+        return Some(Failure::new(
+            ErrorKind::HostLimit,
+            format!(
+                "the tool built an HTTP header map larger than the host accepts ({} KiB, counted with the \
+                 in-memory size of each header) and was stopped; send fewer or smaller headers",
+                HTTP_FIELDS_BYTES >> 10
+            ),
+        ));
+    }
+    if text.contains("fuel allocated for hostcalls has been exhausted") {
+        // The tool's result crosses the same way; by far the commonest
+        // cause is a result far over the output cap.
+        return Some(Failure::new(
+            ErrorKind::OutputTooLarge,
+            format!(
+                "the tool handed the host more than {} bytes at once and was stopped: its result is over its \
+                 {}-byte output limit, or one host call carried that much data; return a smaller result",
+                limits.hostcall_bytes(),
+                limits.max_output_bytes
+            ),
+        ));
+    }
+    if text.contains("requested len") && text.contains("exceeds limit") {
+        return Some(Failure::new(
+            ErrorKind::HostLimit,
+            format!(
+                "the tool asked for more than {} random bytes at once and was stopped; ask for fewer",
+                crate::limits::MAX_RANDOM_BYTES
+            ),
+        ));
+    }
+    if text.contains("write exceeded budget") {
+        return Some(Failure::new(
+            ErrorKind::HostLimit,
+            format!(
+                "the tool wrote more than {} KiB at once into an HTTP body without waiting for `check-write` \
+                 and was stopped",
+                OUTGOING_BODY_CHUNK_BYTES >> 10
+            ),
+        ));
+    }
+    None
 }
 
 /// The message of a Rust guest panic from its stderr (`panicked at …:\nmsg`).

@@ -2,6 +2,7 @@
 //! they use are built by `make guests` (see `support`).
 
 mod cli;
+mod host_limits;
 mod interpreters;
 mod loading;
 mod network;

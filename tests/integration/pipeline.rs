@@ -23,6 +23,7 @@ async fn no_host_only_field_reaches_any_encoding() {
     let text = format!(
         "[tools.echo]\ncomponent = {:?}\nsha256 = \"{digest}\"\ntimeout_ms = 987654\nfuel = 123456789123\nmemory_mib = 777\n\
          max_output_bytes = 918273\nmax_stdio_bytes = 65432\ntable_elements = 43210\ninstances = 77\n\
+         host_memory_mib = 3917\nmax_open_files = 1013\n\
          concurrency_safe = true\nside_effect = true\ndefer_loading = true\n\
          env = {{ SENTINEL_ENV_NAME = \"sentinel-env-value-k3\" }}\n\
          dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n\
@@ -43,6 +44,10 @@ async fn no_host_only_field_reaches_any_encoding() {
         "918273",
         "65432",
         "43210",
+        "3917",
+        "1013",
+        "host_memory",
+        "max_open_files",
         "sentinel-host-dir-q7",
         "sentinel-guest-dir-m2",
         "SENTINEL_ENV_NAME",

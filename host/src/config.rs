@@ -10,6 +10,7 @@ use crate::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 use crate::limits::Limits;
 use crate::loader::{ToolSettings, check_name};
 use crate::network::{NetworkGrant, RawNetwork};
+use crate::quota::{Quotas, RawQuotas};
 use crate::session::{DEFAULT_IDLE, DEFAULT_MAX_LIVE, SessionSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -49,6 +50,8 @@ pub struct Config {
     pub audit: Option<AuditSettings>,
     /// MCP HTTP transport settings.
     pub http: HttpSettings,
+    /// Per-principal quotas (`[quotas]`).
+    pub quotas: std::sync::Arc<Quotas>,
 }
 
 /// Settings of one configured tool.
@@ -104,6 +107,8 @@ struct RawConfig {
     audit: Option<RawAudit>,
     #[serde(default)]
     http: RawHttp,
+    #[serde(default)]
+    quotas: RawQuotas,
 }
 
 #[derive(Deserialize, Default)]
@@ -350,6 +355,8 @@ impl Config {
             tokens.push(BearerToken { token: value, principal: token.principal });
         }
 
+        let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
+
         Ok(Config {
             file: None,
             tool_dirs: raw.tool_dirs.iter().map(|p| resolve(p)).collect(),
@@ -362,6 +369,7 @@ impl Config {
             },
             audit,
             http: HttpSettings { tokens, allowed_origins: raw.http.allowed_origins },
+            quotas: std::sync::Arc::new(quotas),
         })
     }
 
@@ -536,6 +544,9 @@ mod tests {
         check_err("[tools.echo.sessions]\nidle_secs = 0", &["[tools.echo]", "idle_secs", "accepted"]);
         check_err("[tools.echo.sessions]\nmemory_mib = 0", &["memory_mib", "accepted"]);
         check_err("[tools.echo.sessions]\nttl = 5", &["ttl"]);
+        check_err("[quotas]\ncalls_in_flight = 0", &["airlock.toml", "[quotas] calls_in_flight = 0", "accepted 1..="]);
+        check_err("[quotas.principals.alice]\nhttp_sessions = 0", &["[quotas.principals.alice] http_sessions"]);
+        check_err("[quotas]\nburst = 1", &["burst"]);
         check_err(
             "[engine]\nmax_live_instances = 8\n[tools.echo.sessions]\nmax_live = 8",
             &["max_live", "max_live_instances"],

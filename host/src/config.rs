@@ -10,6 +10,7 @@ use crate::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 use crate::limits::Limits;
 use crate::loader::{ToolSettings, check_name};
 use crate::network::{NetworkGrant, RawNetwork};
+use crate::quota::{Quotas, RawQuotas};
 use crate::session::{DEFAULT_IDLE, DEFAULT_MAX_LIVE, SessionSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -55,6 +56,8 @@ pub struct Config {
     /// The merged configuration table and where each of its values came
     /// from (for [`Config::describe`]).
     layers: layer::Layered,
+    /// Per-principal quotas (`[quotas]`).
+    pub quotas: std::sync::Arc<Quotas>,
 }
 
 /// Settings of one configured tool.
@@ -115,6 +118,8 @@ struct RawConfig {
     audit: Option<RawAudit>,
     #[serde(default)]
     http: RawHttp,
+    #[serde(default)]
+    quotas: RawQuotas,
 }
 
 #[derive(Deserialize, Default)]
@@ -418,6 +423,8 @@ impl Config {
             tokens.push(BearerToken { token: value, principal: token.principal });
         }
 
+        let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
+
         Ok(Config {
             file: None,
             tool_dirs: raw.tool_dirs.iter().map(|p| resolve(p)).collect(),
@@ -431,6 +438,7 @@ impl Config {
             audit,
             http: HttpSettings { tokens, allowed_origins: raw.http.allowed_origins },
             layers: layer::Layered::default(),
+            quotas: std::sync::Arc::new(quotas),
         })
     }
 
@@ -639,6 +647,9 @@ mod tests {
             "[tools.echo]\nmax_open_files = 1\ndirs = [{ host = \".\", guest = \"/w\" }]",
             &["max_open_files = 1", "granted directories", "accepted 2..="],
         );
+        check_err("[quotas]\ncalls_in_flight = 0", &["airlock.toml", "[quotas] calls_in_flight = 0", "accepted 1..="]);
+        check_err("[quotas.principals.alice]\nhttp_sessions = 0", &["[quotas.principals.alice] http_sessions"]);
+        check_err("[quotas]\nburst = 1", &["burst"]);
         check_err(
             "[engine]\nmax_live_instances = 8\n[tools.echo.sessions]\nmax_live = 8",
             &["max_live", "max_live_instances"],

@@ -9,6 +9,7 @@ use crate::engine::Runtime;
 use crate::formats::{Format, encode};
 use crate::pipeline::{CallRequest, Pipeline, ToolResult};
 use crate::projection::{mcp_extras, project};
+use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::{LoadProgress, Registry, RegistryError};
 use crate::schedule::Scheduler;
 use crate::session::Sessions;
@@ -122,7 +123,7 @@ impl HostBuilder {
         let scheduler = Scheduler::new((config.engine.max_live_instances as usize).saturating_sub(session_slots));
         let sessions = Arc::new(Sessions::new());
         Sessions::spawn_sweeper(&sessions);
-        let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler, sessions };
+        let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler, quota: QuotaTracker::new(), sessions };
         Ok(Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -161,6 +162,12 @@ impl Host {
     /// The configuration in force.
     pub fn config(&self) -> Config {
         self.inner.config.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The per-principal quotas in force (`[quotas]`; a reload replaces
+    /// them).
+    pub fn quotas(&self) -> Arc<Quotas> {
+        self.inner.config.read().unwrap_or_else(|e| e.into_inner()).quotas.clone()
     }
 
     /// The model-facing tool list in a provider format. With `strict`, each
@@ -214,8 +221,8 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let registry = self.tools();
-        self.inner.pipeline.call(&registry, request, confirmer, cancel).await
+        let (registry, quotas) = (self.tools(), self.quotas());
+        self.inner.pipeline.call(&registry, &quotas, request, confirmer, cancel).await
     }
 
     /// Run a batch of calls; results come back in the proposed order.
@@ -225,8 +232,8 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
-        let registry = self.tools();
-        self.inner.pipeline.dispatch(&registry, requests, confirmer, cancel).await
+        let (registry, quotas) = (self.tools(), self.quotas());
+        self.inner.pipeline.dispatch(&registry, &quotas, requests, confirmer, cancel).await
     }
 
     /// Reload the tools from `config` (or the config file in force, re-read)
@@ -261,6 +268,12 @@ impl Host {
     /// Live interpreter sessions, over all tools and principals.
     pub fn live_sessions(&self) -> usize {
         self.inner.pipeline.sessions.len()
+    }
+
+    /// Calls of `principal` in flight now: admitted under its quotas and
+    /// not yet answered.
+    pub fn calls_in_flight(&self, principal: &str) -> usize {
+        self.inner.pipeline.quota.in_flight(principal)
     }
 
     /// The engine runtime (for inspecting components).

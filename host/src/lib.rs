@@ -34,6 +34,7 @@ mod network;
 mod outcome;
 mod pipeline;
 mod projection;
+mod quota;
 mod registry;
 mod render;
 mod resolve;
@@ -66,6 +67,7 @@ pub use network::{
 pub use outcome::{ErrorKind, Failure};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
+pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, Registry, RegistryError};
 pub use sandbox::Execution;
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};

@@ -39,6 +39,10 @@ pub enum ErrorKind {
     ToolError,
     /// The caller cancelled the call.
     Cancelled,
+    /// The principal is at one of its quotas (`[quotas]`): calls in flight,
+    /// calls per minute or sessions of a tool. Other principals are not
+    /// affected; the message names the quota.
+    QuotaExceeded,
     /// The host could not run the call (e.g. a granted directory vanished).
     Internal,
 }
@@ -60,12 +64,13 @@ impl ErrorKind {
             ErrorKind::InvalidOutput => "invalid_output",
             ErrorKind::ToolError => "tool_error",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::QuotaExceeded => "quota_exceeded",
             ErrorKind::Internal => "internal",
         }
     }
 
     /// Every kind, for tests and documentation.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::UnknownTool,
         ErrorKind::InvalidArguments,
         ErrorKind::Denied,
@@ -79,6 +84,7 @@ impl ErrorKind {
         ErrorKind::InvalidOutput,
         ErrorKind::ToolError,
         ErrorKind::Cancelled,
+        ErrorKind::QuotaExceeded,
         ErrorKind::Internal,
     ];
 }

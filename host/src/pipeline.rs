@@ -1,5 +1,6 @@
-//! The call pipeline: resolve → parse → validate → authorize → schedule →
-//! execute → check output → render → audit.
+//! The call pipeline: admit (per-principal quotas) → resolve → parse →
+//! validate → authorize → schedule → execute → check output → render →
+//! audit.
 //!
 //! Every front end goes through [`Pipeline::call`] / [`Pipeline::dispatch`].
 //! Each stage lives in its own module; this one only sequences them. Any
@@ -16,6 +17,7 @@ use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
+use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::Registry;
 use crate::render;
 use crate::resolve::resolve;
@@ -114,6 +116,8 @@ pub struct Pipeline {
     pub audit: Option<Arc<AuditLog>>,
     /// The scheduler.
     pub scheduler: Scheduler,
+    /// Calls in flight and call rates per principal, against `[quotas]`.
+    pub quota: QuotaTracker,
     /// Live sessions of tools that keep them.
     pub sessions: Arc<Sessions>,
 }
@@ -134,17 +138,25 @@ struct InFlight {
 }
 
 impl Pipeline {
-    /// Run one call through every stage.
+    /// Run one call through every stage. Before anything else, the call is
+    /// admitted under its principal's quotas in `quotas`; it counts in
+    /// flight until its result is returned.
     pub async fn call(
         &self,
         registry: &Registry,
+        quotas: &Quotas,
         request: CallRequest,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
         let flight = InFlight::new(request);
+        let quota = quotas.for_principal(&flight.request.principal);
+        let _admitted = match self.quota.admit(&flight.request.principal, quota) {
+            Ok(admitted) => admitted,
+            Err(failure) => return self.finish_early(flight, failure, "not_reached", None, None),
+        };
         match self.approve(registry, &flight, confirmer).await {
-            Ok(approved) => self.run(flight, approved, cancel).await,
+            Ok(approved) => self.run(flight, approved, quota.sessions_per_tool, cancel).await,
             Err((failure, decision, policy, tool)) => {
                 self.finish_early(flight, failure, decision, policy, tool.as_deref())
             }
@@ -152,12 +164,15 @@ impl Pipeline {
     }
 
     /// Run a batch of calls (as a model proposes them in one turn).
-    /// Approval (including any confirmation prompt) happens one call at a
-    /// time in the proposed order; execution follows the scheduling rules;
-    /// results come back in the proposed order.
+    /// Admission under the quotas and approval (including any confirmation
+    /// prompt) happen one call at a time in the proposed order, so a batch
+    /// larger than its principal's `calls_in_flight` has its last calls
+    /// refused; execution follows the scheduling rules; results come back in
+    /// the proposed order.
     pub async fn dispatch(
         &self,
         registry: &Registry,
+        quotas: &Quotas,
         requests: Vec<CallRequest>,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
@@ -165,12 +180,18 @@ impl Pipeline {
         let mut approved = Vec::with_capacity(requests.len());
         for request in requests {
             let flight = InFlight::new(request);
-            let verdict = self.approve(registry, &flight, confirmer).await;
-            approved.push((flight, verdict));
+            let quota = quotas.for_principal(&flight.request.principal);
+            let (admitted, verdict) = match self.quota.admit(&flight.request.principal, quota) {
+                Ok(admitted) => (Some(admitted), self.approve(registry, &flight, confirmer).await),
+                Err(failure) => (None, Err((failure, "not_reached", None, None))),
+            };
+            approved.push((flight, admitted, quota.sessions_per_tool, verdict));
         }
-        let runs = approved.into_iter().map(|(flight, verdict)| async move {
+        let runs = approved.into_iter().map(|(flight, admitted, sessions_per_tool, verdict)| async move {
+            // The call counts in flight until its result is ready.
+            let _admitted = admitted;
             match verdict {
-                Ok(approved) => self.run(flight, approved, cancel).await,
+                Ok(approved) => self.run(flight, approved, sessions_per_tool, cancel).await,
                 Err((failure, decision, policy, tool)) => {
                     self.finish_early(flight, failure, decision, policy, tool.as_deref())
                 }
@@ -238,13 +259,21 @@ impl Pipeline {
     }
 
     /// schedule → execute → check output → render → audit.
-    async fn run(&self, flight: InFlight, approved: Approved, cancel: &CancellationToken) -> ToolResult {
+    /// `sessions_per_tool` is the principal's quota of sessions of one tool.
+    async fn run(
+        &self,
+        flight: InFlight,
+        approved: Approved,
+        sessions_per_tool: usize,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
         let Approved { tool, arguments, session, decision, policy } = approved;
         let settings = &tool.settings;
         let (execution, reset) = match (&session, settings.sessions) {
             (Some(id), Some(session_settings)) => {
                 let principal = &flight.request.principal;
-                let call = self.sessions.call(&tool, session_settings, principal, id, &arguments, cancel);
+                let call =
+                    self.sessions.call(&tool, session_settings, sessions_per_tool, principal, id, &arguments, cancel);
                 let run = self.scheduler.run(settings.concurrency_safe, call).await;
                 (run.execution, run.reset)
             }

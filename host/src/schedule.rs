@@ -1,7 +1,10 @@
 //! Schedule: calls of tools the operator marked `concurrency_safe` may run
 //! in parallel with each other; every other call runs alone. Missing or
 //! unclear means exclusive. A cap on calls in flight keeps the instance
-//! pool from running dry.
+//! pool from running dry; it is the ceiling over the per-principal
+//! `calls_in_flight` quotas, which `quota.rs` checks when a call is
+//! admitted: with quotas below the cap (the defaults are), one principal's
+//! calls cannot fill it alone.
 
 use std::sync::Arc;
 use tokio::sync::{RwLock, Semaphore};

@@ -28,7 +28,10 @@
 //!   never expires.
 //! - At `max_live` sessions of a tool, a new one is refused (nothing is
 //!   evicted, so no principal can push out another's state); the message
-//!   names the limit and the idle expiry.
+//!   names the limit and the idle expiry. Under that ceiling, a principal
+//!   holding its quota of sessions of the tool (`[quotas]
+//!   sessions_per_tool`) is refused a new one as `quota_exceeded`, so one
+//!   principal cannot take every slot.
 //! - Reloading the tools drops every session; a session created for a tool
 //!   version that has since been replaced is never reused.
 
@@ -36,6 +39,7 @@ use crate::arguments::Parsed;
 use crate::limits::{Limits, MAX_MEMORY_BYTES};
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
+use crate::quota::raise_hint;
 use crate::sandbox::{self, Execution, LiveInstance, Spent};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -220,11 +224,17 @@ impl Sessions {
     }
 
     /// Run one call of `tool` in session `id` of `principal`, creating the
-    /// session if needed. Never fails: refusals and resets are in the result.
+    /// session if needed and if `principal` holds fewer than
+    /// `sessions_per_tool` sessions of the tool (its quota). Never fails:
+    /// refusals and resets are in the result.
+    // Each argument is one fact of the call; bundling them would only move
+    // the same list into a struct built once, right before this call.
+    #[allow(clippy::too_many_arguments)]
     pub async fn call(
         &self,
         tool: &Arc<LoadedTool>,
         settings: SessionSettings,
+        sessions_per_tool: usize,
         principal: &str,
         id: &SessionId,
         arguments: &str,
@@ -233,7 +243,7 @@ impl Sessions {
         let started = Instant::now();
         let refused = |failure: Failure| SessionRun { execution: Execution::failed(failure, started), reset: None };
         let key = Key { principal: principal.to_owned(), tool: tool.name.clone(), id: id.clone() };
-        let session = match self.checkout(&key, tool, settings) {
+        let session = match self.checkout(&key, tool, settings, sessions_per_tool) {
             Ok(session) => session,
             Err(failure) => return refused(failure),
         };
@@ -298,9 +308,16 @@ impl Sessions {
         SessionRun { execution, reset }
     }
 
-    /// The session for `key`, created if there is room. Expired sessions and
-    /// sessions of a replaced tool version are dropped first.
-    fn checkout(&self, key: &Key, tool: &Arc<LoadedTool>, settings: SessionSettings) -> Result<Arc<Session>, Failure> {
+    /// The session for `key`, created if there is room under the tool's
+    /// `max_live` and the principal's `sessions_per_tool`. Expired sessions
+    /// and sessions of a replaced tool version are dropped first.
+    fn checkout(
+        &self,
+        key: &Key,
+        tool: &Arc<LoadedTool>,
+        settings: SessionSettings,
+        sessions_per_tool: usize,
+    ) -> Result<Arc<Session>, Failure> {
         let now = Instant::now();
         let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         table.retain(|k, s| !(s.expired(now) || (k.tool == key.tool && !Arc::ptr_eq(&s.tool, tool))));
@@ -308,6 +325,22 @@ impl Sessions {
             // Touched now, so a sweep cannot drop it before the call locks it.
             session.touch();
             return Ok(session.clone());
+        }
+        let held = table.keys().filter(|k| k.tool == key.tool && k.principal == key.principal).count();
+        if held >= sessions_per_tool {
+            return Err(Failure::new(
+                ErrorKind::QuotaExceeded,
+                format!(
+                    "principal {:?} already holds {held} live sessions of {}, its quota (sessions_per_tool = \
+                     {sessions_per_tool}); a session expires after {} s without calls. Continue in one of your \
+                     existing sessions, call without `session` for a fresh interpreter, or try again later. This \
+                     quota is per principal; {}",
+                    key.principal,
+                    key.tool,
+                    settings.idle.as_secs(),
+                    raise_hint(&key.principal, "sessions_per_tool")
+                ),
+            ));
         }
         let live = table.keys().filter(|k| k.tool == key.tool).count();
         if live >= settings.max_live {

@@ -7,6 +7,7 @@ mod interpreters;
 mod loading;
 mod network;
 mod pipeline;
+mod quotas;
 mod sandbox;
 mod sessions;
 mod support;

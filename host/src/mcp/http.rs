@@ -14,7 +14,9 @@
 //!    can.
 //! 4. `Mcp-Session-Id`: a session is bound to the principal that opened it;
 //!    another principal presenting its id gets 404, as for an unknown
-//!    session. At most [`MAX_HTTP_SESSIONS`] sessions are kept.
+//!    session. At most [`MAX_HTTP_SESSIONS`] sessions are kept (503 beyond),
+//!    and at most its `[quotas] http_sessions` per principal (429 beyond,
+//!    naming the quota), so one principal cannot take every slot.
 //!
 //! Request bodies are capped at [`MAX_HTTP_BODY_BYTES`] (413 beyond). A
 //! client dropping the response stream of a call cancels the call. Tokens
@@ -56,6 +58,9 @@ struct Token {
     principal: String,
 }
 
+/// A principal's `http_sessions` quota, read from the quotas in force.
+type SessionQuota = Box<dyn Fn(&str) -> usize + Send + Sync>;
+
 /// The checks in front of rmcp, and the session → principal bindings.
 struct Gate {
     tokens: Vec<Token>,
@@ -64,6 +69,39 @@ struct Gate {
     default_principal: String,
     sessions: Mutex<HashMap<String, String>>,
     manager: Arc<LocalSessionManager>,
+    session_quota: SessionQuota,
+}
+
+/// Why a new session was not bound.
+#[derive(Debug, PartialEq, Eq)]
+enum Unbound {
+    /// [`MAX_HTTP_SESSIONS`] sessions are open.
+    Full,
+    /// The principal holds `open` sessions, at least its `http_sessions`
+    /// quota.
+    Quota { principal: String, open: usize, quota: usize },
+}
+
+impl Unbound {
+    fn response(&self) -> Response {
+        match self {
+            Unbound::Full => {
+                tracing::warn!("{MAX_HTTP_SESSIONS} MCP sessions are open; refusing a new one");
+                refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry")
+            }
+            Unbound::Quota { principal, open, quota } => {
+                tracing::info!(principal = %principal, open, "a principal is at its http_sessions quota; refusing a new session");
+                let message = format!(
+                    "Too Many Requests: principal {principal:?} already has {open} open MCP sessions, its quota \
+                     (http_sessions = {quota}); close one (DELETE {MCP_PATH} with its Mcp-Session-Id) and retry. This \
+                     quota is per principal; {}\n",
+                    crate::quota::raise_hint(principal, "http_sessions")
+                );
+                (StatusCode::TOO_MANY_REQUESTS, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message)
+                    .into_response()
+            }
+        }
+    }
 }
 
 /// Serve until Ctrl-C.
@@ -87,6 +125,10 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         default_principal: principal.clone(),
         sessions: Mutex::new(HashMap::new()),
         manager: manager.clone(),
+        session_quota: {
+            let host = shared.host.clone();
+            Box::new(move |principal: &str| host.quotas().for_principal(principal).http_sessions)
+        },
     });
     let shutdown = CancellationToken::new();
     // Host and Origin are checked by `gate` (rmcp's own lists would refuse
@@ -152,11 +194,10 @@ async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
 
     if session.is_none()
         && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
-        && !gate.bind(id, principal).await
+        && let Err(unbound) = gate.bind(id, principal).await
     {
         let _ = gate.manager.close_session(&Arc::from(id)).await;
-        tracing::warn!("{MAX_HTTP_SESSIONS} MCP sessions are open; refusing a new one");
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry");
+        return unbound.response();
     }
     if method == Method::DELETE
         && response.status().is_success()
@@ -228,12 +269,25 @@ impl Gate {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|owner| owner == principal)
     }
 
-    /// Bind a new session to `principal`; `false` when there is no room.
-    async fn bind(&self, id: &str, principal: String) -> bool {
-        let full = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).len() >= MAX_HTTP_SESSIONS;
-        if full {
-            // Forget sessions rmcp has closed (idle timeout, DELETE, errors).
-            let ids: Vec<String> = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+    /// Bind a new session to `principal`, unless the principal is at its
+    /// `http_sessions` quota or [`MAX_HTTP_SESSIONS`] are open.
+    async fn bind(&self, id: &str, principal: String) -> Result<(), Unbound> {
+        let quota = (self.session_quota)(&principal);
+        let (full, at_quota) = {
+            let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            (sessions.len() >= MAX_HTTP_SESSIONS, open_of(&sessions, &principal) >= quota)
+        };
+        if full || at_quota {
+            // Forget sessions rmcp has closed (idle timeout, DELETE, errors):
+            // every one when the table is full, else the principal's own.
+            let ids: Vec<String> = self
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|(_, owner)| full || **owner == principal)
+                .map(|(id, _)| id.clone())
+                .collect();
             for old in ids {
                 if !self.manager.has_session(&Arc::from(old.as_str())).await.unwrap_or(false) {
                     self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&old);
@@ -241,12 +295,21 @@ impl Gate {
             }
         }
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let open = open_of(&sessions, &principal);
+        if open >= quota {
+            return Err(Unbound::Quota { principal, open, quota });
+        }
         if sessions.len() >= MAX_HTTP_SESSIONS {
-            return false;
+            return Err(Unbound::Full);
         }
         sessions.insert(id.to_owned(), principal);
-        true
+        Ok(())
     }
+}
+
+/// Sessions bound to `principal`.
+fn open_of(sessions: &HashMap<String, String>, principal: &str) -> usize {
+    sessions.values().filter(|owner| *owner == principal).count()
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -299,6 +362,7 @@ mod tests {
             default_principal: "local".into(),
             sessions: Mutex::new(HashMap::new()),
             manager: Arc::new(LocalSessionManager::default()),
+            session_quota: Box::new(|principal: &str| if principal == "small" { 1 } else { 3 }),
         }
     }
 
@@ -362,10 +426,44 @@ mod tests {
     #[tokio::test]
     async fn sessions_are_bound_to_their_principal() {
         let gate = gate(&[], &[]);
-        assert!(gate.bind("s1", "alice".into()).await);
+        assert_eq!(gate.bind("s1", "alice".into()).await, Ok(()));
         assert!(gate.session_belongs_to("s1", "alice"));
         assert!(!gate.session_belongs_to("s1", "bob"));
         assert!(!gate.session_belongs_to("s2", "alice"), "unknown sessions are refused");
+    }
+
+    #[tokio::test]
+    async fn a_principal_at_its_quota_is_refused_and_others_are_not() {
+        let gate = gate(&[], &[]);
+        // Sessions rmcp keeps open (the workers keep them alive).
+        let mut workers = Vec::new();
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let (id, worker) = gate.manager.create_session().await.expect("session");
+            ids.push(id.to_string());
+            workers.push(worker);
+        }
+        assert_eq!(gate.bind(&ids[0], "small".into()).await, Ok(()));
+        let refused = gate.bind(&ids[1], "small".into()).await;
+        assert_eq!(refused, Err(Unbound::Quota { principal: "small".into(), open: 1, quota: 1 }));
+        assert_eq!(gate.bind(&ids[1], "bob".into()).await, Ok(()), "another principal is not affected");
+        // A session rmcp has closed no longer counts against the quota.
+        gate.manager.close_session(&Arc::from(ids[0].as_str())).await.expect("close");
+        assert_eq!(gate.bind(&ids[2], "small".into()).await, Ok(()));
+        assert!(!gate.session_belongs_to(&ids[0], "small"), "the closed session is forgotten");
+        drop(workers);
+    }
+
+    #[tokio::test]
+    async fn the_quota_refusal_names_the_quota() {
+        let response = Unbound::Quota { principal: "alice".into(), open: 2, quota: 2 }.response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        let body = axum::body::to_bytes(response.into_body(), 4096).await.expect("body");
+        let text = String::from_utf8_lossy(&body);
+        for needle in ["\"alice\" already has 2 open MCP sessions", "http_sessions = 2", "[quotas.principals.alice]"] {
+            assert!(text.contains(needle), "{text:?} should contain {needle:?}");
+        }
+        assert_eq!(Unbound::Full.response().status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 
     #[test]

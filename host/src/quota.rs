@@ -1,0 +1,352 @@
+//! Per-principal quotas: what one principal may hold at once, so that no
+//! principal can starve another. Global caps (`[engine]
+//! max_live_instances`, a tool's sessions `max_live`, the MCP HTTP session
+//! table) stay the ceilings; a quota is each principal's share under them.
+//!
+//! The operator's `[quotas]` section is parsed here ([`RawQuotas`] →
+//! [`Quotas::from_raw`]): defaults for every principal, overridden per
+//! principal in `[quotas.principals.NAME]`. Four quotas:
+//!
+//! - `calls_in_flight`: calls a principal has in the pipeline at once,
+//!   from admission to result (waiting for the scheduler counts), enforced
+//!   here by [`QuotaTracker::admit`] before a call is resolved;
+//! - `calls_per_minute`: a token bucket of that many calls refilled at that
+//!   rate (0 turns it off), also enforced by [`QuotaTracker::admit`];
+//! - `sessions_per_tool`: live interpreter sessions of one tool held by one
+//!   principal, enforced by `session.rs` when a session is created;
+//! - `http_sessions`: MCP HTTP sessions a principal keeps open, enforced by
+//!   the HTTP gate in `mcp/http.rs` when a session is opened.
+//!
+//! A principal at a quota is refused with a message that names the quota
+//! and the config keys that raise it; other principals are not affected.
+//!
+//! # Trust
+//!
+//! The principal comes from the front end (a bearer token over HTTP, a
+//! command-line flag, a library caller), never from the model; on stdio and
+//! through the library it is a free-form string (cut to
+//! [`MAX_PRINCIPAL_LEN`](crate::pipeline::MAX_PRINCIPAL_LEN) bytes by the
+//! pipeline). So the tracker's table is bounded: an entry lives only while
+//! its principal has calls in flight or a bucket that is still refilling,
+//! and at [`MAX_TRACKED_PRINCIPALS`] entries the refilling buckets of
+//! principals with nothing in flight are forgotten first (that can only
+//! give such a principal a full bucket again, never a slot in flight).
+
+use crate::mcp::MAX_HTTP_SESSIONS;
+use crate::outcome::{ErrorKind, Failure};
+use crate::pipeline::MAX_PRINCIPAL_LEN;
+use crate::session::MAX_MAX_LIVE;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Default of `calls_in_flight`: a quarter of the default instance pool, and
+/// room for a client that keeps dozens of calls going.
+pub const DEFAULT_CALLS_IN_FLIGHT: usize = 64;
+/// Default of `http_sessions`.
+pub const DEFAULT_HTTP_SESSIONS: usize = 64;
+/// Default of `sessions_per_tool`: half of a tool's default `max_live`.
+pub const DEFAULT_SESSIONS_PER_TOOL: usize = 4;
+/// Default of `calls_per_minute`: 0, no rate quota.
+pub const DEFAULT_CALLS_PER_MINUTE: u32 = 0;
+/// Largest `calls_in_flight` accepted (the largest instance pool).
+pub const MAX_CALLS_IN_FLIGHT: usize = 10_000;
+/// Largest `calls_per_minute` accepted.
+pub const MAX_CALLS_PER_MINUTE: u32 = 100_000;
+/// Most principals whose usage is tracked at once.
+pub const MAX_TRACKED_PRINCIPALS: usize = 4096;
+/// The window `calls_per_minute` is counted over.
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// One quota value as written: in `[quotas]` or `[quotas.principals.NAME]`.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuota {
+    calls_in_flight: Option<usize>,
+    http_sessions: Option<usize>,
+    sessions_per_tool: Option<usize>,
+    calls_per_minute: Option<u32>,
+}
+
+/// `[quotas]` as written: defaults, and overrides per principal.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuotas {
+    calls_in_flight: Option<usize>,
+    http_sessions: Option<usize>,
+    sessions_per_tool: Option<usize>,
+    calls_per_minute: Option<u32>,
+    #[serde(default)]
+    principals: BTreeMap<String, RawQuota>,
+}
+
+/// The quotas of one principal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Calls in the pipeline at once.
+    pub calls_in_flight: usize,
+    /// MCP HTTP sessions open at once.
+    pub http_sessions: usize,
+    /// Live interpreter sessions of one tool.
+    pub sessions_per_tool: usize,
+    /// Calls per minute; 0 means no rate quota.
+    pub calls_per_minute: u32,
+}
+
+impl Default for Quota {
+    fn default() -> Self {
+        Self {
+            calls_in_flight: DEFAULT_CALLS_IN_FLIGHT,
+            http_sessions: DEFAULT_HTTP_SESSIONS,
+            sessions_per_tool: DEFAULT_SESSIONS_PER_TOOL,
+            calls_per_minute: DEFAULT_CALLS_PER_MINUTE,
+        }
+    }
+}
+
+impl Quota {
+    /// `raw` over `self`, checked against the accepted ranges; the error
+    /// names the key and the range.
+    fn apply(self, raw: RawQuota) -> Result<Self, String> {
+        let quota = Self {
+            calls_in_flight: raw.calls_in_flight.unwrap_or(self.calls_in_flight),
+            http_sessions: raw.http_sessions.unwrap_or(self.http_sessions),
+            sessions_per_tool: raw.sessions_per_tool.unwrap_or(self.sessions_per_tool),
+            calls_per_minute: raw.calls_per_minute.unwrap_or(self.calls_per_minute),
+        };
+        let range = |key: &str, value: usize, max: usize| {
+            if (1..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(format!("{key} = {value} is out of range: accepted 1..={max}"))
+            }
+        };
+        range("calls_in_flight", quota.calls_in_flight, MAX_CALLS_IN_FLIGHT)?;
+        range("http_sessions", quota.http_sessions, MAX_HTTP_SESSIONS)?;
+        range("sessions_per_tool", quota.sessions_per_tool, MAX_MAX_LIVE)?;
+        if quota.calls_per_minute > MAX_CALLS_PER_MINUTE {
+            return Err(format!(
+                "calls_per_minute = {} is out of range: accepted 0 (off) ..={MAX_CALLS_PER_MINUTE}",
+                quota.calls_per_minute
+            ));
+        }
+        Ok(quota)
+    }
+}
+
+/// The validated `[quotas]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quotas {
+    defaults: Quota,
+    principals: BTreeMap<String, Quota>,
+}
+
+impl Quotas {
+    /// Check `[quotas]`. A principal's section inherits every key it does
+    /// not set from `[quotas]`.
+    ///
+    /// # Errors
+    ///
+    /// A value out of range or a principal name the pipeline would never
+    /// see; the message starts with the section and names the key and what
+    /// is accepted.
+    pub fn from_raw(raw: RawQuotas) -> Result<Self, String> {
+        let own = RawQuota {
+            calls_in_flight: raw.calls_in_flight,
+            http_sessions: raw.http_sessions,
+            sessions_per_tool: raw.sessions_per_tool,
+            calls_per_minute: raw.calls_per_minute,
+        };
+        let defaults = Quota::default().apply(own).map_err(|m| format!("[quotas] {m}"))?;
+        let mut principals = BTreeMap::new();
+        for (name, raw) in raw.principals {
+            let section = principal_section(&name);
+            if name.is_empty() || name.len() > MAX_PRINCIPAL_LEN {
+                return Err(format!(
+                    "{section} the principal name is {} bytes: accepted 1..={MAX_PRINCIPAL_LEN}",
+                    name.len()
+                ));
+            }
+            let quota = defaults.apply(raw).map_err(|m| format!("{section} {m}"))?;
+            principals.insert(name, quota);
+        }
+        Ok(Self { defaults, principals })
+    }
+
+    /// The quotas of `principal`: its own section, else the defaults.
+    pub fn for_principal(&self, principal: &str) -> Quota {
+        self.principals.get(principal).copied().unwrap_or(self.defaults)
+    }
+}
+
+/// The config section of `principal`'s own quotas, quoted as TOML needs it.
+fn principal_section(principal: &str) -> String {
+    let bare = !principal.is_empty() && principal.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        format!("[quotas.principals.{principal}]")
+    } else {
+        let quoted: String = principal.chars().flat_map(char::escape_default).collect();
+        format!("[quotas.principals.\"{quoted}\"]")
+    }
+}
+
+/// Where the operator raises quota `key` of `principal`, as a sentence part
+/// for refusal messages: `` `key` in [quotas] (every principal) or in
+/// [quotas.principals.NAME] (this one) ``.
+pub fn raise_hint(principal: &str, key: &str) -> String {
+    format!(
+        "the operator raises it with `{key}` in [quotas] (every principal) or in {} (this principal)",
+        principal_section(principal)
+    )
+}
+
+/// What one principal is using now.
+#[derive(Debug, Default)]
+struct Usage {
+    in_flight: usize,
+    /// When the `calls_per_minute` bucket is full again (the "theoretical
+    /// arrival time" of the generic cell rate algorithm); `None` or a past
+    /// instant means full.
+    refilled_at: Option<Instant>,
+}
+
+impl Usage {
+    /// Nothing in flight and a full bucket: the entry says nothing a fresh
+    /// one would not.
+    fn idle(&self, now: Instant) -> bool {
+        self.in_flight == 0 && self.refilled_at.is_none_or(|at| at <= now)
+    }
+}
+
+/// Calls in flight and call rates per principal, against their quotas.
+#[derive(Debug, Default)]
+pub struct QuotaTracker {
+    table: Mutex<HashMap<String, Usage>>,
+}
+
+/// A call counted in flight for its principal until this is dropped.
+#[derive(Debug)]
+#[must_use = "the call counts as in flight only while the admission lives"]
+pub struct Admission<'a> {
+    tracker: &'a QuotaTracker,
+    principal: String,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.tracker.release(&self.principal, Instant::now());
+    }
+}
+
+impl QuotaTracker {
+    /// Nothing tracked.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Admit one call of `principal` under `quota`: it counts in flight
+    /// until the returned [`Admission`] is dropped, and takes one call from
+    /// the principal's `calls_per_minute` bucket.
+    ///
+    /// # Errors
+    ///
+    /// A [`ErrorKind::QuotaExceeded`] failure naming the quota and the keys
+    /// that raise it when the principal is at its `calls_in_flight` or out
+    /// of its `calls_per_minute`; nothing is counted then.
+    pub fn admit(&self, principal: &str, quota: Quota) -> Result<Admission<'_>, Failure> {
+        self.admit_at(principal, quota, Instant::now())
+    }
+
+    fn admit_at(&self, principal: &str, quota: Quota, now: Instant) -> Result<Admission<'_>, Failure> {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if !table.contains_key(principal) && table.len() >= MAX_TRACKED_PRINCIPALS {
+            table.retain(|_, usage| !usage.idle(now));
+            if table.len() >= MAX_TRACKED_PRINCIPALS {
+                // Forgetting a bucket gives its principal a full one again;
+                // forgetting calls in flight would let them exceed a quota.
+                table.retain(|_, usage| usage.in_flight > 0);
+            }
+            if table.len() >= MAX_TRACKED_PRINCIPALS {
+                return Err(Failure::new(
+                    ErrorKind::QuotaExceeded,
+                    format!(
+                        "the host is tracking the calls of {MAX_TRACKED_PRINCIPALS} principals that all have \
+                         calls in flight, the most it keeps; retry when some of those calls have finished"
+                    ),
+                ));
+            }
+        }
+        let usage = table.entry(principal.to_owned()).or_default();
+        if usage.in_flight >= quota.calls_in_flight {
+            let failure = Failure::new(
+                ErrorKind::QuotaExceeded,
+                format!(
+                    "principal {principal:?} already has {} calls in flight, its quota (calls_in_flight = {}); \
+                     wait for some of them to finish before sending more. This quota is per principal; {}",
+                    usage.in_flight,
+                    quota.calls_in_flight,
+                    raise_hint(principal, "calls_in_flight")
+                ),
+            );
+            drop_if_idle(&mut table, principal, now);
+            return Err(failure);
+        }
+        if quota.calls_per_minute > 0 {
+            // One call costs a minute's share of the bucket; the bucket holds
+            // a minute's worth. `calls_per_minute` is at most
+            // MAX_CALLS_PER_MINUTE, so the share is never zero.
+            let cost = MINUTE / quota.calls_per_minute;
+            let start = usage.refilled_at.filter(|at| *at > now).unwrap_or(now);
+            let refilled_at = start + cost;
+            let ahead = refilled_at.saturating_duration_since(now);
+            if ahead > MINUTE {
+                let wait = ahead - MINUTE;
+                let retry = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+                let failure = Failure::new(
+                    ErrorKind::QuotaExceeded,
+                    format!(
+                        "principal {principal:?} has used its quota of {} calls per minute (calls_per_minute = {}); \
+                         retry in {retry} s. This quota is per principal; {}",
+                        quota.calls_per_minute,
+                        quota.calls_per_minute,
+                        raise_hint(principal, "calls_per_minute")
+                    ),
+                );
+                drop_if_idle(&mut table, principal, now);
+                return Err(failure);
+            }
+            usage.refilled_at = Some(refilled_at);
+        }
+        usage.in_flight += 1;
+        Ok(Admission { tracker: self, principal: principal.to_owned() })
+    }
+
+    fn release(&self, principal: &str, now: Instant) {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(usage) = table.get_mut(principal) {
+            usage.in_flight = usage.in_flight.saturating_sub(1);
+        }
+        drop_if_idle(&mut table, principal, now);
+    }
+
+    /// Calls of `principal` in flight now.
+    pub fn in_flight(&self, principal: &str) -> usize {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner).get(principal).map_or(0, |usage| usage.in_flight)
+    }
+
+    /// Principals tracked now.
+    #[cfg(test)]
+    pub fn tracked(&self) -> usize {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+fn drop_if_idle(table: &mut HashMap<String, Usage>, principal: &str, now: Instant) {
+    if table.get(principal).is_some_and(|usage| usage.idle(now)) {
+        table.remove(principal);
+    }
+}
+
+#[cfg(test)]
+mod tests;

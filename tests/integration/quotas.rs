@@ -230,7 +230,8 @@ fn an_http_principal_at_its_session_quota_gets_429_and_others_do_not() {
     let config = dir.path().join("airlock.toml");
     let text = format!(
         "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\nside_effect = false\n\
-         [http]\ntokens = [{{ token = \"{TOKEN_A}\", principal = \"a\" }}, {{ token = \"{TOKEN_B}\", principal = \"b\" }}]\n\
+         [http]\ntokens = [{{ token = \"{TOKEN_A}\", principal = \"a\" }}, \
+         {{ token = \"{TOKEN_B}\", principal = \"b\" }}]\n\
          [quotas.principals.a]\nhttp_sessions = 2\n",
         cache_dir().display().to_string(),
         tool("echo").display().to_string(),

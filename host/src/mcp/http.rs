@@ -90,7 +90,11 @@ impl Unbound {
                 refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry")
             }
             Unbound::Quota { principal, open, quota } => {
-                tracing::info!(principal = %principal, open, "a principal is at its http_sessions quota; refusing a new session");
+                tracing::info!(
+                    principal = %principal,
+                    open,
+                    "a principal is at its http_sessions quota; refusing a new session"
+                );
                 let message = format!(
                     "Too Many Requests: principal {principal:?} already has {open} open MCP sessions, its quota \
                      (http_sessions = {quota}); close one (DELETE {MCP_PATH} with its Mcp-Session-Id) and retry. This \

@@ -9,3 +9,4 @@ mod pipeline;
 mod sandbox;
 mod sessions;
 mod support;
+mod transports;

@@ -6,12 +6,21 @@
 //! Trusted: the [`Host`] (its pipeline decides every call) and the
 //! operator's config (bearer tokens, allowed origins, the files to watch).
 //!
-//! Not trusted: everything a client sends. JSON-RPC messages are capped in
-//! size ([`MAX_STDIO_MESSAGE_BYTES`], [`MAX_HTTP_BODY_BYTES`]) before rmcp
-//! parses them; tool names and arguments go to the pipeline as proposed,
-//! which resolves, validates and authorizes them. The HTTP `Authorization`,
-//! `Origin`, `Host` and `Mcp-Session-Id` headers are checked before rmcp
-//! sees a request (see `http`). Answers to confirmation requests
+//! Not trusted: everything a client sends, and that it reads what it is
+//! sent. rmcp implements the protocol; the framing in front of it is ours.
+//! Each JSON-RPC message is capped in size ([`MAX_STDIO_MESSAGE_BYTES`],
+//! [`MAX_HTTP_BODY_BYTES`]) and nesting ([`MAX_MESSAGE_DEPTH`]) and parsed
+//! before rmcp sees it; what is not one message is answered with the
+//! JSON-RPC error for it (`-32700` Parse error, `-32600` Invalid Request,
+//! `"id": null` when the id is unknown) and the connection goes on. On stdio
+//! at most [`MAX_STDIO_REQUESTS_IN_FLIGHT`] requests are read ahead of their
+//! written replies, so a client that does not read stops being read (see
+//! `stdio`). Over HTTP, connections are capped ([`MAX_HTTP_CONNECTIONS`],
+//! [`MAX_HTTP_CONNECTIONS_PER_PEER`]) and must send their headers within
+//! [`HTTP_HEADER_READ_TIMEOUT`] (see `http`). Tool names and arguments go
+//! to the pipeline as proposed, which resolves, validates and authorizes
+//! them. The HTTP `Authorization`, `Origin`, `Host` and `Mcp-Session-Id`
+//! headers are checked before rmcp sees a request (see `http`). Answers to confirmation requests
 //! (elicitation results, `requestState` and `inputResponses` on retried
 //! calls) are only ever read as "the user confirmed" or "did not": a
 //! `requestState` is an opaque handle to state kept here, bound to the
@@ -37,7 +46,9 @@
 mod changes;
 mod confirm;
 mod http;
+mod jsonrpc;
 mod server;
+mod stdio;
 mod watch;
 
 use crate::host::Host;
@@ -50,11 +61,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use http::{MAX_HTTP_BODY_BYTES, MAX_HTTP_SESSIONS};
-
-/// Largest JSON-RPC message (one line) accepted on stdio. Longer lines are
-/// dropped by the transport and the connection stays open.
-pub const MAX_STDIO_MESSAGE_BYTES: usize = 4 << 20;
+pub use http::{
+    HTTP_BODY_READ_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, MAX_HTTP_BODY_BYTES, MAX_HTTP_CONNECTIONS,
+    MAX_HTTP_CONNECTIONS_PER_PEER, MAX_HTTP_SESSIONS,
+};
+pub use jsonrpc::MAX_MESSAGE_DEPTH;
+pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_IN_FLIGHT};
 /// How long a call waits for the user to answer a confirmation request
 /// before it is declined.
 pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(300);
@@ -76,8 +88,7 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
-    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer)
-        .with_max_line_length(MAX_STDIO_MESSAGE_BYTES);
+    let transport = stdio::StdioTransport::new(reader, writer);
     // Clients on the initialize-based revisions are registered for
     // list_changed by `notifications/initialized`; 2026-07-28 clients
     // subscribe with `subscriptions/listen`.
@@ -88,7 +99,7 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
 }
 
 /// Serve the host's tools over MCP streamable HTTP at `http://ADDR/mcp`
-/// until interrupted (Ctrl-C).
+/// until interrupted (Ctrl-C or SIGTERM).
 ///
 /// Requests act as the principal their bearer token maps to
 /// (`[http] tokens`), or as `principal` when no tokens are configured. The

@@ -11,3 +11,4 @@ mod quotas;
 mod sandbox;
 mod sessions;
 mod support;
+mod transports;

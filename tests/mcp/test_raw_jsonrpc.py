@@ -104,8 +104,11 @@ def test_stdout_carries_only_json_rpc(setup: Setup) -> None:
 
 
 @pytest.mark.parametrize("size", [5 << 20])
-def test_an_oversized_line_is_dropped_and_the_session_survives(setup: Setup, size: int) -> None:
+def test_an_oversized_line_is_answered_and_the_session_survives(setup: Setup, size: int) -> None:
     with raw(setup) as server:
         server.initialize()
         server.send({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x" * size}}})
         assert server.request("tools/call", {"name": "echo", "arguments": {"text": "after"}})["result"]["isError"] is False
+        # The line was too long to read its id: the error says so with a null id.
+        refused = [n for n in server.notifications if "error" in n]
+        assert refused and refused[0]["id"] is None and refused[0]["error"]["code"] == -32600, server.notifications

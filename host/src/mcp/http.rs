@@ -18,11 +18,28 @@
 //!    and at most its `[quotas] http_sessions` per principal (429 beyond,
 //!    naming the quota), so one principal cannot take every slot.
 //!
-//! Request bodies are capped at [`MAX_HTTP_BODY_BYTES`] (413 beyond). A
-//! client dropping the response stream of a call cancels the call. Tokens
+//! 5. The body of a `POST` (`application/json`) is read, at most
+//!    [`MAX_HTTP_BODY_BYTES`] within [`HTTP_BODY_READ_TIMEOUT`], and must be
+//!    one JSON-RPC message (see `jsonrpc`); else it is answered with a
+//!    JSON-RPC error, `"id": null` unless the id could be read: `413`
+//!    (`-32600`) over the cap, `400` with `-32700` when it is not JSON, `400`
+//!    with `-32600` when it is JSON but not a message, `408` when it is too
+//!    slow. rmcp gets the bytes unchanged.
+//!
+//! Nor does it trust a client to use its connection: connections are
+//! served here with hyper, not `axum::serve`, so that at most
+//! [`MAX_HTTP_CONNECTIONS`] are open, at most
+//! [`MAX_HTTP_CONNECTIONS_PER_PEER`] from one address (beyond either, a
+//! connection is accepted and closed at once), and each must finish a
+//! request's headers within [`HTTP_HEADER_READ_TIMEOUT`] of being ready
+//! for one, which also closes idle kept-alive connections. Refusals are
+//! logged at debug, with at most one warning a minute counting them.
+//!
+//! A client dropping the response stream of a call cancels the call. Tokens
 //! are read once at start: changing them needs a restart (a reload that
 //! removed every token must not open a non-loopback server).
 
+use super::jsonrpc::{self, Rejection};
 use super::server::{AirlockServer, Caller, Shared};
 use crate::config::BearerToken;
 use anyhow::Context as _;
@@ -31,15 +48,19 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt as _;
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt as _;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Largest request body accepted, in bytes (a call's arguments are capped
 /// at [`MAX_ARGUMENT_BYTES`](crate::MAX_ARGUMENT_BYTES); this leaves room
@@ -47,6 +68,29 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_HTTP_BODY_BYTES: usize = 4 << 20;
 /// Most MCP sessions (`initialize`-based revisions) kept open at once.
 pub const MAX_HTTP_SESSIONS: usize = 1024;
+/// How long a connection may take to send a request's headers, counted
+/// from when it is ready for a request: when it is opened, and on a kept
+/// alive connection when the previous response is written. So this is also
+/// how long an idle kept-alive connection is kept. Past it the connection is
+/// closed (hyper's `header_read_timeout`, which runs in both cases).
+pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a `POST` body may take to arrive once its headers have; past
+/// it the request is answered `408` with a JSON-RPC error.
+pub const HTTP_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most bytes of a body over [`MAX_HTTP_BODY_BYTES`] read (and dropped)
+/// before the `413`; a body declared larger is refused unread.
+const MAX_HTTP_DRAINED_BYTES: usize = 4 * MAX_HTTP_BODY_BYTES;
+/// Most connections open at once; more are accepted and closed at once.
+pub const MAX_HTTP_CONNECTIONS: usize = 256;
+/// Most connections open at once from one IPv4 address or IPv6 /64; more
+/// are accepted and closed at once.
+pub const MAX_HTTP_CONNECTIONS_PER_PEER: usize = 32;
+/// How long shutdown waits for connections to finish their responses.
+const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Pause after a failed `accept` (out of file descriptors, say).
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// At most one warning about refused connections per this interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 
@@ -108,7 +152,7 @@ impl Unbound {
     }
 }
 
-/// Serve until Ctrl-C.
+/// Serve until Ctrl-C or SIGTERM.
 pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> anyhow::Result<()> {
     let settings = shared.host.config().http;
     if !addr.ip().is_loopback() && settings.tokens.is_empty() {
@@ -149,28 +193,184 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
-    let stop = shutdown.clone();
-    // Responses go out in several small writes (headers, then event-stream
-    // frames): with Nagle's algorithm on, the last one waits for the
-    // client's delayed ACK, about 40 ms per call.
-    let listener = listener.tap_io(|tcp| {
+
+    // Connections are served here rather than by `axum::serve`, which sets
+    // no header timeout and caps nothing.
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(HTTP_HEADER_READ_TIMEOUT).keep_alive(true);
+    let connections = Connections::new();
+    let mut refusals = Refusals::default();
+    let tasks = TaskTracker::new();
+    let interrupted = interrupted();
+    tokio::pin!(interrupted);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of file descriptors, say: wait rather than spin.
+                    refusals.note(format_args!("cannot accept a connection: {err}"));
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
+            },
+            () = &mut interrupted => break,
+        };
+        let slot = match connections.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(full) => {
+                // Closed at once: the peer learns nothing but that it was
+                // refused, and holds nothing here.
+                drop(tcp);
+                refusals.note(format_args!("refused a connection from {peer}: {full}"));
+                continue;
+            }
+        };
+        // Responses go out in several small writes (headers, then
+        // event-stream frames): with Nagle's algorithm on, the last one
+        // waits for the client's delayed ACK, about 40 ms per call.
         if let Err(err) = tcp.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {err}");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            stop.cancel();
-        })
-        .await
-        .context("the HTTP server failed")?;
+        let connection = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()));
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            let _slot = slot;
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(err) = ended {
+                tracing::debug!("HTTP connection from {peer} ended: {err}");
+            }
+        });
+    }
+    // Ends rmcp's event streams, then lets every connection finish the
+    // response it is writing.
     shutdown.cancel();
+    tasks.close();
+    if tokio::time::timeout(HTTP_SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
+        tracing::info!("{} HTTP connections still open after {HTTP_SHUTDOWN_GRACE:?}; closing them", tasks.len());
+    }
     Ok(())
 }
 
-/// The axum middleware: origin, host, token, session binding; then rmcp.
-async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    let terminated = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::debug!("cannot listen for SIGTERM: {err}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
+    }
+}
+
+/// Open connections, in total and per peer.
+struct Connections {
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    total: usize,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+/// One admitted connection; dropping it frees its place.
+struct Slot {
+    connections: Arc<Connections>,
+    peer: IpAddr,
+}
+
+impl Connections {
+    fn new() -> Arc<Self> {
+        Arc::new(Connections { open: Mutex::new(Open::default()) })
+    }
+
+    /// A place for a connection from `ip`, or which cap is reached.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, String> {
+        let peer = peer_key(ip);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.total >= MAX_HTTP_CONNECTIONS {
+            return Err(format!("{MAX_HTTP_CONNECTIONS} connections are open (MAX_HTTP_CONNECTIONS)"));
+        }
+        let from_peer = open.per_peer.entry(peer).or_default();
+        if *from_peer >= MAX_HTTP_CONNECTIONS_PER_PEER {
+            return Err(format!(
+                "{MAX_HTTP_CONNECTIONS_PER_PEER} connections from this address are open (MAX_HTTP_CONNECTIONS_PER_PEER)"
+            ));
+        }
+        *from_peer += 1;
+        open.total += 1;
+        Ok(Slot { connections: self.clone(), peer })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.connections.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.total = open.total.saturating_sub(1);
+        if let Some(count) = open.per_peer.get_mut(&self.peer) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.per_peer.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// The address a per-peer cap counts: an IPv4 address (also when mapped
+/// into IPv6), or an IPv6 /64, the block one host is usually given.
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
+        v4 => v4,
+    }
+}
+
+/// Refused connections and accept errors: each is logged at debug, and at
+/// most one warning per [`REFUSAL_LOG_INTERVAL`] counts them, so that a
+/// client cannot flood the log.
+#[derive(Default)]
+struct Refusals {
+    last_warning: Option<tokio::time::Instant>,
+    unreported: u64,
+}
+
+impl Refusals {
+    fn note(&mut self, what: std::fmt::Arguments<'_>) {
+        tracing::debug!("{what}");
+        self.unreported += 1;
+        if self.last_warning.is_none_or(|at| at.elapsed() >= REFUSAL_LOG_INTERVAL) {
+            tracing::warn!(
+                "{} HTTP connections refused or failed since the last report; the latest: {what}",
+                self.unreported
+            );
+            self.last_warning = Some(tokio::time::Instant::now());
+            self.unreported = 0;
+        }
+    }
+}
+
+/// The axum middleware: origin, host, token, session binding, body; then
+/// rmcp.
+async fn check(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     if let Some(origin) = headers.get(header::ORIGIN)
         && !gate.origin_allowed(origin)
@@ -191,6 +391,10 @@ async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     {
         return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
     }
+    let mut request = match read_message(request).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
     let method = request.method().clone();
     let disconnected = CancellationToken::new();
     request.extensions_mut().insert(Caller { principal: principal.clone(), disconnected: disconnected.clone() });
@@ -227,6 +431,86 @@ async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
         return Response::from_parts(parts, Body::from_stream(stream));
     }
     response
+}
+
+/// Buffer a `POST`'s JSON body (at most [`MAX_HTTP_BODY_BYTES`], within
+/// [`HTTP_BODY_READ_TIMEOUT`]) and check that it is one JSON-RPC message;
+/// pass it on unchanged when it is, or answer as JSON-RPC says: `413` for a
+/// body over the cap, `400` with `-32700` for one that is not JSON, `400`
+/// with `-32600` for JSON that is not a message, `408` for one too slow.
+/// Other requests, and bodies not declared `application/json` (rmcp answers
+/// those `415` without reading them), pass unread.
+async fn read_message(request: Request) -> Result<Request, Response> {
+    if request.method() != Method::POST || !declares_json(request.headers()) {
+        return Ok(request);
+    }
+    let too_large =
+        || rejected(StatusCode::PAYLOAD_TOO_LARGE, &Rejection::too_large("request body", MAX_HTTP_BODY_BYTES));
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_HTTP_DRAINED_BYTES as u64) {
+        return Err(too_large());
+    }
+    let (parts, body) = request.into_parts();
+    let mut seen = 0usize;
+    let collected = tokio::time::timeout(HTTP_BODY_READ_TIMEOUT, collect(body, &mut seen)).await;
+    let bytes = match collected {
+        _ if seen > MAX_HTTP_BODY_BYTES => return Err(too_large()),
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(err)) => {
+            let rejection = Rejection::invalid_request(None, format!("the request body could not be read ({err})"));
+            return Err(rejected(StatusCode::BAD_REQUEST, &rejection));
+        }
+        Err(_) => {
+            let rejection = Rejection::invalid_request(
+                None,
+                format!("the request body did not arrive within {HTTP_BODY_READ_TIMEOUT:?} of its headers"),
+            );
+            return Err(rejected(StatusCode::REQUEST_TIMEOUT, &rejection));
+        }
+    };
+    if let Err(rejection) = jsonrpc::parse(&bytes) {
+        tracing::debug!(code = rejection.code(), "refused an HTTP request body");
+        return Err(rejected(StatusCode::BAD_REQUEST, &rejection));
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// The body, if at most [`MAX_HTTP_BODY_BYTES`]; `seen` counts what came.
+/// Past the cap the rest is read and dropped, up to
+/// [`MAX_HTTP_DRAINED_BYTES`], so that a client still sending can read the
+/// `413` (a connection closed with unread data is reset, and the reset can
+/// destroy the response before the client reads it).
+async fn collect(body: Body, seen: &mut usize) -> Result<Bytes, axum::Error> {
+    let mut collected = BytesMut::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        *seen = seen.saturating_add(chunk.len());
+        if *seen > MAX_HTTP_DRAINED_BYTES {
+            break;
+        }
+        if *seen <= MAX_HTTP_BODY_BYTES {
+            collected.extend_from_slice(&chunk);
+        }
+    }
+    Ok(collected.freeze())
+}
+
+/// Whether the request says its body is `application/json` (any
+/// parameters, any case), as rmcp requires of a `POST`.
+fn declares_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|value| {
+        value.split_once(';').map_or(value, |(essence, _)| essence).trim().eq_ignore_ascii_case("application/json")
+    })
+}
+
+/// A JSON-RPC error response with an HTTP status.
+fn rejected(status: StatusCode, rejection: &Rejection) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], rejection.to_json().to_string()).into_response()
 }
 
 fn refuse(status: StatusCode, message: &'static str) -> Response {
@@ -468,6 +752,83 @@ mod tests {
             assert!(text.contains(needle), "{text:?} should contain {needle:?}");
         }
         assert_eq!(Unbound::Full.response().status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    fn post(content_type: &str, body: Body) -> Request {
+        Request::builder()
+            .method(Method::POST)
+            .uri(MCP_PATH)
+            .header(header::CONTENT_TYPE, content_type)
+            .body(body)
+            .unwrap()
+    }
+
+    async fn refused(request: Request) -> (StatusCode, serde_json::Value) {
+        let response = read_message(request).await.expect_err("refused");
+        let status = response.status();
+        assert_eq!(response.headers().get(header::CONTENT_TYPE).unwrap(), "application/json");
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn post_bodies_must_be_one_json_rpc_message() {
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let passed = read_message(post("application/json", Body::from(&ping[..]))).await.expect("a ping passes");
+        let body = axum::body::to_bytes(passed.into_body(), 1 << 16).await.unwrap();
+        assert_eq!(&body[..], &ping[..], "rmcp gets the bytes unchanged");
+
+        let (status, error) = refused(post("application/json; charset=utf-8", Body::from("nope"))).await;
+        assert_eq!(
+            (status, error["error"]["code"].as_i64(), error["id"].is_null()),
+            (StatusCode::BAD_REQUEST, Some(-32700), true)
+        );
+        let (status, error) = refused(post("application/json", Body::from(r#"{"id":5}"#))).await;
+        assert_eq!(
+            (status, error["error"]["code"].as_i64(), error["id"].as_i64()),
+            (StatusCode::BAD_REQUEST, Some(-32600), Some(5))
+        );
+
+        // Streamed past the cap with no declared length.
+        let chunks = (0..5).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![b' '; 1 << 20])));
+        let (status, error) = refused(post("application/json", Body::from_stream(futures::stream::iter(chunks)))).await;
+        assert_eq!((status, error["error"]["code"].as_i64()), (StatusCode::PAYLOAD_TOO_LARGE, Some(-32600)));
+
+        // Not declared JSON: left to rmcp (415), unread.
+        assert!(read_message(post("text/plain", Body::from("nope"))).await.is_ok());
+    }
+
+    #[test]
+    fn peers_are_addresses_or_ipv6_blocks() {
+        let v4: IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(peer_key("::ffff:10.1.2.3".parse().unwrap()), v4);
+        assert_eq!(peer_key("2001:db8::1".parse().unwrap()), peer_key("2001:db8::ffff:1".parse().unwrap()));
+        assert_ne!(peer_key("2001:db8::1".parse().unwrap()), peer_key("2001:db8:0:1::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn connections_are_capped_in_total_and_per_peer() {
+        let connections = Connections::new();
+        let peer: IpAddr = "10.0.0.1".parse().unwrap();
+        let mut slots: Vec<Slot> =
+            (0..MAX_HTTP_CONNECTIONS_PER_PEER).map(|_| connections.admit(peer).unwrap()).collect();
+        assert!(connections.admit(peer).err().is_some_and(|e| e.contains("MAX_HTTP_CONNECTIONS_PER_PEER")));
+        slots.pop();
+        slots.push(connections.admit(peer).expect("a freed place is reused"));
+        let mut others = 0u32;
+        while slots.len() < MAX_HTTP_CONNECTIONS {
+            others += 1;
+            let other = IpAddr::from(std::net::Ipv4Addr::from(0x0b00_0000 + others / 8));
+            if let Ok(slot) = connections.admit(other) {
+                slots.push(slot);
+            }
+        }
+        assert!(
+            connections.admit("192.0.2.1".parse().unwrap()).err().is_some_and(|e| e.contains("MAX_HTTP_CONNECTIONS"))
+        );
+        drop(slots);
+        let open = connections.open.lock().unwrap();
+        assert_eq!((open.total, open.per_peer.len()), (0, 0), "every place is freed");
     }
 
     #[test]

@@ -1,0 +1,481 @@
+//! The MCP transports against clients that break the rules: `airlock serve`
+//! run as a process, spoken to over its pipes and over TCP.
+//!
+//! stdio: lines that are not JSON-RPC get the JSON-RPC error for them and
+//! the session goes on; a client that writes and never reads stops being
+//! read, so the server's memory stays bounded, and gets every reply once it
+//! reads. HTTP: bodies that are not one JSON-RPC message get JSON-RPC
+//! errors; half-open and idle connections are closed; connections beyond
+//! the caps are closed at once while others are served.
+
+use crate::support::{cache_dir, temp_dir, tool};
+use airlock::mcp::{
+    MAX_HTTP_BODY_BYTES, MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER, MAX_MESSAGE_DEPTH,
+    MAX_STDIO_MESSAGE_BYTES,
+};
+use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// Liveness bound for anything the server must eventually do.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("AIRLOCK_BIN") {
+        return PathBuf::from(bin);
+    }
+    PathBuf::from(env!("CARGO_BIN_EXE_airlock"))
+}
+
+/// A running `airlock serve`, killed when dropped.
+struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let dir = temp_dir();
+        let config =
+            format!("[tools.echo]\ncomponent = {:?}\nside_effect = false\n", tool("echo").display().to_string());
+        std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
+        let child = Command::new(binary())
+            .args(args)
+            .current_dir(dir.path())
+            .env("AIRLOCK_CACHE_DIR", cache_dir())
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("airlock runs");
+        Server { child, _dir: dir }
+    }
+
+    /// Resident memory of the server process, in bytes.
+    fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("/proc status");
+        let kib = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmRSS in /proc status");
+        kib * 1024
+    }
+}
+
+// -- stdio --------------------------------------------------------------------
+
+/// The server's stdout, line by line, on a thread.
+fn stdout_lines(server: &mut Server) -> mpsc::Receiver<Value> {
+    let stdout = server.child.stdout.take().expect("stdout");
+    // Bounded: while the test does not take lines, the thread stops
+    // reading, as a client that does not read.
+    let (tx, rx) = mpsc::sync_channel(16);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let value =
+                serde_json::from_str(&line).unwrap_or_else(|err| panic!("stdout line is not JSON ({err}): {line}"));
+            if tx.send(value).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn drain_stderr(server: &mut Server) {
+    let stderr = server.child.stderr.take().expect("stderr");
+    std::thread::spawn(move || std::io::copy(&mut BufReader::new(stderr), &mut std::io::sink()));
+}
+
+fn write_line(stdin: &mut ChildStdin, line: &[u8]) {
+    stdin.write_all(line).expect("write stdin");
+    stdin.write_all(b"\n").expect("write stdin");
+    stdin.flush().expect("flush stdin");
+}
+
+fn initialize_request(id: u64) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})
+    .to_string()
+    .into_bytes()
+}
+
+fn next(lines: &mpsc::Receiver<Value>) -> Value {
+    lines.recv_timeout(DEADLINE).expect("the server answers")
+}
+
+#[test]
+fn stdio_answers_every_bad_line_and_keeps_serving() {
+    let mut server = Server::start(&["serve", "--stdio"]);
+    drain_stderr(&mut server);
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    let deep = format!("{}{}", "[".repeat(MAX_MESSAGE_DEPTH + 50), "]".repeat(MAX_MESSAGE_DEPTH + 50));
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(MAX_STDIO_MESSAGE_BYTES)
+    );
+    let cases: Vec<(&[u8], i64, Value, &str)> = vec![
+        (b"\xff\xfe{\"jsonrpc\":\"2.0\"}", -32700, Value::Null, "not UTF-8"),
+        (b"this is not json", -32700, Value::Null, "not JSON"),
+        (deep.as_bytes(), -32700, Value::Null, "levels deep"),
+        (long.as_bytes(), -32600, Value::Null, "line is over 4194304 bytes"),
+        (b"{\"hello\":\"world\"}", -32600, Value::Null, "not a JSON-RPC 2.0"),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":7}", -32600, json!(7), "not a JSON-RPC 2.0"),
+        (b"[{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}]", -32600, Value::Null, "batches"),
+    ];
+    for (line, code, id, says) in &cases {
+        write_line(&mut stdin, line);
+        let reply = next(&lines);
+        assert_eq!(reply["jsonrpc"], "2.0", "{reply}");
+        assert_eq!(reply["error"]["code"], *code, "{reply}");
+        assert_eq!(reply["id"], *id, "{reply}");
+        assert!(reply.as_object().is_some_and(|o| o.contains_key("id")), "the id member is there: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{message:?} should say {says:?}");
+    }
+    write_line(&mut stdin, &initialize_request(1));
+    let init = next(&lines);
+    assert_eq!(init["id"], 1, "{init}");
+    assert!(init["result"]["protocolVersion"].is_string(), "{init}");
+    write_line(&mut stdin, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    write_line(&mut stdin, b"not json either");
+    assert_eq!(next(&lines)["error"]["code"], -32700);
+    write_line(
+        &mut stdin,
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}"#,
+    );
+    let call = next(&lines);
+    assert_eq!(call["id"], 2, "{call}");
+    assert_eq!(call["result"]["isError"], false, "{call}");
+}
+
+#[test]
+fn stdio_client_that_does_not_read_is_not_read_either() {
+    const REQUESTS: usize = 100_000;
+    // The server's own memory (engine, tools) is measured first; what the
+    // flood may add is well below what queueing its replies would take
+    // (about 1 GB for this flood without a bound).
+    const GROWTH_BOUND: u64 = 64 << 20;
+
+    let mut server = Server::start(&["serve", "--stdio"]);
+    drain_stderr(&mut server);
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    write_line(&mut stdin, &initialize_request(1));
+    assert_eq!(next(&lines)["id"], 1);
+    write_line(&mut stdin, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    // Nothing is taken from `lines` from here on until the writer stalls:
+    // the thread reading stdout stops when 16 lines wait, and the server's
+    // stdout pipe fills as a client's that does not read.
+    let baseline = server.rss();
+
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let mut out = std::io::BufWriter::with_capacity(4096, stdin);
+            for id in 0..REQUESTS {
+                let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}}\n", id + 2);
+                if out.write_all(line.as_bytes()).is_err() {
+                    return;
+                }
+                written.store(id + 1, Ordering::Relaxed);
+            }
+            let _ = out.flush();
+        })
+    };
+
+    // Wait until the writer makes no progress for a while (it is blocked
+    // on a full pipe), sampling the server's memory all along. How long
+    // this takes does not decide the outcome: the bound is checked on
+    // every sample, and the writer cannot finish while nothing is read.
+    let mut peak = baseline;
+    let started = Instant::now();
+    let (mut last, mut still_since) = (0, Instant::now());
+    while started.elapsed() < DEADLINE {
+        std::thread::sleep(Duration::from_millis(100));
+        peak = peak.max(server.rss());
+        let now = written.load(Ordering::Relaxed);
+        if now != last {
+            (last, still_since) = (now, Instant::now());
+        } else if still_since.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+    }
+    let stalled_at = written.load(Ordering::Relaxed);
+    assert!(stalled_at < REQUESTS, "the server read all {REQUESTS} requests while its replies were not read");
+    assert!(
+        peak <= baseline + GROWTH_BOUND,
+        "the server grew from {baseline} to {peak} bytes with replies unread ({stalled_at} requests written)"
+    );
+
+    // Now read: every request is answered, and the writer finishes.
+    let mut answered = vec![false; REQUESTS];
+    let mut count = 0;
+    let reading = Instant::now();
+    while count < REQUESTS {
+        let reply = lines.recv_timeout(DEADLINE).unwrap_or_else(|_| panic!("only {count} replies arrived"));
+        if let Some(id) = reply["id"].as_u64().and_then(|id| usize::try_from(id).ok()).filter(|&id| id >= 2) {
+            assert!(reply["result"].is_object(), "{reply}");
+            let seen = answered.get_mut(id - 2).expect("an id that was sent");
+            assert!(!*seen, "id {id} answered twice");
+            *seen = true;
+            count += 1;
+        }
+        if count % 1000 == 0 {
+            peak = peak.max(server.rss());
+        }
+        assert!(reading.elapsed() < Duration::from_secs(300), "only {count} replies arrived");
+    }
+    writer.join().expect("the writer finishes");
+    assert!(peak <= baseline + GROWTH_BOUND, "the server grew from {baseline} to {peak} bytes");
+}
+
+// -- HTTP ---------------------------------------------------------------------
+
+/// Start `airlock serve --http 127.0.0.1:0` and read the bound address.
+fn http_server() -> (Server, SocketAddr) {
+    let mut server = Server::start(&["serve", "--http", "127.0.0.1:0"]);
+    let stderr = server.child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if let Some(rest) = line.split_once("http://").map(|(_, rest)| rest)
+                && let Some(addr) = rest.strip_suffix("/mcp").and_then(|a| a.parse::<SocketAddr>().ok())
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    let addr = rx.recv_timeout(DEADLINE).expect("the server announces its address");
+    (server, addr)
+}
+
+async fn connect_from(source: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.bind(SocketAddr::from((source, 0))).expect("bind a loopback source address");
+    socket.connect(server).await.expect("connect")
+}
+
+fn post(addr: SocketAddr, body: &[u8], close: bool) -> Vec<u8> {
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n{}\r\n",
+        body.len(),
+        if close { "Connection: close\r\n" } else { "" }
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    request
+}
+
+/// A response: status, lower-cased headers, and its `Content-Length` body
+/// (or, without one, what comes until the server closes).
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+async fn read_reply(stream: &mut TcpStream) -> Reply {
+    tokio::time::timeout(DEADLINE, async {
+        let mut buffer = Vec::new();
+        let mut chunk = [0u8; 8192];
+        let head_end = loop {
+            if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at;
+            }
+            let n = stream.read(&mut chunk).await.expect("read a response");
+            assert!(n > 0, "the server closed before answering: {:?}", String::from_utf8_lossy(&buffer));
+            buffer.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+        let mut head_lines = head.split("\r\n");
+        let status = head_lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status");
+        let headers: Vec<(String, String)> = head_lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let mut body = buffer[head_end + 4..].to_vec();
+        let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse::<usize>().ok());
+        loop {
+            if length.is_some_and(|length| body.len() >= length) {
+                break;
+            }
+            let n = stream.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+        Reply { status, headers, body }
+    })
+    .await
+    .expect("a response in time")
+}
+
+async fn exchange(addr: SocketAddr, request: &[u8]) -> Reply {
+    let mut stream = connect_from(Ipv4Addr::LOCALHOST, addr).await;
+    stream.write_all(request).await.expect("send");
+    read_reply(&mut stream).await
+}
+
+/// Whether the server closes `stream` (end of stream or reset) within the
+/// deadline, having sent nothing.
+async fn closed_without_a_response(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(DEADLINE, stream.read(&mut byte)).await {
+        Ok(Ok(0)) => true,
+        Ok(Err(err)) => err.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(Ok(_)) | Err(_) => false,
+    }
+}
+
+/// A served client: `initialize` answered with 200.
+async fn served(addr: SocketAddr) {
+    let init = initialize_request(1);
+    let reply = exchange(addr, &post(addr, &init, true)).await;
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert!(String::from_utf8_lossy(&reply.body).contains("protocolVersion"));
+}
+
+#[tokio::test]
+async fn http_answers_bodies_that_are_not_a_message_with_json_rpc_errors() {
+    let (_server, addr) = http_server();
+    for (body, code, says) in [
+        (&b"this is not json"[..], -32700, "not JSON"),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":1,", -32700, "not JSON"),
+        (b"\xff\xfe", -32700, "not UTF-8"),
+        (b"{\"hello\":\"world\"}", -32600, "not a JSON-RPC 2.0"),
+        (b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", -32600, "batches"),
+    ] {
+        let reply = exchange(addr, &post(addr, body, true)).await;
+        assert_eq!(reply.status, 400, "{}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(reply.header("content-type"), Some("application/json"));
+        let error = reply.json();
+        assert_eq!(error["jsonrpc"], "2.0");
+        assert_eq!(error["id"], Value::Null, "{error}");
+        assert_eq!(error["error"]["code"], code, "{error}");
+        assert!(error["error"]["message"].as_str().unwrap_or_default().contains(says), "{error}");
+    }
+    let deep = format!("{}{}", "[".repeat(MAX_MESSAGE_DEPTH + 50), "]".repeat(MAX_MESSAGE_DEPTH + 50));
+    assert_eq!(exchange(addr, &post(addr, deep.as_bytes(), true)).await.json()["error"]["code"], -32700);
+
+    // Over the cap, by one byte: read to its end (so that the client can
+    // read the answer), then refused.
+    let mut oversized = br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#.to_vec();
+    oversized.resize(MAX_HTTP_BODY_BYTES - 3, b'x');
+    oversized.extend_from_slice(br#""}}"#);
+    oversized.push(b' ');
+    assert_eq!(oversized.len(), MAX_HTTP_BODY_BYTES + 1);
+    let reply = exchange(addr, &post(addr, &oversized, true)).await;
+    assert_eq!(reply.status, 413);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let error = reply.json();
+    assert_eq!(error["id"], Value::Null);
+    assert_eq!(error["error"]["code"], -32600);
+    assert!(error["error"]["message"].as_str().unwrap_or_default().contains("request body is over 4194304 bytes"));
+
+    // A kept-alive connection that goes idle is closed; a valid message is
+    // still served.
+    let mut idle = connect_from(Ipv4Addr::LOCALHOST, addr).await;
+    idle.write_all(&post(addr, b"{}", false)).await.expect("send");
+    assert_eq!(read_reply(&mut idle).await.status, 400);
+    assert!(closed_without_a_response(&mut idle).await, "an idle connection is closed");
+    served(addr).await;
+}
+
+#[tokio::test]
+async fn http_caps_connections_and_closes_half_open_ones() {
+    let (_server, addr) = http_server();
+    let partial = b"POST /mcp HTTP/1.1\r\nHost: 127";
+    let half_open = |source: Ipv4Addr, count: usize| async move {
+        let mut streams = Vec::with_capacity(count);
+        for _ in 0..count {
+            let mut stream = connect_from(source, addr).await;
+            stream.write_all(partial).await.expect("send a partial request");
+            streams.push(stream);
+        }
+        streams
+    };
+    // A complete request on a connection past a cap gets no answer.
+    let refused = |source: Ipv4Addr| async move {
+        let mut stream = connect_from(source, addr).await;
+        // The server may close before or after this arrives.
+        let _ = stream.write_all(&post(addr, &initialize_request(1), true)).await;
+        closed_without_a_response(&mut stream).await
+    };
+
+    // One peer at its cap: its next connection is closed, others are
+    // served. The served connection is kept alive (and so counted).
+    let mut open = half_open(Ipv4Addr::new(127, 0, 0, 2), MAX_HTTP_CONNECTIONS_PER_PEER).await;
+    assert!(refused(Ipv4Addr::new(127, 0, 0, 2)).await, "a connection beyond the per-peer cap is closed");
+    let mut kept = connect_from(Ipv4Addr::LOCALHOST, addr).await;
+    kept.write_all(&post(addr, b"{}", false)).await.expect("send");
+    assert_eq!(read_reply(&mut kept).await.status, 400, "another peer is served");
+    open.push(kept);
+
+    // All connections in use: the next one, from anywhere, is closed.
+    let mut source = 3u8;
+    while open.len() < MAX_HTTP_CONNECTIONS {
+        let count = (MAX_HTTP_CONNECTIONS - open.len()).min(MAX_HTTP_CONNECTIONS_PER_PEER);
+        open.extend(half_open(Ipv4Addr::new(127, 0, 0, source), count).await);
+        source += 1;
+    }
+    assert!(refused(Ipv4Addr::new(127, 0, 0, 200)).await, "a connection beyond the total cap is closed");
+
+    // Headers never finished, or no next request: every one of them is
+    // closed by the server.
+    for (i, stream) in open.iter_mut().enumerate() {
+        assert!(closed_without_a_response(stream).await, "connection {i} is closed");
+    }
+    drop(open);
+    // A place is freed just after its connection is closed: retry until
+    // then (a liveness bound, not a timing assertion).
+    let started = Instant::now();
+    loop {
+        let mut stream = connect_from(Ipv4Addr::LOCALHOST, addr).await;
+        let _ = stream.write_all(&post(addr, &initialize_request(1), true)).await;
+        let mut first = [0u8; 1];
+        if matches!(stream.read(&mut first).await, Ok(1)) {
+            break;
+        }
+        assert!(started.elapsed() < DEADLINE, "no connection is served after the others closed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    served(addr).await;
+}

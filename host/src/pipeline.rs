@@ -77,6 +77,9 @@ pub struct ToolResult {
     pub kind: Option<ErrorKind>,
     /// What the model reads.
     pub content: String,
+    /// The tool's own error code, for [`ErrorKind::ToolError`] failures
+    /// that name one (front ends carry it as data next to `kind`).
+    pub code: Option<String>,
     /// The tool's JSON result, on success.
     pub structured: Option<Value>,
     /// The authorization decision: `allow`, `deny`, `ask:confirmed`,
@@ -254,7 +257,7 @@ impl Pipeline {
             }
         };
         let checked = execution.result.as_ref().map_err(Clone::clone).and_then(|text| check_output(&tool, text));
-        let (is_error, kind, content, structured) = match checked {
+        let (is_error, kind, content, structured, code) = match checked {
             Ok(value) => {
                 let mut content = render::success_text(&value);
                 // A session reset by a call that still produced a result (the
@@ -263,9 +266,9 @@ impl Pipeline {
                     content.push_str("\n\n");
                     content.push_str(note);
                 }
-                (false, None, content, Some(value))
+                (false, None, content, Some(value), None)
             }
-            Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None),
+            Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None, failure.code),
         };
         let result = ToolResult {
             call_id: flight.request.call_id.clone(),
@@ -273,6 +276,7 @@ impl Pipeline {
             is_error,
             kind,
             content,
+            code,
             structured,
             decision,
             stdout: execution.stdout,
@@ -298,6 +302,7 @@ impl Pipeline {
             is_error: true,
             kind: Some(failure.kind),
             content: render::failure_text(&failure),
+            code: failure.code,
             structured: None,
             decision: decision.to_owned(),
             stdout: Captured::default(),
@@ -344,6 +349,7 @@ impl Pipeline {
             result.is_error = true;
             result.kind = Some(failure.kind);
             result.content = render::failure_text(&failure);
+            result.code = None;
             result.structured = None;
         }
         result

@@ -201,7 +201,9 @@ async fn check(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
 /// replay starts *at* that event, so the last message before a disconnect
 /// is delivered twice: an `elicitation/create` asks the user a second time.
 /// rmcp's ids are `INDEX` or `INDEX/STREAM`; the index is moved one on, and
-/// an id of any other form is left for rmcp to refuse.
+/// an id of any other form is left for rmcp to refuse. (This applies to
+/// rmcp's in-memory cache, the only one used here: an `EventStore` replays
+/// through its own `replay_events_after`.)
 fn resume_after_last_event(headers: &mut HeaderMap) {
     let Some(next) = headers.get(LAST_EVENT_ID_HEADER).and_then(|v| v.to_str().ok()).and_then(next_event_id) else {
         return;

@@ -17,8 +17,10 @@ PY := $(VENV)/bin/python
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
 TOOLS := echo read_file list_dir write_file search_files json_query http_fetch
 TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute
+# Fixtures the MCP conformance suite calls by name (tests/conformance).
+TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup test test-rust test-python lint bench demo doc clean
+.PHONY: all build guests setup test test-rust test-python test-ts test-conformance lint bench demo doc clean
 
 include mk/interpreters.mk
 
@@ -51,15 +53,43 @@ $(VENV)/.mcp-requirements: tests/mcp/requirements.txt | $(PY)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 	touch $@
 
+# The TypeScript SDK client tests and the MCP conformance suite: npm
+# packages pinned by their package-lock.json, reinstalled whenever it
+# changes. The suite needs Node >= 22, which its package.json installs (the
+# npm package `node`); the client tests run on the machine's Node.
+TS_DIR := tests/ts
+TS_STAMP := $(TS_DIR)/node_modules/.airlock-installed
+CONFORMANCE_DIR := tests/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.airlock-installed
+CONFORMANCE_NODE := $(CONFORMANCE_DIR)/node_modules/node/bin/node
+CLIENT_ENV = AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT)
+
+$(TS_STAMP): $(TS_DIR)/package-lock.json
+	cd $(TS_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+$(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
+	cd $(CONFORMANCE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
-test: guests $(VENV)/.mcp-requirements test-interpreters
+test: guests $(VENV)/.mcp-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
+	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
+	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+
+# The same two steps alone, against what `make build` built.
+test-ts: build $(TS_STAMP)
+	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
+
+test-conformance: build $(CONFORMANCE_STAMP)
+	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
 
 lint: setup
 	$(CARGO) fmt --all --check

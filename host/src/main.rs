@@ -3,6 +3,10 @@
 //!
 //! Exit codes: 0 for a successful result, 1 for an error result (or a
 //! failed audit verification), 2 for usage and configuration errors.
+//!
+//! Everything printed to stdout goes through [`Out`], which reports a write
+//! error instead of panicking: when the reader has gone (`airlock tools |
+//! head`), the command ends quietly with 0, as Unix tools do.
 
 use airlock::{
     CallRequest, Config, ConfirmRequest, Confirmer, FixedConfirmer, Format, Host, LoadProgress, RawArguments,
@@ -11,6 +15,7 @@ use airlock::{
 use clap::{Parser, Subcommand};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use std::fmt;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -140,7 +145,55 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    // Colour codes only for a person at a terminal: a client or a log file
+    // reading a pipe would get them as literal escape sequences.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+}
+
+/// Standard output, locked and written with errors as values.
+struct Out(std::io::StdoutLock<'static>);
+
+impl Out {
+    fn new() -> Self {
+        Out(std::io::stdout().lock())
+    }
+
+    /// Write one line and flush it, so that a closed pipe is seen here.
+    fn line(&mut self, args: fmt::Arguments<'_>) -> std::io::Result<()> {
+        self.0.write_fmt(args)?;
+        self.0.write_all(b"\n")?;
+        self.0.flush()
+    }
+
+    /// Pretty JSON and a newline.
+    fn json(&mut self, value: &Value) -> std::io::Result<()> {
+        match serde_json::to_string_pretty(value) {
+            Ok(text) => self.line(format_args!("{text}")),
+            Err(err) => {
+                eprintln!("airlock: cannot print JSON: {err}");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The exit code of a command whose output may have failed: a reader that
+/// went away (broken pipe) ends it quietly with 0; any other write error is
+/// said on stderr.
+fn finish(printed: std::io::Result<ExitCode>) -> ExitCode {
+    match printed {
+        Ok(code) => code,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("airlock: cannot write to stdout: {err}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Fail with exit code 2 and a message.
@@ -151,8 +204,8 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Audit { command } => return audit(command),
-        Command::Inspect { file } => return inspect(&file).await,
+        Command::Audit { command } => return finish(audit(command)),
+        Command::Inspect { file } => return finish(inspect(&file).await),
         _ => {}
     }
     let config = match load_config(cli.config.as_deref()) {
@@ -160,18 +213,18 @@ async fn run(cli: Cli) -> ExitCode {
         Err(err) => return usage_error(err),
     };
     if let Command::Config = cli.command {
-        print!("{}", config.describe());
-        return ExitCode::SUCCESS;
+        let text = config.describe();
+        return finish(Out::new().line(format_args!("{}", text.trim_end())).map(|()| ExitCode::SUCCESS));
     }
     let host = match Host::builder().config(config).progress(Box::new(TerminalProgress)).build().await {
         Ok(host) => host,
         Err(err) => return usage_error(err),
     };
     match cli.command {
-        Command::Tools => tools(&host),
-        Command::Schema { format, strict } => schema(&host, format, strict),
-        Command::Call { tool, args, who } => call(&host, tool, args, &who).await,
-        Command::Dispatch { format, who } => dispatch(&host, format, &who).await,
+        Command::Tools => finish(tools(&host)),
+        Command::Schema { format, strict } => finish(schema(&host, format, strict)),
+        Command::Call { tool, args, who } => finish(call(&host, tool, args, &who).await),
+        Command::Dispatch { format, who } => finish(dispatch(&host, format, &who).await),
         Command::Serve { stdio, http, principal, watch } => {
             let result = if stdio {
                 airlock::mcp::serve_stdio(host, principal, watch).await
@@ -232,9 +285,10 @@ impl LoadProgress for TerminalProgress {
     }
 }
 
-fn tools(host: &Host) -> ExitCode {
+fn tools(host: &Host) -> std::io::Result<ExitCode> {
     let registry = host.tools();
-    println!("{:<16} {:<12} {:<5} {:<28} GRANTS", "NAME", "DIGEST", "SIDE", "LIMITS");
+    let mut out = Out::new();
+    out.line(format_args!("{:<16} {:<12} {:<5} {:<28} GRANTS", "NAME", "DIGEST", "SIDE", "LIMITS"))?;
     for tool in registry.iter() {
         let s = &tool.settings;
         let limits = format!(
@@ -244,12 +298,13 @@ fn tools(host: &Host) -> ExitCode {
             s.limits.fuel / 1_000_000_000
         );
         let side = if s.side_effect { "yes" } else { "no" };
-        println!("{:<16} {:<12} {:<5} {:<28} {}", tool.name, &tool.digest[..12], side, limits, s.grants.summary());
+        let digest = tool.digest.get(..12).unwrap_or(&tool.digest);
+        out.line(format_args!("{:<16} {digest:<12} {side:<5} {limits:<28} {}", tool.name, s.grants.summary()))?;
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
-fn schema(host: &Host, format: Format, strict: bool) -> ExitCode {
+fn schema(host: &Host, format: Format, strict: bool) -> std::io::Result<ExitCode> {
     for (tool, provider, problems) in host.strict_report() {
         let relevant = match format {
             Format::Anthropic => provider == airlock::Provider::Anthropic,
@@ -264,15 +319,8 @@ fn schema(host: &Host, format: Format, strict: bool) -> ExitCode {
             }
         }
     }
-    print_json(&Value::Array(host.schemas(format, strict)));
-    ExitCode::SUCCESS
-}
-
-fn print_json(value: &Value) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        Err(err) => eprintln!("airlock: cannot print JSON: {err}"),
-    }
+    Out::new().json(&Value::Array(host.schemas(format, strict)))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Answers "ask" decisions: `--yes`/`--no`, else a prompt on the terminal,
@@ -320,7 +368,7 @@ fn result_json(result: &ToolResult) -> Value {
     json!({ "is_error": result.is_error, "kind": result.outcome(), "content": content })
 }
 
-async fn call(host: &Host, tool: String, args: String, who: &Who) -> ExitCode {
+async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Result<ExitCode> {
     let request = CallRequest {
         call_id: "cli".into(),
         tool,
@@ -333,76 +381,74 @@ async fn call(host: &Host, tool: String, args: String, who: &Who) -> ExitCode {
     if !result.stderr.text.is_empty() {
         tracing::info!("guest stderr: {}", result.stderr.text.trim_end());
     }
-    print_json(&result_json(&result));
-    if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    Out::new().json(&result_json(&result))?;
+    Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// Largest message `dispatch` reads from stdin.
 const MAX_MESSAGE_BYTES: u64 = 8 << 20;
 
-async fn dispatch(host: &Host, format: Format, who: &Who) -> ExitCode {
+async fn dispatch(host: &Host, format: Format, who: &Who) -> std::io::Result<ExitCode> {
     let mut text = String::new();
     if let Err(err) = std::io::stdin().take(MAX_MESSAGE_BYTES + 1).read_to_string(&mut text) {
-        return usage_error(format!("cannot read the message from stdin: {err}"));
+        return Ok(usage_error(format!("cannot read the message from stdin: {err}")));
     }
     if text.len() as u64 > MAX_MESSAGE_BYTES {
-        return usage_error(format!("the message on stdin is larger than {MAX_MESSAGE_BYTES} bytes"));
+        return Ok(usage_error(format!("the message on stdin is larger than {MAX_MESSAGE_BYTES} bytes")));
     }
     let message: Value = match serde_json::from_str(&text) {
         Ok(message) => message,
-        Err(err) => return usage_error(format!("stdin is not a JSON message: {err}")),
+        Err(err) => return Ok(usage_error(format!("stdin is not a JSON message: {err}"))),
     };
     let requests = match airlock::read_calls(format, &message, &who.principal) {
         Ok(requests) => requests,
-        Err(err) => return usage_error(err),
+        Err(err) => return Ok(usage_error(err)),
     };
     let confirmer = confirmer(who);
     let results = host.dispatch(requests, confirmer.as_deref(), &airlock::CancellationToken::new()).await;
     for result in &results {
         tracing::info!("{}", result.human_line());
     }
-    print_json(&airlock::write_results(format, &results));
-    if results.iter().any(|r| r.is_error) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    Out::new().json(&airlock::write_results(format, &results))?;
+    Ok(if results.iter().any(|r| r.is_error) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-async fn inspect(file: &Path) -> ExitCode {
+async fn inspect(file: &Path) -> std::io::Result<ExitCode> {
     let runtime = match airlock::Runtime::new(&airlock::EngineSettings::default()) {
         Ok(runtime) => runtime,
-        Err(err) => return usage_error(format!("{err:#}")),
+        Err(err) => return Ok(usage_error(format!("{err:#}"))),
     };
     let report = airlock::inspect(&runtime, file).await;
     let accepted = report.accepted;
     match serde_json::to_value(&report) {
-        Ok(value) => print_json(&value),
-        Err(err) => return usage_error(err),
+        Ok(value) => Out::new().json(&value)?,
+        Err(err) => return Ok(usage_error(err)),
     }
-    if accepted { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    Ok(if accepted { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn audit(command: AuditCommand) -> ExitCode {
-    match command {
+fn audit(command: AuditCommand) -> std::io::Result<ExitCode> {
+    let mut out = Out::new();
+    Ok(match command {
         AuditCommand::Verify { file } => match airlock::audit_verify(&file) {
             Ok(report) => {
-                println!(
-                    "ok: {} records, chain intact; head {}",
-                    report.records,
-                    report.last_hash.as_deref().unwrap_or("(empty)")
-                );
+                let head = report.last_hash.as_deref().unwrap_or("(empty)");
+                out.line(format_args!("ok: {} records, chain intact; head {head}", report.records))?;
                 ExitCode::SUCCESS
             }
             Err(err) => {
-                println!("TAMPERED: {err}");
+                out.line(format_args!("TAMPERED: {err}"))?;
                 ExitCode::from(1)
             }
         },
         AuditCommand::Tail { file, n } => match airlock::audit_tail(&file, n) {
             Ok(records) => {
                 for record in records {
-                    println!("{record}");
+                    out.line(format_args!("{record}"))?;
                 }
                 ExitCode::SUCCESS
             }
             Err(err) => usage_error(err),
         },
-    }
+    })
 }

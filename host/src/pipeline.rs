@@ -79,6 +79,9 @@ pub struct ToolResult {
     pub kind: Option<ErrorKind>,
     /// What the model reads.
     pub content: String,
+    /// The tool's own error code, for [`ErrorKind::ToolError`] failures
+    /// that name one (front ends carry it as data next to `kind`).
+    pub code: Option<String>,
     /// The tool's JSON result, on success.
     pub structured: Option<Value>,
     /// The authorization decision: `allow`, `deny`, `ask:confirmed`,
@@ -283,7 +286,7 @@ impl Pipeline {
             }
         };
         let checked = execution.result.as_ref().map_err(Clone::clone).and_then(|text| check_output(&tool, text));
-        let (is_error, kind, content, structured) = match checked {
+        let (is_error, kind, content, structured, code) = match checked {
             Ok(value) => {
                 let mut content = render::success_text(&value);
                 // A session reset by a call that still produced a result (the
@@ -292,9 +295,9 @@ impl Pipeline {
                     content.push_str("\n\n");
                     content.push_str(note);
                 }
-                (false, None, content, Some(value))
+                (false, None, content, Some(value), None)
             }
-            Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None),
+            Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None, failure.code),
         };
         let result = ToolResult {
             call_id: flight.request.call_id.clone(),
@@ -302,6 +305,7 @@ impl Pipeline {
             is_error,
             kind,
             content,
+            code,
             structured,
             decision,
             stdout: execution.stdout,
@@ -327,6 +331,7 @@ impl Pipeline {
             is_error: true,
             kind: Some(failure.kind),
             content: render::failure_text(&failure),
+            code: failure.code,
             structured: None,
             decision: decision.to_owned(),
             stdout: Captured::default(),
@@ -373,6 +378,7 @@ impl Pipeline {
             result.is_error = true;
             result.kind = Some(failure.kind);
             result.content = render::failure_text(&failure);
+            result.code = None;
             result.structured = None;
         }
         result

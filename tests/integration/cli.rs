@@ -212,3 +212,47 @@ fn a_config_file_overrides_the_built_in_settings_key_by_key() {
     let echo = airlock(dir.path(), &["call", "echo", r#"{"text":"hi"}"#], "");
     assert_eq!(json_out(&echo)["kind"], "declined", "without the built-in settings, echo asks");
 }
+
+/// Every command that prints, with its stdout a pipe whose reader has
+/// already gone (as with `airlock tools | head` once `head` is done).
+#[test]
+fn a_closed_stdout_ends_each_command_quietly() {
+    let dir = temp_dir();
+    let config = format!(
+        "tool_dirs = [{:?}]\n[tools.echo]\nside_effect = false\n[audit]\nfile = \"audit.jsonl\"\n",
+        guests().display().to_string()
+    );
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
+    let made = airlock(dir.path(), &["call", "echo", r#"{"text":"hi"}"#], "");
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
+    let echo = tool("echo").display().to_string();
+    let commands: [&[&str]; 6] = [
+        &["tools"],
+        &["config"],
+        &["schema", "--format", "mcp"],
+        &["inspect", &echo],
+        &["audit", "tail", "audit.jsonl"],
+        &["call", "echo", r#"{"text":"hi"}"#],
+    ];
+    for args in commands {
+        // The reader is closed before the command starts: every write to
+        // stdout fails with a broken pipe.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let output = Command::new(binary())
+            .args(args)
+            .current_dir(dir.path())
+            .env("AIRLOCK_TOOLS_DIR", guests())
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("RUST_LOG")
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("airlock runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?} exits quietly with 0: {stderr}");
+    }
+}

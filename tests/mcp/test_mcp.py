@@ -52,6 +52,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def kind_of(result: types.CallToolResult) -> str:
+    """The error kind Airlock puts in an error result's `_meta`."""
+    assert result.meta is not None, result
+    return result.meta["airlock/kind"]
+
+
 def text_of(result: types.CallToolResult) -> str:
     assert result.content and result.content[0].type == "text", result
     return result.content[0].text
@@ -121,19 +127,19 @@ async def test_invalid_arguments_are_an_error_result(transport: str, mode: str, 
         result = await client.call_tool("echo", {"text": 5})
         assert result.is_error
         assert text_of(result).startswith("error (invalid_arguments):"), text_of(result)
-        assert result.structured_content["kind"] == "invalid_arguments"
+        assert kind_of(result) == "invalid_arguments"
         # The session is still usable.
         assert not (await client.call_tool("echo", {"text": "after"})).is_error
 
 
 @both
 @generations
-async def test_unknown_tool_is_a_protocol_error(transport: str, mode: str, setup: Setup) -> None:
+async def test_unknown_tool_is_an_error_result_naming_the_tools(transport: str, mode: str, setup: Setup) -> None:
     async with connect(transport, mode, setup) as client:
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool("ehco", {"text": "hi"})
-        assert caught.value.code == -32602
-        assert caught.value.message == "Unknown tool: ehco"
+        result = await client.call_tool("ehco", {"text": "hi"})
+        assert result.is_error and kind_of(result) == "unknown_tool", result
+        text = text_of(result)
+        assert text.startswith("error (unknown_tool):") and "echo" in text, text
         assert not (await client.call_tool("echo", {"text": "after"})).is_error
 
 
@@ -144,9 +150,12 @@ async def test_guest_failures_name_their_kind(transport: str, mode: str, setup: 
         result = await client.call_tool("hostile", {"attack": "tool_error"})
         assert result.is_error
         assert text_of(result).startswith("error (not_found)"), text_of(result)
-        assert result.structured_content["kind"] == "tool_error"
+        assert result.meta == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, result
+        # hostile declares an output schema: an error result carries no
+        # structured content that would have to match it.
+        assert result.structured_content is None, result
         result = await client.call_tool("hostile", {"attack": "panic", "marker": "boom"})
-        assert result.is_error and result.structured_content["kind"] == "trapped", result
+        assert result.is_error and kind_of(result) == "trapped", result
 
 
 # -- confirmation ---------------------------------------------------------------
@@ -176,7 +185,7 @@ async def test_ask_declined(transport: str, mode: str, answer: str, setup: Setup
         result = await client.call_tool("create_transfer", {"to": "bob", "amount": 20000})
         assert result.is_error
         assert text_of(result).startswith("error (declined):"), text_of(result)
-        assert result.structured_content["kind"] == "declined"
+        assert kind_of(result) == "declined"
         assert len(ask.messages) == 1
         # Declining one call does not approve or block the next.
         assert not (await client.call_tool("echo", {"text": "after"})).is_error

@@ -33,9 +33,17 @@ def test_legacy_handshake_and_results(setup: Setup) -> None:
         ok = server.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"]
         assert ok == {"content": [{"type": "text", "text": '{"text":"hi"}'}], "structuredContent": {"text": "hi"}, "isError": False}
         bad = server.request("tools/call", {"name": "echo", "arguments": {}})["result"]
-        assert bad["isError"] is True and bad["structuredContent"]["kind"] == "invalid_arguments"
-        unknown = server.request("tools/call", {"name": "nope", "arguments": {}})
-        assert unknown["error"]["code"] == -32602 and unknown["error"]["message"] == "Unknown tool: nope", unknown
+        # An error result has no structuredContent (it would have to match
+        # the tool's outputSchema); the kind is data in _meta.
+        assert bad["isError"] is True and "structuredContent" not in bad, bad
+        assert bad["_meta"] == {"airlock/kind": "invalid_arguments"}, bad
+        # A tool error's code comes as data too.
+        failed = server.request("tools/call", {"name": "hostile", "arguments": {"attack": "tool_error"}})["result"]
+        assert failed["_meta"] == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, failed
+        # An unknown tool is a result the model reads, naming the tools closest first.
+        unknown = server.request("tools/call", {"name": "ech", "arguments": {}})["result"]
+        assert unknown["isError"] is True and unknown["_meta"] == {"airlock/kind": "unknown_tool"}, unknown
+        assert "echo" in unknown["content"][0]["text"], unknown
 
 
 def test_an_older_revision_is_negotiated(setup: Setup) -> None:
@@ -68,28 +76,30 @@ def test_modern_confirmation_round_trip(setup: Setup) -> None:
         assert done["resultType"] == "complete" and done["isError"] is False, done
         assert done["structuredContent"] == {"to": "bob", "amount": 20000, "status": "done"}
         # A state is good for one answer only.
-        replay = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState=state)["result"]
-        assert replay["isError"] is True and replay["structuredContent"]["kind"] == "declined", replay
+        replay = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState=state)
+        assert replay["error"]["code"] == -32602, replay
 
 
 def test_modern_confirmation_cannot_be_forged_or_retargeted(setup: Setup) -> None:
     with raw(setup) as server:
-        forged = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState="0" * 32)["result"]
-        assert forged["isError"] is True and forged["structuredContent"]["kind"] == "declined"
+        forged = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState="0" * 32)
+        assert forged["error"]["code"] == -32602, forged
         state = call(server, "create_transfer", TRANSFER, ELICIT)["result"]["requestState"]
+        tampered = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses=ACCEPT, requestState=state + "-TAMPERED")
         # The approval of a small transfer cannot run a bigger one.
         other = call(server, "create_transfer", {"to": "mallory", "amount": 999999}, ELICIT, inputResponses=ACCEPT, requestState=state)
-        assert other["error"]["code"] == -32602, other
+        # One mistake, one answer: the same protocol error for each.
+        assert other["error"] == forged["error"] == tampered["error"], (other, forged, tampered)
         # ... and the original call is still waiting for its own answer.
         declined = call(server, "create_transfer", TRANSFER, ELICIT, inputResponses={"confirm": {"action": "decline"}}, requestState=state)["result"]
-        assert declined["isError"] is True and declined["structuredContent"]["kind"] == "declined"
+        assert declined["isError"] is True and declined["_meta"]["airlock/kind"] == "declined"
 
 
 def test_modern_ask_without_elicitation_is_declined_at_once(setup: Setup) -> None:
     with raw(setup) as server:
         result = call(server, "create_transfer", TRANSFER)["result"]
         assert result["resultType"] == "complete" and result["isError"] is True
-        assert result["structuredContent"]["kind"] == "declined"
+        assert result["_meta"]["airlock/kind"] == "declined" and "structuredContent" not in result
 
 
 def test_stdout_carries_only_json_rpc(setup: Setup) -> None:

@@ -15,6 +15,12 @@
 //! waiting calls is capped by [`MAX_PENDING_CONFIRMATIONS`]. Arguments shown
 //! to the user are JSON-encoded (control characters escaped) and cut at
 //! [`MAX_CONFIRM_ARGUMENT_BYTES`].
+//!
+//! While an `elicitation/create` is unanswered, a call that came with a
+//! `progressToken` gets `notifications/progress` every
+//! [`CONFIRM_PROGRESS_INTERVAL`]: a client's request timeout would otherwise
+//! fire long before a person answers (clients that reset the timeout on
+//! progress, e.g. the TypeScript SDK's `resetTimeoutOnProgress`, keep waiting).
 
 use super::CONFIRM_TIMEOUT;
 use super::server::{Link, link};
@@ -25,15 +31,20 @@ use crate::validate::cap;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputResponses, JsonObject,
+    InputResponses, JsonObject, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+/// How often a call waiting for the user's confirmation reports progress
+/// (to clients that sent a `progressToken`), so that their request timeouts
+/// do not fire while the user reads the question.
+pub const CONFIRM_PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 /// At most this many calls wait for a confirmation answer (2026-07-28).
 pub const MAX_PENDING_CONFIRMATIONS: usize = 256;
 /// Arguments shown in a confirmation message are cut at this many bytes.
@@ -94,21 +105,50 @@ pub struct ElicitConfirmer {
     pub peer: Peer<RoleServer>,
     /// The call's cancellation: a cancelled call stops waiting and declines.
     pub cancel: CancellationToken,
+    /// The call's `progressToken`, when the client sent one: progress is
+    /// reported while the user has not answered.
+    pub progress: Option<ProgressToken>,
+}
+
+impl ElicitConfirmer {
+    /// Tell the client the call is still alive (it waits for the user), so
+    /// that a client resetting its request timeout on progress keeps waiting.
+    async fn still_waiting(&self, token: &ProgressToken, count: u32) {
+        let note = ProgressNotificationParam::new(token.clone(), f64::from(count))
+            .with_message("waiting for the user to confirm this call");
+        if let Err(err) = self.peer.notify_progress(note).await {
+            tracing::debug!("cannot send a progress notification: {err}");
+        }
+    }
 }
 
 impl Confirmer for ElicitConfirmer {
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         let params = form(message(&request));
         Box::pin(async move {
-            tokio::select! {
-                answer = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT)) => match answer {
-                    Ok(result) => accepted(&result),
-                    Err(err) => {
-                        tracing::info!("confirmation request failed, the call is declined: {err}");
-                        false
+            let answer = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT));
+            tokio::pin!(answer);
+            // The first tick is immediate: the client hears at once that the
+            // call waits for the user, then every interval until the answer.
+            let mut ticks = tokio::time::interval(CONFIRM_PROGRESS_INTERVAL);
+            let mut count = 0u32;
+            loop {
+                tokio::select! {
+                    answer = &mut answer => return match answer {
+                        Ok(result) => accepted(&result),
+                        Err(err) => {
+                            tracing::info!("confirmation request failed, the call is declined: {err}");
+                            false
+                        }
+                    },
+                    () = self.cancel.cancelled() => return false,
+                    _ = ticks.tick(), if self.progress.is_some() => {
+                        if let Some(token) = &self.progress {
+                            count = count.saturating_add(1);
+                            self.still_waiting(token, count).await;
+                        }
                     }
-                },
-                () = self.cancel.cancelled() => false,
+                }
             }
         })
     }

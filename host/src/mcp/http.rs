@@ -95,6 +95,9 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
 pub const MCP_PATH: &str = "/mcp";
 
 const SESSION_HEADER: &str = "mcp-session-id";
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// An event index longer than this is not one rmcp issued.
+const MAX_EVENT_INDEX_DIGITS: usize = 19;
 
 /// A configured token, kept as its digest.
 struct Token {
@@ -396,6 +399,7 @@ async fn check(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
         Err(refused) => return refused,
     };
     let method = request.method().clone();
+    resume_after_last_event(request.headers_mut());
     let disconnected = CancellationToken::new();
     request.extensions_mut().insert(Caller { principal: principal.clone(), disconnected: disconnected.clone() });
     let response = next.run(request).await;
@@ -412,6 +416,12 @@ async fn check(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
         && let Some(id) = &session
     {
         gate.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        // rmcp answers 202; the session is gone once it returns, and clients
+        // (the Python SDK) log "Session termination failed" for anything but
+        // 200 or 204.
+        let mut response = response;
+        *response.status_mut() = StatusCode::OK;
+        return response;
     }
     let streamed = response
         .headers()
@@ -511,6 +521,41 @@ fn declares_json(headers: &HeaderMap) -> bool {
 /// A JSON-RPC error response with an HTTP status.
 fn rejected(status: StatusCode, rejection: &Rejection) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], rejection.to_json().to_string()).into_response()
+}
+
+/// Make rmcp's stream resumption start after the client's `Last-Event-ID`.
+///
+/// The SSE standard has a reconnecting client send the id of the last event
+/// it received; the server sends what came after it. rmcp 3.11's in-memory
+/// replay starts *at* that event, so the last message before a disconnect
+/// is delivered twice: an `elicitation/create` asks the user a second time.
+/// rmcp's ids are `INDEX` or `INDEX/STREAM`; the index is moved one on, and
+/// an id of any other form is left for rmcp to refuse. (This applies to
+/// rmcp's in-memory cache, the only one used here: an `EventStore` replays
+/// through its own `replay_events_after`.)
+fn resume_after_last_event(headers: &mut HeaderMap) {
+    let Some(next) = headers.get(LAST_EVENT_ID_HEADER).and_then(|v| v.to_str().ok()).and_then(next_event_id) else {
+        return;
+    };
+    if let Ok(value) = HeaderValue::from_str(&next) {
+        headers.insert(LAST_EVENT_ID_HEADER, value);
+    }
+}
+
+/// `INDEX[/STREAM]` with the index one higher, or `None` for another form.
+fn next_event_id(id: &str) -> Option<String> {
+    let (index, stream) = match id.split_once('/') {
+        Some((index, stream)) => (index, Some(stream)),
+        None => (id, None),
+    };
+    if index.is_empty() || index.len() > MAX_EVENT_INDEX_DIGITS || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let next = index.parse::<u64>().ok()?.checked_add(1)?;
+    Some(match stream {
+        Some(stream) => format!("{next}/{stream}"),
+        None => next.to_string(),
+    })
 }
 
 fn refuse(status: StatusCode, message: &'static str) -> Response {
@@ -829,6 +874,15 @@ mod tests {
         drop(slots);
         let open = connections.open.lock().unwrap();
         assert_eq!((open.total, open.per_peer.len()), (0, 0), "every place is freed");
+    }
+
+    #[test]
+    fn resumption_starts_after_the_last_event_received() {
+        assert_eq!(next_event_id("3/0").as_deref(), Some("4/0"));
+        assert_eq!(next_event_id("0").as_deref(), Some("1"));
+        for other in ["", "x/0", "-1/2", "1e3", "99999999999999999999/1", "18446744073709551615"] {
+            assert_eq!(next_event_id(other), None, "{other}");
+        }
     }
 
     #[test]

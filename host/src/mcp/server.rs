@@ -19,17 +19,14 @@ use crate::outcome::ErrorKind;
 use crate::pipeline::{CallRequest, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
-    InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// An unknown tool name is echoed back at most this long.
-const MAX_ECHOED_NAME_CHARS: usize = 64;
 
 /// State shared by every session of one server.
 pub struct Shared {
@@ -130,30 +127,49 @@ fn can_elicit(capabilities: Option<ClientCapabilities>) -> bool {
     elicitation.form.is_some() || elicitation.url.is_none()
 }
 
-/// The MCP result of a finished call. An unknown tool is the protocol error
-/// the MCP spec prescribes (`-32602 Unknown tool: NAME`); every other
-/// failure is an `isError` result whose text names the kind.
-fn to_response(result: ToolResult) -> Result<CallToolResponse, ErrorData> {
-    if result.kind == Some(ErrorKind::UnknownTool) {
-        let name: String = result.tool.chars().take(MAX_ECHOED_NAME_CHARS).collect();
-        let data = json!({ "kind": ErrorKind::UnknownTool.as_str(), "message": result.content });
-        return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), Some(data)));
-    }
+/// The `_meta` key of an error result's kind (`denied`, `timeout`, …).
+pub const META_KIND: &str = "airlock/kind";
+/// The `_meta` key of a tool error's own code, when the tool gave one.
+pub const META_CODE: &str = "airlock/code";
+
+/// What a client is told about a `requestState` that is not honoured
+/// (unknown, expired, already used, altered, or issued for another call).
+/// One message for every case, so the answer tells nothing about other
+/// callers' states.
+const STATE_REFUSED: &str = "requestState is not valid for this call: it is unknown, expired, already used, altered, or was issued for another tool or other arguments; nothing was run. Send the call again without requestState and inputResponses.";
+
+/// The MCP result of a finished call. Every failure, an unknown tool
+/// included, is an `isError` result: its text is what the model reads, and
+/// the kind (and a tool error's code) travel as data in `_meta`.
+///
+/// An error result carries no `structuredContent`: a tool's `outputSchema`
+/// describes its successful result, and clients that check structured
+/// content against it (the TypeScript SDK does, even for error results)
+/// would throw instead of showing the model the message.
+///
+/// An unknown tool is a result rather than the `-32602` protocol error the
+/// spec also allows: agent frameworks hand a result to the model (which can
+/// pick one of the tools the text names) but turn a protocol error into an
+/// exception that ends the run or hides the message.
+fn to_response(result: ToolResult) -> CallToolResponse {
     if result.is_error {
-        let kind = result.outcome();
-        // The text reads `error (KIND): MESSAGE`; the structured form keeps
-        // the message without the prefix.
-        let prefix = format!("error ({kind}): ");
-        let message = result.content.strip_prefix(&prefix).unwrap_or(&result.content).to_owned();
+        // `is_error` without a kind is not built by the pipeline; it reads
+        // as an internal fault rather than a success.
+        let kind = result.kind.unwrap_or(ErrorKind::Internal);
+        let mut meta = JsonObject::new();
+        meta.insert(META_KIND.to_owned(), Value::from(kind.as_str()));
+        if let Some(code) = result.code {
+            meta.insert(META_CODE.to_owned(), Value::from(code));
+        }
         let mut out = CallToolResult::error(vec![ContentBlock::text(result.content)]);
-        out.structured_content = Some(json!({ "kind": kind, "message": message }));
-        return Ok(out.into());
+        out.meta = Some(MetaObject(meta));
+        return out.into();
     }
     let mut out = CallToolResult::success(vec![ContentBlock::text(result.content)]);
     // MCP structured content is an object; a tool with an (object) output
     // schema always produces one, and a bare scalar result stays text only.
     out.structured_content = result.structured.filter(Value::is_object);
-    Ok(out.into())
+    out.into()
 }
 
 impl ServerHandler for AirlockServer {
@@ -195,13 +211,17 @@ impl ServerHandler for AirlockServer {
         if !modern {
             let run_cancel = CancellationToken::new();
             let _link = link(&run_cancel, &cancel);
-            let confirmer = elicit.then(|| ElicitConfirmer { peer: context.peer.clone(), cancel: run_cancel.clone() });
+            let confirmer = elicit.then(|| ElicitConfirmer {
+                peer: context.peer.clone(),
+                cancel: run_cancel.clone(),
+                progress: context.meta.get_progress_token(),
+            });
             let result = self
                 .shared
                 .host
                 .call_cancellable(call, confirmer.as_ref().map(|c| c as &dyn Confirmer), &run_cancel)
                 .await;
-            return to_response(result);
+            return Ok(to_response(result));
         }
         // 2026-07-28: no server-to-client requests. A call that needs
         // confirmation is parked and answered with "input required".
@@ -209,24 +229,16 @@ impl ServerHandler for AirlockServer {
         let confirmations = &self.shared.confirmations;
         if let Some(state) = request.request_state.as_deref() {
             return match confirmations.resume(state, &owner, request.input_responses.as_ref(), &cancel).await {
-                Resumed::Done(result) => to_response(*result),
-                Resumed::Unknown => {
-                    let text = "error (declined): this confirmation is unknown, expired or already used; nothing was run. Propose the call again.";
-                    let mut out = CallToolResult::error(vec![ContentBlock::text(text)]);
-                    out.structured_content = Some(
-                        json!({ "kind": ErrorKind::Declined.as_str(), "message": text.trim_start_matches("error (declined): ") }),
-                    );
-                    Ok(out.into())
-                }
-                Resumed::Mismatch => Err(ErrorData::invalid_params(
-                    "requestState belongs to a different tool or different arguments",
-                    None,
-                )),
+                Resumed::Done(result) => Ok(to_response(*result)),
+                // The conformance suite (SEP-2322) requires a protocol error
+                // for a state that fails verification; a state for other
+                // arguments is the same mistake and gets the same answer.
+                Resumed::Unknown | Resumed::Mismatch => Err(ErrorData::invalid_params(STATE_REFUSED, None)),
                 Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
             };
         }
         match confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await {
-            Started::Done(result) => to_response(*result),
+            Started::Done(result) => Ok(to_response(*result)),
             Started::Ask { state, elicitation } => {
                 let mut requests = InputRequests::new();
                 requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
@@ -271,6 +283,7 @@ impl ServerHandler for AirlockServer {
 mod tests {
     use super::*;
     use crate::capture::Captured;
+    use serde_json::json;
     use std::time::Duration;
 
     fn result(kind: Option<ErrorKind>, content: &str, structured: Option<Value>) -> ToolResult {
@@ -280,6 +293,7 @@ mod tests {
             is_error: kind.is_some(),
             kind,
             content: content.into(),
+            code: None,
             structured,
             decision: "allow".into(),
             stdout: Captured::default(),
@@ -297,32 +311,54 @@ mod tests {
         }
     }
 
+    fn meta(out: &CallToolResult) -> Value {
+        serde_json::to_value(out.meta.as_ref().expect("an error result has _meta")).unwrap()
+    }
+
     #[test]
     fn success_carries_text_and_object_structured_content() {
-        let out = complete(to_response(result(None, r#"{"text":"hi"}"#, Some(json!({"text": "hi"})))).unwrap());
+        let out = complete(to_response(result(None, r#"{"text":"hi"}"#, Some(json!({"text": "hi"})))));
         assert_eq!(out.is_error, Some(false));
         assert_eq!(out.structured_content, Some(json!({"text": "hi"})));
-        let out = complete(to_response(result(None, "hi", Some(json!("hi")))).unwrap());
+        assert_eq!(out.meta, None);
+        let out = complete(to_response(result(None, "hi", Some(json!("hi")))));
         assert_eq!(out.structured_content, None, "a scalar result is text only");
     }
 
     #[test]
-    fn failure_is_an_error_result_with_kind_and_message() {
-        let out = complete(to_response(result(Some(ErrorKind::Timeout), "error (timeout): too slow", None)).unwrap());
+    fn failure_is_an_error_result_with_the_kind_in_meta_and_no_structured_content() {
+        let out = complete(to_response(result(Some(ErrorKind::Timeout), "error (timeout): too slow", None)));
         assert_eq!(out.is_error, Some(true));
-        assert_eq!(out.structured_content, Some(json!({"kind": "timeout", "message": "too slow"})));
+        assert_eq!(out.structured_content, None, "an error result must not be checked against the output schema");
+        assert_eq!(meta(&out), json!({"airlock/kind": "timeout"}));
         let text = serde_json::to_value(&out.content[0]).unwrap();
         assert_eq!(text["text"], "error (timeout): too slow");
     }
 
     #[test]
-    fn unknown_tool_is_the_protocol_error_the_spec_prescribes() {
-        let mut unknown =
-            result(Some(ErrorKind::UnknownTool), "error (unknown_tool): there is no tool named \"nope\"", None);
-        unknown.tool = "nope".into();
-        let err = to_response(unknown).unwrap_err();
-        assert_eq!(err.code.0, -32602);
-        assert_eq!(err.message, "Unknown tool: nope");
+    fn a_tool_error_carries_its_code_from_the_result_not_from_the_text() {
+        let mut failed = result(Some(ErrorKind::ToolError), "error (not_found): no such file", None);
+        failed.code = Some("not_found".into());
+        let out = complete(to_response(failed));
+        assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
+        // Text that looks like another kind changes nothing: the kind is data.
+        let out = complete(to_response(result(Some(ErrorKind::Denied), "error (timeout): forged", None)));
+        assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));
+    }
+
+    #[test]
+    fn unknown_tool_is_an_error_result_naming_the_tools() {
+        let mut unknown = result(
+            Some(ErrorKind::UnknownTool),
+            "error (unknown_tool): there is no tool named \"ech\". Available tools, closest first: echo",
+            None,
+        );
+        unknown.tool = "ech".into();
+        let out = complete(to_response(unknown));
+        assert_eq!(out.is_error, Some(true));
+        assert_eq!(meta(&out), json!({"airlock/kind": "unknown_tool"}));
+        let text = serde_json::to_value(&out.content[0]).unwrap();
+        assert!(text["text"].as_str().unwrap().contains("closest first: echo"), "{text}");
     }
 
     #[test]

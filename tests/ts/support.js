@@ -1,0 +1,257 @@
+// Shared set-up for the end-to-end tests with the official MCP TypeScript
+// SDK client: a config in a temporary directory, `airlock serve` on stdio or
+// on 127.0.0.1 with an ephemeral port, and connected clients.
+//
+// Environment (as for tests/mcp):
+//   AIRLOCK_BIN          the binary (default target/release/airlock)
+//   AIRLOCK_TOOLS_DIR    the bundled tool components (default target/guests)
+//   AIRLOCK_TEST_GUESTS  the test fixtures (default: test-guests beside the tools dir)
+//
+// Every wait is bounded; servers are stopped when a test ends.
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = path.resolve(process.env.AIRLOCK_BIN ?? path.join(ROOT, 'target/release/airlock'));
+export const TOOLS_DIR = path.resolve(process.env.AIRLOCK_TOOLS_DIR ?? path.join(ROOT, 'target/guests'));
+export const TEST_GUESTS = path.resolve(process.env.AIRLOCK_TEST_GUESTS ?? path.join(TOOLS_DIR, '../test-guests'));
+
+// Bounds on every wait, in milliseconds.
+export const START_TIMEOUT = 60_000;
+export const CALL_TIMEOUT = 30_000;
+
+// Compiled components are cached across server starts.
+const CACHE_DIR = path.join(tmpdir(), `airlock-ts-tests-cache-${process.getuid?.() ?? 0}`);
+
+for (const file of [BIN, path.join(TOOLS_DIR, 'echo.wasm'), path.join(TEST_GUESTS, 'hostile.wasm')]) {
+  if (!existsSync(file)) {
+    throw new Error(`missing ${file}: run \`make build\` first (or set AIRLOCK_BIN, AIRLOCK_TOOLS_DIR)`);
+  }
+}
+
+// Read-only tools run; side effects ask; transfers to mallory are forbidden.
+const POLICY = `
+@id("read-only-tools")
+permit (principal, action == Airlock::Action::"call", resource)
+when { resource.side_effect == false };
+
+@id("side-effects-ask")
+@ask("transfers move money")
+permit (principal, action == Airlock::Action::"call", resource)
+when { resource.side_effect == true };
+
+@id("no-mallory")
+@reason("transfers to mallory are forbidden")
+forbid (principal, action == Airlock::Action::"call", resource)
+when { context.arguments has to && context.arguments.to == "mallory" };
+`;
+
+/**
+ * A config in a fresh temporary directory: the bundled tools, the hostile
+ * fixture (with `hostileTimeoutMs` and fuel out of reach, so a loop always
+ * ends by its deadline) and create_transfer (side effects: asks).
+ */
+export function writeConfig({ hostileTimeoutMs = 500 } = {}) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'airlock-ts-'));
+  writeFileSync(path.join(dir, 'policy.cedar'), POLICY);
+  const config = `
+tool_dirs = [${JSON.stringify(TOOLS_DIR)}]
+
+[engine]
+cache_dir = ${JSON.stringify(CACHE_DIR)}
+
+[policy]
+policies = ${JSON.stringify(path.join(dir, 'policy.cedar'))}
+
+[tools.echo]
+side_effect = false
+concurrency_safe = true
+
+[tools.hostile]
+component = ${JSON.stringify(path.join(TEST_GUESTS, 'hostile.wasm'))}
+side_effect = false
+timeout_ms = ${hostileTimeoutMs}
+fuel = 1000000000000000
+
+[tools.create_transfer]
+component = ${JSON.stringify(path.join(TEST_GUESTS, 'create_transfer.wasm'))}
+side_effect = true
+`;
+  const file = path.join(dir, 'airlock.toml');
+  writeFileSync(file, config);
+  return { dir, config: file };
+}
+
+/** The environment of a server: no AIRLOCK_* variables but the tools dir. */
+export function serverEnv() {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AIRLOCK_')));
+  env.AIRLOCK_TOOLS_DIR = TOOLS_DIR;
+  env.RUST_LOG ??= 'warn';
+  return env;
+}
+
+/** Start `airlock serve --http 127.0.0.1:0`; resolves to `{url, stop, stderr}`. */
+export function startHttp(setup, { env = {}, args = [] } = {}) {
+  const child = spawn(BIN, ['--config', setup.config, 'serve', '--http', '127.0.0.1:0', ...args], {
+    env: { ...serverEnv(), ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error(`airlock did not start in ${START_TIMEOUT} ms: ${stderr}`));
+    }, START_TIMEOUT);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`airlock exited with ${code}: ${stderr}`));
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const match = /on (http:\/\/\S+\/mcp)/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        child.removeAllListeners('exit');
+        resolve({
+          url: match[1],
+          stderr: () => stderr,
+          stop: () => new Promise((done) => {
+            if (child.exitCode !== null) return done();
+            child.once('exit', () => done());
+            child.kill('SIGTERM');
+          }),
+        });
+      }
+    });
+  });
+}
+
+/**
+ * A connected SDK client. `transport` is "stdio" or "http" (then pass a
+ * running `server`). With `elicit`, the client declares the elicitation
+ * capability and answers every request with `elicit(request)`.
+ */
+export async function connect(transport, setup, { server, elicit } = {}) {
+  const capabilities = elicit ? { elicitation: {} } : {};
+  const client = new Client({ name: 'airlock-ts-tests', version: '0' }, { capabilities });
+  const asked = [];
+  if (elicit) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params);
+      return elicit(request);
+    });
+  }
+  const link = transport === 'stdio'
+    ? new StdioClientTransport({
+      command: BIN,
+      args: ['--config', setup.config, 'serve', '--stdio'],
+      env: serverEnv(),
+      stderr: 'pipe',
+    })
+    : new StreamableHTTPClientTransport(new URL(server.url));
+  await client.connect(link, { timeout: START_TIMEOUT });
+  return { client, asked, close: () => client.close() };
+}
+
+/** The text of a result's first content block. */
+export function textOf(result) {
+  const [first] = result.content ?? [];
+  if (!first || first.type !== 'text') throw new Error(`no text content: ${JSON.stringify(result)}`);
+  return first.text;
+}
+
+/** The error kind Airlock puts in an error result's `_meta`. */
+export function kindOf(result) {
+  return result._meta?.['airlock/kind'];
+}
+
+// -- the wire, without the SDK (streamable HTTP) ------------------------------
+
+export const ACCEPT_HEADERS = {
+  'Content-Type': 'application/json',
+  Accept: 'application/json, text/event-stream',
+};
+
+/** The per-request `_meta` of a 2026-07-28 request (no initialize). */
+export function modernMeta(capabilities = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0' },
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+  };
+}
+
+/**
+ * Read a response that is JSON or an event stream to its end: the JSON-RPC
+ * messages in order, with the SSE event ids where there are any.
+ */
+export async function readMessages(response) {
+  const type = response.headers.get('content-type') ?? '';
+  const text = await response.text();
+  if (!type.startsWith('text/event-stream')) {
+    return text ? [{ id: undefined, message: JSON.parse(text) }] : [];
+  }
+  return parseEvents(text);
+}
+
+/** Parse SSE text into `{id, message}` (events without data are skipped). */
+export function parseEvents(text) {
+  const events = [];
+  for (const block of text.split(/\r?\n\r?\n/)) {
+    let id;
+    const data = [];
+    for (const line of block.split(/\r?\n/)) {
+      if (line.startsWith('id:')) id = line.slice(3).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+    }
+    if (data.length && data.join('').trim()) events.push({ id, message: JSON.parse(data.join('\n')) });
+  }
+  return events;
+}
+
+/**
+ * Read an event stream until `until(event)` holds; resolves to the events so
+ * far and the reader (for reading on). Bounded by `CALL_TIMEOUT`.
+ */
+export async function readUntil(response, until) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  const seen = [];
+  const deadline = Date.now() + CALL_TIMEOUT;
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    const cut = buffer.lastIndexOf('\n\n');
+    if (cut < 0) continue;
+    seen.push(...parseEvents(buffer.slice(0, cut)));
+    buffer = buffer.slice(cut + 2);
+    if (seen.some(until)) return { events: seen, reader };
+  }
+  throw new Error(`the stream ended or timed out before the expected event: ${JSON.stringify(seen)}`);
+}
+
+/** Read the rest of a stream from `reader`; bounded by `CALL_TIMEOUT`. */
+export async function readRest(reader) {
+  let text = '';
+  const timer = setTimeout(() => reader.cancel(), CALL_TIMEOUT);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return parseEvents(text);
+}

@@ -3,6 +3,7 @@
 
 mod cli;
 mod interpreters;
+mod limits_schema;
 mod loading;
 mod network;
 mod pipeline;

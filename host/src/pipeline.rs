@@ -259,7 +259,10 @@ impl Pipeline {
         // What is left of the deadline after the host's own checks. (A
         // session call keeps the tool's whole timeout: sessions apply it
         // themselves.)
-        let limits = Limits { timeout: settings.limits.timeout.saturating_sub(host_time), ..settings.limits };
+        // Whole milliseconds, as deadlines are configured: a check that took
+        // microseconds leaves the tool its whole `timeout_ms`.
+        let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
+        let limits = Limits { timeout: settings.limits.timeout.saturating_sub(host_ms), ..settings.limits };
         let (execution, reset) = match (&session, settings.sessions) {
             _ if limits.timeout.is_zero() => {
                 let failure = Failure::new(

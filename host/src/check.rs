@@ -1,19 +1,31 @@
 //! Check output: the result a guest returned is untrusted. Its size is
 //! capped, it must be JSON, and when the tool declared an output schema the
 //! result must match it.
+//!
+//! The output schema is the tool's too: checking a result is bounded like
+//! checking arguments (`validate.rs`): the schema's cost times the result's
+//! size, inline when small, otherwise off the async runtime within what is
+//! left of the call's deadline.
 
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
-use crate::validate::violations;
+use crate::validate::{self, Deadline, MAX_VALIDATION_WORK, Unchecked};
 use serde_json::Value;
 
-/// Check the raw result text of a call of `tool`.
+/// Deepest nesting of a result checked against an output schema: the
+/// recursion limit of serde_json's parser, which refuses deeper text. The
+/// loader bounds output schemas for this depth.
+pub const MAX_OUTPUT_DEPTH: usize = 128;
+
+/// Check the raw result text of a call of `tool` within `deadline`.
 ///
 /// # Errors
 ///
-/// [`ErrorKind::OutputTooLarge`] past the tool's output cap,
-/// [`ErrorKind::InvalidOutput`] for non-JSON or a schema mismatch.
-pub fn check_output(tool: &LoadedTool, text: &str) -> Result<Value, Failure> {
+/// [`ErrorKind::OutputTooLarge`] past the tool's output cap or past what its
+/// output schema can be checked on, [`ErrorKind::InvalidOutput`] for non-JSON
+/// or a schema mismatch, [`ErrorKind::Timeout`] / [`ErrorKind::Cancelled`]
+/// when the deadline passes or the call is cancelled during the check.
+pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<Value, Failure> {
     let cap = tool.settings.limits.max_output_bytes;
     if text.len() > cap {
         return Err(Failure::new(
@@ -27,16 +39,25 @@ pub fn check_output(tool: &LoadedTool, text: &str) -> Result<Value, Failure> {
     let value: Value = serde_json::from_str(text).map_err(|err| {
         Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err}); this is a fault of the tool, not of your arguments"))
     })?;
-    if let Some(validator) = &tool.output_validator
-        && let Err(lines) = violations(validator, &value)
-    {
-        return Err(Failure::new(
+    let Some(schema) = &tool.output_check else { return Ok(value) };
+    match validate::check(schema, &value, text.len(), deadline, "the tool's result").await {
+        Ok(Ok(())) => Ok(value),
+        Ok(Err(lines)) => Err(Failure::new(
             ErrorKind::InvalidOutput,
             format!(
                 "the tool returned a result that does not match its declared output schema:\n{}\nThis is a fault of the tool; retrying the same call will not help.",
                 lines.join("\n")
             ),
-        ));
+        )),
+        Err(Unchecked::Failed(failure)) => Err(failure),
+        Err(Unchecked::TooMuchWork { work, max_bytes }) => Err(Failure::new(
+            ErrorKind::OutputTooLarge,
+            format!(
+                "the tool returned {} bytes, too large to check against its output schema ({work} work units, \
+                 more than the host's MAX_VALIDATION_WORK = {MAX_VALIDATION_WORK}; at most {max_bytes} bytes \
+                 can be checked); ask for less (a narrower range, a filter, fewer items)",
+                text.len()
+            ),
+        )),
     }
-    Ok(value)
 }

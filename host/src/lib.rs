@@ -40,6 +40,7 @@ mod render;
 mod resolve;
 mod sandbox;
 mod schedule;
+mod schema_cost;
 mod session;
 mod strict;
 mod validate;
@@ -70,8 +71,10 @@ pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, Registry, RegistryError};
 pub use sandbox::Execution;
+pub use schema_cost::MAX_SCHEMA_COST;
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
 pub use strict::Provider;
+pub use validate::{INLINE_VALIDATION_WORK, MAX_BLOCKING_VALIDATIONS, MAX_VALIDATION_WORK};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

@@ -13,7 +13,9 @@ use crate::grants::Grants;
 use crate::limits::Limits;
 use crate::outcome::Failure;
 use crate::sandbox::{self, CallCtx, RawMetadata};
+use crate::schema_cost;
 use crate::session::SessionSettings;
+use crate::validate::Compiled;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +26,11 @@ pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
 /// Largest parameters or output schema accepted.
 pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
+/// Largest compiled size of one `pattern` / `patternProperties` regex
+/// (regexes run on the linear-time `regex` engine).
+pub const MAX_REGEX_BYTES: usize = 256 << 10;
+/// Largest lazy-DFA cache of one regex.
+pub const MAX_REGEX_DFA_BYTES: usize = 1 << 20;
 /// Longest tool name accepted (the name must also match `^[A-Za-z0-9_-]+$`).
 pub const MAX_NAME_LEN: usize = 64;
 
@@ -72,8 +79,17 @@ pub struct LoadedTool {
     /// Operator settings.
     pub settings: ToolSettings,
     pub(crate) pre: ToolPre<CallCtx>,
-    pub(crate) parameters_validator: Arc<jsonschema::Validator>,
-    pub(crate) output_validator: Option<Arc<jsonschema::Validator>>,
+    pub(crate) parameters_check: Compiled,
+    pub(crate) output_check: Option<Compiled>,
+}
+
+impl LoadedTool {
+    /// The evaluation cost of the parameters schema and of the output
+    /// schema, in work units per instance byte (see
+    /// [`MAX_SCHEMA_COST`](crate::MAX_SCHEMA_COST)).
+    pub fn schema_costs(&self) -> (u64, Option<u64>) {
+        (self.parameters_check.cost, self.output_check.as_ref().map(|check| check.cost))
+    }
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -241,8 +257,8 @@ pub async fn load_bytes(
         from_cache,
         settings,
         pre,
-        parameters_validator: Arc::new(checked.parameters_validator),
-        output_validator: checked.output_validator.map(Arc::new),
+        parameters_check: checked.parameters_check,
+        output_check: checked.output_check,
     })
 }
 
@@ -250,9 +266,9 @@ struct CheckedMetadata {
     name: String,
     description: String,
     parameters: Value,
-    parameters_validator: jsonschema::Validator,
+    parameters_check: Compiled,
     output: Option<Value>,
-    output_validator: Option<jsonschema::Validator>,
+    output_check: Option<Compiled>,
 }
 
 /// Check a tool name against `^[A-Za-z0-9_-]{1,64}$`.
@@ -277,17 +293,18 @@ fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
     if raw.description.trim().is_empty() {
         return Err(format!("tool {:?} has an empty description; models need one to choose the tool", raw.name));
     }
-    let (parameters, parameters_validator) = check_schema(&raw.name, "parameters", &raw.parameters)?;
+    let (parameters, parameters_check) =
+        check_schema(&raw.name, "parameters", &raw.parameters, crate::arguments::MAX_ARGUMENT_DEPTH)?;
     if parameters.get("type") != Some(&Value::String("object".into())) {
         return Err(format!(
             "the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)",
             raw.name
         ));
     }
-    let (output, output_validator) = match &raw.output {
+    let (output, output_check) = match &raw.output {
         Some(text) => {
-            let (schema, validator) = check_schema(&raw.name, "output", text)?;
-            (Some(schema), Some(validator))
+            let (schema, check) = check_schema(&raw.name, "output", text, crate::check::MAX_OUTPUT_DEPTH)?;
+            (Some(schema), Some(check))
         }
         None => (None, None),
     };
@@ -295,14 +312,15 @@ fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
         name: raw.name,
         description: raw.description,
         parameters,
-        parameters_validator,
+        parameters_check,
         output,
-        output_validator,
+        output_check,
     })
 }
 
-/// Parse and compile a schema the component declared.
-fn check_schema(tool: &str, which: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
+/// Parse, bound and compile a schema the component declared, for
+/// instances at most `depth` levels deep.
+fn check_schema(tool: &str, which: &str, text: &str, depth: usize) -> Result<(Value, Compiled), String> {
     if text.len() > MAX_SCHEMA_BYTES {
         return Err(format!(
             "the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
@@ -316,9 +334,20 @@ fn check_schema(tool: &str, which: &str, text: &str) -> Result<(Value, jsonschem
     }
     jsonschema::meta::validate(&schema)
         .map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|err| format!("the {which} schema of {tool:?} cannot be compiled: {err}"))?;
-    Ok((schema, validator))
+    // Bounded before it is compiled: the host evaluates it on every call.
+    let cost =
+        schema_cost::cost(&schema, depth).map_err(|err| format!("the {which} schema of {tool:?} is refused: {err}"))?;
+    // Patterns run on the linear-time `regex` engine with size caps (the
+    // default, fancy-regex, backtracks); look-around and back-references
+    // are refused at compile time.
+    let patterns = jsonschema::PatternOptions::regex().size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_DFA_BYTES);
+    let validator = jsonschema::options().with_pattern_options(patterns).build(&schema).map_err(|err| {
+        format!(
+            "the {which} schema of {tool:?} cannot be compiled: {err} (patterns may use neither look-around nor \
+             back-references, and compile to at most {MAX_REGEX_BYTES} bytes)"
+        )
+    })?;
+    Ok((schema, Compiled { validator: Arc::new(validator), cost }))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::authorize::{Decision, Policy, ToolFacts};
 use crate::capture::Captured;
 use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
+use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
 use crate::quota::{QuotaTracker, Quotas};
@@ -24,7 +25,7 @@ use crate::resolve::resolve;
 use crate::sandbox;
 use crate::schedule::Scheduler;
 use crate::session::{self, SessionId, Sessions};
-use crate::validate::validate;
+use crate::validate::{Deadline, validate};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -132,6 +133,10 @@ struct Approved {
     session: Option<SessionId>,
     decision: String,
     policy: Option<String>,
+    /// Host time spent on the call before it was authorized (parsing and
+    /// validating the arguments); it counts against the tool's deadline.
+    /// Waiting for a confirmation does not.
+    host_time: Duration,
 }
 
 /// A call on its way through the pipeline.
@@ -158,7 +163,7 @@ impl Pipeline {
             Ok(admitted) => admitted,
             Err(failure) => return self.finish_early(flight, failure, "not_reached", None, None),
         };
-        match self.approve(registry, &flight, confirmer).await {
+        match self.approve(registry, &flight, confirmer, cancel).await {
             Ok(approved) => self.run(flight, approved, quota.sessions_per_tool, cancel).await,
             Err((failure, decision, policy, tool)) => {
                 self.finish_early(flight, failure, decision, policy, tool.as_deref())
@@ -185,7 +190,7 @@ impl Pipeline {
             let flight = InFlight::new(request);
             let quota = quotas.for_principal(&flight.request.principal);
             let (admitted, verdict) = match self.quota.admit(&flight.request.principal, quota) {
-                Ok(admitted) => (Some(admitted), self.approve(registry, &flight, confirmer).await),
+                Ok(admitted) => (Some(admitted), self.approve(registry, &flight, confirmer, cancel).await),
                 Err(failure) => (None, Err((failure, "not_reached", None, None))),
             };
             approved.push((flight, admitted, quota.sessions_per_tool, verdict));
@@ -210,12 +215,22 @@ impl Pipeline {
         registry: &Registry,
         flight: &InFlight,
         confirmer: Option<&dyn Confirmer>,
+        cancel: &CancellationToken,
     ) -> Result<Approved, (Failure, &'static str, Option<String>, Option<Arc<LoadedTool>>)> {
         let request = &flight.request;
         let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
         let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
         let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
-        validate(&tool, &arguments.value).map_err(not_reached)?;
+        // The call's deadline starts at receipt: time spent checking the
+        // arguments is taken from the time the tool gets.
+        let timeout = tool.settings.limits.timeout;
+        let deadline = Deadline {
+            at: tokio::time::Instant::from_std(flight.started) + timeout,
+            timeout_ms: timeout.as_millis(),
+            cancel,
+        };
+        validate(&tool, &arguments.value, arguments.text.len(), deadline).await.map_err(not_reached)?;
+        let host_time = flight.started.elapsed();
         // The host consumes `session` for tools that keep sessions; the
         // policy and the tool see the other arguments.
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
@@ -258,7 +273,7 @@ impl Pipeline {
                 ("ask:confirmed", policy)
             }
         };
-        Ok(Approved { tool, arguments: arguments.text, session, decision: decision.to_owned(), policy })
+        Ok(Approved { tool, arguments: arguments.text, session, decision: decision.to_owned(), policy, host_time })
     }
 
     /// schedule → execute → check output → render → audit.
@@ -270,9 +285,27 @@ impl Pipeline {
         sessions_per_tool: usize,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let Approved { tool, arguments, session, decision, policy } = approved;
+        let Approved { tool, arguments, session, decision, policy, host_time } = approved;
         let settings = &tool.settings;
+        // What is left of the deadline after the host's own checks. (A
+        // session call keeps the tool's whole timeout: sessions apply it
+        // themselves.)
+        // Whole milliseconds, as deadlines are configured: a check that took
+        // microseconds leaves the tool its whole `timeout_ms`.
+        let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
+        let limits = Limits { timeout: settings.limits.timeout.saturating_sub(host_ms), ..settings.limits };
         let (execution, reset) = match (&session, settings.sessions) {
+            _ if limits.timeout.is_zero() => {
+                let failure = Failure::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the call's {} ms deadline passed before the tool could start (its arguments took that long \
+                         to check); send smaller arguments",
+                        settings.limits.timeout.as_millis()
+                    ),
+                );
+                (sandbox::Execution::failed(failure, Instant::now()), None)
+            }
             (Some(id), Some(session_settings)) => {
                 let principal = &flight.request.principal;
                 let call =
@@ -281,11 +314,23 @@ impl Pipeline {
                 (run.execution, run.reset)
             }
             _ => {
-                let call = sandbox::call(&tool.pre, &settings.limits, &settings.grants, &arguments, cancel);
+                let call = sandbox::call(&tool.pre, &limits, &settings.grants, &arguments, cancel);
                 (self.scheduler.run(settings.concurrency_safe, call).await, None)
             }
         };
-        let checked = execution.result.as_ref().map_err(Clone::clone).and_then(|text| check_output(&tool, text));
+        let checked = match &execution.result {
+            Ok(text) => {
+                // The result is checked within what is left of the deadline.
+                let left = limits.timeout.saturating_sub(execution.duration);
+                let deadline = Deadline {
+                    at: tokio::time::Instant::now() + left,
+                    timeout_ms: settings.limits.timeout.as_millis(),
+                    cancel,
+                };
+                check_output(&tool, text, deadline).await
+            }
+            Err(failure) => Err(failure.clone()),
+        };
         let (is_error, kind, content, structured, code) = match checked {
             Ok(value) => {
                 let mut content = render::success_text(&value);

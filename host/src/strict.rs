@@ -8,6 +8,7 @@
 //! (optional ones become nullable), and some keywords are unsupported.
 
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 
 /// A provider with a strict mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +95,8 @@ fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<St
             problems.push(format!("{at}: objects must set \"additionalProperties\": false"));
         }
         if provider == Provider::OpenAi {
-            let required: Vec<&str> = object
+            // A set: a schema may list thousands of properties.
+            let required: HashSet<&str> = object
                 .get("required")
                 .and_then(Value::as_array)
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -179,7 +181,7 @@ fn rewrite(provider: Provider, schema: &mut Value) {
     if is_object_schema(object) {
         object.insert("additionalProperties".into(), Value::Bool(false));
         if provider == Provider::OpenAi {
-            let required: Vec<String> = object
+            let required: HashSet<String> = object
                 .get("required")
                 .and_then(Value::as_array)
                 .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
@@ -187,7 +189,7 @@ fn rewrite(provider: Provider, schema: &mut Value) {
             if let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) {
                 let mut all = Vec::new();
                 for (name, sub) in properties.iter_mut() {
-                    if !required.contains(name) {
+                    if !required.contains(name.as_str()) {
                         make_nullable(sub);
                     }
                     all.push(Value::String(name.clone()));

@@ -4,6 +4,7 @@
 mod cli;
 mod host_limits;
 mod interpreters;
+mod limits_schema;
 mod loading;
 mod network;
 mod pipeline;

@@ -11,7 +11,7 @@ use crate::bindings::ToolPre;
 use crate::engine::{Runtime, digest};
 use crate::grants::Grants;
 use crate::limits::Limits;
-use crate::outcome::Failure;
+use crate::outcome::{ErrorKind, Failure};
 use crate::sandbox::{self, CallCtx, RawMetadata};
 use crate::schema_cost;
 use crate::session::SessionSettings;
@@ -242,9 +242,17 @@ pub async fn load_bytes(
         path: path_buf.clone(),
         why: format!("{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler)"),
     })?;
-    let raw = sandbox::metadata(&pre, &settings.limits)
-        .await
-        .map_err(|failure| LoadError::Metadata { path: path_buf.clone(), failure })?;
+    let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|mut failure| {
+        // The metadata crosses to the host like a result: say which caps
+        // apply to it rather than to a call's result.
+        if failure.kind == ErrorKind::OutputTooLarge {
+            failure.message = format!(
+                "the component handed the host more metadata than it accepts at once (a description of at most \
+                 {MAX_DESCRIPTION_BYTES} bytes, schemas of at most {MAX_SCHEMA_BYTES} bytes each)"
+            );
+        }
+        LoadError::Metadata { path: path_buf.clone(), failure }
+    })?;
     let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
     Ok(LoadedTool {
         name: checked.name,

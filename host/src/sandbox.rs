@@ -536,8 +536,10 @@ fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Fail
             ErrorKind::OutputTooLarge,
             format!(
                 "the tool handed the host more than {} bytes at once and was stopped: its result is over its \
-                 {}-byte output limit, or one host call carried that much data; return a smaller result",
+                 {}-byte output limit, or one host call carried that much data; return a smaller result (at most \
+                 {} bytes)",
                 limits.hostcall_bytes(),
+                limits.max_output_bytes,
                 limits.max_output_bytes
             ),
         ));

@@ -39,6 +39,8 @@ fn binary() -> PathBuf {
 struct Server {
     child: Child,
     _dir: tempfile::TempDir,
+    /// What the server wrote to stderr, once `drain_stderr` collects it.
+    stderr: Arc<std::sync::Mutex<String>>,
 }
 
 impl Drop for Server {
@@ -65,18 +67,26 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("airlock runs");
-        Server { child, _dir: dir }
+        Server { child, _dir: dir, stderr: Arc::default() }
     }
 
-    /// Resident memory of the server process, in bytes.
-    fn rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("/proc status");
+    /// Resident memory of the server process, in bytes. A server that has
+    /// exited fails the test with its status and stderr.
+    fn rss(&mut self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
         let kib = status
             .lines()
             .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .expect("VmRSS in /proc status");
-        kib * 1024
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+        match kib {
+            Some(kib) => kib * 1024,
+            None => {
+                let exit = self.child.try_wait();
+                std::thread::sleep(Duration::from_millis(200));
+                let stderr = self.stderr.lock().map(|s| s.clone()).unwrap_or_default();
+                panic!("the server is gone ({exit:?}); its stderr:\n{stderr}")
+            }
+        }
     }
 }
 
@@ -103,7 +113,18 @@ fn stdout_lines(server: &mut Server) -> mpsc::Receiver<Value> {
 
 fn drain_stderr(server: &mut Server) {
     let stderr = server.child.stderr.take().expect("stderr");
-    std::thread::spawn(move || std::io::copy(&mut BufReader::new(stderr), &mut std::io::sink()));
+    let collected = server.stderr.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if let Ok(mut text) = collected.lock()
+                && text.len() < 64 << 10
+            {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+    });
 }
 
 fn write_line(stdin: &mut ChildStdin, line: &[u8]) {
@@ -197,11 +218,14 @@ fn stdio_client_that_does_not_read_is_not_read_either() {
             for id in 0..REQUESTS {
                 let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}}\n", id + 2);
                 if out.write_all(line.as_bytes()).is_err() {
-                    return;
+                    return None;
                 }
                 written.store(id + 1, Ordering::Relaxed);
             }
             let _ = out.flush();
+            // Kept open until the test ends: a closed stdin ends the server,
+            // which must still be there while its memory is sampled.
+            out.into_inner().ok()
         })
     };
 
@@ -247,8 +271,10 @@ fn stdio_client_that_does_not_read_is_not_read_either() {
         }
         assert!(reading.elapsed() < Duration::from_secs(300), "only {count} replies arrived");
     }
-    writer.join().expect("the writer finishes");
+    let stdin = writer.join().expect("the writer finishes");
+    assert!(stdin.is_some(), "the writer could write every request once replies were read");
     assert!(peak <= baseline + GROWTH_BOUND, "the server grew from {baseline} to {peak} bytes");
+    drop(stdin);
 }
 
 // -- HTTP ---------------------------------------------------------------------

@@ -65,7 +65,7 @@ pub fn parse(raw: &RawArguments) -> Result<Parsed, Failure> {
             if text.trim().is_empty() {
                 return Ok(empty());
             }
-            let depth = text_depth(text);
+            let depth = text_depth(text, MAX_ARGUMENT_DEPTH);
             if depth > MAX_ARGUMENT_DEPTH {
                 return Err(invalid(format!(
                     "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
@@ -114,7 +114,9 @@ fn empty() -> Parsed {
     Parsed { value: Value::Object(Default::default()), text: "{}".to_owned() }
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, as an error message says it ("an
+/// array").
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -125,9 +127,10 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Maximum nesting of `[`/`{` in JSON text, ignoring brackets in strings.
-/// Stops counting past the cap (the text is refused anyway).
-fn text_depth(text: &str) -> usize {
+/// Maximum nesting of `[`/`{` in JSON text, ignoring brackets in strings,
+/// counted without parsing. Stops counting past `cap` (the text is refused
+/// anyway).
+pub(crate) fn text_depth(text: &str, cap: usize) -> usize {
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     for byte in text.bytes() {
         if in_string {
@@ -144,7 +147,7 @@ fn text_depth(text: &str) -> usize {
             b'[' | b'{' => {
                 depth += 1;
                 max = max.max(depth);
-                if max > MAX_ARGUMENT_DEPTH {
+                if max > cap {
                     return max;
                 }
             }

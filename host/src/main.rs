@@ -134,8 +134,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(run(cli))
+    let code = runtime.block_on(run(cli));
+    // Dropping a runtime waits for every blocking task without limit (a
+    // validation or a read still running on the blocking pool); the work
+    // that matters (results, audit records) is done by now.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN_GRACE);
+    code
 }
+
+/// How long the runtime's leftover blocking tasks may delay the exit.
+const RUNTIME_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn init_logging(verbose: u8) {
     let default = match verbose {

@@ -124,9 +124,34 @@ export function startHttp(setup, { env = {}, args = [] } = {}) {
         resolve({
           url: match[1],
           stderr: () => stderr,
+          // SIGTERM is a graceful shutdown: the server lets open
+          // connections finish (up to 5 s). Its end is watched three ways
+          // ('exit', 'close', and the pid gone: Node does not always emit
+          // 'exit' for a child whose listeners were replaced); a server that
+          // does not stop is killed.
           stop: () => new Promise((done) => {
-            if (child.exitCode !== null) return done();
-            child.once('exit', () => done());
+            let finished = false;
+            const finish = () => {
+              if (finished) return;
+              finished = true;
+              clearInterval(poll);
+              clearTimeout(force);
+              done();
+            };
+            const gone = () => {
+              if (child.exitCode !== null || child.signalCode !== null) return true;
+              try {
+                process.kill(child.pid, 0);
+                return false;
+              } catch {
+                return true;
+              }
+            };
+            const poll = setInterval(() => gone() && finish(), 50);
+            const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', finish);
+            child.once('close', finish);
+            if (gone()) return finish();
             child.kill('SIGTERM');
           }),
         });

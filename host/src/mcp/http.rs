@@ -87,6 +87,8 @@ pub const MAX_HTTP_CONNECTIONS: usize = 256;
 pub const MAX_HTTP_CONNECTIONS_PER_PEER: usize = 32;
 /// How long shutdown waits for connections to finish their responses.
 const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long after the grace the process exits regardless.
+const HTTP_SHUTDOWN_HARD_STOP: Duration = Duration::from_secs(1);
 /// Pause after a failed `accept` (out of file descriptors, say).
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// At most one warning about refused connections per this interval.
@@ -252,6 +254,15 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
             }
         });
     }
+    // A hard stop outside the runtime: shutdown must end within its grace
+    // even if something keeps the runtime's workers from running the
+    // timer below. Nothing is lost: every result's audit record was
+    // written before the result was sent.
+    std::thread::spawn(|| {
+        std::thread::sleep(HTTP_SHUTDOWN_GRACE + HTTP_SHUTDOWN_HARD_STOP);
+        eprintln!("airlock: the HTTP server did not stop within its shutdown grace; exiting");
+        std::process::exit(0);
+    });
     // Ends rmcp's event streams, then lets every connection finish the
     // response it is writing.
     shutdown.cancel();

@@ -17,6 +17,7 @@
 //! misconnected pipe, say) sends a message that parses and that rmcp drops
 //! (an error without an id answers nothing), so rejections cannot loop.
 
+use crate::arguments::{kind_of, text_depth};
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode, RequestId};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
@@ -86,7 +87,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
             err.valid_up_to()
         ))
     })?;
-    if text_depth(text) > MAX_MESSAGE_DEPTH {
+    if text_depth(text, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH {
         return Err(Rejection::parse_error(format!(
             "the message nests arrays and objects more than {MAX_MESSAGE_DEPTH} levels deep; at most {MAX_MESSAGE_DEPTH} are accepted"
         )));
@@ -124,47 +125,6 @@ pub(super) fn parse(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
             Rejection::invalid_request(None, format!("a JSON-RPC message is a JSON object, not {}", kind_of(other)))
         }
     })
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Deepest nesting of `[`/`{` in JSON text, ignoring brackets in strings,
-/// counted without parsing. Stops past the cap (the text is refused anyway).
-fn text_depth(text: &str) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for byte in text.bytes() {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-                if max > MAX_MESSAGE_DEPTH {
-                    return max;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
 }
 
 #[cfg(test)]
@@ -243,7 +203,7 @@ mod tests {
 
     #[test]
     fn brackets_in_strings_do_not_count() {
-        assert_eq!(text_depth(r#"{"a":"[[[[\"[[["}"#), 1);
-        assert_eq!(text_depth("[[1],[[2]]]"), 3);
+        assert_eq!(text_depth(r#"{"a":"[[[[\"[[["}"#, MAX_MESSAGE_DEPTH), 1);
+        assert_eq!(text_depth("[[1],[[2]]]", MAX_MESSAGE_DEPTH), 3);
     }
 }

@@ -377,4 +377,25 @@ mod tests {
         assert_eq!(anthropic["properties"]["n"]["description"], json!("Count. (Constraints: minimum: 1.)"));
         assert!(anthropic["properties"]["n"].get("minimum").is_none());
     }
+
+    #[test]
+    fn maps_have_no_strict_form_and_refs_with_siblings_are_inlined() {
+        let map =
+            json!({"type":"object","properties":{"h":{"type":"object","additionalProperties":{"type":"string"}}}});
+        for provider in [Provider::OpenAi, Provider::Anthropic] {
+            let problems = strict_variant(provider, &map).expect_err("a map has no strict form");
+            assert!(problems.iter().any(|p| p.contains("arbitrary keys")), "{problems:?}");
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": {"m": {"$ref": "#/$defs/M", "default": "a", "description": "Mode."}},
+            "$defs": {"M": {"type": "string", "enum": ["a", "b"], "description": "How."}},
+        });
+        let variant = strict_variant(Provider::OpenAi, &schema).expect("a strict form");
+        let m = &variant["properties"]["m"];
+        assert_eq!(m["enum"], json!(["a", "b", null]));
+        assert_eq!(m["type"], json!(["string", "null"]));
+        assert!(m.get("$ref").is_none() && m.get("default").is_none(), "{m}");
+        assert!(m["description"].as_str().is_some_and(|d| d.starts_with("How. Mode.")), "{m}");
+    }
 }

@@ -148,6 +148,29 @@ pub struct Host {
     inner: Arc<Inner>,
 }
 
+/// What [`Host::strict_report`] says about one tool for one provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrictReport {
+    /// The tool.
+    pub tool: String,
+    /// The provider.
+    pub provider: Provider,
+    /// Why the tool's schema as it is is not accepted in strict mode.
+    pub problems: Vec<String>,
+    /// Why even its strict variant is not: empty when the tool has a strict
+    /// form (and is marked strict with `--strict`).
+    pub no_strict_form: Vec<String>,
+}
+
+/// The provider whose strict mode a format uses.
+pub fn provider_of(format: Format) -> Option<Provider> {
+    match format {
+        Format::Anthropic => Some(Provider::Anthropic),
+        Format::OpenAi | Format::OpenAiResponses => Some(Provider::OpenAi),
+        Format::Mcp => None,
+    }
+}
+
 impl Host {
     /// Start building a host.
     pub fn builder() -> HostBuilder {
@@ -171,21 +194,21 @@ impl Host {
     }
 
     /// The model-facing tool list in a provider format. With `strict`, each
-    /// schema is replaced by its strict-compatible variant and marked strict.
+    /// schema that has a strict form is replaced by it and marked strict;
+    /// a schema without one is emitted as it is, not marked strict
+    /// ([`Host::strict_report`] says why).
     pub fn schemas(&self, format: Format, strict_mode: bool) -> Vec<Value> {
         let registry = self.tools();
         registry
             .iter()
             .map(|tool| {
                 let mut model = project(tool);
-                let provider = match format {
-                    Format::Anthropic => Some(Provider::Anthropic),
-                    Format::OpenAi | Format::OpenAiResponses => Some(Provider::OpenAi),
-                    Format::Mcp => None,
-                };
-                let strict_here = strict_mode && provider.is_some();
-                if let (true, Some(provider)) = (strict_here, provider) {
-                    model.parameters = strict::strict_variant(provider, &model.parameters);
+                let mut strict_here = false;
+                if let (true, Some(provider)) = (strict_mode, provider_of(format))
+                    && let Ok(variant) = strict::strict_variant(provider, &model.parameters)
+                {
+                    model.parameters = variant;
+                    strict_here = true;
                 }
                 let extras = (format == Format::Mcp).then(|| mcp_extras(tool));
                 encode(format, &model, extras.as_ref(), strict_here)
@@ -193,14 +216,19 @@ impl Host {
             .collect()
     }
 
-    /// Strict-mode problems of every tool's schema: (tool, provider, problems).
-    pub fn strict_report(&self) -> Vec<(String, Provider, Vec<String>)> {
+    /// Strict-mode problems of every tool's schema, per provider.
+    pub fn strict_report(&self) -> Vec<StrictReport> {
         let registry = self.tools();
         let mut report = Vec::new();
         for tool in registry.iter() {
             let model = project(tool);
             for provider in [Provider::OpenAi, Provider::Anthropic] {
-                report.push((model.name.clone(), provider, strict::lint(provider, &model.parameters)));
+                report.push(StrictReport {
+                    tool: model.name.clone(),
+                    provider,
+                    problems: strict::lint(provider, &model.parameters),
+                    no_strict_form: strict::strict_variant(provider, &model.parameters).err().unwrap_or_default(),
+                });
             }
         }
         report

@@ -313,18 +313,20 @@ fn tools(host: &Host) -> std::io::Result<ExitCode> {
 }
 
 fn schema(host: &Host, format: Format, strict: bool) -> std::io::Result<ExitCode> {
-    for (tool, provider, problems) in host.strict_report() {
-        let relevant = match format {
-            Format::Anthropic => provider == airlock::Provider::Anthropic,
-            Format::OpenAi | Format::OpenAiResponses => provider == airlock::Provider::OpenAi,
-            Format::Mcp => false,
+    let provider = airlock::provider_of(format);
+    for report in host.strict_report() {
+        if Some(report.provider) != provider || report.problems.is_empty() {
+            continue;
+        }
+        let (fix, problems) = match (strict, report.no_strict_form.is_empty()) {
+            (true, true) => ("strict variant emitted", &report.problems),
+            (true, false) => ("no strict form: emitted as it is, not marked strict", &report.no_strict_form),
+            (false, true) => ("use --strict for a compatible variant", &report.problems),
+            (false, false) => ("it has no strict form", &report.no_strict_form),
         };
-        if relevant && !problems.is_empty() {
-            let fix = if strict { "strict variant emitted" } else { "use --strict for a compatible variant" };
-            eprintln!("warning: {tool}: not accepted by {} strict mode ({fix}):", provider.as_str());
-            for problem in problems {
-                eprintln!("  {problem}");
-            }
+        eprintln!("warning: {}: not accepted by {} strict mode ({fix}):", report.tool, report.provider.as_str());
+        for problem in problems {
+            eprintln!("  {problem}");
         }
     }
     Out::new().json(&Value::Array(host.schemas(format, strict)))?;

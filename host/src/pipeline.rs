@@ -17,6 +17,7 @@ use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::limits::Limits;
 use crate::loader::LoadedTool;
+use crate::optional_null;
 use crate::outcome::{ErrorKind, Failure};
 use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::Registry;
@@ -221,6 +222,9 @@ impl Pipeline {
         let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
         let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
         let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
+        // `null` for an optional property means "absent" (strict mode makes
+        // every property required and optional ones nullable).
+        optional_null::drop_absent_nulls(&tool.parameters, &mut arguments);
         // The call's deadline starts at receipt: time spent checking the
         // arguments is taken from the time the tool gets.
         let timeout = tool.settings.limits.timeout;

@@ -9,6 +9,7 @@
 //! settings; [`mcp_extras`] is the one function that selects those.
 
 use crate::loader::{LoadedTool, ToolSettings};
+use crate::schema_portable;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,15 +27,16 @@ pub struct ModelTool {
     pub defer_loading: bool,
 }
 
-/// Build the model-facing view of a tool: name, description, parameters and
-/// `defer_loading`, and nothing else.
+/// Build the model-facing view of a tool: name, description, parameters (in
+/// their portable form, `schema_portable.rs`) and `defer_loading`, and
+/// nothing else.
 pub fn project(tool: &LoadedTool) -> ModelTool {
     let LoadedTool { name, description, parameters, settings, .. } = tool;
     let ToolSettings { defer_loading, .. } = settings;
     ModelTool {
         name: name.clone(),
         description: description.clone(),
-        parameters: parameters.clone(),
+        parameters: schema_portable::portable(parameters),
         defer_loading: *defer_loading,
     }
 }
@@ -53,5 +55,5 @@ pub struct McpExtras {
 pub fn mcp_extras(tool: &LoadedTool) -> McpExtras {
     let LoadedTool { output_schema, settings, .. } = tool;
     let ToolSettings { side_effect, .. } = settings;
-    McpExtras { output_schema: output_schema.clone(), read_only: !*side_effect }
+    McpExtras { output_schema: output_schema.as_ref().map(schema_portable::portable), read_only: !*side_effect }
 }

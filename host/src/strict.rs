@@ -44,7 +44,7 @@ impl Provider {
     /// Keywords the provider's strict mode does not accept.
     fn unsupported(self) -> impl Iterator<Item = &'static str> {
         let extra: &[&str] = match self {
-            Provider::OpenAi => &["oneOf"],
+            Provider::OpenAi => &["oneOf", "default"],
             Provider::Anthropic => &[
                 "minimum",
                 "maximum",
@@ -90,8 +90,18 @@ fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<St
     if provider == Provider::Anthropic && object.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
         problems.push(format!("{at}: `minItems` above 1 is not supported"));
     }
+    if provider == Provider::OpenAi && !pointer.is_empty() && !is_typed(object) {
+        problems.push(format!("{at}: every subschema needs a `type` (or `enum`, `const`, `anyOf`, `$ref`)"));
+    }
+    if provider == Provider::OpenAi && object.contains_key("$ref") && object.len() > 1 {
+        problems.push(format!("{at}: `$ref` cannot have sibling keywords"));
+    }
     if is_object_schema(object) {
-        if object.get("additionalProperties") != Some(&Value::Bool(false)) {
+        if is_open_map(object) {
+            problems.push(format!(
+                "{at}: an object with arbitrary keys (a map) cannot be strict: strict mode needs every key declared"
+            ));
+        } else if object.get("additionalProperties") != Some(&Value::Bool(false)) {
             problems.push(format!("{at}: objects must set \"additionalProperties\": false"));
         }
         if provider == Provider::OpenAi {
@@ -114,7 +124,28 @@ fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<St
 }
 
 fn is_object_schema(object: &Map<String, Value>) -> bool {
-    object.get("type") == Some(&json!("object")) || object.contains_key("properties")
+    let object_type = |t: &Value| t == "object";
+    match object.get("type") {
+        Some(Value::Array(types)) if types.iter().any(object_type) => true,
+        Some(t) if object_type(t) => true,
+        _ => object.contains_key("properties"),
+    }
+}
+
+/// An object whose keys are not declared: `additionalProperties` is a
+/// schema or `true`, or there are no `properties` at all. Closing it would
+/// leave only `{}` (or the declared keys), so it has no strict form.
+fn is_open_map(object: &Map<String, Value>) -> bool {
+    match object.get("additionalProperties") {
+        Some(Value::Bool(false)) => false,
+        Some(Value::Object(_) | Value::Bool(true)) => true,
+        _ => !object.contains_key("properties"),
+    }
+}
+
+/// The subschema says what type its values have.
+fn is_typed(object: &Map<String, Value>) -> bool {
+    ["type", "enum", "const", "anyOf", "$ref"].iter().any(|k| object.contains_key(*k))
 }
 
 fn for_each_subschema(object: &Map<String, Value>, pointer: &str, mut f: impl FnMut(&Value, &str)) {
@@ -144,17 +175,39 @@ fn escape(name: &str) -> String {
 }
 
 /// A strict-compatible variant of `schema` for `provider`: objects closed,
-/// (OpenAI) optional properties made required-but-nullable, `oneOf` turned
-/// into `anyOf`, unsupported keywords removed and restated in the
-/// `description` so the model still learns the constraint.
-pub fn strict_variant(provider: Provider, schema: &Value) -> Value {
+/// (OpenAI) optional properties made required-but-nullable, `$ref`s with
+/// sibling keywords inlined, `oneOf` turned into `anyOf`, unsupported
+/// keywords removed and restated in the `description` so the model still
+/// learns the constraint. Every instance of the variant is accepted by
+/// `schema`, with `null` standing for an absent optional property
+/// (`optional_null.rs`).
+///
+/// # Errors
+///
+/// The schema has no strict form (for one, an object with arbitrary keys):
+/// the problems [`lint`] finds in the variant. The tool must then not be
+/// marked strict.
+pub fn strict_variant(provider: Provider, schema: &Value) -> Result<Value, Vec<String>> {
     let mut out = schema.clone();
-    rewrite(provider, &mut out);
-    out
+    rewrite(provider, schema, &mut out, 0);
+    let problems = lint(provider, &out);
+    if problems.is_empty() { Ok(out) } else { Err(problems) }
 }
 
-fn rewrite(provider: Provider, schema: &mut Value) {
+/// Deepest subschema rewritten (inlined `$ref`s count); deeper ones are left
+/// as they are, and the lint then reports what is left.
+pub const MAX_STRICT_DEPTH: usize = 32;
+
+fn rewrite(provider: Provider, root: &Value, schema: &mut Value, depth: usize) {
+    if depth > MAX_STRICT_DEPTH {
+        return;
+    }
     let Some(object) = schema.as_object_mut() else { return };
+    inline_ref(root, object);
+    if object.get("default").is_some_and(Value::is_null) {
+        // A `null` default says nothing a nullable type does not.
+        object.remove("default");
+    }
     if let Some(one_of) = object.remove("oneOf") {
         object.insert("anyOf".into(), one_of);
     }
@@ -178,7 +231,22 @@ fn rewrite(provider: Provider, schema: &mut Value) {
         };
         object.insert("description".into(), Value::String(description));
     }
-    if is_object_schema(object) {
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(map) = object.get_mut(key).and_then(Value::as_object_mut) {
+            map.values_mut().for_each(|sub| rewrite(provider, root, sub, depth + 1));
+        }
+    }
+    for key in ["anyOf", "prefixItems"] {
+        if let Some(list) = object.get_mut(key).and_then(Value::as_array_mut) {
+            list.iter_mut().for_each(|sub| rewrite(provider, root, sub, depth + 1));
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = object.get_mut(key).filter(|v| v.is_object()) {
+            rewrite(provider, root, sub, depth + 1);
+        }
+    }
+    if is_object_schema(object) && !is_open_map(object) {
         object.insert("additionalProperties".into(), Value::Bool(false));
         if provider == Provider::OpenAi {
             let required: HashSet<String> = object
@@ -198,26 +266,44 @@ fn rewrite(provider: Provider, schema: &mut Value) {
             }
         }
     }
-    for key in ["properties", "$defs", "definitions"] {
-        if let Some(map) = object.get_mut(key).and_then(Value::as_object_mut) {
-            map.values_mut().for_each(|sub| rewrite(provider, sub));
-        }
+}
+
+/// Replace a local `$ref` that has sibling keywords by the schema it points
+/// to, merged under the siblings (which win: they are the more specific).
+/// Strict converters refuse `$ref` beside other keywords.
+fn inline_ref(root: &Value, object: &mut Map<String, Value>) {
+    if object.len() < 2 {
+        return;
     }
-    for key in ["anyOf", "prefixItems"] {
-        if let Some(list) = object.get_mut(key).and_then(Value::as_array_mut) {
-            list.iter_mut().for_each(|sub| rewrite(provider, sub));
+    let Some(target) = object.get("$ref").and_then(Value::as_str) else { return };
+    let Some(Value::Object(resolved)) = target.strip_prefix('#').and_then(|p| root.pointer(p)) else { return };
+    let resolved = resolved.clone();
+    object.remove("$ref");
+    for (key, value) in resolved {
+        if key == "description" {
+            // Both descriptions are for the model: keep them both.
+            if let (Some(Value::String(mine)), Value::String(theirs)) = (object.get_mut("description"), &value) {
+                *mine = format!("{theirs} {mine}");
+                continue;
+            }
         }
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(sub) = object.get_mut(key).filter(|v| v.is_object()) {
-            rewrite(provider, sub);
-        }
+        object.entry(key).or_insert(value);
     }
 }
 
 /// Allow `null` in a subschema that was optional.
 fn make_nullable(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else { return };
+    if let Some(Value::Array(options)) = object.get_mut("enum")
+        && !options.contains(&Value::Null)
+    {
+        options.push(Value::Null);
+    }
+    if object.contains_key("const") {
+        let inner = Value::Object(std::mem::take(object));
+        object.insert("anyOf".into(), json!([inner, {"type": "null"}]));
+        return;
+    }
     match object.get_mut("type") {
         Some(Value::String(t)) if t != "null" => {
             let t = t.clone();
@@ -244,7 +330,7 @@ mod tests {
         }
         // The variant always passes the lint of the same provider.
         if schema.get("type") == Some(&json!("object")) {
-            let variant = strict_variant(provider, &schema);
+            let variant = strict_variant(provider, &schema).expect("a strict form");
             assert_eq!(lint(provider, &variant), Vec::<String>::new(), "{variant:#}");
         }
     }
@@ -284,11 +370,32 @@ mod tests {
     #[test]
     fn variant_keeps_optional_as_nullable_and_restates_constraints() {
         let schema = json!({"type":"object","properties":{"n":{"type":"integer","minimum":1,"description":"Count."},"s":{"type":"string"}},"required":["s"]});
-        let variant = strict_variant(Provider::OpenAi, &schema);
+        let variant = strict_variant(Provider::OpenAi, &schema).expect("a strict form");
         assert_eq!(variant["properties"]["n"]["type"], json!(["integer", "null"]));
         assert_eq!(variant["required"], json!(["n", "s"]));
-        let anthropic = strict_variant(Provider::Anthropic, &schema);
+        let anthropic = strict_variant(Provider::Anthropic, &schema).expect("a strict form");
         assert_eq!(anthropic["properties"]["n"]["description"], json!("Count. (Constraints: minimum: 1.)"));
         assert!(anthropic["properties"]["n"].get("minimum").is_none());
+    }
+
+    #[test]
+    fn maps_have_no_strict_form_and_refs_with_siblings_are_inlined() {
+        let map =
+            json!({"type":"object","properties":{"h":{"type":"object","additionalProperties":{"type":"string"}}}});
+        for provider in [Provider::OpenAi, Provider::Anthropic] {
+            let problems = strict_variant(provider, &map).expect_err("a map has no strict form");
+            assert!(problems.iter().any(|p| p.contains("arbitrary keys")), "{problems:?}");
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": {"m": {"$ref": "#/$defs/M", "default": "a", "description": "Mode."}},
+            "$defs": {"M": {"type": "string", "enum": ["a", "b"], "description": "How."}},
+        });
+        let variant = strict_variant(Provider::OpenAi, &schema).expect("a strict form");
+        let m = &variant["properties"]["m"];
+        assert_eq!(m["enum"], json!(["a", "b", null]));
+        assert_eq!(m["type"], json!(["string", "null"]));
+        assert!(m.get("$ref").is_none() && m.get("default").is_none(), "{m}");
+        assert!(m["description"].as_str().is_some_and(|d| d.starts_with("How. Mode.")), "{m}");
     }
 }

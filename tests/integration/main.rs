@@ -11,5 +11,6 @@ mod pipeline;
 mod quotas;
 mod sandbox;
 mod sessions;
+mod strict_schemas;
 mod support;
 mod transports;

@@ -97,7 +97,15 @@ fn row(row: &Row) -> String {
 fn outcome(reply: &Value) -> String {
     let result = &reply["result"];
     if result.get("isError") != Some(&Value::Bool(true)) {
-        return "ok".to_owned();
+        // `host_hog` reports how far it got and what the host refused.
+        let report = &result["structuredContent"];
+        return match (report.get("created"), report.get("error").and_then(Value::as_str)) {
+            (Some(created), Some(error)) => {
+                let error: String = error.chars().take(60).collect();
+                format!("refused after {created}: {error}")
+            }
+            _ => "ok".to_owned(),
+        };
     }
     let kind = result
         .pointer("/_meta/airlock~1kind")
@@ -237,9 +245,11 @@ fn half_open(setup: &Setup, count: usize) -> Row {
     let before = usage(pid);
     let sampler = Sampler::start(pid);
     let started = Instant::now();
+    // The attacker connects from 127.0.0.2, the normal client below from
+    // 127.0.0.1: the per-peer cap keeps one from crowding out the other.
     let mut held = Vec::new();
     for _ in 0..count {
-        if let Ok(mut stream) = TcpStream::connect(&addr) {
+        if let Some(mut stream) = connect_from([127, 0, 0, 2], &addr) {
             let _ = stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
             held.push(stream);
         }
@@ -260,6 +270,11 @@ fn half_open(setup: &Setup, count: usize) -> Row {
                     break;
                 }
                 Ok(_) => continue,
+                // A connection closed at once with data unread is reset.
+                Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => {
+                    open -= 1;
+                    break;
+                }
                 Err(_) => break,
             }
         }
@@ -269,13 +284,27 @@ fn half_open(setup: &Setup, count: usize) -> Row {
     let after = usage(pid);
     drop(held);
     Row {
-        attack: format!("{count} half-open HTTP connections"),
+        attack: format!("{count} half-open HTTP connections from one address"),
         outcome: format!("{} closed by the server, {open} still open; a normal client {served}", count - open),
         before,
         peak,
         after,
         to_error,
     }
+}
+
+/// A TCP connection to `addr` from the loopback address `from`.
+fn connect_from(from: [u8; 4], addr: &str) -> Option<TcpStream> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().ok()?;
+    let target: std::net::SocketAddr = addr.parse().ok()?;
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().ok()?;
+        socket.bind(std::net::SocketAddr::from((from, 0))).ok()?;
+        socket.connect(target).await.ok()
+    })?;
+    let stream = stream.into_std().ok()?;
+    stream.set_nonblocking(false).ok()?;
+    Some(stream)
 }
 
 fn initialize_over_http(addr: &str) -> &'static str {
@@ -323,7 +352,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
     rows.push(load_attack(
         setup,
         "parameters schema with $refs fanning out 2^30",
-        &format!("builtin_settings = false\n[tools.schema_bomb]\ncomponent = {bomb:?}\nside_effect = false\n"),
+        &format!("[tools.schema_bomb]\ncomponent = {bomb:?}\nside_effect = false\n"),
     ));
     let heavy = setup.test_guests.join("schema_heavy.wasm").display().to_string();
     let items: Vec<u32> = (0..100_000).collect();

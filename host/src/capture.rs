@@ -52,7 +52,7 @@ impl CapturedOutput {
         let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
         let room = self.cap.saturating_sub(buffer.kept.len());
         let take = room.min(bytes.len());
-        buffer.kept.extend_from_slice(&bytes[..take]);
+        buffer.kept.extend_from_slice(bytes.get(..take).unwrap_or(bytes));
         buffer.dropped += (bytes.len() - take) as u64;
     }
 

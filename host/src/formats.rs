@@ -69,7 +69,7 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
         Format::Anthropic => {
             let mut tool = json!({ "name": name, "description": description, "input_schema": parameters });
             if strict {
-                tool["strict"] = Value::Bool(true);
+                set(&mut tool, "strict", Value::Bool(true));
             }
             tool
         }
@@ -78,20 +78,27 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
             if let Some(McpExtras { output_schema, read_only }) = extras {
                 if let Some(schema) = output_schema.as_ref().filter(|s| s.get("type") == Some(&json!("object"))) {
                     // MCP requires an object-typed outputSchema.
-                    tool["outputSchema"] = schema.clone();
+                    set(&mut tool, "outputSchema", schema.clone());
                 }
                 let mut annotations = Map::new();
                 annotations.insert("readOnlyHint".into(), Value::Bool(*read_only));
                 annotations.insert("destructiveHint".into(), Value::Bool(!*read_only));
-                tool["annotations"] = Value::Object(annotations);
+                set(&mut tool, "annotations", Value::Object(annotations));
             }
             tool
         }
     };
     if *defer_loading && matches!(format, Format::OpenAiResponses | Format::Anthropic) {
-        value["defer_loading"] = Value::Bool(true);
+        set(&mut value, "defer_loading", Value::Bool(true));
     }
     value
+}
+
+/// Sets `key` of the JSON object `tool` (every tool encoding is one).
+fn set(tool: &mut Value, key: &str, value: Value) {
+    if let Value::Object(map) = tool {
+        map.insert(key.to_owned(), value);
+    }
 }
 
 #[cfg(test)]

@@ -175,7 +175,7 @@ pub fn check_header(bytes: &[u8]) -> Result<(), String> {
     match bytes.get(..8) {
         Some(h) if h == COMPONENT_HEADER => Ok(()),
         Some(h) if h == MODULE_HEADER => Err("this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it with `wasm-tools component new`)".into()),
-        Some(h) if h[..4] == MODULE_HEADER[..4] => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
+        Some(h) if h.get(..4) == MODULE_HEADER.get(..4) => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
         _ => Err("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2".into()),
     }
 }

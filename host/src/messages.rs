@@ -9,7 +9,7 @@
 use crate::arguments::RawArguments;
 use crate::formats::Format;
 use crate::pipeline::{CallRequest, ToolResult};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// At most this many calls are taken from one message.
 pub const MAX_CALLS_PER_MESSAGE: usize = 128;
@@ -144,11 +144,14 @@ pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
             let blocks: Vec<Value> = results
                 .iter()
                 .map(|r| {
-                    let mut block = json!({ "type": "tool_result", "tool_use_id": r.call_id, "content": r.content });
+                    let mut block = Map::new();
+                    block.insert("type".into(), json!("tool_result"));
+                    block.insert("tool_use_id".into(), json!(r.call_id));
+                    block.insert("content".into(), json!(r.content));
                     if r.is_error {
-                        block["is_error"] = Value::Bool(true);
+                        block.insert("is_error".into(), Value::Bool(true));
                     }
-                    block
+                    Value::Object(block)
                 })
                 .collect();
             json!([{ "role": "user", "content": blocks }])

@@ -211,7 +211,6 @@ fn write_canonical(value: &Value, out: &mut String) {
 /// `"` and `\`, the short escapes for `\b \f \n \r \t`, `\u00xx` for other
 /// control characters, everything else as is.
 fn push_json_string(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
     out.push('"');
     // Most values (hashes, names, ids) need no escaping: one scan, one copy.
@@ -238,8 +237,7 @@ fn push_json_string(out: &mut String, s: &str) {
         out.push_str(&s[start..i]);
         if short.is_empty() {
             out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
+            push_hex(out, &[b]);
         } else {
             out.push_str(short);
         }
@@ -265,12 +263,17 @@ fn sha256_digest(text: &str) -> String {
 /// Appends `bytes` as lowercase hex (as `hex::encode`, without its
 /// per-character iterator).
 fn push_hex(out: &mut String, bytes: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(bytes.len() * 2);
     for &b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
+        out.push(hex_digit(b >> 4));
+        out.push(hex_digit(b & 0xf));
     }
+}
+
+/// The lowercase hex digit of the low four bits of `nibble`.
+fn hex_digit(nibble: u8) -> char {
+    let nibble = nibble & 0xf;
+    char::from(if nibble < 10 { b'0' + nibble } else { b'a' + nibble - 10 })
 }
 
 /// `s` cut to at most `max` bytes at a character boundary, ending in `…` when cut.

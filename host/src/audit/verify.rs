@@ -165,8 +165,9 @@ pub fn tail(path: &Path, n: usize) -> Result<Vec<Value>, AuditError> {
     // What follows the last line end: nothing, or a record still being written.
     lines.pop();
     let skip = lines.len().saturating_sub(n);
-    lines[skip..]
+    lines
         .iter()
+        .skip(skip)
         .map(|line| {
             if line.len() > MAX_LINE_BYTES {
                 return Err(damaged(format!("a line near its end is longer than {MAX_LINE_BYTES} bytes")));

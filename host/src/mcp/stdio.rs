@@ -304,7 +304,7 @@ async fn read_line<R: AsyncBufRead + Unpin>(read: &mut R, line: &mut Vec<u8>, ma
                 line.clear();
                 line.shrink_to(READ_BUFFER_BYTES);
             } else {
-                line.extend_from_slice(&available[..content]);
+                line.extend_from_slice(available.get(..content).unwrap_or(available));
             }
         }
         read.consume(newline.map_or(content, |at| at + 1));

@@ -23,7 +23,7 @@ from agents.usage import Usage
 from mcp.types import Tool as MCPTool
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from conftest import BIN, BUNDLED, CALL_TIMEOUT, HttpServer, Setup, assert_names_available_tools, server_env
+from conftest import BIN, BUNDLED, HttpServer, Setup, assert_names_available_tools, server_env
 
 pytestmark = [
     pytest.mark.anyio,
@@ -67,7 +67,9 @@ class ScriptedModel(Model):
         """The text of every tool result the model was given, in call order."""
         assert len(self.turns) >= 2, f"the agent never came back to the model: {self.turns}"
         items = [item for item in self.turns[1] if isinstance(item, dict) and item.get("type") == "function_call_output"]
-        return [output_text(item["output"]) for item in items]
+        by_id = {item["call_id"]: output_text(item["output"]) for item in items}
+        assert len(by_id) == len(self.calls), items
+        return [by_id[f"call_{i}"] for i in range(len(self.calls))]
 
 
 def output_text(output: Any) -> str:
@@ -92,7 +94,7 @@ def airlock_stdio(setup: Setup, timeout: float | None = 60) -> MCPServerStdio:
 
 def airlock_http(url: str, timeout: float | None = 60) -> MCPServerStreamableHttp:
     return MCPServerStreamableHttp(
-        params={"url": url, "timeout": CALL_TIMEOUT},
+        params={"url": url},
         client_session_timeout_seconds=timeout,
         cache_tools_list=True,
     )
@@ -177,10 +179,11 @@ async def test_a_name_the_agent_does_not_offer_ends_the_run(setup: Setup) -> Non
             await run_calls(server, [("nope", {})])
 
 
-async def test_a_call_longer_than_the_default_client_timeout_completes_with_the_snippet(setup: Setup) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_call_longer_than_the_default_client_timeout_completes_with_the_snippet(transport: str, setup: Setup, request: pytest.FixtureRequest) -> None:
     """The SDK's default `client_session_timeout_seconds` is 5 s; the
     README's snippet sets 60. `hostile`'s `sleep` takes 7 s."""
-    async with airlock_stdio(setup, timeout=60) as server:
+    async with connected(transport, setup, request, timeout=60) as server:
         model = await run_calls(server, [("hostile", {"attack": "sleep", "ms": 7000})])
         [text] = model.outputs()
         assert json.loads(text) == {"slept_ms": 7000}, text

@@ -20,7 +20,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup test test-rust test-python test-ts test-conformance lint bench demo doc clean
+.PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks lint bench demo doc clean
 
 include mk/interpreters.mk
 
@@ -53,6 +53,19 @@ $(VENV)/.mcp-requirements: tests/mcp/requirements.txt | $(PY)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 	touch $@
 
+# The agent-framework tests (tests/frameworks) need the mcp 1.x line, which
+# conflicts with the mcp 2.x of tests/mcp: a venv of their own, reinstalled
+# whenever their pinned requirements change.
+FRAMEWORKS_VENV := $(CURDIR)/.venv-frameworks
+FRAMEWORKS_PY := $(FRAMEWORKS_VENV)/bin/python
+
+$(FRAMEWORKS_PY):
+	python3 -m venv $(FRAMEWORKS_VENV)
+
+$(FRAMEWORKS_VENV)/.frameworks-requirements: tests/frameworks/requirements.txt | $(FRAMEWORKS_PY)
+	$(FRAMEWORKS_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/frameworks/requirements.txt
+	touch $@
+
 # The TypeScript SDK client tests and the MCP conformance suite: npm
 # packages pinned by their package-lock.json, reinstalled whenever it
 # changes. The suite needs Node >= 22, which its package.json installs (the
@@ -75,21 +88,25 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
-test: guests $(VENV)/.mcp-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
+test: guests $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
+	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks
 	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
 	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
 
-# The same two steps alone, against what `make build` built.
+# The same steps alone, against what `make build` built.
 test-ts: build $(TS_STAMP)
 	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
 
 test-conformance: build $(CONFORMANCE_STAMP)
 	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+
+test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements
+	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks
 
 lint: setup
 	$(CARGO) fmt --all --check

@@ -217,8 +217,8 @@ async fn no_encoding_carries_a_nonstandard_format() {
 async fn a_null_session_is_no_session_and_a_required_null_is_refused() {
     let dir = temp_dir();
     let host = deny_all_host(dir.path()).await;
-    // `session: null` is dropped before validation: the call reaches the
-    // policy like a call without `session`.
+    // `session: null` is no session and `stdin: null` no input: the call
+    // reaches the policy like a call without them.
     let no_session = json!({"code": "1", "stdin": null, "session": null});
     let result = host.call(CallRequest::new("tester", "run_python", no_session), None).await;
     assert_eq!(result.outcome(), "denied", "{}", result.content);

@@ -42,6 +42,11 @@ CODE_FILENAME = "<code>"
 # Frames kept at each end of a very deep traceback (RecursionError).
 TRACEBACK_EDGE_FRAMES = 20
 
+# The optional members accept `null`, as run_js's do: the strict-mode
+# converters of agent frameworks (the OpenAI Agents SDK, LangChain, Pydantic
+# AI) make every member required and keep its type, so `null` is the only
+# way a model can leave one out there; with `"type": "string"` it would have
+# to invent a session id (an empty one is refused).
 PARAMETERS_SCHEMA = {
     "type": "object",
     "properties": {
@@ -52,13 +57,13 @@ PARAMETERS_SCHEMA = {
             "statement, if that is an expression, is returned as `result`.",
         },
         "stdin": {
-            "type": "string",
+            "type": ["string", "null"],
             "maxLength": MAX_STDIN_BYTES,
             "description": "Text the code reads through input() or sys.stdin. "
             "Empty when omitted.",
         },
         "session": {
-            "type": "string",
+            "type": ["string", "null"],
             "description": "Optional session id (1-64 characters: letters, digits, `_`, `-`, `.`). "
             "Calls with the same id continue in the same interpreter, so variables, functions and "
             "imports from earlier calls are still defined. The state lives only inside that "
@@ -475,7 +480,8 @@ def check_arguments(arguments):
         raise ArgumentError(
             "invalid_arguments", f"unknown argument(s) {unknown}: only `code`, `stdin` and `session` exist"
         )
-    if "session" in arguments:
+    # `null` is an optional argument left empty (as in run_js).
+    if arguments.get("session") is not None:
         raise ArgumentError("sessions_disabled", SESSIONS_DISABLED)
     code = arguments.get("code")
     stdin = arguments.get("stdin")

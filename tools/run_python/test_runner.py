@@ -127,6 +127,8 @@ class Arguments(unittest.TestCase):
     def test_accepts_code_and_optional_stdin(self):
         self.assertEqual(runner.check_arguments({"code": "1"}), ("1", ""))
         self.assertEqual(runner.check_arguments({"code": "1", "stdin": "x"}), ("1", "x"))
+        # `null` leaves an optional argument out.
+        self.assertEqual(runner.check_arguments({"code": "1", "stdin": None, "session": None}), ("1", ""))
 
     def test_rejects_bad_arguments(self):
         for args, code in [

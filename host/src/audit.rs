@@ -96,6 +96,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 mod files;
@@ -174,6 +175,40 @@ pub struct AuditSettings {
     /// Object keys whose values are replaced by `"[redacted]"`, at any depth,
     /// compared case-insensitively. Expected in lowercase.
     pub redact_keys: Vec<String>,
+}
+
+/// `[audit]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    file: PathBuf,
+    durability: Option<String>,
+    #[serde(default)]
+    record_arguments: bool,
+    #[serde(default)]
+    redact_keys: Vec<String>,
+}
+
+impl AuditSettings {
+    /// Check `[audit]`; a relative `file` is resolved by `resolve`.
+    ///
+    /// # Errors
+    ///
+    /// A `durability` other than `"flush"` or `"fsync"`, naming the key
+    /// and what is accepted.
+    pub fn from_raw(raw: RawAudit, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<AuditSettings, String> {
+        let durability = match raw.durability.as_deref() {
+            None | Some("flush") => Durability::Flush,
+            Some("fsync") => Durability::Fsync,
+            Some(other) => return Err(format!("durability = {other:?} is not accepted: use \"flush\" or \"fsync\"")),
+        };
+        Ok(AuditSettings {
+            file: resolve(&raw.file),
+            durability,
+            record_arguments: raw.record_arguments,
+            redact_keys: raw.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
+        })
+    }
 }
 
 /// What the pipeline reports about one call. The log adds `seq`, `time`,

@@ -156,6 +156,7 @@ mod load;
 mod request;
 
 use cache::{Annotations, DecisionKey};
+pub use load::{PolicyFiles, RawPolicy};
 
 /// Deepest nesting of arrays and objects in the arguments that is converted
 /// into the Cedar context; the arguments object itself is level 1. Deeper

@@ -165,7 +165,7 @@ impl Limits {
     /// engine-wide ceilings.
     ///
     /// A fuel budget nobody set follows the deadline (see
-    /// [`FUEL_PER_DEADLINE_SECOND`]), so that the deadline binds first on any
+    /// `FUEL_PER_DEADLINE_SECOND`), so that the deadline binds first on any
     /// CPU; one set explicitly, in `raw` or in `base`, is kept as it is.
     ///
     /// # Errors

@@ -12,83 +12,12 @@
 //! disk are not trusted either: [`verify`], [`tail`] and [`AuditLog::open`] read
 //! lines of at most 1 MiB and report anything else as damage, never panic.
 //!
-//! # Format
+//! The configuration, the record format, the hash chain, verification and
+//! what the log guarantees are specified for operators in `docs/audit.md`,
+//! included here. The members are `FIELDS` below, built in
+//! `audit/record.rs`; the caps are the constants below.
 //!
-//! The log is a JSON-lines file (mode 0600 on unix when Airlock creates it).
-//! Each line is one object with these members, in this order:
-//!
-//! ```text
-//! seq time call_id principal tool [session] component_digest argument_digest
-//! [arguments] decision policy outcome message duration_us fuel_used prev hash
-//! ```
-//!
-//! `session` is present only for a call that ran in a session (the id the
-//! model gave), so logs written before sessions existed still verify.
-//!
-//! `seq` counts from 1; `time` is when the record was appended (RFC 3339, UTC,
-//! microseconds); `prev` is the `hash` of the record before (64 zeros for the
-//! first record); `hash` is the lowercase hex SHA-256 of the record's canonical
-//! JSON without the `hash` member. Canonical JSON here means: no whitespace,
-//! object members sorted by name (UTF-8 byte order) at every depth, strings
-//! escaped as in RFC 8785 (only `"`, `\` and control characters), numbers as
-//! `serde_json` writes them. Outside `arguments` a record holds only strings,
-//! `null` and integers, so an RFC 8785 implementation reproduces the hash of
-//! any record whose arguments hold no fractions and no integer beyond ±2^53
-//! (RFC 8785 prints every number as a double). Airlock writes every line
-//! exactly in this form (values canonical, members in the order above), and
-//! [`verify`] rejects a line that is not, so two JSON parsers can never
-//! disagree about what a record says (duplicate member names, for instance).
-//!
-//! `arguments` are the redacted arguments in canonical JSON. They are replaced
-//! by a string saying why when they are nested deeper than 64 levels, longer
-//! than 64 KiB, or hold a floating-point number that `serde_json` would not
-//! read back exactly (possible unless its `float_roundtrip` feature is on):
-//! recorded arguments are exact or absent, never approximately right.
-//! `argument_digest` covers the (redacted) arguments in every case.
-//!
-//! Beside the log, `<file>.head` holds `{"seq":N,"hash":"..."}` padded to a
-//! fixed width: the last record Airlock wrote. It is rewritten in place after
-//! every record, and the writer holds an exclusive lock on it for as long as
-//! the log is open, so a second Airlock process cannot fork the chain.
-//!
-//! # What the log guarantees
-//!
-//! - **One record per call, written before the call returns.** When
-//!   [`AuditLog::append`] returns `Ok`, the whole line has been handed to the
-//!   operating system in a single `write` on a file opened with `O_APPEND`
-//!   ([`Durability::Flush`]: it survives a crash of Airlock), or also
-//!   `fdatasync`'d ([`Durability::Fsync`]: it survives a power loss).
-//! - **Tampering shows.** [`verify`] reports, with the line number, a record
-//!   that was edited (hash mismatch), removed (a gap in `seq`, or a `prev` that
-//!   does not match), replaced by one from another log (`prev` mismatch),
-//!   reordered, a line that is not a record, a file cut short (a partial last
-//!   line, or fewer records than the head file names), and a log rewritten
-//!   from some record on (its hash differs from the head file's).
-//! - **No silent continuation of a damaged log.** [`AuditLog::open`] checks the
-//!   last record and the head file and refuses to append after damage.
-//!
-//! # What it does not guarantee
-//!
-//! - **It is tamper-evident against partial edits, not tamper-proof.** The
-//!   chain is plain SHA-256 with no secret: whoever can rewrite both the log
-//!   and its head file can forge, extend or shorten the history and recompute
-//!   every hash. `verify` prints
-//!   the hash of the last record; copy it somewhere the attacker cannot write
-//!   (a ticket, another machine, a notary) and a later `verify` that does not
-//!   pass through that hash proves the log was rewritten.
-//! - **No confidentiality.** The file is protected by its mode only. Arguments
-//!   are recorded only when the operator asks, minus the values of the
-//!   configured keys; `argument_digest` is an unkeyed hash, so arguments with
-//!   little entropy can be confirmed by guessing (which is why it is computed
-//!   after redaction).
-//! - **Flush mode does not survive the machine.** After a power loss the log
-//!   may end early or in a partial line, or disagree with its head file, and
-//!   `verify` reports that, which is what happened.
-//! - **The lock is advisory.** It stops a second Airlock writer, not other
-//!   programs. [`verify`] can run while Airlock writes; it then accepts
-//!   records written after it read the head file and ignores a final line
-//!   still being written.
-//! - `time` comes from the system clock and is not checked for order.
+#![doc = include_str!("../../docs/audit.md")]
 
 use std::fmt;
 use std::fs::File;
@@ -96,6 +25,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 mod files;
@@ -174,6 +104,40 @@ pub struct AuditSettings {
     /// Object keys whose values are replaced by `"[redacted]"`, at any depth,
     /// compared case-insensitively. Expected in lowercase.
     pub redact_keys: Vec<String>,
+}
+
+/// `[audit]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    file: PathBuf,
+    durability: Option<String>,
+    #[serde(default)]
+    record_arguments: bool,
+    #[serde(default)]
+    redact_keys: Vec<String>,
+}
+
+impl AuditSettings {
+    /// Check `[audit]`; a relative `file` is resolved by `resolve`.
+    ///
+    /// # Errors
+    ///
+    /// A `durability` other than `"flush"` or `"fsync"`, naming the key
+    /// and what is accepted.
+    pub fn from_raw(raw: RawAudit, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<AuditSettings, String> {
+        let durability = match raw.durability.as_deref() {
+            None | Some("flush") => Durability::Flush,
+            Some("fsync") => Durability::Fsync,
+            Some(other) => return Err(format!("durability = {other:?} is not accepted: use \"flush\" or \"fsync\"")),
+        };
+        Ok(AuditSettings {
+            file: resolve(&raw.file),
+            durability,
+            record_arguments: raw.record_arguments,
+            redact_keys: raw.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
+        })
+    }
 }
 
 /// What the pipeline reports about one call. The log adds `seq`, `time`,

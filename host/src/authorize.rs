@@ -21,128 +21,13 @@
 //! addition, **a `forbid` policy that errors denies the call** (see
 //! [`Policy::decide`]), so an error can never turn a call into an allowed one.
 //!
-//! # The Cedar model
+//! The request a policy sees, the conversion of the arguments, the
+//! annotations and the load-time errors are specified for operators in
+//! `docs/policy.md`, included here. The request is built in
+//! `authorize/request.rs`, the annotations are read in `authorize/cache.rs`
+//! and `authorize/load.rs`.
 //!
-//! Every request is built the same way:
-//!
-//! | Cedar      | value |
-//! |------------|-------|
-//! | principal  | `Airlock::User::"<principal>"`. The entities file may describe it: attributes (`accounts: ["acc-1"]`) and parents (roles such as `Airlock::Role::"admin"`). An unknown principal is an entity with no attributes and no parents. |
-//! | action     | `Airlock::Action::"call"` |
-//! | resource   | `Airlock::Tool::"<tool name>"`, with attribute `side_effect: Bool` from [`ToolFacts`]. If the entities file has a `Airlock::Tool` entity with the same id, its attributes, tags and parents are kept and `side_effect` from [`ToolFacts`] overrides the file. |
-//! | context    | `{ "arguments": <the call's arguments> }` |
-//!
-//! Arguments are converted from JSON as follows:
-//!
-//! | JSON | Cedar |
-//! |------|-------|
-//! | object | record (fields whose value is `null` are omitted) |
-//! | array | set (`null` elements are omitted; duplicates collapse, order is lost) |
-//! | string | String |
-//! | bool | Bool |
-//! | integer that fits `i64` | Long |
-//! | other number | `decimal` when it has at most 4 fractional digits and fits Cedar's decimal range (±922337203685477.5807), else a String holding the number as JSON writes it |
-//! | `null` as the whole arguments | `context.arguments` is absent |
-//!
-//! The arguments are never read as Cedar's JSON format: keys such as
-//! `__entity` or `__extn` are ordinary record fields, so a model cannot forge
-//! an entity reference (`Airlock::User::"admin"`) or an extension value.
-//!
-//! Arguments nested deeper than [`MAX_ARGUMENT_DEPTH`] or holding more than
-//! [`MAX_ARGUMENT_VALUES`] values are not converted at all: the call is denied
-//! with a reason saying why. (Dropping or stringifying the deep part instead
-//! would let a `forbid` policy that looks at it silently stop applying.)
-//!
-//! Since integers become `Long` and fractions become `decimal`, and Cedar's
-//! `<`/`>` work only on `Long` (decimals use `.lessThan(…)` and friends), a rule
-//! about a number that may be sent either way is written twice, as in the
-//! example below. The rule that meets the other form errors and is simply not
-//! satisfied.
-//!
-//! # Annotations
-//!
-//! - `@id("name")` names a policy; [`Decision::policy`] reports it. A policy
-//!   without `@id` keeps the id Cedar gives it (`policy0`, `policy1`, … by
-//!   position in the file).
-//! - `@ask("why")` on a `permit`: when the call is allowed and *any* satisfied
-//!   permit carries `@ask`, the decision is [`Decision::Ask`] with that text
-//!   (ask wins over a plain permit). `@ask` with no text asks with
-//!   `policy "<id>" asks for confirmation`.
-//! - `@reason("why")` on a `forbid`: the text the model reads when that forbid
-//!   denies the call.
-//!
-//! `@ask` on a `forbid`, `@reason` on a `permit`, templates (policies with
-//! `?principal`/`?resource` slots) and duplicate ids are load-time errors.
-//!
-//! # Example
-//!
-//! `bank.cedar` (also in `tests/fixtures/policy/`):
-//!
-//! ```cedar
-//! @id("balance-own-accounts")
-//! permit (principal, action == Airlock::Action::"call", resource == Airlock::Tool::"get_balance")
-//! when {
-//!     principal has accounts &&
-//!     context.arguments has account_id &&
-//!     principal.accounts.contains(context.arguments.account_id)
-//! };
-//!
-//! @id("transfer-small")
-//! permit (principal in Airlock::Role::"customer", action == Airlock::Action::"call",
-//!         resource == Airlock::Tool::"create_transfer")
-//! when { context.arguments.amount > 0 && context.arguments.amount <= 10000 };
-//!
-//! @id("transfer-small-decimal")
-//! permit (principal in Airlock::Role::"customer", action == Airlock::Action::"call",
-//!         resource == Airlock::Tool::"create_transfer")
-//! when {
-//!     context.arguments.amount.greaterThan(decimal("0.0")) &&
-//!     context.arguments.amount.lessThanOrEqual(decimal("10000.0"))
-//! };
-//!
-//! @id("transfer-large")
-//! @ask("transfers above 10,000 need confirmation")
-//! permit (principal in Airlock::Role::"customer", action == Airlock::Action::"call",
-//!         resource == Airlock::Tool::"create_transfer")
-//! when { context.arguments.amount > 10000 };
-//!
-//! @id("transfer-large-decimal")
-//! @ask("transfers above 10,000 need confirmation")
-//! permit (principal in Airlock::Role::"customer", action == Airlock::Action::"call",
-//!         resource == Airlock::Tool::"create_transfer")
-//! when { context.arguments.amount.greaterThan(decimal("10000.0")) };
-//!
-//! @id("no-transfer-to-frozen")
-//! @reason("transfers to the frozen account acc-frozen are refused")
-//! forbid (principal, action == Airlock::Action::"call", resource == Airlock::Tool::"create_transfer")
-//! when { context.arguments has to && context.arguments.to == "acc-frozen" };
-//! ```
-//!
-//! `bank.entities.json` (Cedar's entities JSON format):
-//!
-//! ```json
-//! [
-//!   { "uid": { "type": "Airlock::User", "id": "alice" },
-//!     "attrs": { "accounts": ["acc-alice"] },
-//!     "parents": [{ "type": "Airlock::Role", "id": "customer" }] },
-//!   { "uid": { "type": "Airlock::User", "id": "bob" },
-//!     "attrs": { "accounts": ["acc-bob"] },
-//!     "parents": [{ "type": "Airlock::Role", "id": "customer" }] },
-//!   { "uid": { "type": "Airlock::Role", "id": "customer" }, "attrs": {}, "parents": [] },
-//!   { "uid": { "type": "Airlock::Tool", "id": "create_transfer" },
-//!     "attrs": { "category": "payments" }, "parents": [] }
-//! ]
-//! ```
-//!
-//! # Errors at load time
-//!
-//! [`PolicyError`] messages name the file. Syntax errors and invalid policies
-//! are reported as `file:line:column: message` (1-based line and column, the
-//! form compilers use), followed by the offending source line. Entities errors
-//! name the file and the problem (JSON syntax errors with their line and
-//! column); an entity with a key other than `uid`, `attrs`, `parents` and
-//! `tags` is refused, since Cedar itself would silently ignore a misspelt
-//! `"parent"` and with it a role.
+#![doc = include_str!("../../docs/policy.md")]
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -156,6 +41,7 @@ mod load;
 mod request;
 
 use cache::{Annotations, DecisionKey};
+pub use load::{PolicyFiles, RawPolicy};
 
 /// Deepest nesting of arrays and objects in the arguments that is converted
 /// into the Cedar context; the arguments object itself is level 1. Deeper

@@ -1,10 +1,14 @@
 //! The wasmtime engine shared by every tool: configuration (pooling
 //! allocator, fuel, epochs), the epoch ticker, the WASI linker and the
 //! on-disk cache of compiled components.
+//!
+//! This module owns `[engine]`: [`RawEngine`] is it as written,
+//! [`EngineSettings::from_raw`] checks it.
 
 use crate::limits::{DEFAULT_WASM_STACK_BYTES, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
 use crate::sandbox::CallCtx;
 use anyhow::Context as _;
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -17,6 +21,23 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 /// How often the epoch advances. Deadlines are checked on each tick, so a
 /// runaway guest overshoots its deadline by at most about one tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Smallest `[engine] wasm_stack_kib` accepted.
+const MIN_WASM_STACK_KIB: usize = 64;
+/// Largest `[engine] wasm_stack_kib` accepted.
+const MAX_WASM_STACK_KIB: usize = 16 * 1024;
+/// Largest `[engine] max_live_instances` accepted.
+const MAX_LIVE_INSTANCES: u32 = 10_000;
+
+/// `[engine]` as written.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawEngine {
+    cache: Option<bool>,
+    cache_dir: Option<PathBuf>,
+    wasm_stack_kib: Option<usize>,
+    max_live_instances: Option<u32>,
+}
 
 /// Engine-wide settings (per-call limits live in [`crate::Limits`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +60,51 @@ impl Default for EngineSettings {
     fn default() -> Self {
         Self { wasm_stack_bytes: DEFAULT_WASM_STACK_BYTES, cache_dir: None, max_live_instances: 256 }
     }
+}
+
+impl EngineSettings {
+    /// Check `[engine]`; a relative `cache_dir` is resolved by `resolve`.
+    /// With no `cache_dir` (and `cache` not `false`) the cache is in
+    /// `$AIRLOCK_CACHE_DIR`, `$XDG_CACHE_HOME/airlock` or `$HOME/.cache/airlock`.
+    ///
+    /// # Errors
+    ///
+    /// A value out of range, naming the key and the accepted range.
+    pub fn from_raw(raw: RawEngine, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<EngineSettings, String> {
+        let defaults = EngineSettings::default();
+        let wasm_stack_bytes = match raw.wasm_stack_kib {
+            Some(kib) if !(MIN_WASM_STACK_KIB..=MAX_WASM_STACK_KIB).contains(&kib) => {
+                return Err(format!(
+                    "wasm_stack_kib = {kib} is out of range: accepted {MIN_WASM_STACK_KIB}..={MAX_WASM_STACK_KIB}"
+                ));
+            }
+            Some(kib) => kib << 10,
+            None => defaults.wasm_stack_bytes,
+        };
+        let max_live_instances = match raw.max_live_instances {
+            Some(n) if !(1..=MAX_LIVE_INSTANCES).contains(&n) => {
+                return Err(format!("max_live_instances = {n} is out of range: accepted 1..={MAX_LIVE_INSTANCES}"));
+            }
+            Some(n) => n,
+            None => defaults.max_live_instances,
+        };
+        let cache_dir = match raw.cache {
+            Some(false) => None,
+            _ => raw.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
+        };
+        Ok(EngineSettings { wasm_stack_bytes, cache_dir, max_live_instances })
+    }
+}
+
+/// The compiled-component cache used when the config names none:
+/// `$AIRLOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/airlock`, else
+/// `$HOME/.cache/airlock` — directories only the user running Airlock can
+/// write.
+fn default_cache_dir() -> Option<PathBuf> {
+    let non_empty = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    non_empty("AIRLOCK_CACHE_DIR")
+        .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("airlock")))
+        .or_else(|| non_empty("HOME").map(|d| d.join(".cache/airlock")))
 }
 
 /// The engine, its WASI linker and the compiled-artifact cache.
@@ -194,6 +260,16 @@ pub fn digest(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_errors_name_the_key_and_the_range() {
+        use crate::config::testing::{check_err, parse};
+        check_err("[engine]\nwasm_stack_kib = 1", &["[engine]", "wasm_stack_kib", "accepted 64..=16384"]);
+        check_err("[engine]\nmax_live_instances = 0", &["[engine]", "max_live_instances = 0", "accepted 1..=10000"]);
+        check_err("[engine]\nbogus = 1", &["bogus", "cache_dir"]);
+        let engine = parse("[engine]\nwasm_stack_kib = 128\ncache = false\ncache_dir = \"c\"").unwrap().engine;
+        assert_eq!((engine.wasm_stack_bytes, engine.cache_dir), (128 << 10, None), "cache = false wins");
+    }
 
     #[test]
     fn digest_is_sha256_hex() {

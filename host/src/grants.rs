@@ -14,12 +14,18 @@
 //! Random bytes are capped per request at
 //! [`MAX_RANDOM_BYTES`](crate::limits::MAX_RANDOM_BYTES); open files are
 //! counted in `budget.rs`.
+//!
+//! This module owns the grant keys of `[tools.NAME]` (`dirs`, `env`,
+//! `env_from_host`, and `network` through [`crate::network`]):
+//! [`Grants::from_raw`] checks them once, when the config is loaded.
 
 use crate::capture::CapturedOutput;
 use crate::limits::MAX_RANDOM_BYTES;
-use crate::network::NetworkGrant;
+use crate::network::{NetworkGrant, RawNetwork};
 use anyhow::Context as _;
-use std::path::PathBuf;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
@@ -64,7 +70,85 @@ pub struct Grants {
     pub network: Option<Arc<NetworkGrant>>,
 }
 
+/// One entry of `[tools.NAME] dirs` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDir {
+    host: PathBuf,
+    guest: String,
+    #[serde(default = "default_access")]
+    access: String,
+}
+
+fn default_access() -> String {
+    "ro".into()
+}
+
+/// The grant keys of `[tools.NAME]` as written. They sit in the tool's own
+/// table, so the tool's settings read them as their own fields (a flattened
+/// table would lose the line numbers of type errors) and hand them here.
+#[derive(Debug, Default)]
+pub struct RawGrants {
+    /// `dirs`: directories to preopen.
+    pub dirs: Vec<RawDir>,
+    /// `env`: variables with their values.
+    pub env: BTreeMap<String, String>,
+    /// `env_from_host`: variables whose values are read from the host's
+    /// environment at load time.
+    pub env_from_host: Vec<String>,
+    /// `[tools.NAME.network]`.
+    pub network: Option<RawNetwork>,
+}
+
 impl Grants {
+    /// Check raw grants: directories exist and are canonicalized (relative
+    /// host paths through `resolve`), guest paths are absolute, variables
+    /// from the host are set, the network grant is valid.
+    ///
+    /// # Errors
+    ///
+    /// The first grant that cannot be given, naming its key and what is
+    /// accepted.
+    pub fn from_raw(raw: RawGrants, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Grants, String> {
+        let mut grants = Grants::default();
+        for dir in &raw.dirs {
+            let access = match dir.access.as_str() {
+                "ro" => DirAccess::ReadOnly,
+                "rw" => DirAccess::ReadWrite,
+                other => return Err(format!("dirs: access = {other:?} is not accepted: use \"ro\" or \"rw\"")),
+            };
+            if !dir.guest.starts_with('/') || dir.guest.split('/').any(|part| part == "..") {
+                return Err(format!(
+                    "dirs: guest = {:?} must be an absolute guest path without `..`, e.g. \"/workspace\"",
+                    dir.guest
+                ));
+            }
+            let host = resolve(&dir.host);
+            let host_path = host.canonicalize().map_err(|err| format!("dirs: host = {:?}: {err}", host.display()))?;
+            if !host_path.is_dir() {
+                return Err(format!("dirs: host = {:?} is not a directory", host.display()));
+            }
+            if host_path == Path::new("/") {
+                return Err(
+                    "dirs: granting the host's root directory is refused; grant the directory the tool needs".into()
+                );
+            }
+            grants.dirs.push(DirGrant { host_path, guest_path: dir.guest.clone(), access });
+        }
+        for (name, value) in raw.env {
+            grants.env.push(EnvGrant { name, value });
+        }
+        for name in raw.env_from_host {
+            let value = std::env::var(&name)
+                .map_err(|_| format!("env_from_host: {name:?} is not set in the host environment"))?;
+            grants.env.push(EnvGrant { name, value });
+        }
+        if let Some(network) = raw.network {
+            grants.network = Some(Arc::new(NetworkGrant::from_raw(network, resolve)?));
+        }
+        Ok(grants)
+    }
+
     /// True when nothing is granted.
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty() && self.env.is_empty() && self.network.is_none()
@@ -122,6 +206,7 @@ impl Grants {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::testing::{check_err, parse};
 
     #[test]
     fn default_grants_nothing() {
@@ -155,5 +240,31 @@ mod tests {
             panic!("opened a missing directory")
         };
         assert!(format!("{err:#}").contains("/nonexistent/airlock-test"));
+    }
+
+    #[test]
+    fn grants_are_parsed_and_canonicalized() {
+        let dir = std::env::temp_dir();
+        let text = format!(
+            "[tools.rf]\ndirs = [{{ host = {:?}, guest = \"/data\" }}]\nenv = {{ LANG = \"C\" }}\n",
+            dir.display()
+        );
+        let config = parse(&text).unwrap();
+        let grants = config.settings_for("rf").grants;
+        assert_eq!(grants.dirs[0].access, DirAccess::ReadOnly, "directories are read-only unless rw");
+        assert_eq!(grants.dirs[0].host_path, dir.canonicalize().unwrap());
+        assert_eq!(grants.env, vec![EnvGrant { name: "LANG".into(), value: "C".into() }]);
+    }
+
+    #[test]
+    fn config_errors_name_the_grant_and_what_is_accepted() {
+        check_err(
+            "[tools.echo]\ndirs = [{ host = \".\", guest = \"/w\", access = \"rwx\" }]",
+            &["[tools.echo]", "access", "\"ro\" or \"rw\""],
+        );
+        check_err("[tools.echo]\ndirs = [{ host = \".\", guest = \"w\" }]", &["guest", "absolute"]);
+        check_err("[tools.echo]\ndirs = [{ host = \"/no/such/dir\", guest = \"/w\" }]", &["/no/such/dir"]);
+        check_err("[tools.echo]\ndirs = [{ host = \"/\", guest = \"/w\" }]", &["root directory"]);
+        check_err("[tools.echo]\nenv_from_host = [\"AIRLOCK_SURELY_UNSET_VAR\"]", &["AIRLOCK_SURELY_UNSET_VAR"]);
     }
 }

@@ -3,7 +3,8 @@
 //! why.
 
 use crate::engine::{Runtime, digest};
-use crate::loader::{self, ToolSettings};
+use crate::loader;
+use crate::tool_settings::ToolSettings;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;

@@ -29,6 +29,7 @@ mod engine;
 mod formats;
 mod grants;
 mod host;
+mod http_settings;
 mod inspect;
 mod limits;
 mod loader;
@@ -49,6 +50,7 @@ mod schema_cost;
 mod schema_portable;
 mod session;
 mod strict;
+mod tool_settings;
 mod validate;
 
 pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
@@ -66,7 +68,7 @@ pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
 pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
-pub use loader::{LoadError, LoadedTool, ToolSettings, check_header, load as load_component};
+pub use loader::{LoadError, LoadedTool, check_header, load as load_component};
 pub use messages::{read_calls, write_results};
 pub use network::{
     HostPattern, NetworkGrant, OriginPattern, OriginRule, RequestOrigin, Scheme, SecretHeader, SecretValue,
@@ -80,6 +82,7 @@ pub use sandbox::Execution;
 pub use schema_cost::MAX_SCHEMA_COST;
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
 pub use strict::{Provider, lint as strict_lint};
+pub use tool_settings::ToolSettings;
 pub use validate::{INLINE_VALIDATION_WORK, MAX_BLOCKING_VALIDATIONS, MAX_VALIDATION_WORK};
 
 /// Re-exported so front ends can cancel calls without another dependency.

@@ -3,7 +3,12 @@
 //! Limits always apply: there is no "unlimited". The defaults below hold for
 //! every tool unless the operator lowers or raises them in `airlock.toml`,
 //! within the engine-wide ceilings at the bottom of this file.
+//!
+//! This module owns the limit keys of `[defaults]` and `[tools.NAME]`:
+//! [`RawLimits`] is them as written, [`Limits::from_raw`] applies and checks
+//! them.
 
+use serde::Deserialize;
 use std::time::Duration;
 
 /// Default wall-clock deadline of one call.
@@ -115,6 +120,22 @@ pub struct Limits {
     pub max_open_files: usize,
 }
 
+/// The limit keys of `[defaults]` and `[tools.NAME]` as written: each one
+/// set overrides one field of [`Limits`].
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    timeout_ms: Option<u64>,
+    fuel: Option<u64>,
+    memory_mib: Option<usize>,
+    table_elements: Option<usize>,
+    instances: Option<usize>,
+    max_output_bytes: Option<usize>,
+    max_stdio_bytes: Option<usize>,
+    host_memory_mib: Option<usize>,
+    max_open_files: Option<usize>,
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
@@ -138,6 +159,53 @@ impl Limits {
     pub const fn fuel_for(timeout: Duration) -> u64 {
         let millis = timeout.as_millis() as u64;
         millis.saturating_mul(FUEL_PER_DEADLINE_SECOND / 1000)
+    }
+
+    /// `base` with the keys set in `raw` overridden, checked against the
+    /// engine-wide ceilings.
+    ///
+    /// A fuel budget nobody set follows the deadline (see
+    /// `FUEL_PER_DEADLINE_SECOND`), so that the deadline binds first on any
+    /// CPU; one set explicitly, in `raw` or in `base`, is kept as it is.
+    ///
+    /// # Errors
+    ///
+    /// A limit out of range: the message names its key and what is
+    /// accepted (see [`Limits::check`]).
+    pub fn from_raw(base: Limits, raw: &RawLimits) -> Result<Limits, String> {
+        let mut limits = base;
+        let fuel_follows_deadline = limits.fuel == Limits::fuel_for(limits.timeout);
+        if let Some(ms) = raw.timeout_ms {
+            limits.timeout = Duration::from_millis(ms);
+        }
+        if let Some(fuel) = raw.fuel {
+            limits.fuel = fuel;
+        } else if fuel_follows_deadline {
+            limits.fuel = Limits::fuel_for(limits.timeout);
+        }
+        if let Some(mib) = raw.memory_mib {
+            limits.memory_bytes = mib.saturating_mul(1 << 20);
+        }
+        if let Some(n) = raw.table_elements {
+            limits.table_elements = n;
+        }
+        if let Some(n) = raw.instances {
+            limits.instances = n;
+        }
+        if let Some(n) = raw.max_output_bytes {
+            limits.max_output_bytes = n;
+        }
+        if let Some(n) = raw.max_stdio_bytes {
+            limits.max_stdio_bytes = n;
+        }
+        if let Some(mib) = raw.host_memory_mib {
+            limits.host_memory_bytes = mib.saturating_mul(1 << 20);
+        }
+        if let Some(n) = raw.max_open_files {
+            limits.max_open_files = n;
+        }
+        limits.check()?;
+        Ok(limits)
     }
 
     /// Check the limits against the engine-wide ceilings; the error says
@@ -191,6 +259,7 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::testing::{check_err, parse};
 
     #[test]
     fn defaults_are_within_ceilings() {
@@ -228,5 +297,41 @@ mod tests {
         assert!(limits.max_outgoing_bodies() * OUTGOING_BODY_BYTES <= limits.host_memory_bytes / 2);
         const { assert!(HTTP_FIELDS_BYTES < RESOURCE_RESERVE_BYTES, "a full header map fits in its slot") };
         assert!(limits.hostcall_bytes() > limits.max_output_bytes, "a result at the output cap still crosses");
+    }
+
+    #[test]
+    fn per_tool_overrides_defaults() {
+        let config = parse(
+            "[defaults]\ntimeout_ms = 500\n[tools.echo]\nfuel = 1000\nside_effect = false\nconcurrency_safe = true\n",
+        )
+        .unwrap();
+        let echo = config.settings_for("echo");
+        assert_eq!(echo.limits.timeout, Duration::from_millis(500));
+        assert_eq!(echo.limits.fuel, 1000);
+        assert!(echo.concurrency_safe && !echo.side_effect);
+        let config = parse("[tools.echo]\nhost_memory_mib = 16\nmax_open_files = 8\n").unwrap();
+        let echo = config.settings_for("echo").limits;
+        assert_eq!((echo.host_memory_bytes, echo.max_open_files), (16 << 20, 8));
+    }
+
+    #[test]
+    fn unset_fuel_follows_the_deadline_and_set_fuel_is_kept() {
+        let config = parse(
+            "[defaults]\ntimeout_ms = 500\n[tools.a]\ntimeout_ms = 2000\n[tools.b]\nfuel = 7\ntimeout_ms = 2000\n",
+        )
+        .unwrap();
+        assert_eq!(config.defaults.fuel, Limits::fuel_for(Duration::from_millis(500)));
+        assert_eq!(config.settings_for("a").limits.fuel, Limits::fuel_for(Duration::from_secs(2)));
+        assert_eq!(config.settings_for("b").limits.fuel, 7);
+        let config = parse("[defaults]\nfuel = 5\n[tools.a]\ntimeout_ms = 2000\n").unwrap();
+        assert_eq!(config.settings_for("a").limits.fuel, 5, "an explicit default budget is inherited");
+    }
+
+    #[test]
+    fn config_errors_name_the_limit_and_the_range() {
+        check_err("[defaults]\nmemory_mib = 999999", &["[defaults]", "memory_bytes", "accepted"]);
+        check_err("[tools.echo]\ntimeout_ms = 0", &["[tools.echo]", "timeout_ms", "accepted"]);
+        check_err("[tools.echo]\nhost_memory_mib = 0", &["[tools.echo]", "host_memory_mib = 0", "accepted 4..=4096"]);
+        check_err("[tools.echo]\nmax_open_files = 0", &["[tools.echo]", "max_open_files = 0", "accepted 1..=1024"]);
     }
 }

@@ -9,12 +9,10 @@
 
 use crate::bindings::ToolPre;
 use crate::engine::{Runtime, digest};
-use crate::grants::Grants;
-use crate::limits::Limits;
 use crate::outcome::{ErrorKind, Failure};
 use crate::sandbox::{self, CallCtx, RawMetadata};
 use crate::schema_cost;
-use crate::session::SessionSettings;
+use crate::tool_settings::{ToolSettings, check_name};
 use crate::validate::Compiled;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -31,32 +29,6 @@ pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
 pub const MAX_REGEX_BYTES: usize = 256 << 10;
 /// Largest lazy-DFA cache of one regex.
 pub const MAX_REGEX_DFA_BYTES: usize = 1 << 20;
-/// Longest tool name accepted (the name must also match `^[A-Za-z0-9_-]+$`).
-pub const MAX_NAME_LEN: usize = 64;
-
-/// Operator settings for one tool: everything host-side that is not the
-/// component itself. None of it comes from the component.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolSettings {
-    /// Limits of each call (and of reading the metadata).
-    pub limits: Limits,
-    /// Directories and variables the tool may touch.
-    pub grants: Grants,
-    /// Sessions (one live instance reused by calls with the same `session`
-    /// id); `None` keeps them off, and every call gets a fresh instance.
-    pub sessions: Option<SessionSettings>,
-    /// Calls may run in parallel with other calls. Off unless the operator
-    /// says so.
-    pub concurrency_safe: bool,
-    /// The tool changes something outside itself (writes, sends, pays). The
-    /// default policy asks for confirmation before such calls.
-    pub side_effect: bool,
-    /// Offer the tool to models as deferred (loaded on demand by providers
-    /// that support tool search).
-    pub defer_loading: bool,
-    /// Refuse to load unless the component's sha256 is this (lowercase hex).
-    pub sha256: Option<String>,
-}
 
 /// A loaded, checked tool ready to be called.
 pub struct LoadedTool {
@@ -279,16 +251,6 @@ struct CheckedMetadata {
     output_check: Option<Compiled>,
 }
 
-/// Check a tool name against `^[A-Za-z0-9_-]{1,64}$`.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if name.is_empty() || name.len() > MAX_NAME_LEN || !ok_chars {
-        let shown: String = name.chars().take(80).collect();
-        return Err(format!("tool name {shown:?} is invalid: names must match ^[A-Za-z0-9_-]{{1,64}}$"));
-    }
-    Ok(())
-}
-
 fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
     check_name(&raw.name)?;
     if raw.description.len() > MAX_DESCRIPTION_BYTES {
@@ -368,21 +330,6 @@ mod tests {
         assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
         assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
         assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
-    }
-
-    fn check(name: &str, ok: bool) {
-        assert_eq!(check_name(name).is_ok(), ok, "{name:?}");
-    }
-
-    #[test]
-    fn names() {
-        check("read_file", true);
-        check("a-B_9", true);
-        check(&"x".repeat(64), true);
-        check(&"x".repeat(65), false);
-        check("", false);
-        check("bad name!", false);
-        check("ünïcode", false);
     }
 
     fn raw(parameters: &str, output: Option<&str>) -> RawMetadata {

@@ -6,24 +6,16 @@
 //! lookups) are off for every tool in [`crate::grants::Grants::wasi_ctx`];
 //! the only way out is a `wasi:http` request, and every request — each
 //! redirect hop is a new request — passes [`NetworkHooks::send_request`],
-//! which
-//!
-//! 1. refuses it unless the tool has a [`NetworkGrant`] whose `allow` list
-//!    matches its scheme, host and port, and the rule allows its method;
-//! 2. refuses it once the call has sent `max_requests` requests;
-//! 3. resolves the name on the host and refuses loopback, private,
-//!    link-local, metadata and unroutable addresses unless the grant names
-//!    that address literally or lists it in `private_addresses`;
-//! 4. connects to an address that passed the check (never resolving again),
-//!    with TLS verified against the origin's name for `https`;
-//! 5. adds the operator's secret headers for that origin — the guest may
-//!    not set those headers and never sees their values — and cuts the
-//!    response body at the call's `max_response_bytes`.
+//! which checks it as `docs/network.md` (included here) specifies: the grant
+//! ([`NetworkGrant`], parsed in `network/grant.rs`), the method, the count,
+//! the address classes (`network/address.rs`), then the connection to the
+//! checked address (`network/send.rs`) and the secret headers.
 //!
 //! A refused request fails inside the guest with `internal-error` and a
 //! message naming the origin and the grant that would allow it, so the tool
-//! can return it to the model as an ordinary result. The call's deadline
-//! covers time spent waiting on the network.
+//! can return it to the model as an ordinary result.
+//!
+#![doc = include_str!("../../docs/network.md")]
 
 mod address;
 mod grant;

@@ -8,8 +8,9 @@
 //! encoding may carry the output schema and hints derived from operator
 //! settings; [`mcp_extras`] is the one function that selects those.
 
-use crate::loader::{LoadedTool, ToolSettings};
+use crate::loader::LoadedTool;
 use crate::schema_portable;
+use crate::tool_settings::ToolSettings;
 use serde::Serialize;
 use serde_json::Value;
 

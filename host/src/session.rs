@@ -36,7 +36,7 @@
 //!   version that has since been replaced is never reused.
 
 use crate::arguments::Parsed;
-use crate::limits::{Limits, MAX_MEMORY_BYTES};
+use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
 use crate::quota::raise_hint;
@@ -47,55 +47,14 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+mod settings;
+
+pub use settings::{MAX_MAX_LIVE, RawSessions, SessionSettings};
+
 /// Longest session id accepted, in bytes (the id is ASCII).
 pub const MAX_SESSION_ID_LEN: usize = 64;
-/// Default of `max_live`: live sessions of one tool.
-pub const DEFAULT_MAX_LIVE: usize = 8;
-/// Largest `max_live` accepted.
-pub const MAX_MAX_LIVE: usize = 1000;
-/// Default of `idle_secs`: a session unused this long is dropped.
-pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
-/// Largest `idle_secs` accepted.
-pub const MAX_IDLE: Duration = Duration::from_secs(24 * 3600);
 /// How often idle sessions are swept even when no call comes in.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
-
-/// The operator's session settings of one tool (`[tools.NAME.sessions]`).
-/// Host-side only: none of it reaches a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionSettings {
-    /// Live sessions of this tool at once, over all principals.
-    pub max_live: usize,
-    /// A session unused for this long is dropped.
-    pub idle: Duration,
-    /// Memory cap of a session's instance, for its whole life.
-    pub memory_bytes: usize,
-}
-
-impl SessionSettings {
-    /// Check the settings against the accepted ranges; the error names the
-    /// key and the range.
-    pub fn check(&self) -> Result<(), String> {
-        if !(1..=MAX_MAX_LIVE).contains(&self.max_live) {
-            return Err(format!("max_live = {} is out of range: accepted 1..={MAX_MAX_LIVE}", self.max_live));
-        }
-        if self.idle < Duration::from_secs(1) || self.idle > MAX_IDLE {
-            return Err(format!(
-                "idle_secs = {} is out of range: accepted 1..={}",
-                self.idle.as_secs(),
-                MAX_IDLE.as_secs()
-            ));
-        }
-        if self.memory_bytes < (1 << 20) || self.memory_bytes > MAX_MEMORY_BYTES {
-            return Err(format!(
-                "memory_mib = {} is out of range: accepted 1..={}",
-                self.memory_bytes >> 20,
-                MAX_MEMORY_BYTES >> 20
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// A session id as the model gave it, checked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

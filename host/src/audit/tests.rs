@@ -661,3 +661,13 @@ fn a_session_is_recorded_after_the_tool_and_verifies() {
     let report = verify(&path).unwrap();
     assert_eq!(report.records, 2);
 }
+
+#[test]
+fn config_errors_name_the_key_and_what_is_accepted() {
+    use crate::config::testing::{check_err, parse};
+    check_err("[audit]\nfile = \"a.jsonl\"\ndurability = \"maybe\"", &["[audit]", "durability", "fsync"]);
+    check_err("[audit]\nrecord_arguments = true", &["file"]);
+    let config = parse("[audit]\nfile = \"a.jsonl\"\ndurability = \"fsync\"\nredact_keys = [\"Password\"]").unwrap();
+    let audit = config.audit.unwrap();
+    assert_eq!((audit.durability, audit.redact_keys), (Durability::Fsync, vec!["password".to_owned()]));
+}

@@ -13,6 +13,33 @@ use super::cache::{is_context_free, read_annotations};
 use super::request::{ACTION_TYPE, CALL_ACTION, TOOL_TYPE, USER_TYPE};
 use super::*;
 
+/// `[policy]` as written.
+#[derive(Debug, serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    policies: Option<PathBuf>,
+    entities: Option<PathBuf>,
+}
+
+/// Cedar policy and entity files named in the config (`[policy]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyFiles {
+    /// Cedar policies; `None` uses the default policy (allow tools without
+    /// side effects, ask for the others).
+    pub policies: Option<PathBuf>,
+    /// Cedar entities (JSON): users, roles, what they own.
+    pub entities: Option<PathBuf>,
+}
+
+impl PolicyFiles {
+    /// `[policy]` with relative paths resolved by `resolve`. The files are
+    /// read, and their errors reported, when the policy is loaded
+    /// ([`Policy::from_files`]).
+    pub fn from_raw(raw: RawPolicy, resolve: &dyn Fn(&Path) -> PathBuf) -> PolicyFiles {
+        PolicyFiles { policies: raw.policies.as_deref().map(resolve), entities: raw.entities.as_deref().map(resolve) }
+    }
+}
+
 impl Policy {
     /// Load Cedar policies from `policies` and optional entities JSON from `entities`.
     ///

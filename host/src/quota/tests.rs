@@ -149,3 +149,11 @@ fn sections_are_quoted_for_toml() {
     assert_eq!(principal_section("a.b"), "[quotas.principals.\"a.b\"]");
     assert_eq!(principal_section("say \"hi\""), "[quotas.principals.\"say \\\"hi\\\"\"]");
 }
+
+#[test]
+fn config_errors_name_the_quota_and_the_range() {
+    use crate::config::testing::check_err;
+    check_err("[quotas]\ncalls_in_flight = 0", &["airlock.toml", "[quotas] calls_in_flight = 0", "accepted 1..="]);
+    check_err("[quotas.principals.alice]\nhttp_sessions = 0", &["[quotas.principals.alice] http_sessions"]);
+    check_err("[quotas]\nburst = 1", &["burst"]);
+}

@@ -1,0 +1,255 @@
+//! Connections to the HTTP server: accepted, capped in total and per peer,
+//! served with hyper under a header timeout, and shut down with a grace.
+//!
+//! Trusts no client to use its connection: at most
+//! [`MAX_HTTP_CONNECTIONS`] are open, at most
+//! [`MAX_HTTP_CONNECTIONS_PER_PEER`] from one address (beyond either, a
+//! connection is accepted and closed at once), and each must finish a
+//! request's headers within [`HTTP_HEADER_READ_TIMEOUT`] of being ready for
+//! one. Refusals are logged at debug, with at most one warning per
+//! [`REFUSAL_LOG_INTERVAL`] counting them, so that a client cannot flood the
+//! log.
+
+use super::{HTTP_HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How long shutdown waits for connections to finish their responses.
+const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long after the grace the process exits regardless.
+const HTTP_SHUTDOWN_HARD_STOP: Duration = Duration::from_secs(1);
+/// Pause after a failed `accept` (out of file descriptors, say).
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// At most one warning about refused connections per this interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Serve `app` on the connections `listener` accepts until Ctrl-C or
+/// SIGTERM, then cancel `shutdown` and give open connections
+/// [`HTTP_SHUTDOWN_GRACE`] to finish their responses.
+pub(super) async fn serve(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) {
+    // Connections are served here rather than by `axum::serve`, which sets
+    // no header timeout and caps nothing.
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(HTTP_HEADER_READ_TIMEOUT).keep_alive(true);
+    let connections = Connections::new();
+    let mut refusals = Refusals::default();
+    let tasks = TaskTracker::new();
+    let interrupted = interrupted();
+    tokio::pin!(interrupted);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of file descriptors, say: wait rather than spin.
+                    refusals.note(format_args!("cannot accept a connection: {err}"));
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
+            },
+            () = &mut interrupted => break,
+        };
+        let slot = match connections.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(full) => {
+                // Closed at once: the peer learns nothing but that it was
+                // refused, and holds nothing here.
+                drop(tcp);
+                refusals.note(format_args!("refused a connection from {peer}: {full}"));
+                continue;
+            }
+        };
+        // Responses go out in several small writes (headers, then
+        // event-stream frames): with Nagle's algorithm on, the last one
+        // waits for the client's delayed ACK, about 40 ms per call.
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {err}");
+        }
+        let connection = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()));
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            let _slot = slot;
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(err) = ended {
+                tracing::debug!("HTTP connection from {peer} ended: {err}");
+            }
+        });
+    }
+    // A hard stop outside the runtime: shutdown must end within its grace
+    // even if something keeps the runtime's workers from running the
+    // timer below. Nothing is lost: every result's audit record was
+    // written before the result was sent.
+    std::thread::spawn(|| {
+        std::thread::sleep(HTTP_SHUTDOWN_GRACE + HTTP_SHUTDOWN_HARD_STOP);
+        eprintln!("airlock: the HTTP server did not stop within its shutdown grace; exiting");
+        std::process::exit(0);
+    });
+    // Ends rmcp's event streams, then lets every connection finish the
+    // response it is writing.
+    shutdown.cancel();
+    tasks.close();
+    if tokio::time::timeout(HTTP_SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
+        tracing::info!("{} HTTP connections still open after {HTTP_SHUTDOWN_GRACE:?}; closing them", tasks.len());
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    let terminated = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::debug!("cannot listen for SIGTERM: {err}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
+    }
+}
+
+/// Open connections, in total and per peer.
+struct Connections {
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    total: usize,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+/// One admitted connection; dropping it frees its place.
+struct Slot {
+    connections: Arc<Connections>,
+    peer: IpAddr,
+}
+
+impl Connections {
+    fn new() -> Arc<Self> {
+        Arc::new(Connections { open: Mutex::new(Open::default()) })
+    }
+
+    /// A place for a connection from `ip`, or which cap is reached.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, String> {
+        let peer = peer_key(ip);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.total >= MAX_HTTP_CONNECTIONS {
+            return Err(format!("{MAX_HTTP_CONNECTIONS} connections are open (MAX_HTTP_CONNECTIONS)"));
+        }
+        let from_peer = open.per_peer.entry(peer).or_default();
+        if *from_peer >= MAX_HTTP_CONNECTIONS_PER_PEER {
+            return Err(format!(
+                "{MAX_HTTP_CONNECTIONS_PER_PEER} connections from this address are open (MAX_HTTP_CONNECTIONS_PER_PEER)"
+            ));
+        }
+        *from_peer += 1;
+        open.total += 1;
+        Ok(Slot { connections: self.clone(), peer })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.connections.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.total = open.total.saturating_sub(1);
+        if let Some(count) = open.per_peer.get_mut(&self.peer) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.per_peer.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// The address a per-peer cap counts: an IPv4 address (also when mapped
+/// into IPv6), or an IPv6 /64, the block one host is usually given.
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
+        v4 => v4,
+    }
+}
+
+/// Refused connections and accept errors: each is logged at debug, and at
+/// most one warning per [`REFUSAL_LOG_INTERVAL`] counts them, so that a
+/// client cannot flood the log.
+#[derive(Default)]
+struct Refusals {
+    last_warning: Option<tokio::time::Instant>,
+    unreported: u64,
+}
+
+impl Refusals {
+    fn note(&mut self, what: std::fmt::Arguments<'_>) {
+        tracing::debug!("{what}");
+        self.unreported += 1;
+        if self.last_warning.is_none_or(|at| at.elapsed() >= REFUSAL_LOG_INTERVAL) {
+            tracing::warn!(
+                "{} HTTP connections refused or failed since the last report; the latest: {what}",
+                self.unreported
+            );
+            self.last_warning = Some(tokio::time::Instant::now());
+            self.unreported = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_are_addresses_or_ipv6_blocks() {
+        let v4: IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(peer_key("::ffff:10.1.2.3".parse().unwrap()), v4);
+        assert_eq!(peer_key("2001:db8::1".parse().unwrap()), peer_key("2001:db8::ffff:1".parse().unwrap()));
+        assert_ne!(peer_key("2001:db8::1".parse().unwrap()), peer_key("2001:db8:0:1::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn connections_are_capped_in_total_and_per_peer() {
+        let connections = Connections::new();
+        let peer: IpAddr = "10.0.0.1".parse().unwrap();
+        let mut slots: Vec<Slot> =
+            (0..MAX_HTTP_CONNECTIONS_PER_PEER).map(|_| connections.admit(peer).unwrap()).collect();
+        assert!(connections.admit(peer).err().is_some_and(|e| e.contains("MAX_HTTP_CONNECTIONS_PER_PEER")));
+        slots.pop();
+        slots.push(connections.admit(peer).expect("a freed place is reused"));
+        let mut others = 0u32;
+        while slots.len() < MAX_HTTP_CONNECTIONS {
+            others += 1;
+            let other = IpAddr::from(std::net::Ipv4Addr::from(0x0b00_0000 + others / 8));
+            if let Ok(slot) = connections.admit(other) {
+                slots.push(slot);
+            }
+        }
+        assert!(
+            connections.admit("192.0.2.1".parse().unwrap()).err().is_some_and(|e| e.contains("MAX_HTTP_CONNECTIONS"))
+        );
+        drop(slots);
+        let open = connections.open.lock().unwrap();
+        assert_eq!((open.total, open.per_peer.len()), (0, 0), "every place is freed");
+    }
+}

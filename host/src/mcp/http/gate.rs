@@ -1,0 +1,449 @@
+//! The request gate: the axum middleware in front of rmcp that checks a
+//! request's `Origin`, `Host`, bearer token and `Mcp-Session-Id`, reads its
+//! body (see `body`), and binds new sessions to their principal.
+//!
+//! Trusts nothing in a request: the token alone decides the principal, and
+//! a session is usable only by the principal that opened it (see the
+//! parent module for the order of the checks and what each refusal is).
+
+use super::super::server::Caller;
+use super::body::read_message;
+use super::{MAX_HTTP_SESSIONS, MCP_PATH};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use rmcp::transport::streamable_http_server::SessionManager as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// An event index longer than this is not one rmcp issued.
+const MAX_EVENT_INDEX_DIGITS: usize = 19;
+
+/// A configured token, kept as its digest.
+pub(super) struct Token {
+    pub(super) digest: [u8; 32],
+    pub(super) principal: String,
+}
+
+/// A principal's `http_sessions` quota, read from the quotas in force.
+pub(super) type SessionQuota = Box<dyn Fn(&str) -> usize + Send + Sync>;
+
+/// The checks in front of rmcp, and the session → principal bindings.
+pub(super) struct Gate {
+    pub(super) tokens: Vec<Token>,
+    pub(super) allowed_origins: Vec<String>,
+    pub(super) loopback: bool,
+    pub(super) default_principal: String,
+    pub(super) sessions: Mutex<HashMap<String, String>>,
+    pub(super) manager: Arc<LocalSessionManager>,
+    pub(super) session_quota: SessionQuota,
+}
+
+/// Why a new session was not bound.
+#[derive(Debug, PartialEq, Eq)]
+enum Unbound {
+    /// [`MAX_HTTP_SESSIONS`] sessions are open.
+    Full,
+    /// The principal holds `open` sessions, at least its `http_sessions`
+    /// quota.
+    Quota { principal: String, open: usize, quota: usize },
+}
+
+impl Unbound {
+    fn response(&self) -> Response {
+        match self {
+            Unbound::Full => {
+                tracing::warn!("{MAX_HTTP_SESSIONS} MCP sessions are open; refusing a new one");
+                refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry")
+            }
+            Unbound::Quota { principal, open, quota } => {
+                tracing::info!(
+                    principal = %principal,
+                    open,
+                    "a principal is at its http_sessions quota; refusing a new session"
+                );
+                let message = format!(
+                    "Too Many Requests: principal {principal:?} already has {open} open MCP sessions, its quota \
+                     (http_sessions = {quota}); close one (DELETE {MCP_PATH} with its Mcp-Session-Id) and retry. This \
+                     quota is per principal; {}\n",
+                    crate::quota::raise_hint(principal, "http_sessions")
+                );
+                (StatusCode::TOO_MANY_REQUESTS, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message)
+                    .into_response()
+            }
+        }
+    }
+}
+
+/// The axum middleware: origin, host, token, session binding, body; then
+/// rmcp.
+pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !gate.origin_allowed(origin)
+    {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: this Origin is not allowed");
+    }
+    if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
+    }
+    let Some(principal) = gate.authenticate(headers) else {
+        let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
+        return response;
+    };
+    let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(id) = &session
+        && !gate.session_belongs_to(id, &principal)
+    {
+        return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    }
+    let mut request = match read_message(request).await {
+        Ok(request) => request,
+        Err(refused) => return refused,
+    };
+    let method = request.method().clone();
+    resume_after_last_event(request.headers_mut());
+    let disconnected = CancellationToken::new();
+    request.extensions_mut().insert(Caller { principal: principal.clone(), disconnected: disconnected.clone() });
+    let response = next.run(request).await;
+
+    if session.is_none()
+        && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+        && let Err(unbound) = gate.bind(id, principal).await
+    {
+        let _ = gate.manager.close_session(&Arc::from(id)).await;
+        return unbound.response();
+    }
+    if method == Method::DELETE
+        && response.status().is_success()
+        && let Some(id) = &session
+    {
+        gate.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        // rmcp answers 202; the session is gone once it returns, and clients
+        // (the Python SDK) log "Session termination failed" for anything but
+        // 200 or 204.
+        let mut response = response;
+        *response.status_mut() = StatusCode::OK;
+        return response;
+    }
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    if method == Method::POST && streamed {
+        // A POST's event stream carries the call's result: the client
+        // dropping it cancels the call (a resumed stream would see a
+        // cancelled result, which is what an abandoned call should get).
+        let (parts, body) = response.into_parts();
+        let guard = disconnected.drop_guard();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _alive = &guard;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    response
+}
+
+/// Make rmcp's stream resumption start after the client's `Last-Event-ID`.
+///
+/// The SSE standard has a reconnecting client send the id of the last event
+/// it received; the server sends what came after it. rmcp 3.11's in-memory
+/// replay starts *at* that event, so the last message before a disconnect
+/// is delivered twice: an `elicitation/create` asks the user a second time.
+/// rmcp's ids are `INDEX` or `INDEX/STREAM`; the index is moved one on, and
+/// an id of any other form is left for rmcp to refuse. (This applies to
+/// rmcp's in-memory cache, the only one used here: an `EventStore` replays
+/// through its own `replay_events_after`.)
+fn resume_after_last_event(headers: &mut HeaderMap) {
+    let Some(next) = headers.get(LAST_EVENT_ID_HEADER).and_then(|v| v.to_str().ok()).and_then(next_event_id) else {
+        return;
+    };
+    if let Ok(value) = HeaderValue::from_str(&next) {
+        headers.insert(LAST_EVENT_ID_HEADER, value);
+    }
+}
+
+/// `INDEX[/STREAM]` with the index one higher, or `None` for another form.
+fn next_event_id(id: &str) -> Option<String> {
+    let (index, stream) = match id.split_once('/') {
+        Some((index, stream)) => (index, Some(stream)),
+        None => (id, None),
+    };
+    if index.is_empty() || index.len() > MAX_EVENT_INDEX_DIGITS || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let next = index.parse::<u64>().ok()?.checked_add(1)?;
+    Some(match stream {
+        Some(stream) => format!("{next}/{stream}"),
+        None => next.to_string(),
+    })
+}
+
+fn refuse(status: StatusCode, message: &'static str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message).into_response()
+}
+
+impl Gate {
+    /// The principal of a request, or `None` when it must be refused.
+    fn authenticate(&self, headers: &HeaderMap) -> Option<String> {
+        if self.tokens.is_empty() {
+            return Some(self.default_principal.clone());
+        }
+        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, token) = value.trim().split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let presented = digest(token.trim());
+        // Compare against every token, without stopping at the first match.
+        let mut principal = None;
+        for configured in &self.tokens {
+            if digests_equal(&configured.digest, &presented) {
+                principal.get_or_insert_with(|| configured.principal.clone());
+            }
+        }
+        principal
+    }
+
+    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else { return false };
+        let origin = normalize_origin(origin);
+        if self.allowed_origins.contains(&origin) {
+            return true;
+        }
+        match origin.split_once("://") {
+            Some(("http" | "https", authority)) => is_loopback_authority(authority),
+            _ => false,
+        }
+    }
+
+    /// Whether `principal` may use session `id`. Unknown ids are refused:
+    /// every session is opened through this gate.
+    fn session_belongs_to(&self, id: &str, principal: &str) -> bool {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|owner| owner == principal)
+    }
+
+    /// Bind a new session to `principal`, unless the principal is at its
+    /// `http_sessions` quota or [`MAX_HTTP_SESSIONS`] are open.
+    async fn bind(&self, id: &str, principal: String) -> Result<(), Unbound> {
+        let quota = (self.session_quota)(&principal);
+        let (full, at_quota) = {
+            let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            (sessions.len() >= MAX_HTTP_SESSIONS, open_of(&sessions, &principal) >= quota)
+        };
+        if full || at_quota {
+            // Forget sessions rmcp has closed (idle timeout, DELETE, errors):
+            // every one when the table is full, else the principal's own.
+            let ids: Vec<String> = self
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|(_, owner)| full || **owner == principal)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for old in ids {
+                if !self.manager.has_session(&Arc::from(old.as_str())).await.unwrap_or(false) {
+                    self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&old);
+                }
+            }
+        }
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let open = open_of(&sessions, &principal);
+        if open >= quota {
+            return Err(Unbound::Quota { principal, open, quota });
+        }
+        if sessions.len() >= MAX_HTTP_SESSIONS {
+            return Err(Unbound::Full);
+        }
+        sessions.insert(id.to_owned(), principal);
+        Ok(())
+    }
+}
+
+/// Sessions bound to `principal`.
+fn open_of(sessions: &HashMap<String, String>, principal: &str) -> usize {
+    sessions.values().filter(|owner| *owner == principal).count()
+}
+
+pub(super) fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Constant-time equality of two digests (no early exit on a difference).
+fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// `scheme://host[:port]`, lower-cased, without a trailing slash.
+pub(super) fn normalize_origin(origin: &str) -> String {
+    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// Whether `host[:port]` names a loopback host: `localhost`, an address in
+/// `127.0.0.0/8`, or `[::1]`.
+fn is_loopback_authority(authority: &str) -> bool {
+    let authority = authority.trim();
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((ip, port)) if port.is_empty() || is_port(port.strip_prefix(':').unwrap_or("x")) => ip,
+            _ => return false,
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) if is_port(port) => host,
+            Some(_) => return false,
+            None => authority,
+        }
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_port(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(tokens: &[(&str, &str)], origins: &[&str]) -> Gate {
+        Gate {
+            tokens: tokens.iter().map(|(t, p)| Token { digest: digest(t), principal: (*p).into() }).collect(),
+            allowed_origins: origins.iter().map(|o| normalize_origin(o)).collect(),
+            loopback: true,
+            default_principal: "local".into(),
+            sessions: Mutex::new(HashMap::new()),
+            manager: Arc::new(LocalSessionManager::default()),
+            session_quota: Box::new(|principal: &str| if principal == "small" { 1 } else { 3 }),
+        }
+    }
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn loopback_authorities() {
+        for ok in ["localhost", "LOCALHOST:8080", "127.0.0.1", "127.1.2.3:1", "[::1]", "[::1]:8080"] {
+            assert!(is_loopback_authority(ok), "{ok}");
+        }
+        for bad in [
+            "example.com",
+            "localhost.evil.com",
+            "127.0.0.1.nip.io",
+            "10.0.0.1:80",
+            "[::2]",
+            "[::1]x",
+            "localhost:http",
+            "",
+            "0.0.0.0",
+        ] {
+            assert!(!is_loopback_authority(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn origins() {
+        let gate = gate(&[], &["https://app.example.com/"]);
+        let allowed = |o: &str| gate.origin_allowed(&HeaderValue::from_str(o).unwrap());
+        assert!(allowed("http://localhost:3000"));
+        assert!(allowed("http://127.0.0.1"));
+        assert!(allowed("https://APP.example.com"));
+        assert!(!allowed("https://evil.example.com"));
+        assert!(!allowed("null"));
+        assert!(!allowed("file://localhost"));
+    }
+
+    #[test]
+    fn tokens_map_to_principals() {
+        let gate = gate(&[("0123456789abcdef-alice", "alice"), ("0123456789abcdef-bob", "bob")], &[]);
+        let auth = |v: &str| gate.authenticate(&headers(&[(header::AUTHORIZATION, v)]));
+        assert_eq!(auth("Bearer 0123456789abcdef-alice").as_deref(), Some("alice"));
+        assert_eq!(auth("bearer 0123456789abcdef-bob").as_deref(), Some("bob"));
+        assert_eq!(auth("Bearer 0123456789abcdef-carol"), None);
+        assert_eq!(auth("Basic 0123456789abcdef-alice"), None);
+        assert_eq!(auth("0123456789abcdef-alice"), None);
+        assert_eq!(gate.authenticate(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn no_tokens_means_the_default_principal() {
+        assert_eq!(gate(&[], &[]).authenticate(&HeaderMap::new()).as_deref(), Some("local"));
+    }
+
+    #[tokio::test]
+    async fn sessions_are_bound_to_their_principal() {
+        let gate = gate(&[], &[]);
+        assert_eq!(gate.bind("s1", "alice".into()).await, Ok(()));
+        assert!(gate.session_belongs_to("s1", "alice"));
+        assert!(!gate.session_belongs_to("s1", "bob"));
+        assert!(!gate.session_belongs_to("s2", "alice"), "unknown sessions are refused");
+    }
+
+    #[tokio::test]
+    async fn a_principal_at_its_quota_is_refused_and_others_are_not() {
+        let gate = gate(&[], &[]);
+        // Sessions rmcp keeps open (the workers keep them alive).
+        let mut workers = Vec::new();
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let (id, worker) = gate.manager.create_session().await.expect("session");
+            ids.push(id.to_string());
+            workers.push(worker);
+        }
+        assert_eq!(gate.bind(&ids[0], "small".into()).await, Ok(()));
+        let refused = gate.bind(&ids[1], "small".into()).await;
+        assert_eq!(refused, Err(Unbound::Quota { principal: "small".into(), open: 1, quota: 1 }));
+        assert_eq!(gate.bind(&ids[1], "bob".into()).await, Ok(()), "another principal is not affected");
+        // A session rmcp has closed no longer counts against the quota.
+        gate.manager.close_session(&Arc::from(ids[0].as_str())).await.expect("close");
+        assert_eq!(gate.bind(&ids[2], "small".into()).await, Ok(()));
+        assert!(!gate.session_belongs_to(&ids[0], "small"), "the closed session is forgotten");
+        drop(workers);
+    }
+
+    #[tokio::test]
+    async fn the_quota_refusal_names_the_quota() {
+        let response = Unbound::Quota { principal: "alice".into(), open: 2, quota: 2 }.response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        let body = axum::body::to_bytes(response.into_body(), 4096).await.expect("body");
+        let text = String::from_utf8_lossy(&body);
+        for needle in ["\"alice\" already has 2 open MCP sessions", "http_sessions = 2", "[quotas.principals.alice]"] {
+            assert!(text.contains(needle), "{text:?} should contain {needle:?}");
+        }
+        assert_eq!(Unbound::Full.response().status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[test]
+    fn resumption_starts_after_the_last_event_received() {
+        assert_eq!(next_event_id("3/0").as_deref(), Some("4/0"));
+        assert_eq!(next_event_id("0").as_deref(), Some("1"));
+        for other in ["", "x/0", "-1/2", "1e3", "99999999999999999999/1", "18446744073709551615"] {
+            assert_eq!(next_event_id(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn digest_comparison() {
+        assert!(digests_equal(&digest("a"), &digest("a")));
+        assert!(!digests_equal(&digest("a"), &digest("b")));
+    }
+}

@@ -18,7 +18,11 @@
 //!    with TLS verified against the origin's name for `https`;
 //! 5. adds the operator's secret headers for that origin — the guest may
 //!    not set those headers and never sees their values — and cuts the
-//!    response body at the call's `max_response_bytes`.
+//!    response body at the call's `max_response_bytes`. A secret kept per
+//!    principal (`value_dir`) is the call's principal's, resolved when the
+//!    call starts ([`NetworkGrant::for_principal`]); a principal without
+//!    one is refused the origin, with a message naming the header and the
+//!    principal (never a value).
 //!
 //! A refused request fails inside the guest with `internal-error` and a
 //! message naming the origin and the grant that would allow it, so the tool
@@ -32,7 +36,8 @@ mod send;
 mod tests;
 
 pub use grant::{
-    HostPattern, NetworkGrant, OriginPattern, OriginRule, RawNetwork, RequestOrigin, Scheme, SecretHeader, SecretValue,
+    HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule, RawNetwork,
+    RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 
 use crate::limits::{OUTGOING_BODY_CHUNK_BYTES, OUTGOING_BODY_CHUNKS};
@@ -152,6 +157,25 @@ async fn check(
             allowed.join(", ")
         ));
     }
+    // A credential this call's principal lacks refuses the request before
+    // anything is sent or counted.
+    for secret in grant.secrets.iter().filter(|s| s.origin.matches(&origin)) {
+        match &secret.value {
+            SecretSource::Fixed(_) => {}
+            SecretSource::Missing { principal } => {
+                return Err(format!(
+                    "{origin} was refused: this tool sends header `{}` to {origin} with a credential of the                      principal it acts for, and principal {principal:?} has none; an operator can add one (a file                      named after the principal in the `value_dir` of this tool's `network.secret_headers`)",
+                    secret.name
+                ));
+            }
+            SecretSource::PerPrincipal { .. } => {
+                return Err(format!(
+                    "{origin} was refused: header `{}` takes a credential per principal, and this call has no                      principal's credential",
+                    secret.name
+                ));
+            }
+        }
+    }
     let sent = usage.requests.fetch_add(1, Ordering::Relaxed);
     if sent >= grant.max_requests {
         return Err(format!(
@@ -200,16 +224,21 @@ async fn check(
     };
     let headers = request.headers_mut();
     for secret in grant.secrets.iter().filter(|s| s.origin.matches(&origin)) {
-        headers.insert(secret.name.clone(), secret.value.header_value().clone());
+        if let SecretSource::Fixed(value) = &secret.value {
+            headers.insert(secret.name.clone(), value.header_value().clone());
+        }
     }
     Ok((send::Target { addrs, tls_name }, request, grant.max_response_bytes))
 }
 
 /// Replace every secret value of `grant` in `text` with `[secret withheld]`,
 /// so a value a server echoed back cannot leave through a result or a log.
+/// A grant resolved for a principal holds that principal's values, so
+/// they are scrubbed the same way.
 pub fn scrub(grant: &NetworkGrant, text: &mut String) {
     for secret in &grant.secrets {
-        let value = secret.value.secret();
+        let SecretSource::Fixed(value) = &secret.value else { continue };
+        let value = value.secret();
         if text.contains(value) {
             *text = text.replace(value, "[secret withheld]");
         }

@@ -83,7 +83,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
                 .find(|contract| {
                     ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|interface| {
                         let want = format!("{interface}@{}", contract.version());
-                        report.exports.iter().any(|e| *e == want)
+                        report.exports.contains(&want)
                     })
                 })
                 .map(|contract| contract.world().to_owned());

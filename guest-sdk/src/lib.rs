@@ -41,6 +41,44 @@
 //! Build it with `cargo build --release --target wasm32-wasip2` (crate type
 //! `cdylib`); the `.wasm` file is the component Airlock loads.
 //!
+//! # Who the call is for
+//!
+//! A handler may take a second argument, the [`Caller`]: the principal the
+//! host authenticated, the operator's attributes and roles of that
+//! principal (from the host's Cedar entities file), the call id and the
+//! session id. None of it comes from the model, so a tool can decide from
+//! it which data the call may reach:
+//!
+//! ```
+//! use airlock_guest::{Caller, ToolError, export_tool};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Args {
+//!     account_id: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Balance {
+//!     cents: u64,
+//! }
+//!
+//! fn get_balance(args: Args, caller: Caller) -> Result<Balance, ToolError> {
+//!     if !caller.strings("accounts").any(|own| own == args.account_id) {
+//!         return Err(ToolError::with_code("not_yours", "that account is not one of the caller's"));
+//!     }
+//!     Ok(Balance { cents: 100 })
+//! }
+//!
+//! export_tool!(name: "get_balance", description: "Balance of one of your accounts.", handler: get_balance);
+//! # fn main() {}
+//! ```
+//!
+//! Components built with this crate target the contract
+//! `airlock:tool@0.2.0`; the host reads the caller only for handlers that
+//! take it.
+//!
 //! # Security
 //!
 //! A tool has no authority of its own: whatever files, environment variables
@@ -62,6 +100,85 @@ pub mod bindings {
         export_macro_name: "__export_tool_world",
         default_bindings_module: "airlock_guest::bindings",
     });
+}
+
+/// Who the current call acts for, as the host knows it (the
+/// `airlock:tool/caller` import). Nothing in it comes from the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// The authenticated principal, e.g. `alice`.
+    pub principal: String,
+    /// The principal's attributes from the operator's entities file, by
+    /// name, in Cedar's JSON form (a set is an array, a record an object).
+    /// Empty when the file does not describe the principal.
+    pub attributes: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Entities the principal is in, as `(type, id)`, e.g.
+    /// `("Airlock::Role", "customer")`.
+    pub parents: Vec<(String, String)>,
+    /// The front end's id of this call (empty when it gave none).
+    pub call_id: String,
+    /// The session the call runs in, for a tool the operator runs with
+    /// sessions.
+    pub session_id: Option<String>,
+}
+
+impl Caller {
+    /// The caller of the call being served, read from the host.
+    #[cfg(target_arch = "wasm32")]
+    pub fn current() -> Self {
+        let info = bindings::airlock::tool::caller::get();
+        Self {
+            principal: info.principal,
+            attributes: info
+                .attributes
+                .into_iter()
+                .map(|a| {
+                    // The host sends JSON text; a value that would not parse
+                    // is kept as a string rather than lost.
+                    let value = serde_json::from_str(&a.value).unwrap_or(serde_json::Value::String(a.value));
+                    (a.name, value)
+                })
+                .collect(),
+            parents: info.parents.into_iter().map(|p| (p.entity_type, p.id)).collect(),
+            call_id: info.call_id,
+            session_id: info.session_id,
+        }
+    }
+
+    /// Outside WebAssembly (unit tests of a tool's logic) there is no host:
+    /// an empty caller.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn current() -> Self {
+        Self {
+            principal: String::new(),
+            attributes: Default::default(),
+            parents: Vec::new(),
+            call_id: String::new(),
+            session_id: None,
+        }
+    }
+
+    /// The attribute `name`, if the principal has it.
+    pub fn attribute(&self, name: &str) -> Option<&serde_json::Value> {
+        self.attributes.get(name)
+    }
+
+    /// The string elements of attribute `name` (a string is one element, a
+    /// set of strings many); nothing when it is missing or holds no
+    /// strings.
+    pub fn strings<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let values: Vec<&'a str> = match self.attributes.get(name) {
+            Some(serde_json::Value::String(text)) => vec![text.as_str()],
+            Some(serde_json::Value::Array(items)) => items.iter().filter_map(serde_json::Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        values.into_iter()
+    }
+
+    /// Whether the principal is in the role `Airlock::Role::"<role>"`.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.parents.iter().any(|(ty, id)| ty == "Airlock::Role" && id == role)
+    }
 }
 
 /// An error the tool reports on purpose. The model reads `message`, so say
@@ -133,7 +250,7 @@ pub mod fs {
 /// Plumbing used by [`export_tool!`]; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    use super::ToolError;
+    use super::{Caller, ToolError};
     use crate::bindings::exports::airlock::tool::handler::ToolError as WitToolError;
     use schemars::JsonSchema;
     use serde::{Serialize, de::DeserializeOwned};
@@ -149,28 +266,63 @@ pub mod __private {
         serde_json::to_string(&value).ok()
     }
 
-    /// Parameters schema of a handler `fn(A) -> Result<O, ToolError>`.
-    pub fn parameters<A: JsonSchema, O, F: Fn(A) -> Result<O, ToolError>>(_: &F) -> String {
-        schema_text::<A>().unwrap_or_else(|| r#"{"type":"object"}"#.to_owned())
+    /// A handler of either form: `fn(A) -> Result<O, ToolError>` or
+    /// `fn(A, Caller) -> Result<O, ToolError>`. `Form` tells the two apart
+    /// (a function has exactly one arity), so `export_tool!` takes both.
+    pub trait Handler<Form> {
+        /// The arguments type.
+        type Args;
+        /// The output type.
+        type Output;
+        /// Run the handler; the caller is read from the host only for the
+        /// two-argument form.
+        fn run(&self, args: Self::Args) -> Result<Self::Output, ToolError>;
     }
 
-    /// Output schema of a handler `fn(A) -> Result<O, ToolError>`.
-    pub fn output<A, O: JsonSchema, F: Fn(A) -> Result<O, ToolError>>(_: &F) -> Option<String> {
-        schema_text::<O>()
+    impl<A, O, F: Fn(A) -> Result<O, ToolError>> Handler<fn(A) -> O> for F {
+        type Args = A;
+        type Output = O;
+        fn run(&self, args: A) -> Result<O, ToolError> {
+            self(args)
+        }
+    }
+
+    impl<A, O, F: Fn(A, Caller) -> Result<O, ToolError>> Handler<fn(A, Caller) -> O> for F {
+        type Args = A;
+        type Output = O;
+        fn run(&self, args: A) -> Result<O, ToolError> {
+            self(args, Caller::current())
+        }
+    }
+
+    /// Parameters schema of a handler.
+    pub fn parameters<M, H: Handler<M>>(_: &H) -> String
+    where
+        H::Args: JsonSchema,
+    {
+        schema_text::<H::Args>().unwrap_or_else(|| r#"{"type":"object"}"#.to_owned())
+    }
+
+    /// Output schema of a handler.
+    pub fn output<M, H: Handler<M>>(_: &H) -> Option<String>
+    where
+        H::Output: JsonSchema,
+    {
+        schema_text::<H::Output>()
     }
 
     /// Parse the arguments, run the handler, serialize its output.
-    pub fn call<A, O, F>(handler: &F, arguments: &str) -> Result<String, WitToolError>
+    pub fn call<M, H>(handler: &H, arguments: &str) -> Result<String, WitToolError>
     where
-        A: DeserializeOwned,
-        O: Serialize,
-        F: Fn(A) -> Result<O, ToolError>,
+        H: Handler<M>,
+        H::Args: DeserializeOwned,
+        H::Output: Serialize,
     {
-        let args: A = serde_json::from_str(arguments).map_err(|err| WitToolError {
+        let args: H::Args = serde_json::from_str(arguments).map_err(|err| WitToolError {
             message: format!("the arguments do not match the parameters schema: {err}"),
             code: Some("invalid_arguments".to_owned()),
         })?;
-        let output = handler(args).map_err(|err| WitToolError { message: err.message, code: err.code })?;
+        let output = handler.run(args).map_err(|err| WitToolError { message: err.message, code: err.code })?;
         serde_json::to_string(&output).map_err(|err| WitToolError {
             message: format!("the tool could not serialize its result: {err}"),
             code: Some("serialize".to_owned()),
@@ -184,8 +336,10 @@ pub mod __private {
 /// export_tool!(name: "echo", description: "…", handler: echo);
 /// ```
 ///
-/// `handler` is a function `fn(Args) -> Result<Output, ToolError>` where
-/// `Args: Deserialize + JsonSchema` and `Output: Serialize + JsonSchema`.
+/// `handler` is a function `fn(Args) -> Result<Output, ToolError>`, or
+/// `fn(Args, Caller) -> Result<Output, ToolError>` to learn who the call is
+/// for, where `Args: Deserialize + JsonSchema` and
+/// `Output: Serialize + JsonSchema`.
 /// Use it once per crate.
 #[macro_export]
 macro_rules! export_tool {

@@ -38,6 +38,7 @@ use serde_json::Value;
 
 mod cache;
 mod load;
+mod principal;
 mod request;
 
 use cache::{Annotations, DecisionKey};
@@ -215,6 +216,9 @@ pub struct Policy {
     context_free: bool,
     /// Decisions of context-free policies, computed once per key.
     decisions: RwLock<HashMap<DecisionKey, Decision>>,
+    /// What a tool may see of each principal the entities file describes
+    /// (`airlock:tool/caller`), read once.
+    principals: HashMap<String, Arc<crate::caller::PrincipalFacts>>,
 }
 
 impl Policy {
@@ -273,6 +277,14 @@ impl Policy {
             return self.evaluate(principal, tool, &request);
         }
         self.cached_evaluate(principal, tool, &request)
+    }
+
+    /// What a tool may see of `principal`: its attributes and parents from
+    /// the entities file (capped), or nothing for a principal the file does
+    /// not describe.
+    #[must_use]
+    pub(crate) fn principal_facts(&self, principal: &str) -> Arc<crate::caller::PrincipalFacts> {
+        self.principals.get(principal).cloned().unwrap_or_default()
     }
 
     /// Evaluates `request` against the policies (the uncached part of

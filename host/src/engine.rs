@@ -139,6 +139,14 @@ impl Runtime {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("linking wasi:http")?;
+        // `airlock:tool/caller` (contract 0.2.0) answers with the caller of
+        // the call being served.
+        crate::bindings::v0_2::airlock::tool::caller::add_to_linker::<CallCtx, wasmtime::component::HasSelf<CallCtx>>(
+            &mut linker,
+            |ctx| ctx,
+        )
+        .map_err(anyhow::Error::from)
+        .context("linking airlock:tool/caller")?;
         // Open files and outgoing HTTP bodies are counted per call.
         crate::budget::add_to_linker(&mut linker).context("linking the host budget")?;
         if let Some(dir) = &settings.cache_dir {

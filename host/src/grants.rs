@@ -154,6 +154,17 @@ impl Grants {
         self.dirs.is_empty() && self.env.is_empty() && self.network.is_none()
     }
 
+    /// These grants as they apply to one call of `principal`: credentials
+    /// the operator keeps per principal (`value_dir` of a secret header)
+    /// are read for that principal, and a principal without one is refused
+    /// the origin. Borrowed when nothing is kept per principal.
+    pub(crate) fn for_principal(&self, principal: &str) -> std::borrow::Cow<'_, Grants> {
+        match self.network.as_deref().and_then(|network| network.for_principal(principal)) {
+            Some(network) => std::borrow::Cow::Owned(Grants { network: Some(Arc::new(network)), ..self.clone() }),
+            None => std::borrow::Cow::Borrowed(self),
+        }
+    }
+
     /// A short human summary, e.g. `/data (ro), env LANG`.
     pub fn summary(&self) -> String {
         let dirs = self.dirs.iter().map(|d| {

@@ -328,6 +328,10 @@ pub mod bench {
         let registry = host.tools();
         let tool = registry.get(tool)?;
         let settings = &tool.settings;
-        Some(sandbox::call(&tool.pre, &settings.limits, &settings.grants, arguments, &CancellationToken::new()).await)
+        let caller = std::sync::Arc::new(crate::caller::Caller { principal: "bench".to_owned(), ..Default::default() });
+        Some(
+            sandbox::call(&tool.pre, &settings.limits, &settings.grants, &caller, arguments, &CancellationToken::new())
+                .await,
+        )
     }
 }

@@ -2,6 +2,7 @@
 //! what it imports and exports, its metadata, and if it would be refused,
 //! why.
 
+use crate::bindings::Contract;
 use crate::engine::{Runtime, digest};
 use crate::loader;
 use crate::tool_settings::ToolSettings;
@@ -24,8 +25,12 @@ pub struct Inspection {
     pub imports: Vec<String>,
     /// Exported interfaces (components only).
     pub exports: Vec<String>,
-    /// `airlock:tool/tool` when the exports match the tool world.
+    /// The world the component targets, e.g. `airlock:tool/tool@0.2.0`,
+    /// when its exports match a version of the tool world.
     pub world: Option<String>,
+    /// The contract version it targets, e.g. `0.2.0`, when Airlock would
+    /// load it.
+    pub contract: Option<String>,
     /// Declared metadata, when it could be read.
     pub metadata: Option<Value>,
     /// Whether Airlock would load it.
@@ -45,6 +50,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
         imports: vec![],
         exports: vec![],
         world: None,
+        contract: None,
         metadata: None,
         accepted: false,
         rejected_because: None,
@@ -70,12 +76,18 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
             let ty = component.component_type();
             report.imports = ty.imports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
             report.exports = ty.exports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
-            let is_tool = ["airlock:tool/metadata", "airlock:tool/handler"]
-                .iter()
-                .all(|want| report.exports.iter().any(|e| e.starts_with(want)));
-            if is_tool {
-                report.world = Some("airlock:tool/tool".into());
-            }
+            // Each export names its version (`airlock:tool/handler@0.2.0`);
+            // the newest version whose interfaces are all exported is the
+            // world the component targets.
+            report.world = [Contract::V0_2, Contract::V0_1]
+                .into_iter()
+                .find(|contract| {
+                    ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|interface| {
+                        let want = format!("{interface}@{}", contract.version());
+                        report.exports.contains(&want)
+                    })
+                })
+                .map(|contract| contract.world().to_owned());
         }
         Err(err) => {
             report.rejected_because = Some(format!("invalid component: {err:#}"));
@@ -90,6 +102,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
                 "parameters": tool.parameters,
                 "output": tool.output_schema,
             }));
+            report.contract = Some(tool.contract().version().to_owned());
             report.accepted = true;
         }
         Err(err) => report.rejected_because = Some(err.to_string()),

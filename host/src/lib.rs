@@ -21,6 +21,7 @@ mod audit;
 mod authorize;
 mod bindings;
 mod budget;
+mod caller;
 mod capture;
 mod check;
 mod config;
@@ -59,6 +60,8 @@ pub use audit::{
     verify as audit_verify,
 };
 pub use authorize::{Decision, Policy, PolicyError, ToolFacts};
+pub use bindings::Contract;
+pub use caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
 pub use capture::Captured;
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
@@ -71,7 +74,8 @@ pub use limits::Limits;
 pub use loader::{LoadError, LoadedTool, check_header, load as load_component};
 pub use messages::{read_calls, write_results};
 pub use network::{
-    HostPattern, NetworkGrant, OriginPattern, OriginRule, RequestOrigin, Scheme, SecretHeader, SecretValue,
+    HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule,
+    RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 pub use outcome::{ErrorKind, Failure};
 pub use pipeline::{CallRequest, ToolResult};

@@ -7,10 +7,10 @@
 //! the component under its limits with no grants. Every string the
 //! component declares is capped and every schema is compiled before use.
 
-use crate::bindings::ToolPre;
+use crate::bindings::{Contract, ToolPre};
 use crate::engine::{Runtime, digest};
 use crate::outcome::{ErrorKind, Failure};
-use crate::sandbox::{self, CallCtx, RawMetadata};
+use crate::sandbox::{self, RawMetadata};
 use crate::schema_cost;
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::validate::Compiled;
@@ -50,12 +50,18 @@ pub struct LoadedTool {
     pub from_cache: bool,
     /// Operator settings.
     pub settings: ToolSettings,
-    pub(crate) pre: ToolPre<CallCtx>,
+    pub(crate) pre: ToolPre,
     pub(crate) parameters_check: Compiled,
     pub(crate) output_check: Option<Compiled>,
 }
 
 impl LoadedTool {
+    /// The contract version the component targets (`airlock:tool@0.1.0`
+    /// or `@0.2.0`), found from the interfaces it exports.
+    pub fn contract(&self) -> Contract {
+        self.pre.contract()
+    }
+
     /// The evaluation cost of the parameters schema and of the output
     /// schema, in work units per instance byte (see
     /// [`MAX_SCHEMA_COST`](crate::MAX_SCHEMA_COST)).
@@ -212,7 +218,9 @@ pub async fn load_bytes(
     })?;
     let pre = ToolPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
         path: path_buf.clone(),
-        why: format!("{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler)"),
+        why: format!(
+            "{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.2.0 or 0.1.0)"
+        ),
     })?;
     let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|mut failure| {
         // The metadata crosses to the host like a result: say which caps

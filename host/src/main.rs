@@ -299,7 +299,7 @@ impl LoadProgress for TerminalProgress {
 fn tools(host: &Host) -> std::io::Result<ExitCode> {
     let registry = host.tools();
     let mut out = Out::new();
-    out.line(format_args!("{:<16} {:<12} {:<5} {:<28} GRANTS", "NAME", "DIGEST", "SIDE", "LIMITS"))?;
+    out.line(format_args!("{:<16} {:<12} {:<8} {:<5} {:<28} GRANTS", "NAME", "DIGEST", "CONTRACT", "SIDE", "LIMITS"))?;
     for tool in registry.iter() {
         let s = &tool.settings;
         let limits = format!(
@@ -310,7 +310,12 @@ fn tools(host: &Host) -> std::io::Result<ExitCode> {
         );
         let side = if s.side_effect { "yes" } else { "no" };
         let digest = tool.digest.get(..12).unwrap_or(&tool.digest);
-        out.line(format_args!("{:<16} {digest:<12} {side:<5} {limits:<28} {}", tool.name, s.grants.summary()))?;
+        let contract = tool.contract().version();
+        out.line(format_args!(
+            "{:<16} {digest:<12} {contract:<8} {side:<5} {limits:<28} {}",
+            tool.name,
+            s.grants.summary()
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -24,7 +24,8 @@ mod send;
 mod tests;
 
 pub use grant::{
-    HostPattern, NetworkGrant, OriginPattern, OriginRule, RawNetwork, RequestOrigin, Scheme, SecretHeader, SecretValue,
+    HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule, RawNetwork,
+    RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 
 use crate::limits::{OUTGOING_BODY_CHUNK_BYTES, OUTGOING_BODY_CHUNKS};
@@ -144,6 +145,25 @@ async fn check(
             allowed.join(", ")
         ));
     }
+    // A credential this call's principal lacks refuses the request before
+    // anything is sent or counted.
+    for secret in grant.secrets.iter().filter(|s| s.origin.matches(&origin)) {
+        match &secret.value {
+            SecretSource::Fixed(_) => {}
+            SecretSource::Missing { principal } => {
+                return Err(format!(
+                    "{origin} was refused: this tool sends header `{}` to {origin} with a credential of the                      principal it acts for, and principal {principal:?} has none; an operator can add one (a file                      named after the principal in the `value_dir` of this tool's `network.secret_headers`)",
+                    secret.name
+                ));
+            }
+            SecretSource::PerPrincipal { .. } => {
+                return Err(format!(
+                    "{origin} was refused: header `{}` takes a credential per principal, and this call has no                      principal's credential",
+                    secret.name
+                ));
+            }
+        }
+    }
     let sent = usage.requests.fetch_add(1, Ordering::Relaxed);
     if sent >= grant.max_requests {
         return Err(format!(
@@ -192,16 +212,21 @@ async fn check(
     };
     let headers = request.headers_mut();
     for secret in grant.secrets.iter().filter(|s| s.origin.matches(&origin)) {
-        headers.insert(secret.name.clone(), secret.value.header_value().clone());
+        if let SecretSource::Fixed(value) = &secret.value {
+            headers.insert(secret.name.clone(), value.header_value().clone());
+        }
     }
     Ok((send::Target { addrs, tls_name }, request, grant.max_response_bytes))
 }
 
 /// Replace every secret value of `grant` in `text` with `[secret withheld]`,
 /// so a value a server echoed back cannot leave through a result or a log.
+/// A grant resolved for a principal holds that principal's values, so
+/// they are scrubbed the same way.
 pub fn scrub(grant: &NetworkGrant, text: &mut String) {
     for secret in &grant.secrets {
-        let value = secret.value.secret();
+        let SecretSource::Fixed(value) = &secret.value else { continue };
+        let value = value.secret();
         if text.contains(value) {
             *text = text.replace(value, "[secret withheld]");
         }

@@ -12,6 +12,7 @@
 use crate::arguments::{self, RawArguments};
 use crate::audit::{AuditEntry, AuditLog};
 use crate::authorize::{Decision, Policy, ToolFacts};
+use crate::caller::Caller;
 use crate::capture::Captured;
 use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
@@ -311,14 +312,15 @@ impl Pipeline {
                 (sandbox::Execution::failed(failure, Instant::now()), None)
             }
             (Some(id), Some(session_settings)) => {
-                let principal = &flight.request.principal;
+                let caller = self.caller(&flight.request, Some(id));
                 let call =
-                    self.sessions.call(&tool, session_settings, sessions_per_tool, principal, id, &arguments, cancel);
+                    self.sessions.call(&tool, session_settings, sessions_per_tool, &caller, id, &arguments, cancel);
                 let run = self.scheduler.run(settings.concurrency_safe, call).await;
                 (run.execution, run.reset)
             }
             _ => {
-                let call = sandbox::call(&tool.pre, &limits, &settings.grants, &arguments, cancel);
+                let caller = self.caller(&flight.request, None);
+                let call = sandbox::call(&tool.pre, &limits, &settings.grants, &caller, &arguments, cancel);
                 (self.scheduler.run(settings.concurrency_safe, call).await, None)
             }
         };
@@ -364,6 +366,18 @@ impl Pipeline {
             session: session.map(|id| id.as_str().to_owned()),
         };
         self.audit(flight, result, policy, Some(&tool.digest))
+    }
+
+    /// Who the call acts for, as the tool may read it: the request's
+    /// principal (never an argument), the operator's facts about it, the
+    /// call id and the session.
+    fn caller(&self, request: &CallRequest, session: Option<&SessionId>) -> Arc<Caller> {
+        Arc::new(Caller {
+            principal: request.principal.clone(),
+            facts: self.policy.principal_facts(&request.principal),
+            call_id: request.call_id.clone(),
+            session: session.map(|id| id.as_str().to_owned()),
+        })
     }
 
     fn finish_early(

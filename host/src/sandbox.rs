@@ -15,6 +15,7 @@
 
 use crate::bindings::{Tool, ToolPre};
 use crate::budget::HostBudget;
+use crate::caller::Caller;
 use crate::capture::{Captured, CapturedOutput};
 use crate::grants::Grants;
 use crate::limits::{HANDLES_PER_RESOURCE, HTTP_FIELDS_BYTES, Limits, OUTGOING_BODY_CHUNK_BYTES};
@@ -38,9 +39,17 @@ pub struct CallCtx {
     http: WasiHttpCtx,
     network: NetworkHooks,
     budget: HostBudget,
+    /// Who the call being served acts for; `None` while the metadata is
+    /// read.
+    caller: Option<Arc<Caller>>,
 }
 
 impl CallCtx {
+    /// The caller of the call being served (`airlock:tool/caller`).
+    pub(crate) fn caller(&self) -> Option<&Caller> {
+        self.caller.as_deref()
+    }
+
     /// The host budget and the resource table it counts in.
     pub(crate) fn budget_and_table(&mut self) -> (&mut HostBudget, &ResourceTable) {
         (&mut self.budget, &self.table)
@@ -164,7 +173,7 @@ impl LiveInstance {
     /// # Errors
     ///
     /// A granted directory cannot be opened.
-    pub fn new(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants) -> anyhow::Result<Self> {
+    pub(crate) fn new(pre: &ToolPre, limits: &Limits, grants: &Grants) -> anyhow::Result<Self> {
         let stdout = CapturedOutput::new(limits.max_stdio_bytes);
         let stderr = CapturedOutput::new(limits.max_stdio_bytes);
         let wasi = grants.wasi_ctx(stdout.clone(), stderr.clone())?;
@@ -194,6 +203,7 @@ impl LiveInstance {
             http,
             network: NetworkHooks::new(grants.network.clone()),
             budget: HostBudget::new(limits.max_open_files, grants.dirs.len(), limits.max_outgoing_bodies()),
+            caller: None,
         };
         let mut store = Store::new(pre.engine(), ctx);
         store.limiter(|ctx| &mut ctx.limits);
@@ -206,9 +216,10 @@ impl LiveInstance {
     }
 
     /// Set up the next call: a full fuel budget, a new wall-clock deadline,
-    /// empty captures and a clean growth record.
-    fn arm(&mut self, limits: &Limits) -> anyhow::Result<()> {
+    /// empty captures, a clean growth record and the call's caller.
+    fn arm(&mut self, limits: &Limits, caller: Option<&Arc<Caller>>) -> anyhow::Result<()> {
         self.store.set_fuel(limits.fuel)?;
+        self.store.data_mut().caller = caller.cloned();
         // Check the wall clock on every epoch tick: trap once the deadline
         // has passed, otherwise yield to the executor so cancellation and
         // the executor-side timeout can act on a guest that never calls the
@@ -237,8 +248,9 @@ impl LiveInstance {
 /// says whether the instance is spent.
 async fn run_on<R, F>(
     live: &mut LiveInstance,
-    pre: &ToolPre<CallCtx>,
+    pre: &ToolPre,
     limits: &Limits,
+    caller: Option<&Arc<Caller>>,
     cancel: &CancellationToken,
     work: F,
 ) -> (Result<R, Failure>, Execution, Option<Spent>)
@@ -249,7 +261,7 @@ where
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
     let started = Instant::now();
-    if let Err(err) = live.arm(limits) {
+    if let Err(err) = live.arm(limits, caller) {
         let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
         return (Err(failure.clone()), Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
@@ -306,9 +318,10 @@ where
 /// Run `work` on a fresh instance of `pre` under `limits`, with `grants`,
 /// and drop the instance.
 async fn run<R, F>(
-    pre: &ToolPre<CallCtx>,
+    pre: &ToolPre,
     limits: &Limits,
     grants: &Grants,
+    caller: Option<&Arc<Caller>>,
     cancel: &CancellationToken,
     work: F,
 ) -> (Result<R, Failure>, Execution)
@@ -326,26 +339,26 @@ where
             return (Err(failure.clone()), Execution::failed(failure, started));
         }
     };
-    let (outcome, mut execution, _) = run_on(&mut live, pre, limits, cancel, work).await;
+    let (outcome, mut execution, _) = run_on(&mut live, pre, limits, caller, cancel, work).await;
     drop(live);
     execution.duration = started.elapsed();
     (outcome, execution)
 }
 
-/// Call the tool's handler once in a fresh instance.
-pub async fn call(
-    pre: &ToolPre<CallCtx>,
+/// Call the tool's handler once in a fresh instance, for `caller`.
+pub(crate) async fn call(
+    pre: &ToolPre,
     limits: &Limits,
     grants: &Grants,
+    caller: &Arc<Caller>,
     arguments: &str,
     cancel: &CancellationToken,
 ) -> Execution {
     let arguments = arguments.to_owned();
-    let (result, mut execution) = run(pre, limits, grants, cancel, move |tool, store| {
-        Box::pin(async move {
-            let reply = tool.airlock_tool_handler().call_call(store, &arguments).await?;
-            Ok(reply.map_err(|err| Failure { kind: ErrorKind::ToolError, message: err.message, code: err.code }))
-        })
+    // Credentials kept per principal are this caller's.
+    let grants = grants.for_principal(&caller.principal);
+    let (result, mut execution) = run(pre, limits, &grants, Some(caller), cancel, move |tool, store| {
+        Box::pin(async move { tool.call(store, &arguments).await })
     })
     .await;
     execution.result = result;
@@ -359,19 +372,17 @@ pub async fn call(
 /// `limits` (fuel and deadline are renewed for this call; the memory cap is
 /// the one `live` was created with). When the result says the instance is
 /// [`Spent`], the caller must drop it.
-pub async fn call_on(
+pub(crate) async fn call_on(
     live: &mut LiveInstance,
-    pre: &ToolPre<CallCtx>,
+    pre: &ToolPre,
     limits: &Limits,
+    caller: &Arc<Caller>,
     arguments: &str,
     cancel: &CancellationToken,
 ) -> (Execution, Option<Spent>) {
     let arguments = arguments.to_owned();
-    let (result, mut execution, spent) = run_on(live, pre, limits, cancel, move |tool, store| {
-        Box::pin(async move {
-            let reply = tool.airlock_tool_handler().call_call(store, &arguments).await?;
-            Ok(reply.map_err(|err| Failure { kind: ErrorKind::ToolError, message: err.message, code: err.code }))
-        })
+    let (result, mut execution, spent) = run_on(live, pre, limits, Some(caller), cancel, move |tool, store| {
+        Box::pin(async move { tool.call(store, &arguments).await })
     })
     .await;
     execution.result = result;
@@ -415,16 +426,9 @@ pub struct RawMetadata {
 
 /// Read a component's metadata in a fresh instance with no grants and the
 /// given limits: reading metadata runs untrusted code.
-pub async fn metadata(pre: &ToolPre<CallCtx>, limits: &Limits) -> Result<RawMetadata, Failure> {
-    let (result, _) = run(pre, limits, &Grants::default(), &CancellationToken::new(), |tool, store| {
-        Box::pin(async move {
-            let meta = tool.airlock_tool_metadata();
-            let name = meta.call_name(&mut *store).await?;
-            let description = meta.call_description(&mut *store).await?;
-            let parameters = meta.call_parameters(&mut *store).await?;
-            let output = meta.call_output(&mut *store).await?;
-            Ok(Ok(RawMetadata { name, description, parameters, output }))
-        })
+pub(crate) async fn metadata(pre: &ToolPre, limits: &Limits) -> Result<RawMetadata, Failure> {
+    let (result, _) = run(pre, limits, &Grants::default(), None, &CancellationToken::new(), |tool, store| {
+        Box::pin(async move { tool.metadata(store).await.map(Ok) })
     })
     .await;
     result

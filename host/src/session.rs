@@ -36,6 +36,7 @@
 //!   version that has since been replaced is never reused.
 
 use crate::arguments::Parsed;
+use crate::caller::Caller;
 use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
@@ -182,8 +183,8 @@ impl Sessions {
         Self::default()
     }
 
-    /// Run one call of `tool` in session `id` of `principal`, creating the
-    /// session if needed and if `principal` holds fewer than
+    /// Run one call of `tool` in session `id` of the caller's principal,
+    /// creating the session if needed and if the principal holds fewer than
     /// `sessions_per_tool` sessions of the tool (its quota). Never fails:
     /// refusals and resets are in the result.
     // Each argument is one fact of the call; bundling them would only move
@@ -194,14 +195,14 @@ impl Sessions {
         tool: &Arc<LoadedTool>,
         settings: SessionSettings,
         sessions_per_tool: usize,
-        principal: &str,
+        caller: &Arc<Caller>,
         id: &SessionId,
         arguments: &str,
         cancel: &CancellationToken,
     ) -> SessionRun {
         let started = Instant::now();
         let refused = |failure: Failure| SessionRun { execution: Execution::failed(failure, started), reset: None };
-        let key = Key { principal: principal.to_owned(), tool: tool.name.clone(), id: id.clone() };
+        let key = Key { principal: caller.principal.clone(), tool: tool.name.clone(), id: id.clone() };
         let session = match self.checkout(&key, tool, settings, sessions_per_tool) {
             Ok(session) => session,
             Err(failure) => return refused(failure),
@@ -230,7 +231,10 @@ impl Sessions {
         let lost = slot.used && slot.live.is_none();
         let mut live = match slot.live.take() {
             Some(live) => live,
-            None => match LiveInstance::new(&tool.pre, &limits, &tool.settings.grants) {
+            // The key holds the principal, so credentials kept per principal
+            // are resolved once, for the session's whole life.
+            None => match LiveInstance::new(&tool.pre, &limits, &tool.settings.grants.for_principal(&caller.principal))
+            {
                 Ok(live) => live,
                 Err(err) => {
                     self.remove(&key, &session);
@@ -242,7 +246,7 @@ impl Sessions {
             },
         };
         slot.used = true;
-        let (mut execution, spent) = sandbox::call_on(&mut live, &tool.pre, &limits, arguments, cancel).await;
+        let (mut execution, spent) = sandbox::call_on(&mut live, &tool.pre, &limits, caller, arguments, cancel).await;
         session.touch();
         let mut reset = None;
         match spent {

@@ -155,7 +155,8 @@ fn inspect_describes_and_explains() {
     let out = airlock(dir.path(), &["inspect", &tool("echo").display().to_string()], "");
     assert_eq!(out.status.code(), Some(0));
     let report = json_out(&out);
-    assert_eq!(report["world"], "airlock:tool/tool");
+    assert_eq!(report["world"], "airlock:tool/tool@0.2.0");
+    assert_eq!(report["contract"], "0.2.0");
     assert_eq!(report["metadata"]["name"], "echo");
     assert!(
         report["imports"]
@@ -167,6 +168,35 @@ fn inspect_describes_and_explains() {
     let wrong = airlock(dir.path(), &["inspect", &fixture("wrong_world").display().to_string()], "");
     assert_eq!(wrong.status.code(), Some(1));
     assert!(json_out(&wrong)["rejected_because"].as_str().unwrap_or_default().contains("airlock:tool"));
+}
+
+#[test]
+fn inspect_and_tools_show_the_contract_version() {
+    let dir = temp_dir();
+    let legacy = fixture("contract_v0_1").display().to_string();
+    let out = airlock(dir.path(), &["inspect", &legacy], "");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let report = json_out(&out);
+    assert_eq!(report["world"], "airlock:tool/tool@0.1.0");
+    assert_eq!(report["contract"], "0.1.0");
+    let whoami = airlock(dir.path(), &["inspect", &fixture("whoami").display().to_string()], "");
+    let report = json_out(&whoami);
+    assert_eq!(report["contract"], "0.2.0");
+    let imports: Vec<&str> = report["imports"].as_array().expect("imports").iter().filter_map(Value::as_str).collect();
+    assert!(imports.contains(&"airlock:tool/caller@0.2.0"), "{imports:?}");
+
+    let config = format!(
+        "builtin_settings = false\n[tools.legacy_echo]\ncomponent = {legacy:?}\n[tools.whoami]\ncomponent = {:?}\n",
+        fixture("whoami").display().to_string()
+    );
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("write config");
+    let tools = airlock(dir.path(), &["--config", "airlock.toml", "tools"], "");
+    let table = String::from_utf8_lossy(&tools.stdout);
+    assert_eq!(tools.status.code(), Some(0), "{table}{}", String::from_utf8_lossy(&tools.stderr));
+    assert!(table.lines().next().unwrap_or_default().contains("CONTRACT"), "{table}");
+    let row = |name: &str| table.lines().find(|line| line.starts_with(name)).unwrap_or_default().to_owned();
+    assert!(row("legacy_echo").contains(" 0.1.0 "), "{table}");
+    assert!(row("whoami").contains(" 0.2.0 "), "{table}");
 }
 
 #[test]

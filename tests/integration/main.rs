@@ -3,6 +3,7 @@
 
 mod cli;
 mod host_limits;
+mod identity;
 mod interpreters;
 mod limits_schema;
 mod loading;

@@ -281,6 +281,66 @@ async fn the_secret_reaches_the_server_and_nothing_else() {
 }
 
 #[tokio::test]
+async fn each_principal_calls_with_its_own_credential() {
+    let server = Server::start();
+    let dir = temp_dir();
+    let creds = dir.path().join("creds");
+    std::fs::create_dir(&creds).expect("creds dir");
+    let (alice, bob) = ("alice-tok-3f9c2a71d5", "bob-tok-8e41b6c07a");
+    std::fs::write(creds.join("alice"), format!("{alice}\n")).expect("write alice");
+    std::fs::write(creds.join("bob"), bob).expect("write bob");
+    // A file outside the directory a crafted principal might try to reach.
+    std::fs::write(dir.path().join("escape"), "escape-tok-5d1e9b").expect("write escape");
+    let audit = dir.path().join("audit.jsonl");
+    let network = format!(
+        "{}\nsecret_headers = [{{ origin = {:?}, header = \"authorization\", value_dir = {:?}, prefix = \"Bearer \" }}]",
+        allow(&[server.origin()]),
+        server.origin(),
+        creds.display().to_string()
+    );
+    let extra = format!("[audit]\nfile = {:?}\nrecord_arguments = true\n", audit.display().to_string());
+    let host = host(&format!("{extra}\n{}", fetch_config(&network, ""))).await;
+    let fetch_as =
+        |principal: &str| airlock::CallRequest::new(principal, "http_fetch", json!({"url": server.url("/echo")}));
+
+    let mut results = Vec::new();
+    for (principal, token) in [("alice", alice), ("bob", bob)] {
+        let result = host.call(fetch_as(principal), None).await;
+        assert!(!result.is_error, "{principal}: {}", result.content);
+        let seen = server.seen();
+        let got =
+            seen.last().and_then(|s| s.headers.iter().find(|(n, _)| n == "authorization")).map(|(_, v)| v.clone());
+        assert_eq!(got, Some(format!("Bearer {token}")), "{principal}'s call carries {principal}'s credential");
+        // The server echoed it back; the host withheld it.
+        assert!(result.content.contains("[secret withheld]"), "{}", result.content);
+        results.push(result);
+    }
+
+    let sent_before = server.seen().len();
+    let carol = host.call(fetch_as("carol"), None).await;
+    assert_failed(&carol, "tool_error", "principal \"carol\" has none");
+    assert!(carol.content.contains("`authorization`") && carol.content.contains(&server.origin()), "{}", carol.content);
+    assert_eq!(carol.code.as_deref(), Some("network_refused"));
+    for crafted in ["../escape", "..", ".", ""] {
+        let result = host.call(fetch_as(crafted), None).await;
+        assert_eq!(result.code.as_deref(), Some("network_refused"), "{crafted:?}: {}", result.content);
+    }
+    assert_eq!(server.seen().len(), sent_before, "a principal without a credential sends nothing");
+    results.push(carol);
+
+    let mut everything = std::fs::read_to_string(&audit).expect("audit file");
+    for result in &results {
+        everything.push_str(&format!(
+            "{}{:?}{}{}",
+            result.content, result.structured, result.stdout.text, result.stderr.text
+        ));
+    }
+    for secret in [alice, bob, "escape-tok-5d1e9b"] {
+        assert!(!everything.contains(secret), "{secret} leaked: {everything}");
+    }
+}
+
+#[tokio::test]
 async fn raw_sockets_and_dns_stay_denied_with_a_network_grant() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");

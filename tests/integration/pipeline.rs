@@ -18,6 +18,9 @@ async fn no_host_only_field_reaches_any_encoding() {
     std::fs::create_dir(&sentinel_dir).expect("mkdir");
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "sentinel-secret-value-s9").expect("write secret");
+    let credentials = dir.path().join("sentinel-credential-dir-c8");
+    std::fs::create_dir(&credentials).expect("mkdir");
+    std::fs::write(credentials.join("tester"), "sentinel-credential-value-v6").expect("write credential");
     let echo = tool("echo");
     let digest = airlock::digest(&std::fs::read(&echo).expect("read"));
     let text = format!(
@@ -30,11 +33,13 @@ async fn no_host_only_field_reaches_any_encoding() {
          [tools.echo.network]\nallow = [\"https://sentinel-origin-x4.example\"]\n\
          private_addresses = [\"10.99.88.0/24\"]\nmax_requests = 97\nmax_response_bytes = 8765432\n\
          secret_headers = [{{ origin = \"https://sentinel-origin-x4.example\", header = \"x-sentinel-header-h5\", \
-         value_file = {:?} }}]\n\
+         value_file = {:?} }}, {{ origin = \"https://sentinel-origin-x4.example\", \
+         header = \"x-sentinel-principal-p3\", value_dir = {:?} }}]\n\
          [tools.echo.sessions]\nmax_live = 97\nidle_secs = 86399\nmemory_mib = 555\n",
         echo.display().to_string(),
         sentinel_dir.display().to_string(),
-        secret.display().to_string()
+        secret.display().to_string(),
+        credentials.display().to_string()
     );
     let host = Host::builder().config(config(&text)).build().await.expect("load");
     let sentinels = [
@@ -64,6 +69,10 @@ async fn no_host_only_field_reaches_any_encoding() {
         "8765432",
         "x-sentinel-header-h5",
         "sentinel-secret-value-s9",
+        "sentinel-credential-dir-c8",
+        "sentinel-credential-value-v6",
+        "x-sentinel-principal-p3",
+        "value_dir",
         "network",
         "86399",
         "555",

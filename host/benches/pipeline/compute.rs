@@ -18,6 +18,8 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+// The bindings of the 0.2.0 world declare a module `airlock` (its `caller`
+// import), so the host crate is named `::airlock` in this file.
 wasmtime::component::bindgen!({ path: "../wit", world: "tool" });
 
 struct Ctx {
@@ -157,9 +159,9 @@ pub fn run(setup: &Setup, report: &mut Report) {
     // Item 4, first half: compile vs load from the on-disk cache, through
     // the host's own `Runtime::compile`.
     let echo = std::fs::read(setup.guests.join("echo.wasm")).expect("echo.wasm");
-    let digest = airlock::digest(&echo);
+    let digest = ::airlock::digest(&echo);
     let uncached =
-        airlock::Runtime::new(&airlock::EngineSettings { cache_dir: None, ..Default::default() }).expect("runtime");
+        ::airlock::Runtime::new(&::airlock::EngineSettings { cache_dir: None, ..Default::default() }).expect("runtime");
     let compile: Stats = stats::stats(
         (0..setup.compile_iterations)
             .map(|_| {
@@ -173,7 +175,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
     let cache_dir = setup.scratch.join("compile-cache");
     let _ = std::fs::remove_dir_all(&cache_dir);
     let cached_runtime =
-        airlock::Runtime::new(&airlock::EngineSettings { cache_dir: Some(cache_dir), ..Default::default() })
+        ::airlock::Runtime::new(&::airlock::EngineSettings { cache_dir: Some(cache_dir), ..Default::default() })
             .expect("runtime");
     cached_runtime.compile(&echo, &digest).expect("compiles");
     let load: Stats = stats::stats(

@@ -94,7 +94,9 @@ impl Policy {
         );
         let annotations = read_annotations(&policies);
         let context_free = is_context_free(&policies);
+        let principals = super::principal::principal_facts(&entities, &user_type);
         Ok(Policy {
+            principals,
             context_free,
             decisions: RwLock::default(),
             policies,

@@ -17,6 +17,13 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 4 << 20;
 const MAX_REQUESTS_CAP: u32 = 1000;
 /// Most response bytes a grant may allow per call.
 const MAX_RESPONSE_BYTES_CAP: u64 = 1 << 30;
+/// Largest credential file accepted in a secret header's `value_dir`.
+pub const MAX_SECRET_FILE_BYTES: u64 = 16 << 10;
+/// Longest principal id that can name a credential file (the usual file
+/// name limit).
+pub const MAX_CREDENTIAL_NAME_BYTES: usize = 255;
+/// Fewest characters a secret value may have.
+const MIN_SECRET_LEN: usize = 8;
 
 /// `[tools.NAME.network]` as written.
 #[derive(Debug, Deserialize)]
@@ -47,6 +54,7 @@ struct RawSecret {
     header: String,
     value_env: Option<String>,
     value_file: Option<PathBuf>,
+    value_dir: Option<PathBuf>,
     #[serde(default)]
     prefix: String,
 }
@@ -242,6 +250,27 @@ impl fmt::Debug for SecretValue {
     }
 }
 
+/// Where the value of a secret header comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretSource {
+    /// One value for every call (`value_env` or `value_file`, read at load).
+    Fixed(SecretValue),
+    /// One value per principal (`value_dir`): the file named after the
+    /// call's principal in `dir`, read when the call starts.
+    PerPrincipal {
+        /// The directory of credential files.
+        dir: PathBuf,
+        /// Written before each value, e.g. `Bearer `.
+        prefix: String,
+    },
+    /// The call's principal has no usable credential here: requests to the
+    /// origin are refused, naming the header and the principal.
+    Missing {
+        /// The principal of the call.
+        principal: String,
+    },
+}
+
 /// A header the host adds to every request to `origin`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretHeader {
@@ -249,8 +278,8 @@ pub struct SecretHeader {
     pub origin: OriginPattern,
     /// Header name, e.g. `authorization`; the guest may not set it.
     pub name: HeaderName,
-    /// Header value, read from the host environment or a file at load.
-    pub value: SecretValue,
+    /// Header value: fixed at load, or the call's principal's.
+    pub value: SecretSource,
 }
 
 /// Everything a tool may do on the network. A tool without one may not
@@ -338,6 +367,33 @@ impl NetworkGrant {
         self.allow.iter().find(|rule| rule.pattern.matches(origin))
     }
 
+    /// This grant for one call of `principal`, with each credential kept
+    /// per principal read from its file (or marked missing); `None` when no
+    /// credential is kept per principal.
+    ///
+    /// # Security
+    ///
+    /// `principal` comes from the front end and names a file: an id that is
+    /// empty, longer than [`MAX_CREDENTIAL_NAME_BYTES`], starts with `.` or
+    /// holds `/`, `\` or NUL names none, so no principal reaches a file
+    /// outside the directory (or a hidden one in it). Values are never
+    /// logged.
+    pub fn for_principal(&self, principal: &str) -> Option<NetworkGrant> {
+        if !self.secrets.iter().any(|secret| matches!(secret.value, SecretSource::PerPrincipal { .. })) {
+            return None;
+        }
+        let mut grant = self.clone();
+        for secret in &mut grant.secrets {
+            if let SecretSource::PerPrincipal { dir, prefix } = &secret.value {
+                secret.value = match read_credential(dir, prefix, principal, &secret.name) {
+                    Some(value) => SecretSource::Fixed(value),
+                    None => SecretSource::Missing { principal: principal.to_owned() },
+                };
+            }
+        }
+        Some(grant)
+    }
+
     /// Whether the guest may not set header `name` (a secret's name).
     pub fn is_secret_header(&self, name: &HeaderName) -> bool {
         self.secrets.iter().any(|secret| secret.name == *name)
@@ -382,23 +438,94 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
     let origin = OriginPattern::parse(&raw.origin).map_err(|m| format!("{ctx}: {m}"))?;
     let name = HeaderName::from_bytes(raw.header.as_bytes())
         .map_err(|_| format!("{ctx}: not a header name, e.g. \"authorization\""))?;
-    let value = match (&raw.value_env, &raw.value_file) {
-        (Some(var), None) => {
+    let value = match (&raw.value_env, &raw.value_file, &raw.value_dir) {
+        (Some(var), None, None) => {
             std::env::var(var).map_err(|_| format!("{ctx}: value_env = {var:?} is not set in the host environment"))?
         }
-        (None, Some(file)) => {
+        (None, Some(file), None) => {
             let path = resolve(file);
             let text = std::fs::read_to_string(&path)
                 .map_err(|err| format!("{ctx}: value_file = {:?} cannot be read: {err}", path.display()))?;
             text.trim_end_matches(['\r', '\n']).to_owned()
         }
-        _ => return Err(format!("{ctx}: needs exactly one of `value_env` or `value_file`")),
+        (None, None, Some(dir)) => {
+            let dir = resolve(dir);
+            if !std::fs::metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
+                return Err(format!(
+                    "{ctx}: value_dir = {:?} is not a directory; it holds one credential file per principal, named                      after the principal",
+                    dir.display()
+                ));
+            }
+            if HeaderValue::from_str(&raw.prefix).is_err() {
+                return Err(format!("{ctx}: the prefix is not a valid header value (visible ASCII only)"));
+            }
+            return Ok(SecretHeader { origin, name, value: SecretSource::PerPrincipal { dir, prefix: raw.prefix } });
+        }
+        _ => return Err(format!("{ctx}: needs exactly one of `value_env`, `value_file` or `value_dir`")),
     };
-    if value.len() < 8 {
-        return Err(format!("{ctx}: the secret value has {} characters; a secret has at least 8", value.len()));
+    let value = secret_value(&raw.prefix, value).map_err(|why| format!("{ctx}: {why}"))?;
+    Ok(SecretHeader { origin, name, value: SecretSource::Fixed(value) })
+}
+
+/// `prefix` and `secret` as a sensitive header value; the error says what
+/// is wrong without the value.
+fn secret_value(prefix: &str, secret: String) -> Result<SecretValue, String> {
+    if secret.len() < MIN_SECRET_LEN {
+        return Err(format!(
+            "the secret value has {} characters; a secret has at least {MIN_SECRET_LEN}",
+            secret.len()
+        ));
     }
-    let mut header = HeaderValue::from_str(&format!("{}{value}", raw.prefix))
-        .map_err(|_| format!("{ctx}: the value is not a valid header value (visible ASCII only)"))?;
+    let mut header = HeaderValue::from_str(&format!("{prefix}{secret}"))
+        .map_err(|_| "the value is not a valid header value (visible ASCII only)".to_owned())?;
     header.set_sensitive(true);
-    Ok(SecretHeader { origin, name, value: SecretValue { header, secret: value } })
+    Ok(SecretValue { header, secret })
+}
+
+/// Whether `principal` can name a credential file: not empty, at most
+/// [`MAX_CREDENTIAL_NAME_BYTES`], no `/`, `\` or NUL, not starting with
+/// `.` (which also rules out `.` and `..`).
+fn credential_name(principal: &str) -> bool {
+    !principal.is_empty()
+        && principal.len() <= MAX_CREDENTIAL_NAME_BYTES
+        && !principal.starts_with('.')
+        && !principal.contains(['/', '\\', '\0'])
+}
+
+/// The credential of `principal` in `dir`, or `None` when it has none
+/// usable. A file that exists but cannot be used is logged (its path and
+/// why, never its content) so the operator can fix it.
+fn read_credential(dir: &Path, prefix: &str, principal: &str, header: &HeaderName) -> Option<SecretValue> {
+    use std::io::Read as _;
+    if !credential_name(principal) {
+        return None;
+    }
+    let path = dir.join(principal);
+    let unusable = |why: &str| {
+        tracing::warn!(path = %path.display(), header = %header, "the credential file cannot be used: {why}");
+        None
+    };
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(err) => return unusable(&err.to_string()),
+    };
+    match file.metadata() {
+        Ok(meta) if !meta.is_file() => return unusable("not a regular file"),
+        Ok(meta) if meta.len() > MAX_SECRET_FILE_BYTES => {
+            return unusable(&format!("larger than {MAX_SECRET_FILE_BYTES} bytes"));
+        }
+        Ok(_) => {}
+        Err(err) => return unusable(&err.to_string()),
+    }
+    let mut text = String::new();
+    // The cap holds even if the file grows after the size check.
+    if let Err(err) = file.take(MAX_SECRET_FILE_BYTES).read_to_string(&mut text) {
+        return unusable(&err.to_string());
+    }
+    let secret = text.trim_end_matches(['\r', '\n']).to_owned();
+    match secret_value(prefix, secret) {
+        Ok(value) => Some(value),
+        Err(why) => unusable(&why),
+    }
 }

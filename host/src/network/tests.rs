@@ -174,8 +174,9 @@ fn secrets_are_redacted_in_debug_and_scrubbed_from_text() {
     )
     .unwrap();
     let g = NetworkGrant::from_raw(raw, &|p: &Path| dir.path().join(p)).unwrap();
-    assert_eq!(g.secrets[0].value.header_value(), "Bearer s3cr3t-\"token\"");
-    assert!(g.secrets[0].value.header_value().is_sensitive());
+    let SecretSource::Fixed(value) = &g.secrets[0].value else { panic!("a fixed secret") };
+    assert_eq!(value.header_value(), "Bearer s3cr3t-\"token\"");
+    assert!(value.header_value().is_sensitive());
     assert!(!format!("{g:?}").contains("s3cr3t"), "Debug prints the secret");
     assert!(g.is_secret_header(&http::header::AUTHORIZATION));
 
@@ -219,4 +220,92 @@ async fn requests_are_refused_before_any_connection() {
     assert!(check(Some(&g), &usage, request("GET", "http://127.0.0.1:1/")).await.is_ok());
     let count = refused(check(Some(&g), &usage, request("GET", "http://127.0.0.1:1/")).await);
     assert!(count.contains("already sent 2 requests"), "{count}");
+}
+
+/// A grant whose `authorization` header to `https://api.example.com` is
+/// kept per principal in a fresh directory.
+fn per_principal_grant() -> (tempfile::TempDir, NetworkGrant) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("creds")).unwrap();
+    let raw: RawNetwork = toml::from_str(
+        r#"
+        allow = ["https://api.example.com"]
+        secret_headers = [{ origin = "https://api.example.com", header = "authorization", value_dir = "creds", prefix = "Bearer " }]
+        "#,
+    )
+    .unwrap();
+    let g = NetworkGrant::from_raw(raw, &|p: &Path| dir.path().join(p)).unwrap();
+    (dir, g)
+}
+
+fn resolved(g: &NetworkGrant, principal: &str) -> SecretSource {
+    g.for_principal(principal).expect("a per-principal grant resolves").secrets[0].value.clone()
+}
+
+#[test]
+fn per_principal_credentials_are_read_from_the_principal_file_only() {
+    let (dir, g) = per_principal_grant();
+    let creds = dir.path().join("creds");
+    std::fs::write(creds.join("alice"), "alice-token-1234\n").unwrap();
+    std::fs::write(creds.join(".hidden"), "hidden-token-1234").unwrap();
+    std::fs::write(dir.path().join("outside"), "outside-token-1234").unwrap();
+    std::fs::write(creds.join("short"), "abc").unwrap();
+    std::fs::write(creds.join("huge"), "x".repeat(MAX_SECRET_FILE_BYTES as usize + 1)).unwrap();
+    std::fs::create_dir(creds.join("adir")).unwrap();
+
+    let SecretSource::Fixed(alice) = resolved(&g, "alice") else { panic!("alice has a credential") };
+    assert_eq!(alice.header_value(), "Bearer alice-token-1234");
+    assert!(alice.header_value().is_sensitive());
+    let mut text = "echo: alice-token-1234".to_owned();
+    scrub(&g.for_principal("alice").unwrap(), &mut text);
+    assert_eq!(text, "echo: [secret withheld]", "a resolved value is scrubbed");
+
+    let too_long = "a".repeat(MAX_CREDENTIAL_NAME_BYTES + 1);
+    for principal in
+        ["bob", "", ".", "..", ".hidden", "../outside", "creds/../alice", "a\0b", "a\\b", "short", "huge", "adir"]
+            .into_iter()
+            .chain([too_long.as_str()])
+    {
+        assert_eq!(
+            resolved(&g, principal),
+            SecretSource::Missing { principal: principal.to_owned() },
+            "{principal:?} gets no credential"
+        );
+    }
+    // The unresolved grant holds no value, and a grant with fixed secrets
+    // only is not copied per call.
+    assert!(!format!("{g:?}").contains("alice-token"));
+    let (_dir, fixed) = {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), "fixed-token-1234").unwrap();
+        let raw: RawNetwork = toml::from_str(
+            r#"
+            allow = ["https://api.example.com"]
+            secret_headers = [{ origin = "https://api.example.com", header = "x-key", value_file = "token" }]
+            "#,
+        )
+        .unwrap();
+        let g = NetworkGrant::from_raw(raw, &|p: &Path| dir.path().join(p)).unwrap();
+        (dir, g)
+    };
+    assert!(fixed.for_principal("alice").is_none());
+}
+
+#[test]
+fn a_value_dir_must_be_a_directory_and_the_only_source() {
+    for (text, expect) in [
+        (
+            r#"allow = ["https://a.example"]
+               secret_headers = [{ origin = "https://a.example", header = "x-key", value_dir = "missing" }]"#,
+            "is not a directory",
+        ),
+        (
+            r#"allow = ["https://a.example"]
+               secret_headers = [{ origin = "https://a.example", header = "x-key", value_dir = "d", value_env = "HOME" }]"#,
+            "exactly one of `value_env`, `value_file` or `value_dir`",
+        ),
+    ] {
+        let err = grant(text).unwrap_err();
+        assert!(err.contains(expect), "{text}\n=> {err}");
+    }
 }

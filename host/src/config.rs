@@ -86,6 +86,9 @@ pub struct BearerToken {
     pub token: String,
     /// The principal a request with this token acts as.
     pub principal: String,
+    /// The file the token was read from (`token_file`), which
+    /// `serve --watch` watches.
+    pub file: Option<PathBuf>,
 }
 
 /// MCP streamable-HTTP settings.
@@ -227,6 +230,7 @@ struct RawHttp {
 struct RawToken {
     token: Option<String>,
     token_env: Option<String>,
+    token_file: Option<PathBuf>,
     principal: String,
 }
 
@@ -408,11 +412,23 @@ impl Config {
         let mut tokens = Vec::new();
         for (i, token) in raw.http.tokens.into_iter().enumerate() {
             let ctx = format!("[[http.tokens]] #{}", i + 1);
-            let value = match (token.token, token.token_env) {
-                (Some(value), None) => value,
-                (None, Some(var)) => std::env::var(&var)
-                    .map_err(|_| error(format!("{ctx} token_env = {var:?}: that environment variable is not set")))?,
-                _ => return Err(error(format!("{ctx} needs exactly one of `token` or `token_env`"))),
+            let (value, file) = match (token.token, token.token_env, token.token_file) {
+                (Some(value), None, None) => (value, None),
+                (None, Some(var), None) => (
+                    std::env::var(&var).map_err(|_| {
+                        error(format!("{ctx} token_env = {var:?}: that environment variable is not set"))
+                    })?,
+                    None,
+                ),
+                (None, None, Some(file)) => {
+                    let path = resolve(&file);
+                    let text = std::fs::read_to_string(&path).map_err(|err| {
+                        error(format!("{ctx} token_file = {:?} cannot be read: {err}", path.display()))
+                    })?;
+                    // One token per file; the line break an editor adds is not part of it.
+                    (text.trim_end_matches(['\r', '\n']).to_owned(), Some(path))
+                }
+                _ => return Err(error(format!("{ctx} needs exactly one of `token`, `token_env` or `token_file`"))),
             };
             if value.len() < 16 {
                 return Err(error(format!(
@@ -420,7 +436,7 @@ impl Config {
                     value.len()
                 )));
             }
-            tokens.push(BearerToken { token: value, principal: token.principal });
+            tokens.push(BearerToken { token: value, principal: token.principal, file });
         }
 
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
@@ -637,6 +653,10 @@ mod tests {
         check_err("[engine]\nwasm_stack_kib = 1", &["wasm_stack_kib", "accepted"]);
         check_err("[[http.tokens]]\ntoken = \"short\"\nprincipal = \"a\"", &["at least 16"]);
         check_err("[[http.tokens]]\nprincipal = \"a\"", &["exactly one of"]);
+        check_err(
+            "[[http.tokens]]\ntoken_file = \"/no/such/token\"\nprincipal = \"a\"",
+            &["token_file", "/no/such/token"],
+        );
         check_err("[tools.echo.sessions]\nmax_live = 0", &["[tools.echo]", "sessions: max_live = 0", "accepted 1..="]);
         check_err("[tools.echo.sessions]\nidle_secs = 0", &["[tools.echo]", "idle_secs", "accepted"]);
         check_err("[tools.echo.sessions]\nmemory_mib = 0", &["memory_mib", "accepted"]);

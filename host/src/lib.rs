@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+mod access;
 mod arguments;
 mod audit;
 mod authorize;
@@ -44,6 +45,7 @@ mod schedule;
 mod schema_cost;
 mod schema_portable;
 mod session;
+mod state;
 mod strict;
 mod validate;
 
@@ -75,6 +77,7 @@ pub use registry::{LoadProgress, Registry, RegistryError};
 pub use sandbox::Execution;
 pub use schema_cost::MAX_SCHEMA_COST;
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
+pub use state::{Sources, State};
 pub use strict::{Provider, lint as strict_lint};
 pub use validate::{INLINE_VALIDATION_WORK, MAX_BLOCKING_VALIDATIONS, MAX_VALIDATION_WORK};
 

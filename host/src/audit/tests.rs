@@ -661,3 +661,22 @@ fn a_session_is_recorded_after_the_tool_and_verifies() {
     let report = verify(&path).unwrap();
     assert_eq!(report.records, 2);
 }
+
+#[test]
+fn a_reconfigured_log_continues_the_chain_under_its_own_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let first = AuditLog::open(settings(&path)).unwrap();
+    first.append(&entry(1)).unwrap();
+    let mut quieter = settings(&path);
+    quieter.record_arguments = false;
+    let second = first.reconfigured(&quieter).expect("the same file");
+    second.append(&entry(2)).unwrap();
+    first.append(&entry(3)).unwrap();
+    assert!(first.reconfigured(&settings(&dir.path().join("other.jsonl"))).is_none());
+    drop((first, second));
+    assert_eq!(verify(&path).unwrap().records, 3, "one chain");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("\"arguments\"") && !lines[1].contains("\"arguments\""), "{text}");
+}

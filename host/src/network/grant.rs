@@ -251,6 +251,9 @@ pub struct SecretHeader {
     pub name: HeaderName,
     /// Header value, read from the host environment or a file at load.
     pub value: SecretValue,
+    /// The file the value was read from (`value_file`), which
+    /// `serve --watch` watches.
+    pub file: Option<PathBuf>,
 }
 
 /// Everything a tool may do on the network. A tool without one may not
@@ -382,15 +385,16 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
     let origin = OriginPattern::parse(&raw.origin).map_err(|m| format!("{ctx}: {m}"))?;
     let name = HeaderName::from_bytes(raw.header.as_bytes())
         .map_err(|_| format!("{ctx}: not a header name, e.g. \"authorization\""))?;
-    let value = match (&raw.value_env, &raw.value_file) {
-        (Some(var), None) => {
-            std::env::var(var).map_err(|_| format!("{ctx}: value_env = {var:?} is not set in the host environment"))?
-        }
+    let (value, file) = match (&raw.value_env, &raw.value_file) {
+        (Some(var), None) => (
+            std::env::var(var).map_err(|_| format!("{ctx}: value_env = {var:?} is not set in the host environment"))?,
+            None,
+        ),
         (None, Some(file)) => {
             let path = resolve(file);
             let text = std::fs::read_to_string(&path)
                 .map_err(|err| format!("{ctx}: value_file = {:?} cannot be read: {err}", path.display()))?;
-            text.trim_end_matches(['\r', '\n']).to_owned()
+            (text.trim_end_matches(['\r', '\n']).to_owned(), Some(path))
         }
         _ => return Err(format!("{ctx}: needs exactly one of `value_env` or `value_file`")),
     };
@@ -400,5 +404,5 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
     let mut header = HeaderValue::from_str(&format!("{}{value}", raw.prefix))
         .map_err(|_| format!("{ctx}: the value is not a valid header value (visible ASCII only)"))?;
     header.set_sensitive(true);
-    Ok(SecretHeader { origin, name, value: SecretValue { header, secret: value } })
+    Ok(SecretHeader { origin, name, value: SecretValue { header, secret: value }, file })
 }

@@ -121,3 +121,23 @@ async fn a_call_finishes_under_the_state_it_was_received_under() {
     assert!(old.contains("\"tool\":\"hostile\"") && !new.contains("\"tool\":\"hostile\""), "{old}\n---\n{new}");
     assert!(new.contains("\"tool\":\"echo\""), "{new}");
 }
+
+#[tokio::test]
+async fn a_reload_that_would_leave_a_public_server_without_tokens_is_refused() {
+    let token = |value: &str, principal: &str| {
+        format!("[http]\ntokens = [{{ token = {value:?}, principal = {principal:?} }}]\n")
+    };
+    let host = host(&text(&token("reload-token-0123456789-alice", "alice"))).await;
+    let addr: std::net::SocketAddr = "192.0.2.1:8080".parse().expect("address");
+    host.require_http_tokens(addr).expect("the state in force has a token");
+    let err = host.reload(Some(config(&text("")))).await.expect_err("refused");
+    assert!(matches!(err, HostError::Refused(_)), "{err}");
+    for needle in ["[http] tokens", "192.0.2.1:8080", "not a loopback address"] {
+        assert!(err.to_string().contains(needle), "{err} should contain {needle:?}");
+    }
+    assert_eq!(host.config().http.tokens.len(), 1, "the old tokens stay in force");
+    // Replacing the token is fine.
+    host.reload(Some(config(&text(&token("reload-token-0123456789-bob", "bob"))))).await.expect("reload");
+    let principals: Vec<_> = host.config().http.tokens.iter().map(|t| t.principal.clone()).collect();
+    assert_eq!(principals, ["bob"]);
+}

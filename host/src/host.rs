@@ -321,10 +321,8 @@ impl Host {
     pub fn replace_registry(&self, registry: Registry) {
         let mut slot = self.inner.state.write().unwrap_or_else(PoisonError::into_inner);
         let registry = registry.reusing(slot.registry());
-        let state = Arc::new(slot.with_registry(Arc::new(registry)));
-        *slot = state.clone();
-        drop(slot);
-        self.after_swap(&state);
+        *slot = Arc::new(slot.with_registry(Arc::new(registry)));
+        self.after_swap(&slot);
     }
 
     /// From now on, refuse every reload that leaves no bearer token: an
@@ -352,13 +350,15 @@ impl Host {
 
     /// Swap `state` in whole.
     fn install(&self, state: State) {
-        let state = Arc::new(state);
-        *self.inner.state.write().unwrap_or_else(PoisonError::into_inner) = state.clone();
-        self.after_swap(&state);
+        let mut slot = self.inner.state.write().unwrap_or_else(PoisonError::into_inner);
+        *slot = Arc::new(state);
+        self.after_swap(&slot);
     }
 
     /// What follows the state in force outside it: the scheduler's cap for
-    /// calls starting from now on, and the sessions of replaced tools.
+    /// calls starting from now on, and the sessions of replaced tools. Run
+    /// while the swap still holds the lock, so that two swaps cannot apply
+    /// these in the other order.
     fn after_swap(&self, state: &State) {
         self.inner.pipeline.scheduler.set_cap(state.max_in_flight());
         let dropped = self.inner.pipeline.sessions.retain_tools(state.registry());

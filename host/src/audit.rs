@@ -23,7 +23,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -181,7 +181,9 @@ pub struct AuditLog {
     record_arguments: bool,
     /// Lowercased once at open.
     redact_keys: Vec<String>,
-    writer: Mutex<Writer>,
+    /// Shared with the logs [`AuditLog::reconfigured`] makes, so that they
+    /// continue one chain under one lock.
+    writer: Arc<Mutex<Writer>>,
 }
 
 /// The state that changes with every record.
@@ -374,7 +376,7 @@ impl AuditLog {
             durability,
             record_arguments,
             redact_keys: redact_keys.iter().map(|k| k.to_lowercase()).collect(),
-            writer: Mutex::new(Writer { log, head, len, seq, prev, stopped: None }),
+            writer: Arc::new(Mutex::new(Writer { log, head, len, seq, prev, stopped: None })),
         })
     }
 
@@ -454,6 +456,21 @@ impl AuditLog {
     /// The log file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// This log under new `settings` for the same file: records appended
+    /// through either continue the one chain (same writer, same lock), and
+    /// those appended through the new one follow its durability and
+    /// redaction. `None` when `settings` name another file (open that one).
+    pub fn reconfigured(&self, settings: &AuditSettings) -> Option<AuditLog> {
+        (settings.file == self.path).then(|| AuditLog {
+            path: self.path.clone(),
+            head_path: self.head_path.clone(),
+            durability: settings.durability,
+            record_arguments: settings.record_arguments,
+            redact_keys: settings.redact_keys.iter().map(|k| k.to_lowercase()).collect(),
+            writer: self.writer.clone(),
+        })
     }
 }
 

@@ -201,7 +201,7 @@ impl Config {
             None => None,
             Some(audit) => Some(AuditSettings::from_raw(audit, &resolve).map_err(in_section("audit"))?),
         };
-        let http = HttpSettings::from_raw(raw.http).map_err(error)?;
+        let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
 
         Ok(Config {

@@ -1,9 +1,16 @@
 //! [`Host`]: the library front door. Load tools from a config, list their
 //! model-facing schemas, and run calls through the one pipeline.
+//!
+//! The host keeps one [`State`] in force (everything built from the
+//! operator's files) behind a single swap: a call takes it at receipt, a
+//! reload builds a whole new one with [`State::load`], the function the
+//! start uses, and swaps it in only when every part of it was built. What
+//! outlives a state is the host's own: the wasmtime runtime, the scheduler,
+//! the live sessions and the quota tracker.
 
-use crate::audit::{AuditError, AuditLog};
-use crate::authorize::{Policy, PolicyError};
-use crate::config::{Config, ConfigError};
+use crate::audit::AuditError;
+use crate::authorize::PolicyError;
+use crate::config::{Config, ConfigError, HttpSettings};
 use crate::confirm::Confirmer;
 use crate::engine::Runtime;
 use crate::formats::{Format, encode};
@@ -13,10 +20,12 @@ use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::{LoadProgress, Registry, RegistryError};
 use crate::schedule::Scheduler;
 use crate::session::Sessions;
+use crate::state::{LoadErrors, State, needs_restart};
 use crate::strict::{self, Provider};
 use serde_json::Value;
+use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio_util::sync::CancellationToken;
 
 /// Why a host could not start (or reload).
@@ -37,6 +46,14 @@ pub enum HostError {
     /// The audit log cannot be opened.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// A reload changed settings that are fixed while the host runs; each
+    /// sentence names the key.
+    #[error("{}", .0.join("; "))]
+    NeedsRestart(Vec<String>),
+    /// A reload would leave a running server unsafe (a non-loopback HTTP
+    /// server without bearer tokens).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Builds a [`Host`].
@@ -100,36 +117,19 @@ impl HostBuilder {
             Some(p) => p.as_ref(),
             None => &(),
         };
-        let (registry, errors) = Registry::load(&runtime, &config, progress).await;
-        if !errors.is_empty() {
-            if !self.allow_load_errors {
-                return Err(HostError::Load(errors));
-            }
-            for error in &errors {
-                tracing::error!("{error}");
-            }
-        }
-        let policy = match &config.policy.policies {
-            Some(path) => Policy::from_files(path, config.policy.entities.as_deref())?,
-            None => Policy::default_policy(),
-        };
-        let audit = match &config.audit {
-            Some(settings) => Some(Arc::new(AuditLog::open(settings.clone())?)),
-            None => None,
-        };
-        // Live sessions hold pool instances of their own (the config checks
-        // that their max_live leave room); calls in flight get the rest.
-        let session_slots: usize = config.tools.values().filter_map(|t| t.settings.sessions).map(|s| s.max_live).sum();
-        let scheduler = Scheduler::new((config.engine.max_live_instances as usize).saturating_sub(session_slots));
+        let load_errors = if self.allow_load_errors { LoadErrors::Log } else { LoadErrors::Refuse };
+        let state = State::load(&runtime, config, None, progress, load_errors).await?;
+        let scheduler = Scheduler::new(state.max_in_flight());
         let sessions = Arc::new(Sessions::new());
         Sessions::spawn_sweeper(&sessions);
-        let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler, quota: QuotaTracker::new(), sessions };
+        let pipeline = Pipeline { scheduler, quota: QuotaTracker::new(), sessions };
         Ok(Host {
             inner: Arc::new(Inner {
                 runtime,
-                config: RwLock::new(config),
-                registry: RwLock::new(Arc::new(registry)),
+                state: RwLock::new(Arc::new(state)),
                 pipeline,
+                reloads: tokio::sync::Mutex::new(()),
+                needs_tokens: Mutex::new(None),
             }),
         })
     }
@@ -137,9 +137,15 @@ impl HostBuilder {
 
 struct Inner {
     runtime: Runtime,
-    config: RwLock<Config>,
-    registry: RwLock<Arc<Registry>>,
+    /// The state in force; replaced whole, never changed in place.
+    state: RwLock<Arc<State>>,
+    /// What lives as long as the host: scheduler, quota tracker, sessions.
     pipeline: Pipeline,
+    /// One reload at a time, so that each builds on the state in force.
+    reloads: tokio::sync::Mutex<()>,
+    /// The address of an HTTP server on a non-loopback address: no state
+    /// without bearer tokens may be put in force while it runs.
+    needs_tokens: Mutex<Option<SocketAddr>>,
 }
 
 /// A running Airlock host. Cheap to clone; clones share everything.
@@ -177,20 +183,28 @@ impl Host {
         HostBuilder::default()
     }
 
-    /// The tools loaded now.
-    pub fn tools(&self) -> Arc<Registry> {
-        self.inner.registry.read().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The state in force: the tools, policy, audit log, quotas and access
+    /// rules built from one config. A caller that needs several of them
+    /// takes this once, so that they come from the same config.
+    pub fn state(&self) -> Arc<State> {
+        self.inner.state.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// The configuration in force.
+    /// The tools loaded now.
+    pub fn tools(&self) -> Arc<Registry> {
+        self.state().registry().clone()
+    }
+
+    /// The configuration in force: the one the state in force was built
+    /// from (a reload that failed or was refused leaves it unchanged).
     pub fn config(&self) -> Config {
-        self.inner.config.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.state().config().clone()
     }
 
     /// The per-principal quotas in force (`[quotas]`; a reload replaces
     /// them).
     pub fn quotas(&self) -> Arc<Quotas> {
-        self.inner.config.read().unwrap_or_else(|e| e.into_inner()).quotas.clone()
+        self.state().quotas().clone()
     }
 
     /// The model-facing tool list in a provider format. With `strict`, each
@@ -249,8 +263,8 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let (registry, quotas) = (self.tools(), self.quotas());
-        self.inner.pipeline.call(&registry, &quotas, request, confirmer, cancel).await
+        let state = self.state();
+        self.inner.pipeline.call(&state, request, confirmer, cancel).await
     }
 
     /// Run a batch of calls; results come back in the proposed order.
@@ -260,37 +274,97 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
-        let (registry, quotas) = (self.tools(), self.quotas());
-        self.inner.pipeline.dispatch(&registry, &quotas, requests, confirmer, cancel).await
+        let state = self.state();
+        self.inner.pipeline.dispatch(&state, requests, confirmer, cancel).await
     }
 
-    /// Reload the tools from `config` (or the config file in force, re-read)
-    /// and swap them in atomically. On any error the old tools keep serving.
-    /// A successful reload drops every session (their state is lost).
+    /// Reload from `config` (or the config file in force, re-read): build a
+    /// whole new state (tools, policy, audit log, quotas, access rules) and
+    /// put it in force in one swap. Calls already received finish under the
+    /// state they started with. On any error nothing changes: the old state
+    /// keeps serving. Sessions of tools the reload left unchanged are kept;
+    /// the others are dropped (their state is lost).
     ///
     /// # Errors
     ///
-    /// The config is invalid or a component fails to load.
+    /// The config is invalid, a component fails to load, the policy or
+    /// entities are invalid, the audit log cannot be opened
+    /// ([`HostError`]); a setting fixed at start changed
+    /// ([`HostError::NeedsRestart`]); or the new config has no bearer token
+    /// while an HTTP server runs on a non-loopback address
+    /// ([`HostError::Refused`]).
     pub async fn reload(&self, config: Option<Config>) -> Result<usize, HostError> {
+        let _one = self.inner.reloads.lock().await;
+        let current = self.state();
         let config = match config {
             Some(config) => config,
-            None => {
-                let current = self.config();
-                match &current.file {
-                    Some(path) => Config::from_file(path)?,
-                    None => current,
-                }
-            }
+            None => match &current.config().file {
+                Some(path) => Config::from_file(path)?,
+                None => current.config().clone(),
+            },
         };
-        let (registry, errors) = Registry::load(&self.inner.runtime, &config, &()).await;
-        if !errors.is_empty() {
-            return Err(HostError::Load(errors));
+        let fixed = needs_restart(current.config(), &config);
+        if !fixed.is_empty() {
+            return Err(HostError::NeedsRestart(fixed));
         }
-        let count = registry.len();
-        *self.inner.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(registry);
-        *self.inner.config.write().unwrap_or_else(|e| e.into_inner()) = config;
-        self.inner.pipeline.sessions.clear();
+        self.check_tokens(&config.http)?;
+        let state = State::load(&self.inner.runtime, config, Some(&current), &(), LoadErrors::Refuse).await?;
+        let count = state.registry().len();
+        self.install(state);
         Ok(count)
+    }
+
+    /// Put `registry` in force in the current state, everything else
+    /// unchanged (tools loaded in the background, say). Tools the same as
+    /// in force are kept, with their sessions. A reload running at the same
+    /// time puts its own registry in force when it ends.
+    pub fn replace_registry(&self, registry: Registry) {
+        let mut slot = self.inner.state.write().unwrap_or_else(PoisonError::into_inner);
+        let registry = registry.reusing(slot.registry());
+        *slot = Arc::new(slot.with_registry(Arc::new(registry)));
+        self.after_swap(&slot);
+    }
+
+    /// From now on, refuse every reload that leaves no bearer token: an
+    /// MCP HTTP server listens on `addr`, which is not a loopback address.
+    ///
+    /// # Errors
+    ///
+    /// The state in force has no bearer token already.
+    pub fn require_http_tokens(&self, addr: SocketAddr) -> Result<(), HostError> {
+        *self.inner.needs_tokens.lock().unwrap_or_else(PoisonError::into_inner) = Some(addr);
+        self.check_tokens(&self.state().config().http)
+    }
+
+    fn check_tokens(&self, http: &HttpSettings) -> Result<(), HostError> {
+        let needs = *self.inner.needs_tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        match needs {
+            Some(addr) if http.tokens.is_empty() => Err(HostError::Refused(format!(
+                "[http] tokens: the config has no bearer tokens, but the MCP HTTP server listens on {addr}, which \
+                 is not a loopback address and is never served without them; keep at least one \
+                 `[[http.tokens]]` entry, or restart airlock serve on 127.0.0.1"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Swap `state` in whole.
+    fn install(&self, state: State) {
+        let mut slot = self.inner.state.write().unwrap_or_else(PoisonError::into_inner);
+        *slot = Arc::new(state);
+        self.after_swap(&slot);
+    }
+
+    /// What follows the state in force outside it: the scheduler's cap for
+    /// calls starting from now on, and the sessions of replaced tools. Run
+    /// while the swap still holds the lock, so that two swaps cannot apply
+    /// these in the other order.
+    fn after_swap(&self, state: &State) {
+        self.inner.pipeline.scheduler.set_cap(state.max_in_flight());
+        let dropped = self.inner.pipeline.sessions.retain_tools(state.registry());
+        if dropped > 0 {
+            tracing::info!(dropped, "sessions of tools the reload replaced or removed were dropped");
+        }
     }
 
     /// Live interpreter sessions, over all tools and principals.

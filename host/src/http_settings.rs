@@ -2,12 +2,14 @@
 //! tokens and extra allowed origins.
 //!
 //! A token is a secret: it comes from the config file or, better, from an
-//! environment variable named there (`token_env`), and is refused when
+//! environment variable (`token_env`) or a file (`token_file`, which
+//! `serve --watch` watches) named there, and is refused when
 //! shorter than [`MIN_TOKEN_LEN`]. The transport (`mcp/http`) compares
 //! presented tokens against these; nothing else reads them, and
 //! `airlock config` shows them redacted.
 
 use serde::Deserialize;
+use std::path::{Path, PathBuf};
 
 /// Fewest characters a bearer token may have.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -19,6 +21,9 @@ pub struct BearerToken {
     pub token: String,
     /// The principal a request with this token acts as.
     pub principal: String,
+    /// The file the token was read from (`token_file`), which
+    /// `serve --watch` watches.
+    pub file: Option<PathBuf>,
 }
 
 /// MCP streamable-HTTP settings.
@@ -46,26 +51,38 @@ pub struct RawHttp {
 struct RawToken {
     token: Option<String>,
     token_env: Option<String>,
+    token_file: Option<PathBuf>,
     principal: String,
 }
 
 impl HttpSettings {
-    /// Check `[http]`: each token is given exactly once (`token` or
-    /// `token_env`), its variable is set, and it is long enough.
+    /// Check `[http]`: each token is given exactly once (`token`,
+    /// `token_env` or `token_file`, relative paths through `resolve`), its
+    /// variable is set or its file readable, and it is long enough.
     ///
     /// # Errors
     ///
     /// The first token refused, as `[[http.tokens]] #N ...` with what is
     /// accepted.
-    pub fn from_raw(raw: RawHttp) -> Result<HttpSettings, String> {
+    pub fn from_raw(raw: RawHttp, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<HttpSettings, String> {
         let mut tokens = Vec::new();
         for (i, token) in raw.tokens.into_iter().enumerate() {
             let ctx = format!("[[http.tokens]] #{}", i + 1);
-            let value = match (token.token, token.token_env) {
-                (Some(value), None) => value,
-                (None, Some(var)) => std::env::var(&var)
-                    .map_err(|_| format!("{ctx} token_env = {var:?}: that environment variable is not set"))?,
-                _ => return Err(format!("{ctx} needs exactly one of `token` or `token_env`")),
+            let (value, file) = match (token.token, token.token_env, token.token_file) {
+                (Some(value), None, None) => (value, None),
+                (None, Some(var), None) => (
+                    std::env::var(&var)
+                        .map_err(|_| format!("{ctx} token_env = {var:?}: that environment variable is not set"))?,
+                    None,
+                ),
+                (None, None, Some(file)) => {
+                    let path = resolve(&file);
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|err| format!("{ctx} token_file = {:?} cannot be read: {err}", path.display()))?;
+                    // One token per file; the line break an editor adds is not part of it.
+                    (text.trim_end_matches(['\r', '\n']).to_owned(), Some(path))
+                }
+                _ => return Err(format!("{ctx} needs exactly one of `token`, `token_env` or `token_file`")),
             };
             if value.len() < MIN_TOKEN_LEN {
                 return Err(format!(
@@ -73,7 +90,7 @@ impl HttpSettings {
                     value.len()
                 ));
             }
-            tokens.push(BearerToken { token: value, principal: token.principal });
+            tokens.push(BearerToken { token: value, principal: token.principal, file });
         }
         Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins })
     }
@@ -89,6 +106,10 @@ mod tests {
         check_err("[[http.tokens]]\ntoken = \"short\"\nprincipal = \"a\"", &["[[http.tokens]] #1", "at least 16"]);
         check_err("[[http.tokens]]\nprincipal = \"a\"", &["exactly one of"]);
         check_err(
+            "[[http.tokens]]\ntoken_file = \"/no/such/token\"\nprincipal = \"a\"",
+            &["token_file", "/no/such/token"],
+        );
+        check_err(
             "[[http.tokens]]\ntoken_env = \"AIRLOCK_SURELY_UNSET_VAR\"\nprincipal = \"a\"",
             &["AIRLOCK_SURELY_UNSET_VAR", "not set"],
         );
@@ -101,7 +122,7 @@ mod tests {
             "[http]\nallowed_origins = [\"https://app.example.com\"]\n[[http.tokens]]\ntoken = \"0123456789abcdef\"\nprincipal = \"alice\"",
         )
         .unwrap();
-        let expected = BearerToken { token: "0123456789abcdef".into(), principal: "alice".into() };
+        let expected = BearerToken { token: "0123456789abcdef".into(), principal: "alice".into(), file: None };
         assert_eq!(config.http.tokens, vec![expected]);
         assert_eq!(config.http.allowed_origins, vec!["https://app.example.com".to_owned()]);
     }

@@ -16,6 +16,7 @@
 // case that truly cannot happen gets an `#[expect]` saying why.
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+mod access;
 mod arguments;
 mod audit;
 mod authorize;
@@ -50,6 +51,7 @@ mod schedule;
 mod schema_cost;
 mod schema_portable;
 mod session;
+mod state;
 mod strict;
 mod tool_settings;
 mod validate;
@@ -85,6 +87,7 @@ pub use registry::{LoadProgress, Registry, RegistryError};
 pub use sandbox::Execution;
 pub use schema_cost::MAX_SCHEMA_COST;
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
+pub use state::{Sources, State};
 pub use strict::{Provider, lint as strict_lint};
 pub use tool_settings::ToolSettings;
 pub use validate::{INLINE_VALIDATION_WORK, MAX_BLOCKING_VALIDATIONS, MAX_VALIDATION_WORK};

@@ -4,7 +4,8 @@
 //! # What this module trusts and what it does not
 //!
 //! Trusted: the [`Host`] (its pipeline decides every call) and the
-//! operator's config (bearer tokens, allowed origins, the files to watch).
+//! operator's config (bearer tokens, allowed origins, the files to watch),
+//! read from the host state in force.
 //!
 //! Not trusted: everything a client sends, and that it reads what it is
 //! sent. rmcp implements the protocol; the framing in front of it is ours.
@@ -70,14 +71,20 @@ pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_
 /// How long a call waits for the user to answer a confirmation request
 /// before it is declined.
 pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(300);
-/// Quiet time after the last file-system event before a reload (`--watch`).
-pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(200);
+/// Quiet time after the last change to a watched file before a reload
+/// (`--watch`): long enough to take an editor's save (write, rename,
+/// close) as one change.
+pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(100);
+/// Longest time from the first change of a burst to its reload
+/// (`--watch`), however often the watched files keep changing.
+pub const RELOAD_MAX_WAIT: Duration = Duration::from_millis(300);
 
 /// Serve the host's tools over MCP on stdin/stdout until stdin closes.
 ///
-/// Every call acts as `principal`. With `watch`, the config file and the
-/// tool directories are watched; a change reloads the tools and, when the
-/// tool list changed, clients are sent `notifications/tools/list_changed`.
+/// Every call acts as `principal`. With `watch`, every file the host state
+/// is built from and the tool directories are watched; a change reloads the
+/// state and, when the tool list changed, clients are sent
+/// `notifications/tools/list_changed`.
 ///
 /// # Errors
 ///

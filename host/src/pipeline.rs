@@ -10,8 +10,8 @@
 //! before its result is returned.
 
 use crate::arguments::{self, RawArguments};
-use crate::audit::{AuditEntry, AuditLog};
-use crate::authorize::{Decision, Policy, ToolFacts};
+use crate::audit::AuditEntry;
+use crate::authorize::{Decision, ToolFacts};
 use crate::caller::Caller;
 use crate::capture::Captured;
 use crate::check::check_output;
@@ -20,13 +20,13 @@ use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::optional_null;
 use crate::outcome::{ErrorKind, Failure};
-use crate::quota::{QuotaTracker, Quotas};
-use crate::registry::Registry;
+use crate::quota::QuotaTracker;
 use crate::render;
 use crate::resolve::resolve;
 use crate::sandbox;
 use crate::schedule::Scheduler;
 use crate::session::{self, SessionId, Sessions};
+use crate::state::State;
 use crate::validate::{Deadline, validate};
 use serde_json::Value;
 use std::sync::Arc;
@@ -114,13 +114,12 @@ impl ToolResult {
     }
 }
 
-/// The stages, with the state they share.
+/// The stages, with what they share for the host's whole life. What is
+/// built from the config (tools, policy, audit log, quotas) comes with each
+/// call as the [`State`] in force when the call was received, and that one
+/// state serves the call from admission to its audit record.
 pub struct Pipeline {
-    /// The authorization policy.
-    pub policy: Arc<Policy>,
-    /// The audit log, if kept.
-    pub audit: Option<Arc<AuditLog>>,
-    /// The scheduler.
+    /// The scheduler (its cap follows the state in force).
     pub scheduler: Scheduler,
     /// Calls in flight and call rates per principal, against `[quotas]`.
     pub quota: QuotaTracker,
@@ -148,27 +147,26 @@ struct InFlight {
 }
 
 impl Pipeline {
-    /// Run one call through every stage. Before anything else, the call is
-    /// admitted under its principal's quotas in `quotas`; it counts in
-    /// flight until its result is returned.
+    /// Run one call through every stage, under `state`. Before anything
+    /// else, the call is admitted under its principal's quotas; it counts
+    /// in flight until its result is returned.
     pub async fn call(
         &self,
-        registry: &Registry,
-        quotas: &Quotas,
+        state: &State,
         request: CallRequest,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
         let flight = InFlight::new(request);
-        let quota = quotas.for_principal(&flight.request.principal);
+        let quota = state.quotas().for_principal(&flight.request.principal);
         let _admitted = match self.quota.admit(&flight.request.principal, quota) {
             Ok(admitted) => admitted,
-            Err(failure) => return self.finish_early(flight, failure, "not_reached", None, None),
+            Err(failure) => return self.finish_early(state, flight, failure, "not_reached", None, None),
         };
-        match self.approve(registry, &flight, confirmer, cancel).await {
-            Ok(approved) => self.run(flight, approved, quota.sessions_per_tool, cancel).await,
+        match self.approve(state, &flight, confirmer, cancel).await {
+            Ok(approved) => self.run(state, flight, approved, quota.sessions_per_tool, cancel).await,
             Err((failure, decision, policy, tool)) => {
-                self.finish_early(flight, failure, decision, policy, tool.as_deref())
+                self.finish_early(state, flight, failure, decision, policy, tool.as_deref())
             }
         }
     }
@@ -181,8 +179,7 @@ impl Pipeline {
     /// the proposed order.
     pub async fn dispatch(
         &self,
-        registry: &Registry,
-        quotas: &Quotas,
+        state: &State,
         requests: Vec<CallRequest>,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
@@ -190,9 +187,9 @@ impl Pipeline {
         let mut approved = Vec::with_capacity(requests.len());
         for request in requests {
             let flight = InFlight::new(request);
-            let quota = quotas.for_principal(&flight.request.principal);
+            let quota = state.quotas().for_principal(&flight.request.principal);
             let (admitted, verdict) = match self.quota.admit(&flight.request.principal, quota) {
-                Ok(admitted) => (Some(admitted), self.approve(registry, &flight, confirmer, cancel).await),
+                Ok(admitted) => (Some(admitted), self.approve(state, &flight, confirmer, cancel).await),
                 Err(failure) => (None, Err((failure, "not_reached", None, None))),
             };
             approved.push((flight, admitted, quota.sessions_per_tool, verdict));
@@ -201,9 +198,9 @@ impl Pipeline {
             // The call counts in flight until its result is ready.
             let _admitted = admitted;
             match verdict {
-                Ok(approved) => self.run(flight, approved, sessions_per_tool, cancel).await,
+                Ok(approved) => self.run(state, flight, approved, sessions_per_tool, cancel).await,
                 Err((failure, decision, policy, tool)) => {
-                    self.finish_early(flight, failure, decision, policy, tool.as_deref())
+                    self.finish_early(state, flight, failure, decision, policy, tool.as_deref())
                 }
             }
         });
@@ -214,13 +211,13 @@ impl Pipeline {
     #[allow(clippy::type_complexity)]
     async fn approve(
         &self,
-        registry: &Registry,
+        state: &State,
         flight: &InFlight,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Result<Approved, (Failure, &'static str, Option<String>, Option<Arc<LoadedTool>>)> {
         let request = &flight.request;
-        let tool = resolve(registry, &request.tool).map_err(|f| (f, "not_reached", None, None))?;
+        let tool = resolve(state.registry(), &request.tool).map_err(|f| (f, "not_reached", None, None))?;
         let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
         let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
         // `null` for an optional property means "absent" (strict mode makes
@@ -240,7 +237,7 @@ impl Pipeline {
         // policy and the tool see the other arguments.
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
-        let (decision, policy) = match self.policy.decide(&request.principal, &facts, &arguments.value) {
+        let (decision, policy) = match state.policy().decide(&request.principal, &facts, &arguments.value) {
             Decision::Allow { policy } => ("allow", policy),
             Decision::Deny { reason, policy } => {
                 return Err((
@@ -285,6 +282,7 @@ impl Pipeline {
     /// `sessions_per_tool` is the principal's quota of sessions of one tool.
     async fn run(
         &self,
+        state: &State,
         flight: InFlight,
         approved: Approved,
         sessions_per_tool: usize,
@@ -312,14 +310,14 @@ impl Pipeline {
                 (sandbox::Execution::failed(failure, Instant::now()), None)
             }
             (Some(id), Some(session_settings)) => {
-                let caller = self.caller(&flight.request, Some(id));
+                let caller = Self::caller(state, &flight.request, Some(id));
                 let call =
                     self.sessions.call(&tool, session_settings, sessions_per_tool, &caller, id, &arguments, cancel);
                 let run = self.scheduler.run(settings.concurrency_safe, call).await;
                 (run.execution, run.reset)
             }
             _ => {
-                let caller = self.caller(&flight.request, None);
+                let caller = Self::caller(state, &flight.request, None);
                 let call = sandbox::call(&tool.pre, &limits, &settings.grants, &caller, &arguments, cancel);
                 (self.scheduler.run(settings.concurrency_safe, call).await, None)
             }
@@ -365,16 +363,16 @@ impl Pipeline {
             fuel_used: execution.fuel_used,
             session: session.map(|id| id.as_str().to_owned()),
         };
-        self.audit(flight, result, policy, Some(&tool.digest))
+        self.audit(state, flight, result, policy, Some(&tool.digest))
     }
 
     /// Who the call acts for, as the tool may read it: the request's
     /// principal (never an argument), the operator's facts about it, the
     /// call id and the session.
-    fn caller(&self, request: &CallRequest, session: Option<&SessionId>) -> Arc<Caller> {
+    fn caller(state: &State, request: &CallRequest, session: Option<&SessionId>) -> Arc<Caller> {
         Arc::new(Caller {
             principal: request.principal.clone(),
-            facts: self.policy.principal_facts(&request.principal),
+            facts: state.policy().principal_facts(&request.principal),
             call_id: request.call_id.clone(),
             session: session.map(|id| id.as_str().to_owned()),
         })
@@ -382,6 +380,7 @@ impl Pipeline {
 
     fn finish_early(
         &self,
+        state: &State,
         flight: InFlight,
         failure: Failure,
         decision: &str,
@@ -403,7 +402,7 @@ impl Pipeline {
             fuel_used: None,
             session: None,
         };
-        self.audit(flight, result, policy, tool.map(|t| t.digest.as_str()))
+        self.audit(state, flight, result, policy, tool.map(|t| t.digest.as_str()))
     }
 
     /// Write the audit record before the result is returned. If the record
@@ -411,12 +410,13 @@ impl Pipeline {
     /// tool's: an unaudited success is not handed out.
     fn audit(
         &self,
+        state: &State,
         flight: InFlight,
         mut result: ToolResult,
         policy: Option<String>,
         digest: Option<&str>,
     ) -> ToolResult {
-        let Some(log) = &self.audit else { return result };
+        let Some(log) = state.audit() else { return result };
         let request = flight.request;
         let entry = AuditEntry {
             call_id: request.call_id,

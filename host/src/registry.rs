@@ -152,6 +152,23 @@ impl Registry {
         Ok(Registry { tools })
     }
 
+    /// This registry with each tool that is the same as in `old` (same
+    /// name, component digest, source file and settings) replaced by
+    /// `old`'s: a reload that did not touch a tool keeps it, and with it
+    /// the tool's live sessions.
+    pub fn reusing(mut self, old: &Registry) -> Registry {
+        for (name, tool) in &mut self.tools {
+            if let Some(kept) = old.tools.get(name)
+                && kept.digest == tool.digest
+                && kept.source == tool.source
+                && kept.settings == tool.settings
+            {
+                *tool = kept.clone();
+            }
+        }
+        self
+    }
+
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.tools.get(name)

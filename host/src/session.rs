@@ -32,8 +32,9 @@
 //!   holding its quota of sessions of the tool (`[quotas]
 //!   sessions_per_tool`) is refused a new one as `quota_exceeded`, so one
 //!   principal cannot take every slot.
-//! - Reloading the tools drops every session; a session created for a tool
-//!   version that has since been replaced is never reused.
+//! - A reload keeps the sessions of tools it left unchanged (same
+//!   component, same settings) and drops the others; a session created for
+//!   a tool version that has since been replaced is never reused.
 
 use crate::arguments::Parsed;
 use crate::caller::Caller;
@@ -41,6 +42,7 @@ use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
 use crate::quota::raise_hint;
+use crate::registry::Registry;
 use crate::sandbox::{self, Execution, LiveInstance, Spent};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -347,10 +349,15 @@ impl Sessions {
         before - table.len()
     }
 
-    /// Drop every session (the tools were reloaded). A call running in one
-    /// finishes, and its instance is dropped after it.
-    pub fn clear(&self) {
-        self.table.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    /// Drop every session whose tool is no longer the one `registry` holds
+    /// under its name (the tool was removed, or a reload replaced its
+    /// component or settings); returns how many were dropped. A call
+    /// running in one finishes, and its instance is dropped after it.
+    pub fn retain_tools(&self, registry: &Registry) -> usize {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = table.len();
+        table.retain(|key, session| registry.get(&key.tool).is_some_and(|tool| Arc::ptr_eq(tool, &session.tool)));
+        before - table.len()
     }
 
     /// Live sessions, over all tools and principals.

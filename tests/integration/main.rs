@@ -10,6 +10,7 @@ mod loading;
 mod network;
 mod pipeline;
 mod quotas;
+mod reload;
 mod sandbox;
 mod sessions;
 mod strict_schemas;

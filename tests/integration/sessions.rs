@@ -190,18 +190,30 @@ async fn a_session_argument_without_sessions_is_refused_by_the_tool() {
 }
 
 #[tokio::test]
-async fn reloading_drops_sessions_and_the_audit_names_them() {
+async fn a_reload_keeps_the_sessions_of_unchanged_tools_and_continues_the_audit() {
     let dir = temp_dir();
     let audit = dir.path().join("audit.jsonl");
     let text = format!("{}\n[audit]\nfile = {:?}\n", config("", ""), audit.display().to_string());
     let host = host(&text).await;
     py(&host, "x = 1", Some("r")).await;
-    assert_eq!(host.live_sessions(), 1);
+    js(&host, "globalThis.x = 1", Some("r")).await;
+    assert_eq!(host.live_sessions(), 2);
+    // Nothing changed: both sessions live on.
     host.reload(None).await.expect("reload");
-    assert_eq!(host.live_sessions(), 0);
+    assert_eq!(host.live_sessions(), 2);
+    assert_eq!(field(&py(&host, "x", Some("r")).await, "result"), 1);
+    // run_python's settings change (its deadline), run_js's do not: only
+    // the run_python session is dropped.
+    let changed = text.replacen("timeout_ms = 2000", "timeout_ms = 3000", 1);
+    host.reload(Some(crate::support::config(&changed))).await.expect("reload");
+    assert_eq!(host.live_sessions(), 1);
     assert_eq!(error_name(&py(&host, "x", Some("r")).await), "NameError");
+    assert_eq!(field(&js(&host, "x", Some("r")).await, "result"), 1);
+    // One hash chain over both reloads: the same log was continued.
+    let report = airlock::audit_verify(&audit).expect("the chain verifies");
+    assert_eq!(report.records, 5);
     let log = std::fs::read_to_string(&audit).expect("audit log");
-    assert!(log.lines().all(|line| line.contains(r#""tool":"run_python","session":"r","#)), "{log}");
+    assert!(log.lines().all(|line| line.contains(r#","session":"r","#)), "{log}");
 }
 
 /// Latency of a trivial call through [`Host::call`]: a fresh instance per

@@ -671,3 +671,22 @@ fn config_errors_name_the_key_and_what_is_accepted() {
     let audit = config.audit.unwrap();
     assert_eq!((audit.durability, audit.redact_keys), (Durability::Fsync, vec!["password".to_owned()]));
 }
+
+#[test]
+fn a_reconfigured_log_continues_the_chain_under_its_own_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let first = AuditLog::open(settings(&path)).unwrap();
+    first.append(&entry(1)).unwrap();
+    let mut quieter = settings(&path);
+    quieter.record_arguments = false;
+    let second = first.reconfigured(&quieter).expect("the same file");
+    second.append(&entry(2)).unwrap();
+    first.append(&entry(3)).unwrap();
+    assert!(first.reconfigured(&settings(&dir.path().join("other.jsonl"))).is_none());
+    drop((first, second));
+    assert_eq!(verify(&path).unwrap().records, 3, "one chain");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("\"arguments\"") && !lines[1].contains("\"arguments\""), "{text}");
+}

@@ -10,8 +10,8 @@
 //! 3. `Authorization`: when `[http] tokens` are configured, a request needs
 //!    `Bearer <token>` with a configured token, else 401 with
 //!    `WWW-Authenticate: Bearer`. Tokens are compared by SHA-256 digest in
-//!    constant time. The token decides the principal; nothing in the body
-//!    can.
+//!    constant time (see `access`). The token decides the principal;
+//!    nothing in the body can.
 //! 4. `Mcp-Session-Id`: a session is bound to the principal that opened it;
 //!    another principal presenting its id gets 404, as for an unknown
 //!    session. At most [`MAX_HTTP_SESSIONS`] sessions are kept (503 beyond),
@@ -36,8 +36,10 @@
 //! logged at debug, with at most one warning a minute counting them.
 //!
 //! A client dropping the response stream of a call cancels the call. Tokens
-//! are read once at start: changing them needs a restart (a reload that
-//! removed every token must not open a non-loopback server).
+//! and allowed origins are read from the host state in force for each
+//! request, so a reload that adds a token lets it in and one that removes a
+//! token shuts it out from the next request on. A server on a non-loopback
+//! address makes the host refuse any reload that would leave no token.
 //!
 //! Checks 1–4 and the session bindings are in `gate`, check 5 in `body`,
 //! the connections and their caps in `connections`.
@@ -47,9 +49,8 @@ mod connections;
 mod gate;
 
 use super::server::{AirlockServer, Shared};
-use crate::config::BearerToken;
 use anyhow::Context as _;
-use gate::{Gate, Token, check, digest, normalize_origin};
+use gate::{Gate, check};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
@@ -83,8 +84,9 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// Serve until Ctrl-C or SIGTERM.
 pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> anyhow::Result<()> {
-    let settings = shared.host.config().http;
-    if !addr.ip().is_loopback() && settings.tokens.is_empty() {
+    // From here on the host refuses any reload that would leave this
+    // server without tokens.
+    if !addr.ip().is_loopback() && shared.host.require_http_tokens(addr).is_err() {
         anyhow::bail!(
             "refusing to serve MCP over HTTP on {addr}: it is not a loopback address and the config has no bearer tokens. \
              Add `[http] tokens = [{{ token_env = \"AIRLOCK_TOKEN\", principal = \"alice\" }}]` to the config, or serve on 127.0.0.1"
@@ -92,12 +94,10 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     }
     let manager = Arc::new(LocalSessionManager::default());
     let gate = Arc::new(Gate {
-        tokens: settings
-            .tokens
-            .iter()
-            .map(|BearerToken { token, principal }| Token { digest: digest(token), principal: principal.clone() })
-            .collect(),
-        allowed_origins: settings.allowed_origins.iter().map(|o| normalize_origin(o)).collect(),
+        access: {
+            let host = shared.host.clone();
+            Box::new(move || host.state().access().clone())
+        },
         loopback: addr.ip().is_loopback(),
         default_principal: principal.clone(),
         sessions: Mutex::new(HashMap::new()),

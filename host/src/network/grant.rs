@@ -280,6 +280,9 @@ pub struct SecretHeader {
     pub name: HeaderName,
     /// Header value: fixed at load, or the call's principal's.
     pub value: SecretSource,
+    /// The file the value was read from (`value_file`), which
+    /// `serve --watch` watches.
+    pub file: Option<PathBuf>,
 }
 
 /// Everything a tool may do on the network. A tool without one may not
@@ -438,6 +441,7 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
     let origin = OriginPattern::parse(&raw.origin).map_err(|m| format!("{ctx}: {m}"))?;
     let name = HeaderName::from_bytes(raw.header.as_bytes())
         .map_err(|_| format!("{ctx}: not a header name, e.g. \"authorization\""))?;
+    let mut value_file = None;
     let value = match (&raw.value_env, &raw.value_file, &raw.value_dir) {
         (Some(var), None, None) => {
             std::env::var(var).map_err(|_| format!("{ctx}: value_env = {var:?} is not set in the host environment"))?
@@ -446,25 +450,31 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
             let path = resolve(file);
             let text = std::fs::read_to_string(&path)
                 .map_err(|err| format!("{ctx}: value_file = {:?} cannot be read: {err}", path.display()))?;
+            value_file = Some(path);
             text.trim_end_matches(['\r', '\n']).to_owned()
         }
         (None, None, Some(dir)) => {
             let dir = resolve(dir);
             if !std::fs::metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
                 return Err(format!(
-                    "{ctx}: value_dir = {:?} is not a directory; it holds one credential file per principal, named                      after the principal",
+                    "{ctx}: value_dir = {:?} is not a directory; it holds one credential file per principal, named after the principal",
                     dir.display()
                 ));
             }
             if HeaderValue::from_str(&raw.prefix).is_err() {
                 return Err(format!("{ctx}: the prefix is not a valid header value (visible ASCII only)"));
             }
-            return Ok(SecretHeader { origin, name, value: SecretSource::PerPrincipal { dir, prefix: raw.prefix } });
+            return Ok(SecretHeader {
+                origin,
+                name,
+                value: SecretSource::PerPrincipal { dir, prefix: raw.prefix },
+                file: None,
+            });
         }
         _ => return Err(format!("{ctx}: needs exactly one of `value_env`, `value_file` or `value_dir`")),
     };
     let value = secret_value(&raw.prefix, value).map_err(|why| format!("{ctx}: {why}"))?;
-    Ok(SecretHeader { origin, name, value: SecretSource::Fixed(value) })
+    Ok(SecretHeader { origin, name, value: SecretSource::Fixed(value), file: value_file })
 }
 
 /// `prefix` and `secret` as a sensitive header value; the error says what

@@ -9,6 +9,7 @@
 use super::super::server::Caller;
 use super::body::read_message;
 use super::{MAX_HTTP_SESSIONS, MCP_PATH};
+use crate::access::{Access, normalize_origin};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -17,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use rmcp::transport::streamable_http_server::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -28,19 +28,14 @@ const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 /// An event index longer than this is not one rmcp issued.
 const MAX_EVENT_INDEX_DIGITS: usize = 19;
 
-/// A configured token, kept as its digest.
-pub(super) struct Token {
-    pub(super) digest: [u8; 32],
-    pub(super) principal: String,
-}
-
 /// A principal's `http_sessions` quota, read from the quotas in force.
 pub(super) type SessionQuota = Box<dyn Fn(&str) -> usize + Send + Sync>;
+/// The bearer tokens and allowed origins in force.
+pub(super) type CurrentAccess = Box<dyn Fn() -> Arc<Access> + Send + Sync>;
 
 /// The checks in front of rmcp, and the session → principal bindings.
 pub(super) struct Gate {
-    pub(super) tokens: Vec<Token>,
-    pub(super) allowed_origins: Vec<String>,
+    pub(super) access: CurrentAccess,
     pub(super) loopback: bool,
     pub(super) default_principal: String,
     pub(super) sessions: Mutex<HashMap<String, String>>,
@@ -88,15 +83,17 @@ impl Unbound {
 /// rmcp.
 pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
+    // One reading of the tokens and origins in force serves the whole request.
+    let access = (gate.access)();
     if let Some(origin) = headers.get(header::ORIGIN)
-        && !gate.origin_allowed(origin)
+        && !origin_allowed(&access, origin)
     {
         return refuse(StatusCode::FORBIDDEN, "Forbidden: this Origin is not allowed");
     }
     if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
-    let Some(principal) = gate.authenticate(headers) else {
+    let Some(principal) = gate.authenticate(&access, headers) else {
         let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
         return response;
@@ -196,9 +193,10 @@ fn refuse(status: StatusCode, message: &'static str) -> Response {
 }
 
 impl Gate {
-    /// The principal of a request, or `None` when it must be refused.
-    fn authenticate(&self, headers: &HeaderMap) -> Option<String> {
-        if self.tokens.is_empty() {
+    /// The principal of a request under `access`, or `None` when it must
+    /// be refused.
+    fn authenticate(&self, access: &Access, headers: &HeaderMap) -> Option<String> {
+        if !access.has_tokens() {
             return Some(self.default_principal.clone());
         }
         let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -206,27 +204,7 @@ impl Gate {
         if !scheme.eq_ignore_ascii_case("bearer") {
             return None;
         }
-        let presented = digest(token.trim());
-        // Compare against every token, without stopping at the first match.
-        let mut principal = None;
-        for configured in &self.tokens {
-            if digests_equal(&configured.digest, &presented) {
-                principal.get_or_insert_with(|| configured.principal.clone());
-            }
-        }
-        principal
-    }
-
-    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
-        let Ok(origin) = origin.to_str() else { return false };
-        let origin = normalize_origin(origin);
-        if self.allowed_origins.contains(&origin) {
-            return true;
-        }
-        match origin.split_once("://") {
-            Some(("http" | "https", authority)) => is_loopback_authority(authority),
-            _ => false,
-        }
+        access.principal_of(token.trim())
     }
 
     /// Whether `principal` may use session `id`. Unknown ids are refused:
@@ -278,19 +256,17 @@ fn open_of(sessions: &HashMap<String, String>, principal: &str) -> usize {
     sessions.values().filter(|owner| *owner == principal).count()
 }
 
-pub(super) fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
-/// Constant-time equality of two digests (no early exit on a difference).
-fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
-}
-
-/// `scheme://host[:port]`, lower-cased, without a trailing slash.
-pub(super) fn normalize_origin(origin: &str) -> String {
-    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+/// Whether a request's `Origin` is a loopback origin or one `access` lists.
+fn origin_allowed(access: &Access, origin: &HeaderValue) -> bool {
+    let Ok(origin) = origin.to_str() else { return false };
+    let origin = normalize_origin(origin);
+    if access.origin_listed(&origin) {
+        return true;
+    }
+    match origin.split_once("://") {
+        Some(("http" | "https", authority)) => is_loopback_authority(authority),
+        _ => false,
+    }
 }
 
 /// Whether `host[:port]` names a loopback host: `localhost`, an address in
@@ -320,10 +296,19 @@ fn is_port(text: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn access(tokens: &[(&str, &str)], origins: &[&str]) -> Arc<Access> {
+        let tokens = tokens
+            .iter()
+            .map(|(t, p)| crate::config::BearerToken { token: (*t).into(), principal: (*p).into(), file: None })
+            .collect();
+        let allowed_origins = origins.iter().map(|o| (*o).to_owned()).collect();
+        Arc::new(Access::new(&crate::config::HttpSettings { tokens, allowed_origins }))
+    }
+
     fn gate(tokens: &[(&str, &str)], origins: &[&str]) -> Gate {
+        let access = access(tokens, origins);
         Gate {
-            tokens: tokens.iter().map(|(t, p)| Token { digest: digest(t), principal: (*p).into() }).collect(),
-            allowed_origins: origins.iter().map(|o| normalize_origin(o)).collect(),
+            access: Box::new(move || access.clone()),
             loopback: true,
             default_principal: "local".into(),
             sessions: Mutex::new(HashMap::new()),
@@ -362,8 +347,8 @@ mod tests {
 
     #[test]
     fn origins() {
-        let gate = gate(&[], &["https://app.example.com/"]);
-        let allowed = |o: &str| gate.origin_allowed(&HeaderValue::from_str(o).unwrap());
+        let access = access(&[], &["https://app.example.com/"]);
+        let allowed = |o: &str| origin_allowed(&access, &HeaderValue::from_str(o).unwrap());
         assert!(allowed("http://localhost:3000"));
         assert!(allowed("http://127.0.0.1"));
         assert!(allowed("https://APP.example.com"));
@@ -375,18 +360,20 @@ mod tests {
     #[test]
     fn tokens_map_to_principals() {
         let gate = gate(&[("0123456789abcdef-alice", "alice"), ("0123456789abcdef-bob", "bob")], &[]);
-        let auth = |v: &str| gate.authenticate(&headers(&[(header::AUTHORIZATION, v)]));
+        let access = (gate.access)();
+        let auth = |v: &str| gate.authenticate(&access, &headers(&[(header::AUTHORIZATION, v)]));
         assert_eq!(auth("Bearer 0123456789abcdef-alice").as_deref(), Some("alice"));
         assert_eq!(auth("bearer 0123456789abcdef-bob").as_deref(), Some("bob"));
         assert_eq!(auth("Bearer 0123456789abcdef-carol"), None);
         assert_eq!(auth("Basic 0123456789abcdef-alice"), None);
         assert_eq!(auth("0123456789abcdef-alice"), None);
-        assert_eq!(gate.authenticate(&HeaderMap::new()), None);
+        assert_eq!(gate.authenticate(&access, &HeaderMap::new()), None);
     }
 
     #[test]
     fn no_tokens_means_the_default_principal() {
-        assert_eq!(gate(&[], &[]).authenticate(&HeaderMap::new()).as_deref(), Some("local"));
+        let gate = gate(&[], &[]);
+        assert_eq!(gate.authenticate(&(gate.access)(), &HeaderMap::new()).as_deref(), Some("local"));
     }
 
     #[tokio::test]
@@ -439,11 +426,5 @@ mod tests {
         for other in ["", "x/0", "-1/2", "1e3", "99999999999999999999/1", "18446744073709551615"] {
             assert_eq!(next_event_id(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn digest_comparison() {
-        assert!(digests_equal(&digest("a"), &digest("a")));
-        assert!(!digests_equal(&digest("a"), &digest("b")));
     }
 }

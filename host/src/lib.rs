@@ -5,8 +5,8 @@
 //! validate, authorize, schedule, execute (a fresh instance under fuel,
 //! deadline and memory limits, with only the granted directories and
 //! origins, or the live instance of an opt-in session), check output,
-//! render, audit — and every failure comes back as an ordinary
-//! [`ToolResult`] with an [`ErrorKind`].
+//! render, audit — and every call comes back as an ordinary [`ToolResult`]
+//! whose outcome is a [`Success`] or a [`Failure`] with an [`ErrorKind`].
 //!
 //! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map.
 
@@ -52,7 +52,7 @@ pub use audit::{
     AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
     verify as audit_verify,
 };
-pub use authorize::{Decision, Policy, PolicyError, ToolFacts};
+pub use authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use capture::Captured;
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
@@ -67,7 +67,7 @@ pub use messages::{read_calls, write_results};
 pub use network::{
     HostPattern, NetworkGrant, OriginPattern, OriginRule, RequestOrigin, Scheme, SecretHeader, SecretValue,
 };
-pub use outcome::{ErrorKind, Failure};
+pub use outcome::{Decision, ErrorKind, Failure, Success};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};

@@ -60,7 +60,10 @@ impl WasiHttpView for CallCtx {
 }
 
 /// The store's limiter: wasmtime's [`StoreLimits`], plus a note of any
-/// growth it refused. A session's instance whose guest hit the memory cap is
+/// growth it refused. The note is the host's own record of the memory or
+/// table cap being hit: a call that fails after it is `out_of_memory`
+/// whatever the trap says (a Rust guest aborts, an interpreter may raise
+/// its own error). A session's instance whose guest hit the memory cap is
 /// discarded even when the guest recovered (a Python `MemoryError`, a
 /// JavaScript out-of-memory error): an interpreter that ran out of memory in
 /// the middle of an allocation is not trusted to be consistent afterwards.
@@ -69,11 +72,18 @@ struct GrowthLimiter {
     refused: bool,
 }
 
+impl GrowthLimiter {
+    /// Note a growth the limits refused (or that failed) and pass the answer on.
+    fn record(&mut self, allowed: wasmtime::Result<bool>) -> wasmtime::Result<bool> {
+        self.refused |= !matches!(allowed, Ok(true));
+        allowed
+    }
+}
+
 impl ResourceLimiter for GrowthLimiter {
     fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let allowed = self.limits.memory_growing(current, desired, maximum)?;
-        self.refused |= !allowed;
-        Ok(allowed)
+        let allowed = self.limits.memory_growing(current, desired, maximum);
+        self.record(allowed)
     }
 
     fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -82,9 +92,8 @@ impl ResourceLimiter for GrowthLimiter {
     }
 
     fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let allowed = self.limits.table_growing(current, desired, maximum)?;
-        self.refused |= !allowed;
-        Ok(allowed)
+        let allowed = self.limits.table_growing(current, desired, maximum);
+        self.record(allowed)
     }
 
     fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -176,8 +185,8 @@ impl LiveInstance {
             .memories(limits.instances)
             // A failed grow returns -1 to the guest instead of trapping, so
             // an interpreter can raise its own MemoryError; a Rust guest
-            // aborts with "memory allocation of N bytes failed", classified
-            // below.
+            // aborts, and the limiter's record of the refused growth makes
+            // that `out_of_memory` (see `classify`).
             .trap_on_grow_failure(false)
             .build();
         // Every WASI resource the guest holds (descriptor, stream, pollable,
@@ -232,9 +241,31 @@ impl LiveInstance {
     }
 }
 
+/// How guest work ended, before a failure is classified.
+enum Ended<R> {
+    /// The guest returned: its result or its own error.
+    Returned(Result<R, Failure>),
+    /// Wasmtime stopped the guest (a trap, a host limit).
+    Faulted(wasmtime::Error),
+    /// The host stopped it: the deadline or cancellation.
+    Stopped(Failure),
+}
+
+/// A store for `pre` under `limits` with `grants`, or the failure a call
+/// reports when there is none.
+pub(crate) fn fresh(pre: &ToolPre<CallCtx>, limits: &Limits, grants: &Grants) -> Result<LiveInstance, Failure> {
+    LiveInstance::new(pre, limits, grants).map_err(|err| unprepared(&err))
+}
+
+/// The failure of a call whose store could not be set up.
+fn unprepared(err: &anyhow::Error) -> Failure {
+    Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"))
+}
+
 /// Run `work` on `live` (instantiating `pre` first if needed) under
 /// `limits` until it finishes, the deadline passes or `cancel` fires. Also
-/// says whether the instance is spent.
+/// says whether the instance is spent. Every guest call, in a fresh
+/// instance or a session's, runs here.
 async fn run_on<R, F>(
     live: &mut LiveInstance,
     pre: &ToolPre<CallCtx>,
@@ -250,12 +281,11 @@ where
 {
     let started = Instant::now();
     if let Err(err) = live.arm(limits) {
-        let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
+        let failure = unprepared(&err);
         return (Err(failure.clone()), Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
     let LiveInstance { store, tool, stdout, stderr, .. } = live;
-    let mut finished = false;
-    let outcome = {
+    let ended = {
         let call = async {
             let instance = match tool {
                 Some(instance) => instance,
@@ -265,16 +295,20 @@ where
         };
         tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(Failure::new(ErrorKind::Cancelled, "the call was cancelled before the tool finished")),
+            () = cancel.cancelled() => Ended::Stopped(Failure::new(ErrorKind::Cancelled, "the call was cancelled before the tool finished")),
             result = tokio::time::timeout(limits.timeout, call) => match result {
-                Ok(Ok(inner)) => {
-                    finished = true;
-                    inner
-                }
-                Ok(Err(err)) => Err(classify(&err, limits, &stderr.snapshot())),
-                Err(_elapsed) => Err(timeout_failure(limits)),
+                Ok(Ok(inner)) => Ended::Returned(inner),
+                Ok(Err(err)) => Ended::Faulted(err),
+                Err(_elapsed) => Ended::Stopped(timeout_failure(limits)),
             },
         }
+    };
+    let memory_capped = store.data().limits.refused;
+    let finished = matches!(ended, Ended::Returned(_));
+    let outcome = match ended {
+        Ended::Returned(inner) => inner,
+        Ended::Faulted(err) => Err(classify(&err, limits, memory_capped, &stderr.snapshot())),
+        Ended::Stopped(failure) => Err(failure),
     };
     // A host refusal the guest turned into its own error (or a crash) is
     // the likely cause; say so, since the guest only saw an error code.
@@ -290,7 +324,7 @@ where
     let fuel_used = store.get_fuel().ok().map(|left| limits.fuel.saturating_sub(left));
     let spent = match &outcome {
         Err(failure) if !finished => Some(Spent::Failed(failure.kind)),
-        _ if store.data().limits.refused => Some(Spent::MemoryCap),
+        _ if memory_capped => Some(Spent::MemoryCap),
         _ => None,
     };
     let execution = Execution {
@@ -319,12 +353,9 @@ where
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
     let started = Instant::now();
-    let mut live = match LiveInstance::new(pre, limits, grants) {
+    let mut live = match fresh(pre, limits, grants) {
         Ok(live) => live,
-        Err(err) => {
-            let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
-            return (Err(failure.clone()), Execution::failed(failure, started));
-        }
+        Err(failure) => return (Err(failure.clone()), Execution::failed(failure, started)),
     };
     let (outcome, mut execution, _) = run_on(&mut live, pre, limits, cancel, work).await;
     drop(live);
@@ -340,18 +371,14 @@ pub async fn call(
     arguments: &str,
     cancel: &CancellationToken,
 ) -> Execution {
-    let arguments = arguments.to_owned();
-    let (result, mut execution) = run(pre, limits, grants, cancel, move |tool, store| {
-        Box::pin(async move {
-            let reply = tool.airlock_tool_handler().call_call(store, &arguments).await?;
-            Ok(reply.map_err(|err| Failure { kind: ErrorKind::ToolError, message: err.message, code: err.code }))
-        })
-    })
-    .await;
-    execution.result = result;
-    if let Some(network) = grants.network.as_deref() {
-        scrub_secrets(network, &mut execution);
-    }
+    let started = Instant::now();
+    let mut live = match fresh(pre, limits, grants) {
+        Ok(live) => live,
+        Err(failure) => return Execution::failed(failure, started),
+    };
+    let (mut execution, _) = call_on(&mut live, pre, limits, arguments, cancel).await;
+    drop(live);
+    execution.duration = started.elapsed();
     execution
 }
 
@@ -370,6 +397,7 @@ pub async fn call_on(
     let (result, mut execution, spent) = run_on(live, pre, limits, cancel, move |tool, store| {
         Box::pin(async move {
             let reply = tool.airlock_tool_handler().call_call(store, &arguments).await?;
+            // The tool's own error, with its code.
             Ok(reply.map_err(|err| Failure { kind: ErrorKind::ToolError, message: err.message, code: err.code }))
         })
     })
@@ -441,7 +469,10 @@ fn timeout_failure(limits: &Limits) -> Failure {
 }
 
 /// Map a wasmtime error from a guest call to a failure the model can read.
-fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failure {
+/// `memory_capped` is the limiter's record that it refused a memory or
+/// table growth during the call: whatever the guest did next (a Rust guest
+/// aborts, an allocator traps), the call failed for want of memory.
+fn classify(err: &wasmtime::Error, limits: &Limits, memory_capped: bool, stderr: &Captured) -> Failure {
     let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
     let text = chain.join(": ");
     let panic_message = panic_message(&stderr.text);
@@ -475,12 +506,7 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
     if let Some(failure) = host_limit(err, &text, limits) {
         return failure;
     }
-    if text.contains("forcing trap when growing memory")
-        || stderr.text.contains("memory allocation of")
-        || text.contains("forcing trap when growing table")
-        || text.contains("exceeds memory limits")
-        || text.contains("exceeds table limits")
-    {
+    if memory_capped {
         return Failure::new(
             ErrorKind::OutOfMemory,
             format!(
@@ -498,13 +524,16 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
 
 /// A trap raised by one of the host-side caps that wasmtime and
 /// wasmtime-wasi(-http) enforce themselves, as a failure naming the cap.
-/// Their errors carry no type the host can match on (except the resource
-/// table's), so the texts of wasmtime 48 are matched.
+/// The resource table and the header map fail with typed errors, matched
+/// by type. The others (component handles, hostcall fuel, random bytes,
+/// body write budget) are raised by wasmtime 48 as untyped errors (or a
+/// private type) that the host neither calls nor can observe otherwise, so
+/// their texts are matched: each of these is one fixed message in
+/// wasmtime's source, and an unmatched one still fails as `trapped`.
 fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Failure> {
     let how_to_raise = "an operator can raise `host_memory_mib` for this tool in airlock.toml";
     let table_full =
-        err.chain().any(|e| matches!(e.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)))
-            || text.contains("resource table has no free keys");
+        err.chain().any(|e| matches!(e.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)));
     if table_full || text.contains("store handle limit exceeded") {
         return Some(Failure::new(
             ErrorKind::HostLimit,
@@ -518,7 +547,7 @@ fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Fail
     }
     let fields_full = err.chain().any(|e| {
         matches!(e.downcast_ref::<FieldMapError>(), Some(FieldMapError::TotalSizeTooBig | FieldMapError::TooManyFields))
-    }) || text.contains("total size of fields exceeds limit");
+    });
     if fields_full {
         return Some(Failure::new(
             ErrorKind::HostLimit,

@@ -271,14 +271,11 @@ impl Sessions {
         let lost = slot.used && slot.live.is_none();
         let mut live = match slot.live.take() {
             Some(live) => live,
-            None => match LiveInstance::new(&tool.pre, &limits, &tool.settings.grants) {
+            None => match sandbox::fresh(&tool.pre, &limits, &tool.settings.grants) {
                 Ok(live) => live,
-                Err(err) => {
+                Err(failure) => {
                     self.remove(&key, &session);
-                    return refused(Failure::new(
-                        ErrorKind::Internal,
-                        format!("the host could not prepare the sandbox: {err:#}"),
-                    ));
+                    return refused(failure);
                 }
             },
         };

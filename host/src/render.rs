@@ -79,8 +79,14 @@ pub fn failure_text(failure: &Failure) -> String {
 }
 
 /// The message of a failed call alone, for front ends that carry the kind
-/// and code as data next to it (MCP `_meta`).
+/// and code as data next to it (MCP `_meta`). A tool may report an error
+/// with an empty message; the model then reads which kind of failure (or
+/// which code) it was rather than nothing.
 pub fn failure_message(failure: &Failure) -> String {
+    if failure.message.trim().is_empty() {
+        let what = failure.code.as_deref().unwrap_or(failure.kind.as_str());
+        return cap(&format!("the call failed ({what}) without a message"), MAX_MODEL_TEXT).into_owned();
+    }
     cut_for_model(failure.message.clone())
 }
 
@@ -139,6 +145,8 @@ mod tests {
         let tool = Failure { kind: ErrorKind::ToolError, message: "gone".into(), code: Some("not_found".into()) };
         assert_eq!(failure_text(&tool), "error (not_found): gone");
         assert_eq!(failure_message(&tool), "gone");
+        let silent = Failure { kind: ErrorKind::ToolError, message: " ".into(), code: Some("busy".into()) };
+        assert_eq!(failure_message(&silent), "the call failed (busy) without a message");
     }
 
     #[test]

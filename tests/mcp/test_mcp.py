@@ -461,5 +461,8 @@ async def test_http_fetch_without_a_grant_is_a_readable_refusal(transport: str, 
     async with connect(transport, "legacy", setup) as client:
         result = await client.call_tool("http_fetch", {"url": "http://169.254.169.254/latest/meta-data/"})
     assert result.is_error
+    # The tool's code is data; the text is the tool's message, unprefixed.
+    assert result.meta == {"airlock/kind": "tool_error", "airlock/code": "network_refused"}, result
     text = text_of(result)
-    assert "network_refused" in text and "http://169.254.169.254" in text and "network.allow" in text, text
+    assert not text.startswith("error ("), text
+    assert "http://169.254.169.254" in text and "network.allow" in text, text

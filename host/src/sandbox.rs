@@ -618,4 +618,22 @@ mod tests {
         assert_eq!(panic_message(stderr).as_deref(), Some("boom here (panicked at src/lib.rs:10:5)"));
         assert_eq!(panic_message("no panic"), None);
     }
+
+    #[test]
+    fn out_of_memory_comes_from_the_limiters_record_not_from_text() {
+        let limits = Limits::default();
+        let quiet = Captured::default();
+        // A Rust guest aborting after a refused growth traps as unreachable.
+        let abort = wasmtime::Error::from(Trap::UnreachableCodeReached);
+        assert_eq!(classify(&abort, &limits, true, &quiet).kind, ErrorKind::OutOfMemory);
+        assert_eq!(classify(&abort, &limits, false, &quiet).kind, ErrorKind::Trapped);
+        // Text that looks like a memory failure, with no refused growth, is a trap.
+        let lookalike = Captured { text: "memory allocation of 1024 bytes failed".into(), dropped: 0 };
+        assert_eq!(classify(&abort, &limits, false, &lookalike).kind, ErrorKind::Trapped);
+        // What stopped the guest wins over an earlier refused growth.
+        let interrupt = wasmtime::Error::from(Trap::Interrupt);
+        assert_eq!(classify(&interrupt, &limits, true, &quiet).kind, ErrorKind::Timeout);
+        let fuel = wasmtime::Error::from(Trap::OutOfFuel);
+        assert_eq!(classify(&fuel, &limits, true, &quiet).kind, ErrorKind::OutOfFuel);
+    }
 }

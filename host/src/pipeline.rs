@@ -4,10 +4,11 @@
 //!
 //! Every front end goes through [`Pipeline::call`] / [`Pipeline::dispatch`].
 //! Each stage lives in its own module; this one only sequences them. Any
-//! failure in any stage becomes an ordinary [`ToolResult`] with an error
-//! flag and a kind: nothing a model, client or guest sends makes this
-//! return a Rust error or panic, and every call leaves one audit record
-//! before its result is returned.
+//! failure in any stage becomes an ordinary [`ToolResult`] whose outcome is
+//! a [`Failure`] with a kind: nothing a model, client or guest sends makes
+//! this return a Rust error or panic, and every call leaves one audit
+//! record before its result is returned. The outcome stays a value here:
+//! stage 8 (render) is the functions front ends call at their edge.
 
 use crate::arguments::{self, RawArguments};
 use crate::audit::{AuditEntry, AuditLog};

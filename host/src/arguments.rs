@@ -37,6 +37,14 @@ fn invalid(message: String) -> Failure {
     Failure::new(ErrorKind::InvalidArguments, message)
 }
 
+fn too_large(bytes: usize) -> Failure {
+    invalid(format!("the arguments are {bytes} bytes; at most {MAX_ARGUMENT_BYTES} are accepted"))
+}
+
+fn too_deep(depth: usize) -> Failure {
+    invalid(format!("the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"))
+}
+
 /// Arguments that passed [`parse`]: the object, and its JSON text as the
 /// guest receives it (serialized from the object, never the raw text, so
 /// the guest reads exactly what was validated and authorized).
@@ -57,19 +65,14 @@ pub fn parse(raw: &RawArguments) -> Result<Parsed, Failure> {
     let (value, text) = match raw {
         RawArguments::Text(text) => {
             if text.len() > MAX_ARGUMENT_BYTES {
-                return Err(invalid(format!(
-                    "the arguments are {} bytes; at most {MAX_ARGUMENT_BYTES} are accepted",
-                    text.len()
-                )));
+                return Err(too_large(text.len()));
             }
             if text.trim().is_empty() {
                 return Ok(empty());
             }
             let depth = text_depth(text, MAX_ARGUMENT_DEPTH);
             if depth > MAX_ARGUMENT_DEPTH {
-                return Err(invalid(format!(
-                    "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
-                )));
+                return Err(too_deep(depth));
             }
             let value: Value = serde_json::from_str(text).map_err(|err| {
                 invalid(format!(
@@ -84,17 +87,12 @@ pub fn parse(raw: &RawArguments) -> Result<Parsed, Failure> {
         RawArguments::Json(value) => {
             let depth = value_depth(value, 0);
             if depth > MAX_ARGUMENT_DEPTH {
-                return Err(invalid(format!(
-                    "the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
-                )));
+                return Err(too_deep(depth));
             }
             // The text the size is measured on is the one the guest gets.
             let text = value.to_string();
             if text.len() > MAX_ARGUMENT_BYTES {
-                return Err(invalid(format!(
-                    "the arguments are {} bytes; at most {MAX_ARGUMENT_BYTES} are accepted",
-                    text.len()
-                )));
+                return Err(too_large(text.len()));
             }
             (value.clone(), text)
         }

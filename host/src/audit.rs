@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::outcome::Decision;
+
 mod files;
 mod record;
 mod verify;
@@ -38,8 +40,8 @@ use record::{json_string, record_hash, record_line, short};
 use verify::check_last_line;
 pub use verify::{tail, verify};
 
-/// Cap of `call_id`, `principal`, `tool`, `component_digest`, `decision`,
-/// `policy` and `outcome`, in bytes of UTF-8.
+/// Cap of `call_id`, `principal`, `tool`, `component_digest`, `policy` and
+/// `outcome`, in bytes of UTF-8.
 const MAX_FIELD_BYTES: usize = 256;
 /// Cap of `message`, in bytes of UTF-8.
 const MAX_MESSAGE_BYTES: usize = 1024;
@@ -142,7 +144,7 @@ impl AuditSettings {
 
 /// What the pipeline reports about one call. The log adds `seq`, `time`,
 /// `argument_digest`, `prev` and `hash`, and caps every string.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
     /// The front end's id of the call (untrusted; capped at 256 bytes).
     pub call_id: String,
@@ -157,9 +159,10 @@ pub struct AuditEntry {
     pub component_digest: Option<String>,
     /// The raw arguments as received; `Value::String` if they were not JSON.
     pub arguments: Value,
-    /// `"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"` or
-    /// `"not_reached"` (the call failed before authorization).
-    pub decision: String,
+    /// What was decided about the call, recorded by its protocol name
+    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"` or
+    /// `"not_reached"`).
+    pub decision: Decision,
     /// Id of the policy that determined the decision, if any.
     pub policy: Option<String>,
     /// `"ok"` or an error kind such as `"timeout"`.

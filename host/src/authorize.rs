@@ -84,9 +84,11 @@ pub struct ToolFacts<'a> {
     pub side_effect: bool,
 }
 
-/// The outcome of the authorize stage for one call.
+/// The policy's verdict on one call. The pipeline turns it, with the
+/// user's answer to an `Ask`, into the call's
+/// [`Decision`](crate::outcome::Decision).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub enum Verdict {
     /// The call may run.
     Allow {
         /// Id of the determining permit policy (the first satisfied one in the
@@ -114,14 +116,14 @@ pub enum Decision {
     },
 }
 
-impl Decision {
+impl Verdict {
     /// `"allow"`, `"deny"` or `"ask"`, for audit records and logs.
     #[must_use]
     pub fn label(&self) -> &'static str {
         match self {
-            Decision::Allow { .. } => "allow",
-            Decision::Deny { .. } => "deny",
-            Decision::Ask { .. } => "ask",
+            Verdict::Allow { .. } => "allow",
+            Verdict::Deny { .. } => "deny",
+            Verdict::Ask { .. } => "ask",
         }
     }
 
@@ -129,9 +131,7 @@ impl Decision {
     #[must_use]
     pub fn policy(&self) -> Option<&str> {
         match self {
-            Decision::Allow { policy } | Decision::Deny { policy, .. } | Decision::Ask { policy, .. } => {
-                policy.as_deref()
-            }
+            Verdict::Allow { policy } | Verdict::Deny { policy, .. } | Verdict::Ask { policy, .. } => policy.as_deref(),
         }
     }
 }
@@ -215,7 +215,7 @@ pub struct Policy {
     /// effect) in `decisions`.
     context_free: bool,
     /// Decisions of context-free policies, computed once per key.
-    decisions: RwLock<HashMap<DecisionKey, Decision>>,
+    decisions: RwLock<HashMap<DecisionKey, Verdict>>,
     /// What a tool may see of each principal the entities file describes
     /// (`airlock:tool/caller`), read once.
     principals: HashMap<String, Arc<crate::caller::PrincipalFacts>>,
@@ -247,17 +247,17 @@ impl Policy {
     ///
     /// Cedar answers allow or deny; this maps its answer as follows:
     ///
-    /// - Cedar denies → [`Decision::Deny`] with the `@reason` of a satisfied
+    /// - Cedar denies → [`Verdict::Deny`] with the `@reason` of a satisfied
     ///   `forbid` (the first in the file that has one), or a generic reason
     ///   (`policy "…" forbids …` or `no policy permits user "…" to call tool
     ///   "…" with these arguments`).
     /// - Cedar allows, but a `forbid` policy failed to evaluate →
-    ///   [`Decision::Deny`]: the forbid might have applied, and an error must
+    ///   [`Verdict::Deny`]: the forbid might have applied, and an error must
     ///   not let a call through. (This is stricter than plain Cedar, which
     ///   ignores erroring policies; guard attribute accesses in forbids with
     ///   `has`.)
-    /// - Cedar allows and a satisfied permit carries `@ask` → [`Decision::Ask`].
-    /// - Otherwise → [`Decision::Allow`].
+    /// - Cedar allows and a satisfied permit carries `@ask` → [`Verdict::Ask`].
+    /// - Otherwise → [`Verdict::Allow`].
     ///
     /// # Security
     ///
@@ -266,12 +266,12 @@ impl Policy {
     /// Cedar context (see the module docs) deny the call. This function never
     /// panics and never errors: every failure is a denial.
     #[must_use]
-    pub fn decide(&self, principal: &str, tool: &ToolFacts<'_>, arguments: &Value) -> Decision {
+    pub fn decide(&self, principal: &str, tool: &ToolFacts<'_>, arguments: &Value) -> Verdict {
         // The request is built even when the decision is cached: arguments
         // that cannot become a Cedar context deny the call either way.
         let request = match self.request(principal, tool, arguments) {
             Ok(request) => request,
-            Err(reason) => return Decision::Deny { reason, policy: None },
+            Err(reason) => return Verdict::Deny { reason, policy: None },
         };
         if !self.context_free {
             return self.evaluate(principal, tool, &request);
@@ -289,14 +289,14 @@ impl Policy {
 
     /// Evaluates `request` against the policies (the uncached part of
     /// [`Policy::decide`]).
-    fn evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Decision {
+    fn evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Verdict {
         let entities = match self.cached_entities_for(tool) {
             Ok(entities) => entities,
             Err(error) => {
                 // The entities file loaded, so this is a host fault, not the
                 // model's; still a denial, never an allow.
                 tracing::warn!(tool = tool.name, %error, "cannot build the tool entity for the policy");
-                return Decision::Deny {
+                return Verdict::Deny {
                     reason: format!("the policy could not be checked for tool {:?}, so the call was denied", tool.name),
                     policy: None,
                 };
@@ -326,8 +326,8 @@ impl Policy {
         };
         match response.decision() {
             cedar_policy::Decision::Deny => match (annotated("reason"), determining.first()) {
-                (Some((id, reason)), _) => Decision::Deny { reason, policy: Some(id) },
-                (None, Some(id)) => Decision::Deny {
+                (Some((id, reason)), _) => Verdict::Deny { reason, policy: Some(id) },
+                (None, Some(id)) => Verdict::Deny {
                     reason: format!(
                         "policy {:?} forbids user {principal:?} to call tool {:?} with these arguments",
                         id.to_string(),
@@ -335,7 +335,7 @@ impl Policy {
                     ),
                     policy: Some(id.to_string()),
                 },
-                (None, None) => Decision::Deny {
+                (None, None) => Verdict::Deny {
                     reason: format!(
                         "no policy permits user {principal:?} to call tool {:?} with these arguments",
                         tool.name
@@ -345,7 +345,7 @@ impl Policy {
             },
             cedar_policy::Decision::Allow => {
                 if let Some(id) = errored_forbid {
-                    return Decision::Deny {
+                    return Verdict::Deny {
                         reason: format!(
                             "a rule about calling tool {:?} could not be checked against these arguments, \
                              so the call was denied",
@@ -356,12 +356,12 @@ impl Policy {
                 }
                 let asks = determining.iter().find(|id| self.annotation(id, "ask").is_some());
                 match (annotated("ask"), asks) {
-                    (Some((id, reason)), _) => Decision::Ask { reason, policy: Some(id) },
-                    (None, Some(id)) => Decision::Ask {
+                    (Some((id, reason)), _) => Verdict::Ask { reason, policy: Some(id) },
+                    (None, Some(id)) => Verdict::Ask {
                         reason: format!("policy {:?} asks for confirmation", id.to_string()),
                         policy: Some(id.to_string()),
                     },
-                    (None, None) => Decision::Allow { policy: determining.first().map(ToString::to_string) },
+                    (None, None) => Verdict::Allow { policy: determining.first().map(ToString::to_string) },
                 }
             }
         }

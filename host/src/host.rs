@@ -63,7 +63,10 @@ pub enum HostError {
 /// use airlock::{CallRequest, Host};
 /// let host = Host::builder().config_file("airlock.toml")?.build().await?;
 /// let result = host.call(CallRequest::new("alice", "echo", serde_json::json!({"text": "hi"})), None).await;
-/// assert!(!result.is_error);
+/// match &result.outcome {
+///     Ok(success) => println!("{}", success.value),
+///     Err(failure) => println!("{}: {}", failure.kind, failure.message),
+/// }
 /// # Ok(()) }
 /// ```
 #[derive(Default)]

@@ -5,8 +5,8 @@
 //! validate, authorize, schedule, execute (a fresh instance under fuel,
 //! deadline and memory limits, with only the granted directories and
 //! origins, or the live instance of an opt-in session), check output,
-//! render, audit — and every failure comes back as an ordinary
-//! [`ToolResult`] with an [`ErrorKind`].
+//! render, audit — and every call comes back as an ordinary [`ToolResult`]
+//! whose outcome is a [`Success`] or a [`Failure`] with an [`ErrorKind`].
 //!
 //! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map.
 
@@ -61,7 +61,7 @@ pub use audit::{
     AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
     verify as audit_verify,
 };
-pub use authorize::{Decision, Policy, PolicyError, ToolFacts};
+pub use authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use bindings::Contract;
 pub use caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
 pub use capture::Captured;
@@ -79,7 +79,7 @@ pub use network::{
     HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use outcome::{ErrorKind, Failure};
+pub use outcome::{Decision, ErrorKind, Failure, Success};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};

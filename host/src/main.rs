@@ -381,9 +381,14 @@ impl Confirmer for TerminalConfirmer {
     }
 }
 
+/// `airlock call`'s answer: the tool's JSON result, or the error text the
+/// model would read.
 fn result_json(result: &ToolResult) -> Value {
-    let content = result.structured.clone().unwrap_or_else(|| Value::String(result.content.clone()));
-    json!({ "is_error": result.is_error, "kind": result.outcome(), "content": content })
+    let content = match &result.outcome {
+        Ok(success) => success.value.clone(),
+        Err(_) => Value::String(result.text()),
+    };
+    json!({ "is_error": result.is_error(), "kind": result.outcome_name(), "content": content })
 }
 
 async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Result<ExitCode> {
@@ -400,7 +405,7 @@ async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Re
         tracing::info!("guest stderr: {}", result.stderr.text.trim_end());
     }
     Out::new().json(&result_json(&result))?;
-    Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// Largest message `dispatch` reads from stdin.
@@ -428,7 +433,7 @@ async fn dispatch(host: &Host, format: Format, who: &Who) -> std::io::Result<Exi
         tracing::info!("{}", result.human_line());
     }
     Out::new().json(&airlock::write_results(format, &results))?;
-    Ok(if results.iter().any(|r| r.is_error) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if results.iter().any(ToolResult::is_error) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 async fn inspect(file: &Path) -> std::io::Result<ExitCode> {

@@ -44,6 +44,7 @@
 //! that needs confirmation answers with an "input required" result instead
 //! (SEP-2322) and finishes when the client retries with the user's answer.
 
+mod cancel;
 mod changes;
 mod confirm;
 mod http;

@@ -44,6 +44,16 @@ fn str_field<'a>(value: &'a Value, key: &str, what: &str) -> Result<&'a str, Str
     value.get(key).and_then(Value::as_str).ok_or_else(|| format!("{what} has no string field `{key}`"))
 }
 
+/// OpenAI's `arguments`: JSON text as the model wrote it (or, from some
+/// clients, already a JSON value); absent means none.
+fn openai_arguments(arguments: Option<&Value>) -> RawArguments {
+    match arguments {
+        Some(Value::String(text)) => RawArguments::Text(text.clone()),
+        Some(other) => RawArguments::Json(other.clone()),
+        None => RawArguments::Text(String::new()),
+    }
+}
+
 fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, String> {
     // Accept a whole Chat Completions response as well as its message.
     let message = message.pointer("/choices/0/message").unwrap_or(message);
@@ -57,11 +67,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
         .map(|(i, call)| {
             let what = format!("tool_calls[{i}]");
             let function = call.get("function").ok_or_else(|| format!("{what} has no `function`"))?;
-            let arguments = match function.get("arguments") {
-                Some(Value::String(text)) => RawArguments::Text(text.clone()),
-                Some(other) => RawArguments::Json(other.clone()),
-                None => RawArguments::Text(String::new()),
-            };
+            let arguments = openai_arguments(function.get("arguments"));
             Ok(CallRequest {
                 call_id: str_field(call, "id", &what)?.to_owned(),
                 tool: str_field(function, "name", &format!("{what}.function"))?.to_owned(),
@@ -86,11 +92,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
         .filter(|(_, item)| item.get("type").and_then(Value::as_str) == Some("function_call"))
         .map(|(i, item)| {
             let what = format!("output[{i}]");
-            let arguments = match item.get("arguments") {
-                Some(Value::String(text)) => RawArguments::Text(text.clone()),
-                Some(other) => RawArguments::Json(other.clone()),
-                None => RawArguments::Text(String::new()),
-            };
+            let arguments = openai_arguments(item.get("arguments"));
             Ok(CallRequest {
                 call_id: str_field(item, "call_id", &what)?.to_owned(),
                 tool: str_field(item, "name", &what)?.to_owned(),
@@ -129,15 +131,12 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
 pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
     match format {
         Format::OpenAi => Value::Array(
-            results
-                .iter()
-                .map(|r| json!({ "role": "tool", "tool_call_id": r.call_id, "content": r.content }))
-                .collect(),
+            results.iter().map(|r| json!({ "role": "tool", "tool_call_id": r.call_id, "content": r.text() })).collect(),
         ),
         Format::OpenAiResponses => Value::Array(
             results
                 .iter()
-                .map(|r| json!({ "type": "function_call_output", "call_id": r.call_id, "output": r.content }))
+                .map(|r| json!({ "type": "function_call_output", "call_id": r.call_id, "output": r.text() }))
                 .collect(),
         ),
         Format::Anthropic | Format::Mcp => {
@@ -147,8 +146,8 @@ pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
                     let mut block = Map::new();
                     block.insert("type".into(), json!("tool_result"));
                     block.insert("tool_use_id".into(), json!(r.call_id));
-                    block.insert("content".into(), json!(r.content));
-                    if r.is_error {
+                    block.insert("content".into(), json!(r.text()));
+                    if r.is_error() {
                         block.insert("is_error".into(), Value::Bool(true));
                     }
                     Value::Object(block)

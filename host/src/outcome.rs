@@ -1,9 +1,16 @@
-//! The result of a call, as data: success or an error kind the model can act
-//! on. A denial, a timeout or a trap is an ordinary value here; only host
-//! faults are Rust errors, and even those become [`ErrorKind::Internal`]
-//! before they reach a front end.
+//! The result of a call, as data: a [`Success`] or a [`Failure`] with an
+//! error kind the model can act on, and the [`Decision`] that let the call
+//! run (or stopped it). A denial, a timeout or a trap is an ordinary value
+//! here; only host faults are Rust errors, and even those become
+//! [`ErrorKind::Internal`] before they reach a front end.
+//!
+//! Nothing here is text for a model or a terminal: front ends render these
+//! values at their edge (`render.rs` for the model-facing text, the MCP
+//! server, the CLI, the audit log), and none of them reads rendered text
+//! back.
 
 use serde::Serialize;
+use serde_json::Value;
 use std::fmt;
 
 /// Why a call did not produce a good result. The snake_case names are part
@@ -119,6 +126,70 @@ impl fmt::Display for Failure {
     }
 }
 
+/// A call that produced a good result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Success {
+    /// The tool's JSON result, checked against its output schema.
+    pub value: Value,
+    /// A sentence the host adds for the model after the result: that the
+    /// call's session was reset although the call produced a result (the
+    /// interpreter recovered from its memory cap).
+    pub note: Option<String>,
+}
+
+impl Success {
+    /// A result with no note.
+    pub fn new(value: Value) -> Self {
+        Self { value, note: None }
+    }
+}
+
+/// What was decided about a call before it ran. The protocol names
+/// ([`Decision::as_str`]) are part of the audit record format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Decision {
+    /// The policy allowed the call.
+    #[serde(rename = "allow")]
+    Allow,
+    /// The policy denied the call.
+    #[serde(rename = "deny")]
+    Deny,
+    /// The policy asked and the user confirmed.
+    #[serde(rename = "ask:confirmed")]
+    AskConfirmed,
+    /// The policy asked and the user declined (or could not be asked).
+    #[serde(rename = "ask:declined")]
+    AskDeclined,
+    /// The call failed before the policy was consulted (quota, unknown
+    /// tool, invalid arguments).
+    #[serde(rename = "not_reached")]
+    NotReached,
+}
+
+impl Decision {
+    /// The protocol name: `allow`, `deny`, `ask:confirmed`, `ask:declined`
+    /// or `not_reached`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::AskConfirmed => "ask:confirmed",
+            Decision::AskDeclined => "ask:declined",
+            Decision::NotReached => "not_reached",
+        }
+    }
+
+    /// Every decision, for tests and documentation.
+    pub const ALL: [Decision; 5] =
+        [Decision::Allow, Decision::Deny, Decision::AskConfirmed, Decision::AskDeclined, Decision::NotReached];
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +199,13 @@ mod tests {
         for kind in ErrorKind::ALL {
             let json = serde_json::to_value(kind).unwrap();
             assert_eq!(json, kind.as_str());
+        }
+    }
+
+    #[test]
+    fn decision_names_match_serde() {
+        for decision in Decision::ALL {
+            assert_eq!(serde_json::to_value(decision).unwrap(), decision.as_str());
         }
     }
 }

@@ -4,14 +4,15 @@
 //!
 //! Every front end goes through [`Pipeline::call`] / [`Pipeline::dispatch`].
 //! Each stage lives in its own module; this one only sequences them. Any
-//! failure in any stage becomes an ordinary [`ToolResult`] with an error
-//! flag and a kind: nothing a model, client or guest sends makes this
-//! return a Rust error or panic, and every call leaves one audit record
-//! before its result is returned.
+//! failure in any stage becomes an ordinary [`ToolResult`] whose outcome is
+//! a [`Failure`] with a kind: nothing a model, client or guest sends makes
+//! this return a Rust error or panic, and every call leaves one audit
+//! record before its result is returned. The outcome stays a value here:
+//! stage 8 (render) is the functions front ends call at their edge.
 
 use crate::arguments::{self, RawArguments};
 use crate::audit::AuditEntry;
-use crate::authorize::{Decision, ToolFacts};
+use crate::authorize::{ToolFacts, Verdict};
 use crate::caller::Caller;
 use crate::capture::Captured;
 use crate::check::check_output;
@@ -19,7 +20,7 @@ use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::optional_null;
-use crate::outcome::{ErrorKind, Failure};
+use crate::outcome::{Decision, ErrorKind, Failure, Success};
 use crate::quota::QuotaTracker;
 use crate::render;
 use crate::resolve::resolve;
@@ -70,26 +71,19 @@ impl CallRequest {
 }
 
 /// The result of a call, success or failure, as every front end sees it.
+/// The outcome is a value, never text: front ends render it at their edge
+/// ([`ToolResult::text`] for the model, [`ToolResult::human_line`] for
+/// people) and read the kind and code from the [`Failure`].
 #[derive(Debug, Clone)]
 pub struct ToolResult {
     /// The call id of the request.
     pub call_id: String,
     /// The tool name as requested.
     pub tool: String,
-    /// True for every failure.
-    pub is_error: bool,
-    /// Why it failed; `None` on success.
-    pub kind: Option<ErrorKind>,
-    /// What the model reads.
-    pub content: String,
-    /// The tool's own error code, for [`ErrorKind::ToolError`] failures
-    /// that name one (front ends carry it as data next to `kind`).
-    pub code: Option<String>,
-    /// The tool's JSON result, on success.
-    pub structured: Option<Value>,
-    /// The authorization decision: `allow`, `deny`, `ask:confirmed`,
-    /// `ask:declined` or `not_reached`.
-    pub decision: String,
+    /// The tool's result, or why there is none.
+    pub outcome: Result<Success, Failure>,
+    /// What was decided about the call before it ran.
+    pub decision: Decision,
     /// Captured stdout (for humans and logs, never the model).
     pub stdout: Captured,
     /// Captured stderr (for humans and logs, never the model).
@@ -103,14 +97,67 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A result of the call `call_id` to `tool`, with nothing captured, no
+    /// fuel, no session and no duration yet.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        decision: Decision,
+        outcome: Result<Success, Failure>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            outcome,
+            decision,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            duration: Duration::ZERO,
+            fuel_used: None,
+            session: None,
+        }
+    }
+
+    /// True for every failure.
+    pub fn is_error(&self) -> bool {
+        self.outcome.is_err()
+    }
+
+    /// Why the call failed; `None` on success.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.outcome.as_ref().err()
+    }
+
+    /// The kind of failure; `None` on success.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        self.failure().map(|failure| failure.kind)
+    }
+
+    /// The tool's own error code, for [`ErrorKind::ToolError`] failures
+    /// that name one.
+    pub fn code(&self) -> Option<&str> {
+        self.failure().and_then(|failure| failure.code.as_deref())
+    }
+
+    /// The tool's JSON result, on success.
+    pub fn value(&self) -> Option<&Value> {
+        self.outcome.as_ref().ok().map(|success| &success.value)
+    }
+
     /// The protocol name of the outcome: `ok` or the error kind.
-    pub fn outcome(&self) -> &'static str {
-        self.kind.map_or("ok", ErrorKind::as_str)
+    pub fn outcome_name(&self) -> &'static str {
+        self.kind().map_or("ok", ErrorKind::as_str)
+    }
+
+    /// What the model reads in a provider's tool-result message: the
+    /// result, or `error (kind): message`, cut at 32 KiB with a note.
+    pub fn text(&self) -> String {
+        render::model_text(&self.outcome)
     }
 
     /// A one-line presentation for humans.
     pub fn human_line(&self) -> String {
-        render::human_line(&self.tool, self.is_error, self.kind, self.duration.as_secs_f64() * 1e3, &self.content)
+        render::human_line(&self.tool, &self.outcome, self.duration.as_secs_f64() * 1e3)
     }
 }
 
@@ -132,13 +179,17 @@ struct Approved {
     tool: Arc<LoadedTool>,
     arguments: String,
     session: Option<SessionId>,
-    decision: String,
+    decision: Decision,
     policy: Option<String>,
     /// Host time spent on the call before it was authorized (parsing and
     /// validating the arguments); it counts against the tool's deadline.
     /// Waiting for a confirmation does not.
     host_time: Duration,
 }
+
+/// A call refused before it ran: why, what was decided, the determining
+/// policy and the tool (when it was resolved).
+type Refusal = (Failure, Decision, Option<String>, Option<Arc<LoadedTool>>);
 
 /// A call on its way through the pipeline.
 struct InFlight {
@@ -161,7 +212,7 @@ impl Pipeline {
         let quota = state.quotas().for_principal(&flight.request.principal);
         let _admitted = match self.quota.admit(&flight.request.principal, quota) {
             Ok(admitted) => admitted,
-            Err(failure) => return self.finish_early(state, flight, failure, "not_reached", None, None),
+            Err(failure) => return self.finish_early(state, flight, failure, Decision::NotReached, None, None),
         };
         match self.approve(state, &flight, confirmer, cancel).await {
             Ok(approved) => self.run(state, flight, approved, quota.sessions_per_tool, cancel).await,
@@ -190,7 +241,7 @@ impl Pipeline {
             let quota = state.quotas().for_principal(&flight.request.principal);
             let (admitted, verdict) = match self.quota.admit(&flight.request.principal, quota) {
                 Ok(admitted) => (Some(admitted), self.approve(state, &flight, confirmer, cancel).await),
-                Err(failure) => (None, Err((failure, "not_reached", None, None))),
+                Err(failure) => (None, Err((failure, Decision::NotReached, None, None))),
             };
             approved.push((flight, admitted, quota.sessions_per_tool, verdict));
         }
@@ -208,17 +259,16 @@ impl Pipeline {
     }
 
     /// resolve → parse → validate → authorize (→ confirm).
-    #[allow(clippy::type_complexity)]
     async fn approve(
         &self,
         state: &State,
         flight: &InFlight,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
-    ) -> Result<Approved, (Failure, &'static str, Option<String>, Option<Arc<LoadedTool>>)> {
+    ) -> Result<Approved, Refusal> {
         let request = &flight.request;
-        let tool = resolve(state.registry(), &request.tool).map_err(|f| (f, "not_reached", None, None))?;
-        let not_reached = |f: Failure| (f, "not_reached", None, Some(tool.clone()));
+        let tool = resolve(state.registry(), &request.tool).map_err(|f| (f, Decision::NotReached, None, None))?;
+        let not_reached = |f: Failure| (f, Decision::NotReached, None, Some(tool.clone()));
         let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
         // `null` for an optional property means "absent" (strict mode makes
         // every property required and optional ones nullable).
@@ -238,19 +288,19 @@ impl Pipeline {
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
         let (decision, policy) = match state.policy().decide(&request.principal, &facts, &arguments.value) {
-            Decision::Allow { policy } => ("allow", policy),
-            Decision::Deny { reason, policy } => {
+            Verdict::Allow { policy } => (Decision::Allow, policy),
+            Verdict::Deny { reason, policy } => {
                 return Err((
                     Failure::new(
                         ErrorKind::Denied,
                         format!("{reason}. This call is not allowed; do not retry it unchanged."),
                     ),
-                    "deny",
+                    Decision::Deny,
                     policy,
                     Some(tool),
                 ));
             }
-            Decision::Ask { reason, policy } => {
+            Verdict::Ask { reason, policy } => {
                 let confirmed = match confirmer {
                     Some(confirmer) => {
                         let ask = ConfirmRequest {
@@ -270,12 +320,12 @@ impl Pipeline {
                             "this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."
                         ),
                     );
-                    return Err((failure, "ask:declined", policy, Some(tool)));
+                    return Err((failure, Decision::AskDeclined, policy, Some(tool)));
                 }
-                ("ask:confirmed", policy)
+                (Decision::AskConfirmed, policy)
             }
         };
-        Ok(Approved { tool, arguments: arguments.text, session, decision: decision.to_owned(), policy, host_time })
+        Ok(Approved { tool, arguments: arguments.text, session, decision, policy, host_time })
     }
 
     /// schedule → execute → check output → render → audit.
@@ -335,33 +385,16 @@ impl Pipeline {
             }
             Err(failure) => Err(failure.clone()),
         };
-        let (is_error, kind, content, structured, code) = match checked {
-            Ok(value) => {
-                let mut content = render::success_text(&value);
-                // A session reset by a call that still produced a result (the
-                // interpreter recovered from its memory cap) is said after it.
-                if let Some(note) = &reset {
-                    content.push_str("\n\n");
-                    content.push_str(note);
-                }
-                (false, None, content, Some(value), None)
-            }
-            Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None, failure.code),
-        };
+        // A session reset by a call that still produced a result (the
+        // interpreter recovered from its memory cap) is said after it.
+        let outcome = checked.map(|value| Success { value, note: reset });
         let result = ToolResult {
-            call_id: flight.request.call_id.clone(),
-            tool: flight.request.tool.clone(),
-            is_error,
-            kind,
-            content,
-            code,
-            structured,
-            decision,
             stdout: execution.stdout,
             stderr: execution.stderr,
             duration: flight.started.elapsed(),
             fuel_used: execution.fuel_used,
             session: session.map(|id| id.as_str().to_owned()),
+            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, outcome)
         };
         self.audit(state, flight, result, policy, Some(&tool.digest))
     }
@@ -383,24 +416,13 @@ impl Pipeline {
         state: &State,
         flight: InFlight,
         failure: Failure,
-        decision: &str,
+        decision: Decision,
         policy: Option<String>,
         tool: Option<&LoadedTool>,
     ) -> ToolResult {
         let result = ToolResult {
-            call_id: flight.request.call_id.clone(),
-            tool: flight.request.tool.clone(),
-            is_error: true,
-            kind: Some(failure.kind),
-            content: render::failure_text(&failure),
-            code: failure.code,
-            structured: None,
-            decision: decision.to_owned(),
-            stdout: Captured::default(),
-            stderr: Captured::default(),
             duration: flight.started.elapsed(),
-            fuel_used: None,
-            session: None,
+            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, Err(failure))
         };
         self.audit(state, flight, result, policy, tool.map(|t| t.digest.as_str()))
     }
@@ -425,10 +447,10 @@ impl Pipeline {
             session: result.session.clone(),
             component_digest: digest.map(str::to_owned),
             arguments: request.arguments.into_audit(),
-            decision: result.decision.clone(),
+            decision: result.decision,
             policy,
-            outcome: result.outcome().to_owned(),
-            message: result.is_error.then(|| result.content.clone()),
+            outcome: result.outcome_name().to_owned(),
+            message: result.failure().map(render::failure_text),
             duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
             fuel_used: result.fuel_used,
         };
@@ -438,11 +460,7 @@ impl Pipeline {
                 ErrorKind::Internal,
                 "the host could not record this call in its audit log, so its result is withheld; tell the operator",
             );
-            result.is_error = true;
-            result.kind = Some(failure.kind);
-            result.content = render::failure_text(&failure);
-            result.code = None;
-            result.structured = None;
+            result.outcome = Err(failure);
         }
         result
     }
@@ -450,18 +468,10 @@ impl Pipeline {
 
 impl InFlight {
     fn new(mut request: CallRequest) -> Self {
-        truncate(&mut request.principal, MAX_PRINCIPAL_LEN);
-        truncate(&mut request.call_id, MAX_CALL_ID_LEN);
+        let principal_end = request.principal.floor_char_boundary(MAX_PRINCIPAL_LEN);
+        request.principal.truncate(principal_end);
+        let call_id_end = request.call_id.floor_char_boundary(MAX_CALL_ID_LEN);
+        request.call_id.truncate(call_id_end);
         Self { request, started: Instant::now() }
-    }
-}
-
-fn truncate(text: &mut String, max: usize) {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
     }
 }

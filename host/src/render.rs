@@ -1,29 +1,72 @@
 //! Render: what the model reads about a result, and a short presentation
-//! for humans (CLI, logs).
+//! for humans (CLI, logs). This is the one place a typed outcome
+//! ([`Success`] or [`Failure`]) becomes text; front ends call it at their
+//! edge and never parse its text back.
 //!
 //! The model never reads raw host data: it reads the tool's JSON result (or
 //! an error narration), cut at [`MAX_MODEL_TEXT`] bytes with a note saying
 //! how much was cut and what to do. Captured stdout/stderr are for humans
 //! and logs only.
+//!
+//! Text that goes anywhere with a size limit (a message, an audit field, a
+//! confirmation question) is cut with [`cap`], at a character boundary.
 
-use crate::outcome::{ErrorKind, Failure};
-use crate::validate::cap;
+use crate::outcome::{ErrorKind, Failure, Success};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The model reads at most this many bytes of one result.
 pub const MAX_MODEL_TEXT: usize = 32 << 10;
 
-/// The model-facing text of a successful result.
-pub fn success_text(value: &Value) -> String {
+/// A human one-liner shows at most this many bytes of the result's first line.
+const MAX_HUMAN_LINE_BYTES: usize = 160;
+
+/// What marks text cut by [`cap`].
+pub const ELLIPSIS: &str = "…";
+
+/// `text` cut to at most `max` bytes at a character boundary, ending in
+/// [`ELLIPSIS`] when cut (the ellipsis counts toward `max`).
+pub fn cap(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let end = text.floor_char_boundary(max.saturating_sub(ELLIPSIS.len()));
+    Cow::Owned(format!("{}{ELLIPSIS}", text.get(..end).unwrap_or_default()))
+}
+
+/// The model-facing text of an outcome: the result or the error narration.
+pub fn model_text(outcome: &Result<Success, Failure>) -> String {
+    match outcome {
+        Ok(success) => success_text(success),
+        Err(failure) => failure_text(failure),
+    }
+}
+
+/// The model-facing text of a successful result, with the host's note
+/// after it.
+pub fn success_text(success: &Success) -> String {
+    let mut text = value_text(&success.value);
+    if let Some(note) = &success.note {
+        text.push_str("\n\n");
+        text.push_str(note);
+    }
+    text
+}
+
+/// The tool's JSON result as the model reads it, cut with a note.
+fn value_text(value: &Value) -> String {
     let text = match value {
         // A bare string result reads better without JSON quoting.
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    truncate(text)
+    cut_for_model(text)
 }
 
-/// The model-facing text of a failed call.
+/// The model-facing text of a failed call where the kind travels only in
+/// the text (provider tool-result messages, the CLI, the audit log):
+/// `error (kind): message`, or `error (code): message` for a tool error
+/// that names a code.
 pub fn failure_text(failure: &Failure) -> String {
     let prefix = match failure.kind {
         ErrorKind::ToolError => match &failure.code {
@@ -32,15 +75,27 @@ pub fn failure_text(failure: &Failure) -> String {
         },
         kind => format!("error ({kind})"),
     };
-    truncate(format!("{prefix}: {}", failure.message))
+    cut_for_model(format!("{prefix}: {}", failure.message))
 }
 
-fn truncate(text: String) -> String {
+/// The message of a failed call alone, for front ends that carry the kind
+/// and code as data next to it (MCP `_meta`). A tool may report an error
+/// with an empty message; the model then reads which kind of failure (or
+/// which code) it was rather than nothing.
+pub fn failure_message(failure: &Failure) -> String {
+    if failure.message.trim().is_empty() {
+        let what = failure.code.as_deref().unwrap_or(failure.kind.as_str());
+        return cap(&format!("the call failed ({what}) without a message"), MAX_MODEL_TEXT).into_owned();
+    }
+    cut_for_model(failure.message.clone())
+}
+
+fn cut_for_model(text: String) -> String {
     if text.len() <= MAX_MODEL_TEXT {
         return text;
     }
     let kept = cap(&text, MAX_MODEL_TEXT);
-    let cut = text.len() - (kept.len() - '…'.len_utf8());
+    let cut = text.len() - (kept.len() - ELLIPSIS.len());
     format!(
         "{kept}\n[{cut} more bytes cut: the result was {} bytes; ask for a narrower result to see the rest]",
         text.len()
@@ -48,14 +103,14 @@ fn truncate(text: String) -> String {
 }
 
 /// A one-line human summary, e.g. `echo ok in 0.4 ms: {"text":"hi"}`.
-pub fn human_line(tool: &str, is_error: bool, kind: Option<ErrorKind>, millis: f64, content: &str) -> String {
-    let status = match (is_error, kind) {
-        (false, _) => "ok".to_owned(),
-        (true, Some(kind)) => kind.to_string(),
-        (true, None) => "error".to_owned(),
+pub fn human_line(tool: &str, outcome: &Result<Success, Failure>, millis: f64) -> String {
+    let status = match outcome {
+        Ok(_) => "ok",
+        Err(failure) => failure.kind.as_str(),
     };
-    let first_line = content.lines().next().unwrap_or_default();
-    format!("{tool} {status} in {millis:.1} ms: {}", cap(first_line, 160))
+    let text = model_text(outcome);
+    let first_line = text.lines().next().unwrap_or_default();
+    format!("{tool} {status} in {millis:.1} ms: {}", cap(first_line, MAX_HUMAN_LINE_BYTES))
 }
 
 #[cfg(test)]
@@ -65,14 +120,22 @@ mod tests {
 
     #[test]
     fn success_is_compact_json_or_plain_string() {
-        assert_eq!(success_text(&json!({"a": 1})), r#"{"a":1}"#);
-        assert_eq!(success_text(&json!("hi")), "hi");
+        assert_eq!(success_text(&Success::new(json!({"a": 1}))), r#"{"a":1}"#);
+        assert_eq!(success_text(&Success::new(json!("hi"))), "hi");
+    }
+
+    #[test]
+    fn a_note_follows_the_result() {
+        let success = Success { value: json!(1), note: Some("Session \"s\" was reset.".into()) };
+        assert_eq!(success_text(&success), "1\n\nSession \"s\" was reset.");
     }
 
     #[test]
     fn long_results_are_cut_with_a_note() {
-        let text = success_text(&json!("x".repeat(MAX_MODEL_TEXT + 500)));
-        assert!(text.contains("[500 more bytes cut"), "{}", &text[text.len() - 120..]);
+        let text = success_text(&Success::new(json!("x".repeat(MAX_MODEL_TEXT + 500))));
+        // The ellipsis takes the place of the last bytes kept.
+        let note = format!("[{} more bytes cut", 500 + ELLIPSIS.len());
+        assert!(text.contains(&note), "{}", &text[text.len() - 120..]);
         assert!(text.len() < MAX_MODEL_TEXT + 200);
     }
 
@@ -81,11 +144,27 @@ mod tests {
         assert_eq!(failure_text(&Failure::new(ErrorKind::Timeout, "late")), "error (timeout): late");
         let tool = Failure { kind: ErrorKind::ToolError, message: "gone".into(), code: Some("not_found".into()) };
         assert_eq!(failure_text(&tool), "error (not_found): gone");
+        assert_eq!(failure_message(&tool), "gone");
+        let silent = Failure { kind: ErrorKind::ToolError, message: " ".into(), code: Some("busy".into()) };
+        assert_eq!(failure_message(&silent), "the call failed (busy) without a message");
+    }
+
+    #[test]
+    fn cap_cuts_at_a_char_boundary_within_the_limit() {
+        assert_eq!(cap("abc", 3), "abc");
+        assert_eq!(cap("héllo", 5), "h…");
+        assert_eq!(cap("héllo", 2), "…");
+        for max in 0..12 {
+            let cut = cap("日本語のテキスト", max);
+            assert!(cut.len() <= max.max(ELLIPSIS.len()), "{max}: {cut}");
+        }
     }
 
     #[test]
     fn human_line_is_one_line() {
-        let line = human_line("echo", false, None, 0.42, "{\"a\":1}\nmore");
+        let line = human_line("echo", &Ok(Success::new(json!("{\"a\":1}\nmore"))), 0.42);
         assert_eq!(line, "echo ok in 0.4 ms: {\"a\":1}");
+        let line = human_line("echo", &Err(Failure::new(ErrorKind::Timeout, "late")), 1.0);
+        assert_eq!(line, "echo timeout in 1.0 ms: error (timeout): late");
     }
 }

@@ -69,7 +69,10 @@ impl WasiHttpView for CallCtx {
 }
 
 /// The store's limiter: wasmtime's [`StoreLimits`], plus a note of any
-/// growth it refused. A session's instance whose guest hit the memory cap is
+/// growth it refused. The note is the host's own record of the memory or
+/// table cap being hit: a call that fails after it is `out_of_memory`
+/// whatever the trap says (a Rust guest aborts, an interpreter may raise
+/// its own error). A session's instance whose guest hit the memory cap is
 /// discarded even when the guest recovered (a Python `MemoryError`, a
 /// JavaScript out-of-memory error): an interpreter that ran out of memory in
 /// the middle of an allocation is not trusted to be consistent afterwards.
@@ -78,11 +81,18 @@ struct GrowthLimiter {
     refused: bool,
 }
 
+impl GrowthLimiter {
+    /// Note a growth the limits refused (or that failed) and pass the answer on.
+    fn record(&mut self, allowed: wasmtime::Result<bool>) -> wasmtime::Result<bool> {
+        self.refused |= !matches!(allowed, Ok(true));
+        allowed
+    }
+}
+
 impl ResourceLimiter for GrowthLimiter {
     fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let allowed = self.limits.memory_growing(current, desired, maximum)?;
-        self.refused |= !allowed;
-        Ok(allowed)
+        let allowed = self.limits.memory_growing(current, desired, maximum);
+        self.record(allowed)
     }
 
     fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -91,9 +101,8 @@ impl ResourceLimiter for GrowthLimiter {
     }
 
     fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let allowed = self.limits.table_growing(current, desired, maximum)?;
-        self.refused |= !allowed;
-        Ok(allowed)
+        let allowed = self.limits.table_growing(current, desired, maximum);
+        self.record(allowed)
     }
 
     fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -185,8 +194,8 @@ impl LiveInstance {
             .memories(limits.instances)
             // A failed grow returns -1 to the guest instead of trapping, so
             // an interpreter can raise its own MemoryError; a Rust guest
-            // aborts with "memory allocation of N bytes failed", classified
-            // below.
+            // aborts, and the limiter's record of the refused growth makes
+            // that `out_of_memory` (see `classify`).
             .trap_on_grow_failure(false)
             .build();
         // Every WASI resource the guest holds (descriptor, stream, pollable,
@@ -243,9 +252,31 @@ impl LiveInstance {
     }
 }
 
+/// How guest work ended, before a failure is classified.
+enum Ended<R> {
+    /// The guest returned: its result or its own error.
+    Returned(Result<R, Failure>),
+    /// Wasmtime stopped the guest (a trap, a host limit).
+    Faulted(wasmtime::Error),
+    /// The host stopped it: the deadline or cancellation.
+    Stopped(Failure),
+}
+
+/// A store for `pre` under `limits` with `grants`, or the failure a call
+/// reports when there is none.
+pub(crate) fn fresh(pre: &ToolPre, limits: &Limits, grants: &Grants) -> Result<LiveInstance, Failure> {
+    LiveInstance::new(pre, limits, grants).map_err(|err| unprepared(&err))
+}
+
+/// The failure of a call whose store could not be set up.
+fn unprepared(err: &anyhow::Error) -> Failure {
+    Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"))
+}
+
 /// Run `work` on `live` (instantiating `pre` first if needed) under
 /// `limits` until it finishes, the deadline passes or `cancel` fires. Also
-/// says whether the instance is spent.
+/// says whether the instance is spent. Every guest call, in a fresh
+/// instance or a session's, runs here.
 async fn run_on<R, F>(
     live: &mut LiveInstance,
     pre: &ToolPre,
@@ -262,12 +293,11 @@ where
 {
     let started = Instant::now();
     if let Err(err) = live.arm(limits, caller) {
-        let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
+        let failure = unprepared(&err);
         return (Err(failure.clone()), Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
     let LiveInstance { store, tool, stdout, stderr, .. } = live;
-    let mut finished = false;
-    let outcome = {
+    let ended = {
         let call = async {
             let instance = match tool {
                 Some(instance) => instance,
@@ -277,16 +307,20 @@ where
         };
         tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(Failure::new(ErrorKind::Cancelled, "the call was cancelled before the tool finished")),
+            () = cancel.cancelled() => Ended::Stopped(Failure::new(ErrorKind::Cancelled, "the call was cancelled before the tool finished")),
             result = tokio::time::timeout(limits.timeout, call) => match result {
-                Ok(Ok(inner)) => {
-                    finished = true;
-                    inner
-                }
-                Ok(Err(err)) => Err(classify(&err, limits, &stderr.snapshot())),
-                Err(_elapsed) => Err(timeout_failure(limits)),
+                Ok(Ok(inner)) => Ended::Returned(inner),
+                Ok(Err(err)) => Ended::Faulted(err),
+                Err(_elapsed) => Ended::Stopped(timeout_failure(limits)),
             },
         }
+    };
+    let memory_capped = store.data().limits.refused;
+    let finished = matches!(ended, Ended::Returned(_));
+    let outcome = match ended {
+        Ended::Returned(inner) => inner,
+        Ended::Faulted(err) => Err(classify(&err, limits, memory_capped, &stderr.snapshot())),
+        Ended::Stopped(failure) => Err(failure),
     };
     // A host refusal the guest turned into its own error (or a crash) is
     // the likely cause; say so, since the guest only saw an error code.
@@ -302,7 +336,7 @@ where
     let fuel_used = store.get_fuel().ok().map(|left| limits.fuel.saturating_sub(left));
     let spent = match &outcome {
         Err(failure) if !finished => Some(Spent::Failed(failure.kind)),
-        _ if store.data().limits.refused => Some(Spent::MemoryCap),
+        _ if memory_capped => Some(Spent::MemoryCap),
         _ => None,
     };
     let execution = Execution {
@@ -332,12 +366,9 @@ where
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
     let started = Instant::now();
-    let mut live = match LiveInstance::new(pre, limits, grants) {
+    let mut live = match fresh(pre, limits, grants) {
         Ok(live) => live,
-        Err(err) => {
-            let failure = Failure::new(ErrorKind::Internal, format!("the host could not prepare the sandbox: {err:#}"));
-            return (Err(failure.clone()), Execution::failed(failure, started));
-        }
+        Err(failure) => return (Err(failure.clone()), Execution::failed(failure, started)),
     };
     let (outcome, mut execution, _) = run_on(&mut live, pre, limits, caller, cancel, work).await;
     drop(live);
@@ -354,17 +385,16 @@ pub(crate) async fn call(
     arguments: &str,
     cancel: &CancellationToken,
 ) -> Execution {
-    let arguments = arguments.to_owned();
+    let started = Instant::now();
     // Credentials kept per principal are this caller's.
     let grants = grants.for_principal(&caller.principal);
-    let (result, mut execution) = run(pre, limits, &grants, Some(caller), cancel, move |tool, store| {
-        Box::pin(async move { tool.call(store, &arguments).await })
-    })
-    .await;
-    execution.result = result;
-    if let Some(network) = grants.network.as_deref() {
-        scrub_secrets(network, &mut execution);
-    }
+    let mut live = match fresh(pre, limits, &grants) {
+        Ok(live) => live,
+        Err(failure) => return Execution::failed(failure, started),
+    };
+    let (mut execution, _) = call_on(&mut live, pre, limits, caller, arguments, cancel).await;
+    drop(live);
+    execution.duration = started.elapsed();
     execution
 }
 
@@ -445,7 +475,10 @@ fn timeout_failure(limits: &Limits) -> Failure {
 }
 
 /// Map a wasmtime error from a guest call to a failure the model can read.
-fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failure {
+/// `memory_capped` is the limiter's record that it refused a memory or
+/// table growth during the call: whatever the guest did next (a Rust guest
+/// aborts, an allocator traps), the call failed for want of memory.
+fn classify(err: &wasmtime::Error, limits: &Limits, memory_capped: bool, stderr: &Captured) -> Failure {
     let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
     let text = chain.join(": ");
     let panic_message = panic_message(&stderr.text);
@@ -479,12 +512,7 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
     if let Some(failure) = host_limit(err, &text, limits) {
         return failure;
     }
-    if text.contains("forcing trap when growing memory")
-        || stderr.text.contains("memory allocation of")
-        || text.contains("forcing trap when growing table")
-        || text.contains("exceeds memory limits")
-        || text.contains("exceeds table limits")
-    {
+    if memory_capped {
         return Failure::new(
             ErrorKind::OutOfMemory,
             format!(
@@ -502,13 +530,16 @@ fn classify(err: &wasmtime::Error, limits: &Limits, stderr: &Captured) -> Failur
 
 /// A trap raised by one of the host-side caps that wasmtime and
 /// wasmtime-wasi(-http) enforce themselves, as a failure naming the cap.
-/// Their errors carry no type the host can match on (except the resource
-/// table's), so the texts of wasmtime 48 are matched.
+/// The resource table and the header map fail with typed errors, matched
+/// by type. The others (component handles, hostcall fuel, random bytes,
+/// body write budget) are raised by wasmtime 48 as untyped errors (or a
+/// private type) that the host neither calls nor can observe otherwise, so
+/// their texts are matched: each of these is one fixed message in
+/// wasmtime's source, and an unmatched one still fails as `trapped`.
 fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Failure> {
     let how_to_raise = "an operator can raise `host_memory_mib` for this tool in airlock.toml";
     let table_full =
-        err.chain().any(|e| matches!(e.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)))
-            || text.contains("resource table has no free keys");
+        err.chain().any(|e| matches!(e.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full)));
     if table_full || text.contains("store handle limit exceeded") {
         return Some(Failure::new(
             ErrorKind::HostLimit,
@@ -522,7 +553,7 @@ fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Fail
     }
     let fields_full = err.chain().any(|e| {
         matches!(e.downcast_ref::<FieldMapError>(), Some(FieldMapError::TotalSizeTooBig | FieldMapError::TooManyFields))
-    }) || text.contains("total size of fields exceeds limit");
+    });
     if fields_full {
         return Some(Failure::new(
             ErrorKind::HostLimit,
@@ -592,5 +623,23 @@ mod tests {
             "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom here\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom here (panicked at src/lib.rs:10:5)"));
         assert_eq!(panic_message("no panic"), None);
+    }
+
+    #[test]
+    fn out_of_memory_comes_from_the_limiters_record_not_from_text() {
+        let limits = Limits::default();
+        let quiet = Captured::default();
+        // A Rust guest aborting after a refused growth traps as unreachable.
+        let abort = wasmtime::Error::from(Trap::UnreachableCodeReached);
+        assert_eq!(classify(&abort, &limits, true, &quiet).kind, ErrorKind::OutOfMemory);
+        assert_eq!(classify(&abort, &limits, false, &quiet).kind, ErrorKind::Trapped);
+        // Text that looks like a memory failure, with no refused growth, is a trap.
+        let lookalike = Captured { text: "memory allocation of 1024 bytes failed".into(), dropped: 0 };
+        assert_eq!(classify(&abort, &limits, false, &lookalike).kind, ErrorKind::Trapped);
+        // What stopped the guest wins over an earlier refused growth.
+        let interrupt = wasmtime::Error::from(Trap::Interrupt);
+        assert_eq!(classify(&interrupt, &limits, true, &quiet).kind, ErrorKind::Timeout);
+        let fuel = wasmtime::Error::from(Trap::OutOfFuel);
+        assert_eq!(classify(&fuel, &limits, true, &quiet).kind, ErrorKind::OutOfFuel);
     }
 }

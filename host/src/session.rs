@@ -235,15 +235,11 @@ impl Sessions {
             Some(live) => live,
             // The key holds the principal, so credentials kept per principal
             // are resolved once, for the session's whole life.
-            None => match LiveInstance::new(&tool.pre, &limits, &tool.settings.grants.for_principal(&caller.principal))
-            {
+            None => match sandbox::fresh(&tool.pre, &limits, &tool.settings.grants.for_principal(&caller.principal)) {
                 Ok(live) => live,
-                Err(err) => {
+                Err(failure) => {
                     self.remove(&key, &session);
-                    return refused(Failure::new(
-                        ErrorKind::Internal,
-                        format!("the host could not prepare the sandbox: {err:#}"),
-                    ));
+                    return refused(failure);
                 }
             },
         };

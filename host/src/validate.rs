@@ -15,6 +15,7 @@
 
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
+use crate::render::cap;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -27,6 +28,8 @@ pub const MAX_LISTED_ERRORS: usize = 10;
 pub const MAX_COUNTED_ERRORS: usize = 10_000;
 /// The restated schema is cut at this many bytes.
 const MAX_RESTATED_SCHEMA: usize = 2048;
+/// Each listed violation is cut at this many bytes.
+const MAX_VIOLATION_BYTES: usize = 300;
 /// Validations whose work (schema cost × instance bytes) is at most this are
 /// done inline on the async runtime: tens of microseconds at most.
 pub const INLINE_VALIDATION_WORK: u64 = 1 << 16;
@@ -192,7 +195,7 @@ pub(crate) fn violations(validator: &jsonschema::Validator, value: &Value) -> Re
         if lines.len() < MAX_LISTED_ERRORS {
             let pointer = error.instance_path().to_string();
             let at = if pointer.is_empty() { "(root)".to_owned() } else { pointer };
-            lines.push(format!("- at {at}: {}", cap(&error.to_string(), 300)));
+            lines.push(format!("- at {at}: {}", cap(&error.to_string(), MAX_VIOLATION_BYTES)));
         }
     }
     if total == 0 {
@@ -207,19 +210,7 @@ pub(crate) fn violations(validator: &jsonschema::Validator, value: &Value) -> Re
 }
 
 fn restate(schema: &Value) -> String {
-    cap(&schema.to_string(), MAX_RESTATED_SCHEMA)
-}
-
-/// Cut `text` to at most `max` bytes on a char boundary, marking the cut.
-pub(crate) fn cap(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    cap(&schema.to_string(), MAX_RESTATED_SCHEMA).into_owned()
 }
 
 #[cfg(test)]
@@ -262,12 +253,6 @@ mod tests {
         let many = json!((0..MAX_COUNTED_ERRORS + 5).collect::<Vec<_>>());
         let lines = violations(&jsonschema::validator_for(&schema).unwrap(), &many).unwrap_err();
         assert_eq!(lines.last().unwrap(), &format!("- … and at least {} more", MAX_COUNTED_ERRORS - MAX_LISTED_ERRORS));
-    }
-
-    #[test]
-    fn cap_respects_char_boundaries() {
-        assert_eq!(cap("héllo", 2), "h…");
-        assert_eq!(cap("abc", 3), "abc");
     }
 
     fn compiled(schema: Value, cost: u64) -> Compiled {

@@ -96,16 +96,16 @@ fn data_dir() -> tempfile::TempDir {
 async fn still_serves(host: &Host) {
     let other =
         host.call(CallRequest::new("someone-else", "host_hog", json!({"mode": "fd_hog", "count": 3})), None).await;
-    assert!(!other.is_error, "another principal's call must be served: {}", other.content);
-    assert_eq!(other.structured.as_ref().and_then(|s| s["created"].as_u64()), Some(3), "{}", other.content);
+    assert!(!other.is_error(), "another principal's call must be served: {}", other.text());
+    assert_eq!(other.value().and_then(|s| s["created"].as_u64()), Some(3), "{}", other.text());
     let read = call(host, "read_file", json!({"path": "/data/file.txt"})).await;
-    assert!(!read.is_error, "another tool's call must be served: {}", read.content);
-    assert!(read.content.contains("hello"), "{}", read.content);
+    assert!(!read.is_error(), "another tool's call must be served: {}", read.text());
+    assert!(read.text().contains("hello"), "{}", read.text());
 }
 
 fn structured(result: &airlock::ToolResult) -> Value {
-    assert!(!result.is_error, "{}", result.content);
-    result.structured.clone().unwrap_or_else(|| panic!("no structured result: {}", result.content))
+    assert!(!result.is_error(), "{}", result.text());
+    result.value().cloned().unwrap_or_else(|| panic!("no structured result: {}", result.text()))
 }
 
 #[tokio::test]
@@ -144,11 +144,11 @@ async fn full_header_maps_are_bounded_by_the_resource_cap() {
     let before = reset_peak();
     let result = call(&host, "host_hog", json!({"mode": "table_hog", "count": 100000})).await;
     let peak = status_kib("VmHWM");
-    assert!(result.is_error, "{}", result.content);
-    assert_eq!(result.outcome(), "host_limit", "{}", result.content);
+    assert!(result.is_error(), "{}", result.text());
+    assert_eq!(result.outcome_name(), "host_limit", "{}", result.text());
     // Half of a 16 MiB budget in slots of 32 KiB.
-    assert!(result.content.contains("more than 256 WASI resources"), "{}", result.content);
-    assert!(result.content.contains("host_memory_mib"), "{}", result.content);
+    assert!(result.text().contains("more than 256 WASI resources"), "{}", result.text());
+    assert!(result.text().contains("host_memory_mib"), "{}", result.text());
     let grown_mib = peak.saturating_sub(before) >> 10;
     let bound = 2 * HOST_MEMORY_MIB + GUEST_MEMORY_MIB + SLACK_MIB;
     println!("table_hog: peak RSS grew {grown_mib} MiB (bound {bound} MiB)");
@@ -161,9 +161,9 @@ async fn huge_random_requests_are_refused() {
     let dir = data_dir();
     let host = host(&config(dir.path(), "")).await;
     let result = call(&host, "host_hog", json!({"mode": "random_hog", "bytes": 1u64 << 30})).await;
-    assert!(result.is_error, "{}", result.content);
-    assert_eq!(result.outcome(), "host_limit", "{}", result.content);
-    assert!(result.content.contains("more than 1048576 random bytes"), "{}", result.content);
+    assert!(result.is_error(), "{}", result.text());
+    assert_eq!(result.outcome_name(), "host_limit", "{}", result.text());
+    assert!(result.text().contains("more than 1048576 random bytes"), "{}", result.text());
     let small = structured(&call(&host, "host_hog", json!({"mode": "random_hog", "bytes": 1u64 << 20})).await);
     assert_eq!(small["bytes"], json!(1u64 << 20), "{small}");
     still_serves(&host).await;

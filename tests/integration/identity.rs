@@ -44,8 +44,8 @@ fn identity_config(dir: &Path, extra: &str) -> String {
 }
 
 fn structured(result: &airlock::ToolResult) -> Value {
-    assert!(!result.is_error, "{}", result.content);
-    result.structured.clone().expect("a structured result")
+    assert!(!result.is_error(), "{}", result.text());
+    result.value().cloned().expect("a structured result")
 }
 
 #[tokio::test]
@@ -116,7 +116,7 @@ async fn get_balance_refuses_an_account_that_is_not_the_callers() {
     // The policy permits everything here; the tool still refuses.
     let other = host.call(CallRequest::new("alice", "get_balance", json!({"account_id": "acc-bob"})), None).await;
     assert_failed(&other, "tool_error", "not one of \"alice\"'s accounts");
-    assert_eq!(other.code.as_deref(), Some("not_your_account"));
+    assert_eq!(other.code(), Some("not_your_account"));
     let stranger = host.call(CallRequest::new("eve", "get_balance", json!({"account_id": "acc-alice"})), None).await;
     assert_failed(&stranger, "tool_error", "not one of \"eve\"'s accounts");
 }

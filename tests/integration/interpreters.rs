@@ -13,33 +13,33 @@ fn config(extra: &str) -> String {
     )
 }
 
-fn field<'a>(value: &'a Option<Value>, key: &str) -> &'a Value {
-    value.as_ref().and_then(|v| v.get(key)).unwrap_or(&Value::Null)
+fn field<'a>(value: Option<&'a Value>, key: &str) -> &'a Value {
+    value.and_then(|v| v.get(key)).unwrap_or(&Value::Null)
 }
 
 #[tokio::test]
 async fn print_and_final_expression() {
     let host = host(&config("")).await;
     let py = call(&host, "run_python", json!({"code": "print(1+1)\n1+1"})).await;
-    assert!(!py.is_error, "{}", py.content);
-    assert_eq!(field(&py.structured, "stdout"), "2\n");
-    assert_eq!(field(&py.structured, "result"), 2);
+    assert!(!py.is_error(), "{}", py.text());
+    assert_eq!(field(py.value(), "stdout"), "2\n");
+    assert_eq!(field(py.value(), "result"), 2);
     let js = call(&host, "run_js", json!({"code": "console.log(1+1); 1+1"})).await;
-    assert!(!js.is_error, "{}", js.content);
-    assert_eq!(field(&js.structured, "stdout"), "2\n");
-    assert_eq!(field(&js.structured, "result"), 2);
+    assert!(!js.is_error(), "{}", js.text());
+    assert_eq!(field(js.value(), "stdout"), "2\n");
+    assert_eq!(field(js.value(), "result"), 2);
 }
 
 #[tokio::test]
 async fn exceptions_come_back_with_a_traceback() {
     let host = host(&config("")).await;
     let py = call(&host, "run_python", json!({"code": "def f():\n    raise ValueError('boom')\nf()"})).await;
-    assert!(!py.is_error, "an exception is a normal result: {}", py.content);
-    let error = field(&py.structured, "error");
+    assert!(!py.is_error(), "an exception is a normal result: {}", py.text());
+    let error = field(py.value(), "error");
     assert_eq!(error["name"], "ValueError");
     assert!(error["stack"].as_str().unwrap_or_default().contains("line 2"), "{error}");
     let js = call(&host, "run_js", json!({"code": "null.x"})).await;
-    assert_eq!(field(&js.structured, "error")["name"], "TypeError");
+    assert_eq!(field(js.value(), "error")["name"], "TypeError");
 }
 
 #[tokio::test]
@@ -66,24 +66,24 @@ async fn memory_bombs_are_contained() {
     // machine, and this test is about the cap, not the deadline.
     let host = host(&config("").replace("timeout_ms = 1000", "timeout_ms = 20000")).await;
     let py = call(&host, "run_python", json!({"code": "x = []\nwhile True: x.append(' ' * 10**7)"})).await;
-    let py_text = format!("{} {:?}", py.content, py.structured);
-    assert!(py_text.contains("MemoryError") || py.outcome() == "out_of_memory", "{py_text}");
+    let py_text = format!("{} {:?}", py.text(), py.value());
+    assert!(py_text.contains("MemoryError") || py.outcome_name() == "out_of_memory", "{py_text}");
     let js = call(&host, "run_js", json!({"code": "let a = []; for (;;) a.push(new Array(1e6).fill(1));"})).await;
-    let js_text = format!("{} {:?}", js.content, js.structured);
-    assert!(js_text.contains("out of memory") || js.outcome() == "out_of_memory", "{js_text}");
+    let js_text = format!("{} {:?}", js.text(), js.value());
+    assert!(js_text.contains("out of memory") || js.outcome_name() == "out_of_memory", "{js_text}");
     let ok = call(&host, "run_python", json!({"code": "1"})).await;
-    assert!(!ok.is_error, "the host serves the next call");
+    assert!(!ok.is_error(), "the host serves the next call");
 }
 
 #[tokio::test]
 async fn deep_recursion_does_not_crash_the_host() {
     let host = host(&config("")).await;
     let py = call(&host, "run_python", json!({"code": "def f(n): return f(n+1)\nf(0)"})).await;
-    assert_eq!(field(&py.structured, "error")["name"], "RecursionError", "{}", py.content);
+    assert_eq!(field(py.value(), "error")["name"], "RecursionError", "{}", py.text());
     let js = call(&host, "run_js", json!({"code": "function f(n) { return f(n+1) + 1 } f(0)"})).await;
-    assert!(js.is_error || !field(&js.structured, "error").is_null(), "{}", js.content);
+    assert!(js.is_error() || !field(js.value(), "error").is_null(), "{}", js.text());
     let ok = call(&host, "run_js", json!({"code": "1"})).await;
-    assert!(!ok.is_error, "the host serves the next call");
+    assert!(!ok.is_error(), "the host serves the next call");
 }
 
 #[tokio::test]
@@ -96,29 +96,29 @@ async fn no_filesystem_network_or_environment() {
         "import os\nos.environ['HOME']",
     ] {
         let py = call(&host, "run_python", json!({"code": code})).await;
-        let error = field(&py.structured, "error");
-        assert!(!error.is_null(), "{code:?} must fail inside the sandbox: {}", py.content);
+        let error = field(py.value(), "error");
+        assert!(!error.is_null(), "{code:?} must fail inside the sandbox: {}", py.text());
     }
     let js = call(&host, "run_js", json!({"code": "[typeof require, typeof std, typeof os, typeof fetch]"})).await;
-    assert_eq!(field(&js.structured, "result"), &json!(["undefined", "undefined", "undefined", "undefined"]));
+    assert_eq!(field(js.value(), "result"), &json!(["undefined", "undefined", "undefined", "undefined"]));
 }
 
 #[tokio::test]
 async fn each_call_gets_a_fresh_instance() {
     let host = host(&config("")).await;
     let set = call(&host, "run_python", json!({"code": "x = 41\nx + 1"})).await;
-    assert_eq!(field(&set.structured, "result"), 42);
+    assert_eq!(field(set.value(), "result"), 42);
     let get = call(&host, "run_python", json!({"code": "x"})).await;
-    assert_eq!(field(&get.structured, "error")["name"], "NameError", "{}", get.content);
+    assert_eq!(field(get.value(), "error")["name"], "NameError", "{}", get.text());
     call(&host, "run_js", json!({"code": "globalThis.leak = 1"})).await;
     let js = call(&host, "run_js", json!({"code": "typeof leak"})).await;
-    assert_eq!(field(&js.structured, "result"), "undefined");
+    assert_eq!(field(js.value(), "result"), "undefined");
 }
 
 #[tokio::test]
 async fn output_is_capped_with_a_note() {
     let host = host(&config("")).await;
     let py = call(&host, "run_python", json!({"code": "print('x' * 10**6)"})).await;
-    assert!(!py.is_error, "{}", py.content);
-    assert!(field(&py.structured, "stdout").as_str().unwrap_or_default().contains("bytes cut"), "{}", py.content.len());
+    assert!(!py.is_error(), "{}", py.text());
+    assert!(field(py.value(), "stdout").as_str().unwrap_or_default().contains("bytes cut"), "{}", py.text().len());
 }

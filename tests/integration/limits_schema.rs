@@ -79,10 +79,10 @@ async fn arguments_too_large_for_a_costly_schema_are_refused_before_evaluation()
     let cost = registry.get("schema_heavy").expect("loaded").schema_costs().0;
     let accepted = MAX_VALIDATION_WORK / cost;
     let result = call(&host, "schema_heavy", data(accepted as usize * 2)).await;
-    assert!(result.is_error, "{}", result.content);
-    assert_eq!(result.outcome(), "invalid_arguments", "{}", result.content);
+    assert!(result.is_error(), "{}", result.text());
+    assert_eq!(result.outcome_name(), "invalid_arguments", "{}", result.text());
     for needle in ["MAX_VALIDATION_WORK", &format!("at most {accepted} bytes")] {
-        assert!(result.content.contains(needle), "{:?} should contain {needle:?}", result.content);
+        assert!(result.text().contains(needle), "{:?} should contain {needle:?}", result.text());
     }
     assert!(result.fuel_used.is_none(), "the tool must not run");
 }
@@ -109,9 +109,9 @@ async fn a_costly_check_runs_off_the_runtime_and_others_are_served() {
     };
     let (heavy, other) = tokio::join!(heavy, other);
     let other = other.expect("a small call is served while costly checks run");
-    assert!(!other.is_error, "{}", other.content);
+    assert!(!other.is_error(), "{}", other.text());
     for result in heavy {
-        assert!(!result.is_error, "{}", result.content);
+        assert!(!result.is_error(), "{}", result.text());
     }
     eprintln!("4 checks just under MAX_VALIDATION_WORK: {:.2} s of process CPU", cpu_time() - before);
 }
@@ -124,10 +124,10 @@ async fn a_check_past_the_deadline_is_a_timeout() {
     let registry = host.tools();
     let cost = registry.get("schema_heavy").expect("loaded").schema_costs().0;
     let result = call(&host, "schema_heavy", data((MAX_VALIDATION_WORK / cost) as usize * 9 / 10)).await;
-    assert_eq!(result.outcome(), "timeout", "{}", result.content);
-    assert!(result.content.contains("checked against its schema"), "{}", result.content);
+    assert_eq!(result.outcome_name(), "timeout", "{}", result.text());
+    assert!(result.text().contains("checked against its schema"), "{}", result.text());
     let next = host.call(CallRequest::new("other", "echo", json!({"text": "hi"})), None).await;
-    assert!(!next.is_error, "{}", next.content);
+    assert!(!next.is_error(), "{}", next.text());
 }
 
 /// CPU time of this process so far, in seconds (for the log only: other

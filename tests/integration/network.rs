@@ -124,8 +124,8 @@ async fn an_allowed_origin_is_reached() {
     let server = Server::start();
     let host = host(&fetch_config(&allow(&[server.origin()]), "")).await;
     let result = fetch(&host, json!({"url": server.url("/ok?x=1")})).await;
-    assert!(!result.is_error, "{}", result.content);
-    let out = result.structured.expect("structured result");
+    assert!(!result.is_error(), "{}", result.text());
+    let out = result.value().cloned().expect("structured result");
     assert_eq!(out["status"], 200);
     assert_eq!(out["body"], "hello");
     assert_eq!(out["headers"]["content-type"], "text/plain");
@@ -136,7 +136,7 @@ async fn an_allowed_origin_is_reached() {
     assert_eq!(host_header, Some(format!("127.0.0.1:{}", server.port)));
 
     let post = fetch(&host, json!({"url": server.url("/ok"), "method": "POST", "body": "a=1"})).await;
-    assert!(!post.is_error, "{}", post.content);
+    assert!(!post.is_error(), "{}", post.text());
     assert_eq!(server.seen()[1].body, "a=1");
 }
 
@@ -146,8 +146,8 @@ async fn without_a_grant_every_request_is_refused() {
     let host = host(&fetch_config("", "")).await;
     let result = fetch(&host, json!({"url": server.url("/ok")})).await;
     assert_failed(&result, "tool_error", &server.origin());
-    assert!(result.content.contains("no network grant"), "{}", result.content);
-    assert!(result.content.contains("network.allow"), "says how to grant it: {}", result.content);
+    assert!(result.text().contains("no network grant"), "{}", result.text());
+    assert!(result.text().contains("network.allow"), "says how to grant it: {}", result.text());
     assert!(server.seen().is_empty(), "nothing reached the server");
 }
 
@@ -174,15 +174,15 @@ async fn a_redirect_to_a_refused_origin_is_refused() {
     let url = granted.url(&format!("/to?{}", other.url("/ok")));
     let result = fetch(&host, json!({"url": url})).await;
     assert_failed(&result, "tool_error", &format!("{} was refused", other.origin()));
-    assert!(result.content.contains("after redirects"), "{}", result.content);
+    assert!(result.text().contains("after redirects"), "{}", result.text());
     assert_eq!(granted.seen().len(), 1, "the first hop was sent");
     assert!(other.seen().is_empty(), "the refused hop never reached its server");
 
     // A redirect within the grant is followed.
     let inside = granted.url(&format!("/to?{}", granted.url("/ok")));
     let result = fetch(&host, json!({"url": inside})).await;
-    assert!(!result.is_error, "{}", result.content);
-    assert_eq!(result.structured.expect("structured")["body"], "hello");
+    assert!(!result.is_error(), "{}", result.text());
+    assert_eq!(result.value().cloned().expect("structured")["body"], "hello");
 }
 
 #[tokio::test]
@@ -192,14 +192,14 @@ async fn a_name_resolving_to_a_refused_address_is_refused() {
     let host = host(&fetch_config(&allow(std::slice::from_ref(&by_name)), "")).await;
     let result = fetch(&host, json!({"url": format!("{by_name}/ok")})).await;
     assert_failed(&result, "tool_error", "loopback");
-    assert!(result.content.contains("private_addresses"), "says how to grant it: {}", result.content);
+    assert!(result.text().contains("private_addresses"), "says how to grant it: {}", result.text());
     assert!(server.seen().is_empty());
 
     // Listing the loopback network for the name lets it through.
     let network = format!("{}\nprivate_addresses = [\"127.0.0.0/8\", \"::1\"]", allow(std::slice::from_ref(&by_name)));
     let host = crate::support::host(&fetch_config(&network, "")).await;
     let result = fetch(&host, json!({"url": format!("{by_name}/ok")})).await;
-    assert!(!result.is_error, "{}", result.content);
+    assert!(!result.is_error(), "{}", result.text());
 }
 
 #[tokio::test]
@@ -223,12 +223,12 @@ async fn responses_are_cut_with_a_note() {
     let network = format!("{}\nmax_response_bytes = 1000", allow(&[server.origin()]));
     let host = host(&fetch_config(&network, "")).await;
     let tool_cap = fetch(&host, json!({"url": server.url("/big"), "max_bytes": 100})).await;
-    let out = tool_cap.structured.expect("structured");
+    let out = tool_cap.value().cloned().expect("structured");
     assert_eq!((out["truncated"].as_bool(), out["body"].as_str().map(str::len)), (Some(true), Some(100)));
     assert!(out["note"].as_str().unwrap_or_default().contains("max_bytes"), "{out}");
 
     let host_cap = fetch(&host, json!({"url": server.url("/big"), "max_bytes": 100_000})).await;
-    let out = host_cap.structured.unwrap_or_else(|| panic!("{}", host_cap.content));
+    let out = host_cap.value().cloned().unwrap_or_else(|| panic!("{}", host_cap.text()));
     assert_eq!((out["truncated"].as_bool(), out["body"].as_str().map(str::len)), (Some(true), Some(1000)));
     assert!(out["note"].as_str().unwrap_or_default().contains("host's limit"), "{out}");
 }
@@ -260,15 +260,15 @@ async fn the_secret_reaches_the_server_and_nothing_else() {
     let host = host(&format!("{extra}\n{}", fetch_config(&network, ""))).await;
 
     let result = fetch(&host, json!({"url": server.url("/echo")})).await;
-    assert!(!result.is_error, "{}", result.content);
+    assert!(!result.is_error(), "{}", result.text());
     let got = server.seen()[0].headers.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v.clone());
     assert_eq!(got.as_deref(), Some(format!("Bearer {secret}").as_str()), "the server got the secret");
     // The server echoed it back; the host withheld it from the result.
-    assert!(result.content.contains("[secret withheld]"), "{}", result.content);
+    assert!(result.text().contains("[secret withheld]"), "{}", result.text());
     let everything = format!(
         "{}{:?}{}{}{}",
-        result.content,
-        result.structured,
+        result.text(),
+        result.value(),
         result.stdout.text,
         result.stderr.text,
         std::fs::read_to_string(&audit).expect("audit file")
@@ -306,24 +306,24 @@ async fn each_principal_calls_with_its_own_credential() {
     let mut results = Vec::new();
     for (principal, token) in [("alice", alice), ("bob", bob)] {
         let result = host.call(fetch_as(principal), None).await;
-        assert!(!result.is_error, "{principal}: {}", result.content);
+        assert!(!result.is_error(), "{principal}: {}", result.text());
         let seen = server.seen();
         let got =
             seen.last().and_then(|s| s.headers.iter().find(|(n, _)| n == "authorization")).map(|(_, v)| v.clone());
         assert_eq!(got, Some(format!("Bearer {token}")), "{principal}'s call carries {principal}'s credential");
         // The server echoed it back; the host withheld it.
-        assert!(result.content.contains("[secret withheld]"), "{}", result.content);
+        assert!(result.text().contains("[secret withheld]"), "{}", result.text());
         results.push(result);
     }
 
     let sent_before = server.seen().len();
     let carol = host.call(fetch_as("carol"), None).await;
     assert_failed(&carol, "tool_error", "principal \"carol\" has none");
-    assert!(carol.content.contains("`authorization`") && carol.content.contains(&server.origin()), "{}", carol.content);
-    assert_eq!(carol.code.as_deref(), Some("network_refused"));
+    assert!(carol.text().contains("`authorization`") && carol.text().contains(&server.origin()), "{}", carol.text());
+    assert_eq!(carol.code(), Some("network_refused"));
     for crafted in ["../escape", "..", ".", ""] {
         let result = host.call(fetch_as(crafted), None).await;
-        assert_eq!(result.code.as_deref(), Some("network_refused"), "{crafted:?}: {}", result.content);
+        assert_eq!(result.code(), Some("network_refused"), "{crafted:?}: {}", result.text());
     }
     assert_eq!(server.seen().len(), sent_before, "a principal without a credential sends nothing");
     results.push(carol);
@@ -332,7 +332,10 @@ async fn each_principal_calls_with_its_own_credential() {
     for result in &results {
         everything.push_str(&format!(
             "{}{:?}{}{}",
-            result.content, result.structured, result.stdout.text, result.stderr.text
+            result.text(),
+            result.value(),
+            result.stdout.text,
+            result.stderr.text
         ));
     }
     for secret in [alice, bob, "escape-tok-5d1e9b"] {
@@ -350,7 +353,7 @@ async fn raw_sockets_and_dns_stay_denied_with_a_network_grant() {
     );
     let host = host(&config).await;
     let result = call(&host, "hostile", json!({"attack": "socket", "addr": addr.to_string()})).await;
-    let value = result.structured.expect("socket attack reports what happened");
+    let value = result.value().cloned().expect("socket attack reports what happened");
     let connect = value["connect"].as_str().unwrap_or_default();
     let dns = value["dns"].as_str().unwrap_or_default();
     assert!(!connect.starts_with("connected"), "connect must fail: {connect}");

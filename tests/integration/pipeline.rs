@@ -121,13 +121,13 @@ async fn bank_scenario_authorizes_confirms_and_audits() {
     let as_alice = |tool: &str, args: Value| CallRequest::new("alice", tool, args);
 
     let own = host.call(as_alice("get_balance", json!({"account_id": "acc-alice"})), None).await;
-    assert!(!own.is_error, "alice reads her own account: {}", own.content);
+    assert!(!own.is_error(), "alice reads her own account: {}", own.text());
 
     let other = host.call(as_alice("get_balance", json!({"account_id": "acc-bob"})), None).await;
     assert_failed(&other, "denied", "not allowed");
 
     let small = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 500})), None).await;
-    assert!(!small.is_error, "a small transfer runs: {}", small.content);
+    assert!(!small.is_error(), "a small transfer runs: {}", small.text());
 
     // A large transfer proposed from injected text: the confirmer (the
     // human) declines, and nothing runs.
@@ -143,8 +143,8 @@ async fn bank_scenario_authorizes_confirms_and_audits() {
 
     let yes = FnConfirmer(|_: ConfirmRequest<'_>| true);
     let confirmed = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 20000})), Some(&yes)).await;
-    assert!(!confirmed.is_error, "{}", confirmed.content);
-    assert_eq!(confirmed.decision, "ask:confirmed");
+    assert!(!confirmed.is_error(), "{}", confirmed.text());
+    assert_eq!(confirmed.decision.as_str(), "ask:confirmed");
 
     let no_confirmer = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 20000})), None).await;
     assert_failed(&no_confirmer, "declined", "confirmation");
@@ -198,7 +198,7 @@ async fn every_failure_stage_is_a_result() {
     let missing = call(&host, "echo", json!({})).await;
     assert_failed(&missing, "invalid_arguments", "\"text\" is a required property");
     let fixed = call(&host, "echo", json!({"text": "5"})).await;
-    assert_eq!(fixed.content, r#"{"text":"5"}"#);
+    assert_eq!(fixed.text(), r#"{"text":"5"}"#);
 }
 
 #[tokio::test]
@@ -214,7 +214,7 @@ async fn dispatch_keeps_the_proposed_order() {
     let results = host.dispatch(requests, None, &airlock::CancellationToken::new()).await;
     for (i, result) in results.iter().enumerate() {
         assert_eq!(result.call_id, format!("c{i}"));
-        assert_eq!(result.structured, Some(json!({"text": i.to_string()})));
+        assert_eq!(result.value(), Some(&json!({"text": i.to_string()})));
     }
 }
 
@@ -234,7 +234,7 @@ async fn exclusive_tools_never_overlap_and_safe_tools_do() {
         let started = std::time::Instant::now();
         let results = host.dispatch(requests.collect(), None, &airlock::CancellationToken::new()).await;
         let elapsed = started.elapsed();
-        assert!(results.iter().all(|r| !r.is_error));
+        assert!(results.iter().all(|r| !r.is_error()));
         if expect_overlap {
             assert!(elapsed < std::time::Duration::from_millis(550), "safe calls ran in parallel: {elapsed:?}");
         } else {
@@ -280,7 +280,7 @@ mod fuzz {
             let (runtime, host) = &*BUNDLED;
             let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"];
             let result = runtime.block_on(host.call(CallRequest::new("fuzz", names[which], args), None));
-            prop_assert!(result.is_error || result.structured.is_some());
+            prop_assert!(result.is_error() || result.value().is_some());
         }
 
         #[test]
@@ -290,7 +290,7 @@ mod fuzz {
             let text = String::from_utf8_lossy(&bytes).into_owned();
             let request = CallRequest { arguments: RawArguments::Text(text), ..CallRequest::new("fuzz", names[which], Value::Null) };
             let result = runtime.block_on(host.call(request, None));
-            prop_assert!(result.is_error || result.structured.is_some());
+            prop_assert!(result.is_error() || result.value().is_some());
         }
     }
 }

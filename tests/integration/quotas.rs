@@ -33,7 +33,7 @@ fn sleep(principal: &str) -> CallRequest {
 
 #[track_caller]
 fn assert_ok(result: &ToolResult) {
-    assert!(!result.is_error, "{}: {}", result.outcome(), result.content);
+    assert!(!result.is_error(), "{}: {}", result.outcome_name(), result.text());
 }
 
 /// Wait (up to a generous liveness bound) until `principal` has `n` calls
@@ -67,16 +67,16 @@ async fn a_principal_at_its_calls_in_flight_is_refused_and_others_are_served() {
     let refused = host.call(echo("a"), None).await;
     assert_failed(&refused, "quota_exceeded", "calls_in_flight = 2");
     for needle in ["\"a\" already has 2 calls in flight", "[quotas]", "[quotas.principals.a]"] {
-        assert!(refused.content.contains(needle), "{} should contain {needle:?}", refused.content);
+        assert!(refused.text().contains(needle), "{} should contain {needle:?}", refused.text());
     }
-    assert_eq!(refused.decision, "not_reached");
+    assert_eq!(refused.decision.as_str(), "not_reached");
     assert_ok(&host.call(echo("b"), None).await);
     assert_eq!(host.calls_in_flight("a"), 2, "the refused call was not counted");
 
     cancel.cancel();
     for sleeper in sleepers {
         let result = sleeper.await.expect("the call task");
-        assert_eq!(result.outcome(), "cancelled", "{}", result.content);
+        assert_eq!(result.outcome_name(), "cancelled", "{}", result.text());
     }
     assert_eq!(host.calls_in_flight("a"), 0);
     assert_ok(&host.call(echo("a"), None).await);
@@ -99,9 +99,9 @@ async fn a_batch_past_the_quota_has_its_last_calls_refused() {
     // flight until the batch's results are ready.
     let batch = vec![echo("a"), echo("a"), echo("a"), echo("b")];
     let results = host.dispatch(batch, None, &CancellationToken::new()).await;
-    let outcomes: Vec<&str> = results.iter().map(ToolResult::outcome).collect();
-    assert_eq!(outcomes, ["ok", "ok", "quota_exceeded", "ok"], "{:?}", results[2].content);
-    assert!(results[2].content.contains("calls_in_flight = 2"), "{}", results[2].content);
+    let outcomes: Vec<&str> = results.iter().map(ToolResult::outcome_name).collect();
+    assert_eq!(outcomes, ["ok", "ok", "quota_exceeded", "ok"], "{:?}", results[2].text());
+    assert!(results[2].text().contains("calls_in_flight = 2"), "{}", results[2].text());
     assert_eq!(host.calls_in_flight("a"), 0);
 }
 
@@ -114,7 +114,7 @@ async fn calls_per_minute_refuses_past_the_bucket() {
     assert_ok(&host.call(echo("a"), None).await);
     let refused = host.call(echo("a"), None).await;
     assert_failed(&refused, "quota_exceeded", "calls_per_minute = 2");
-    assert!(refused.content.contains("retry in") && refused.content.contains("[quotas]"), "{}", refused.content);
+    assert!(refused.text().contains("retry in") && refused.text().contains("[quotas]"), "{}", refused.text());
     assert_ok(&host.call(echo("b"), None).await);
     for _ in 0..5 {
         assert_ok(&host.call(echo("c"), None).await);
@@ -141,13 +141,13 @@ async fn sessions_per_tool_is_per_principal() {
     let refused = js("a", "1", Some("s3")).await;
     assert_failed(&refused, "quota_exceeded", "sessions_per_tool = 2");
     for needle in ["\"a\" already holds 2 live sessions of run_js", "[quotas]", "[quotas.principals.a]"] {
-        assert!(refused.content.contains(needle), "{} should contain {needle:?}", refused.content);
+        assert!(refused.text().contains(needle), "{} should contain {needle:?}", refused.text());
     }
     assert_eq!(host.live_sessions(), 2, "the refused session was not created");
     // The principal's own sessions and fresh calls still run; another
     // principal can open sessions.
     let kept = js("a", "x", Some("s1")).await;
-    assert_eq!(kept.structured.as_ref().map(|v| &v["result"]), Some(&json!(1)), "{}", kept.content);
+    assert_eq!(kept.value().map(|v| &v["result"]), Some(&json!(1)), "{}", kept.text());
     assert_ok(&js("a", "1", None).await);
     assert_ok(&js("b", "globalThis.y = 1", Some("s1")).await);
     assert_eq!(host.live_sessions(), 3);

@@ -36,7 +36,7 @@ async fn a_reload_puts_the_new_policy_and_quotas_in_force_together() {
     let cedar = dir.path().join("policy.cedar");
     std::fs::write(&cedar, ALLOW_ALL).expect("write");
     let host = host(&text(&policy(&cedar))).await;
-    assert!(!call(&host, "echo", json!({"text": "hi"})).await.is_error);
+    assert!(!call(&host, "echo", json!({"text": "hi"})).await.is_error());
     let before = host.state();
     std::fs::write(&cedar, DENY_ECHO).expect("write");
     host.reload(Some(config(&text(&format!("{}[quotas]\ncalls_in_flight = 3\n", policy(&cedar))))))
@@ -114,7 +114,7 @@ async fn a_call_finishes_under_the_state_it_was_received_under() {
     assert_failed(&call(&host, "echo", json!({"text": "hi"})).await, "denied", "");
     cancel.cancel();
     let result = sleeper.await.expect("the call ends");
-    assert_eq!(result.outcome(), "cancelled", "{}", result.content);
+    assert_eq!(result.outcome_name(), "cancelled", "{}", result.text());
     // Its record is in the log of the state it was received under.
     let old = std::fs::read_to_string(&first).expect("first log");
     let new = std::fs::read_to_string(&second).expect("second log");

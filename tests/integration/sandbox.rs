@@ -12,8 +12,8 @@ fn hostile_config(extra: &str) -> String {
 
 async fn still_serves(host: &airlock::Host) {
     let ok = call(host, "hostile", json!({"attack": "ok"})).await;
-    assert!(!ok.is_error, "the host must serve the next call: {}", ok.content);
-    assert_eq!(ok.structured, Some(json!({"value": 1})));
+    assert!(!ok.is_error(), "the host must serve the next call: {}", ok.text());
+    assert_eq!(ok.value(), Some(&json!({"value": 1})));
 }
 
 #[tokio::test]
@@ -75,7 +75,7 @@ async fn huge_result_is_refused_by_the_output_cap() {
     let result = call(&host, "hostile", json!({"attack": "huge_result"})).await;
     assert_failed(&result, "output_too_large", "1048576-byte output limit");
     let small = call(&host, "hostile", json!({"attack": "huge_result", "bytes": 2000})).await;
-    assert!(!small.is_error, "{}", small.content);
+    assert!(!small.is_error(), "{}", small.text());
     still_serves(&host).await;
 }
 
@@ -83,7 +83,7 @@ async fn huge_result_is_refused_by_the_output_cap() {
 async fn stdout_flood_is_captured_and_capped() {
     let host = host(&hostile_config("max_stdio_bytes = 4096")).await;
     let result = call(&host, "hostile", json!({"attack": "stdout_flood", "bytes": 10000000})).await;
-    assert!(!result.is_error, "{}", result.content);
+    assert!(!result.is_error(), "{}", result.text());
     assert_eq!(result.stdout.text.len(), 4096);
     assert_eq!(result.stdout.dropped, 10_000_000 - 4096);
     assert!(result.stderr.dropped > 0);
@@ -126,10 +126,10 @@ async fn cancellation_interrupts_a_running_guest() {
 async fn no_environment_unless_granted() {
     let host = host(&hostile_config("")).await;
     let result = call(&host, "hostile", json!({"attack": "env", "name": "HOME"})).await;
-    assert_eq!(result.structured, Some(json!({"vars": {}})), "no variables leak from the host");
+    assert_eq!(result.value(), Some(&json!({"vars": {}})), "no variables leak from the host");
     let host = crate::support::host(&hostile_config("env = { GREETING = \"hi\" }")).await;
     let result = call(&host, "hostile", json!({"attack": "env", "name": "GREETING"})).await;
-    assert_eq!(result.structured, Some(json!({"vars": {"GREETING": "hi"}, "var": "hi"})));
+    assert_eq!(result.value(), Some(&json!({"vars": {"GREETING": "hi"}, "var": "hi"})));
 }
 
 #[tokio::test]
@@ -138,7 +138,7 @@ async fn sockets_are_denied_whatever_the_grants() {
     let addr = listener.local_addr().expect("addr").to_string();
     let host = host(&hostile_config("")).await;
     let result = call(&host, "hostile", json!({"attack": "socket", "addr": addr})).await;
-    let value = result.structured.expect("socket attack returns what happened");
+    let value = result.value().cloned().expect("socket attack returns what happened");
     let connect = value["connect"].as_str().unwrap_or_default();
     let dns = value["dns"].as_str().unwrap_or_default();
     assert!(!connect.starts_with("connected"), "connect must fail: {connect}");
@@ -166,14 +166,14 @@ async fn directory_grants_confine_reads() {
         host(&hostile_config(&format!("dirs = [{{ host = {:?}, guest = \"/data\" }}]", data.display().to_string())))
             .await;
     let ok = call(&host, "hostile", json!({"attack": "read_path", "path": "/data/ok.txt"})).await;
-    assert_eq!(ok.structured, Some(json!({"content": "fine"})));
+    assert_eq!(ok.value(), Some(&json!({"content": "fine"})));
     for escape in ["/data/../secret.txt", "/data/link_out", "/etc/passwd", "../secret.txt", "/secret.txt"] {
         let result = call(&host, "hostile", json!({"attack": "read_path", "path": escape})).await;
         assert_failed(&result, "tool_error", "io");
-        assert!(!result.content.contains("TOP SECRET"), "{escape} leaked the secret");
+        assert!(!result.text().contains("TOP SECRET"), "{escape} leaked the secret");
     }
     let listing = call(&host, "hostile", json!({"attack": "list_path", "path": "/"})).await;
-    assert!(listing.is_error || !listing.content.contains("secret"), "{}", listing.content);
+    assert!(listing.is_error() || !listing.text().contains("secret"), "{}", listing.text());
 }
 
 #[tokio::test]
@@ -186,7 +186,7 @@ async fn read_only_grants_refuse_writes_and_rw_grants_allow_them() {
     assert!(!data.join("new.txt").exists());
     let rw = host(&hostile_config(&format!("dirs = [{{ host = {dir:?}, guest = \"/data\", access = \"rw\" }}]"))).await;
     let result = call(&rw, "hostile", json!({"attack": "write_path", "path": "/data/new.txt", "content": "x"})).await;
-    assert!(!result.is_error, "{}", result.content);
+    assert!(!result.is_error(), "{}", result.text());
     assert_eq!(std::fs::read_to_string(data.join("new.txt")).expect("written"), "x");
     let escape =
         call(&rw, "hostile", json!({"attack": "write_path", "path": "/data/../escaped.txt", "content": "x"})).await;
@@ -208,6 +208,6 @@ async fn calls_in_parallel_do_not_share_state() {
     let host = host(&hostile_config("concurrency_safe = true")).await;
     let calls = (0..16).map(|_| call(&host, "hostile", json!({"attack": "ok"})));
     for result in futures::future::join_all(calls).await {
-        assert_eq!(result.structured, Some(json!({"value": 1})));
+        assert_eq!(result.value(), Some(&json!({"value": 1})));
     }
 }

@@ -20,7 +20,7 @@ fn config(sessions: &str, extra: &str) -> String {
 }
 
 fn field<'a>(result: &'a ToolResult, key: &str) -> &'a Value {
-    result.structured.as_ref().and_then(|v| v.get(key)).unwrap_or(&Value::Null)
+    result.value().and_then(|v| v.get(key)).unwrap_or(&Value::Null)
 }
 
 /// The name of the exception the code raised, or "" when it raised none.
@@ -48,16 +48,16 @@ async fn js(host: &Host, code: &str, session: Option<&str>) -> ToolResult {
 async fn variables_persist_within_a_session() {
     let host = host(&config("", "")).await;
     let first = py(&host, "import math\nx = 41\ndef f(): return x + 1", Some("s1")).await;
-    assert!(!first.is_error, "{}", first.content);
+    assert!(!first.is_error(), "{}", first.text());
     assert_eq!(first.session.as_deref(), Some("s1"));
     let second = py(&host, "print('again')\nf() + math.floor(0.5)", Some("s1")).await;
-    assert_eq!(field(&second, "result"), 42, "{}", second.content);
+    assert_eq!(field(&second, "result"), 42, "{}", second.text());
     assert_eq!(field(&second, "stdout"), "again\n", "each call captures only its own output");
 
     let first = js(&host, "let x = 41; function f() { return x + 1 }", Some("s1")).await;
-    assert!(!first.is_error, "{}", first.content);
+    assert!(!first.is_error(), "{}", first.text());
     let second = js(&host, "console.log('again'); f()", Some("s1")).await;
-    assert_eq!(field(&second, "result"), 42, "{}", second.content);
+    assert_eq!(field(&second, "result"), 42, "{}", second.text());
     assert_eq!(field(&second, "stdout"), "again\n");
     assert_eq!(host.live_sessions(), 2);
 }
@@ -73,15 +73,15 @@ async fn state_stays_inside_its_session() {
     assert_eq!(field(&js(&host, "typeof secret", None).await, "result"), "undefined");
     // run_js declares `session` as optional-or-null; null means no session.
     let null_session = call(&host, "run_js", json!({"code": "typeof secret", "session": null})).await;
-    assert_eq!(field(&null_session, "result"), "undefined", "null means no session: {}", null_session.content);
+    assert_eq!(field(&null_session, "result"), "undefined", "null means no session: {}", null_session.text());
     // Another session id of the same principal.
     assert_eq!(error_name(&py(&host, "secret", Some("s2")).await), "NameError");
     assert_eq!(field(&js(&host, "typeof secret", Some("s2")).await, "result"), "undefined");
     // The same id from another principal is another session.
     let other = run_as(&host, "mallory", "run_python", "secret", Some("s1")).await;
-    assert_eq!(error_name(&other), "NameError", "{}", other.content);
+    assert_eq!(error_name(&other), "NameError", "{}", other.text());
     let other = run_as(&host, "mallory", "run_js", "typeof secret", Some("s1")).await;
-    assert_eq!(field(&other, "result"), "undefined", "{}", other.content);
+    assert_eq!(field(&other, "result"), "undefined", "{}", other.text());
     // The owner still has it.
     assert_eq!(field(&py(&host, "secret", Some("s1")).await, "result"), "alice-only");
     assert_eq!(field(&js(&host, "secret", Some("s1")).await, "result"), "alice-only");
@@ -92,10 +92,11 @@ async fn invalid_session_ids_say_what_is_accepted() {
     let host = host(&config("", "")).await;
     for id in [json!(""), json!("has space"), json!("x".repeat(65)), json!("../etc"), json!(5)] {
         let result = call(&host, "run_python", json!({"code": "1", "session": id})).await;
-        let text = &result.content;
-        assert!(result.is_error, "{id} was accepted");
+        let text = &result.text();
+        assert!(result.is_error(), "{id} was accepted");
         assert!(
-            result.outcome() == "invalid_arguments" && (text.contains("1 to 64 characters") || text.contains("string")),
+            result.outcome_name() == "invalid_arguments"
+                && (text.contains("1 to 64 characters") || text.contains("string")),
             "{id}: {text}"
         );
     }
@@ -115,12 +116,12 @@ async fn idle_sessions_expire() {
 #[tokio::test]
 async fn a_new_session_past_max_live_is_refused() {
     let host = host(&config("max_live = 1\nidle_secs = 600", "")).await;
-    assert!(!py(&host, "x = 1", Some("s1")).await.is_error);
+    assert!(!py(&host, "x = 1", Some("s1")).await.is_error());
     let refused = run_as(&host, "bob", "run_python", "1", Some("s2")).await;
     assert_failed(&refused, "denied", "max_live = 1");
-    assert!(refused.content.contains("600 s"), "names the idle expiry: {}", refused.content);
+    assert!(refused.text().contains("600 s"), "names the idle expiry: {}", refused.text());
     // Calls without a session, and the existing session, still run.
-    assert!(!py(&host, "1", None).await.is_error);
+    assert!(!py(&host, "1", None).await.is_error());
     assert_eq!(field(&py(&host, "x", Some("s1")).await, "result"), 1);
 }
 
@@ -129,16 +130,16 @@ async fn hitting_the_session_memory_cap_resets_the_session() {
     let host_small = host(&config("memory_mib = 48", "")).await;
     py(&host_small, "keep = 1", Some("m")).await;
     let bomb = py(&host_small, "x = []\nwhile True: x.append(' ' * 10**6)", Some("m")).await;
-    let text = format!("{} {:?}", bomb.content, bomb.structured);
-    assert!(text.contains("MemoryError") || bomb.outcome() == "out_of_memory", "{text}");
-    assert!(bomb.content.contains("\"m\" was reset"), "{}", bomb.content);
+    let text = format!("{} {:?}", bomb.text(), bomb.value());
+    assert!(text.contains("MemoryError") || bomb.outcome_name() == "out_of_memory", "{text}");
+    assert!(bomb.text().contains("\"m\" was reset"), "{}", bomb.text());
     assert_eq!(error_name(&py(&host_small, "keep", Some("m")).await), "NameError", "the state is gone");
 
     js(&host_small, "globalThis.keep = 1", Some("m")).await;
     let bomb = js(&host_small, "let a = []; for (;;) a.push(new Array(1e5).fill(1));", Some("m")).await;
-    let text = format!("{} {:?}", bomb.content, bomb.structured);
-    assert!(text.contains("out of memory") || bomb.outcome() == "out_of_memory", "{text}");
-    assert!(bomb.content.contains("\"m\" was reset"), "{}", bomb.content);
+    let text = format!("{} {:?}", bomb.text(), bomb.value());
+    assert!(text.contains("out of memory") || bomb.outcome_name() == "out_of_memory", "{text}");
+    assert!(bomb.text().contains("\"m\" was reset"), "{}", bomb.text());
     assert_eq!(field(&js(&host_small, "typeof keep", Some("m")).await, "result"), "undefined");
 }
 
@@ -149,8 +150,8 @@ async fn a_timeout_resets_the_session_and_the_next_call_starts_fresh() {
     let late = py(&host, "while True: pass", Some("t")).await;
     assert_failed(&late, "timeout", "\"t\" was reset");
     let next = py(&host, "x", Some("t")).await;
-    assert_eq!(error_name(&next), "NameError", "{}", next.content);
-    assert!(!py(&host, "y = 2", Some("t")).await.is_error);
+    assert_eq!(error_name(&next), "NameError", "{}", next.text());
+    assert!(!py(&host, "y = 2", Some("t")).await.is_error());
     assert_eq!(field(&py(&host, "y", Some("t")).await, "result"), 2, "the new session keeps state again");
 
     js(&host, "globalThis.x = 1", Some("t")).await;
@@ -174,7 +175,7 @@ async fn calls_in_one_session_run_one_at_a_time() {
     let (a, b) = tokio::join!(js(&host, code, Some("c")), js(&host, code, Some("c")));
     let mut seen = [field(&a, "result").clone(), field(&b, "result").clone()];
     seen.sort_by_key(|v| v.as_i64());
-    assert_eq!(seen, [json!(1), json!(2)], "{} / {}", a.content, b.content);
+    assert_eq!(seen, [json!(1), json!(2)], "{} / {}", a.text(), b.text());
 }
 
 #[tokio::test]
@@ -186,7 +187,7 @@ async fn a_session_argument_without_sessions_is_refused_by_the_tool() {
     let host = host(&text).await;
     let result = call(&host, "run_python", json!({"code": "1", "session": "s1"})).await;
     assert_failed(&result, "tool_error", "omit `session`");
-    assert!(!call(&host, "run_python", json!({"code": "1"})).await.is_error);
+    assert!(!call(&host, "run_python", json!({"code": "1"})).await.is_error());
 }
 
 #[tokio::test]
@@ -232,7 +233,7 @@ async fn measure_fresh_and_session_latency() {
                 let started = std::time::Instant::now();
                 let result = run_as(&host, "bench", tool, code, session).await;
                 let elapsed = started.elapsed();
-                assert!(!result.is_error, "{}", result.content);
+                assert!(!result.is_error(), "{}", result.text());
                 // The first calls warm caches (and create the session).
                 if i >= 10 {
                     micros.push(elapsed.as_micros());

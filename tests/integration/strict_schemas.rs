@@ -188,10 +188,10 @@ async fn every_strict_instance_passes_validation() {
                 let arguments = instance(&schema, &schema, nulls, 0);
                 let result = host.call(CallRequest::new("tester", name.as_str(), arguments.clone()), None).await;
                 assert_eq!(
-                    result.outcome(),
+                    result.outcome_name(),
                     "denied",
                     "{format} {name} {arguments}: accepted instances stop at the policy: {}",
-                    result.content
+                    result.text()
                 );
                 checked += 1;
             }
@@ -221,8 +221,8 @@ async fn a_null_session_is_no_session_and_a_required_null_is_refused() {
     // reaches the policy like a call without them.
     let no_session = json!({"code": "1", "stdin": null, "session": null});
     let result = host.call(CallRequest::new("tester", "run_python", no_session), None).await;
-    assert_eq!(result.outcome(), "denied", "{}", result.content);
+    assert_eq!(result.outcome_name(), "denied", "{}", result.text());
     // `null` never stands for a required property.
     let result = host.call(CallRequest::new("tester", "run_python", json!({"code": null})), None).await;
-    assert_eq!(result.outcome(), "invalid_arguments", "{}", result.content);
+    assert_eq!(result.outcome_name(), "invalid_arguments", "{}", result.text());
 }

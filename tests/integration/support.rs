@@ -74,9 +74,9 @@ pub async fn call(host: &Host, tool: &str, arguments: Value) -> ToolResult {
 /// Assert a result failed with `kind` and its text contains `needle`.
 #[track_caller]
 pub fn assert_failed(result: &ToolResult, kind: &str, needle: &str) {
-    assert!(result.is_error, "expected {kind}, got success: {}", result.content);
-    assert_eq!(result.outcome(), kind, "{}", result.content);
-    assert!(result.content.contains(needle), "{:?} should contain {needle:?}", result.content);
+    assert!(result.is_error(), "expected {kind}, got success: {}", result.text());
+    assert_eq!(result.outcome_name(), kind, "{}", result.text());
+    assert!(result.text().contains(needle), "{:?} should contain {needle:?}", result.text());
 }
 
 /// A fresh temporary directory.

@@ -39,7 +39,7 @@ pub async fn echo_host(setup: &Setup, durability: Option<&str>) -> Host {
 
 async fn echo_call(host: &Host) {
     let result = host.call(CallRequest::new("bench", "echo", json!({"text": "hi"})), None).await;
-    assert!(!result.is_error, "{}", result.content);
+    assert!(!result.is_error(), "{}", result.text());
 }
 
 /// Calls per second of `threads` OS threads, each with its own
@@ -206,7 +206,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
             let started = Instant::now();
             let result = runtime.block_on(plain.call(CallRequest::new("bench", "hostile", args.clone()), None));
             let elapsed = started.elapsed();
-            assert_eq!(result.kind, Some(ErrorKind::Timeout), "{}", result.content);
+            assert_eq!(result.kind(), Some(ErrorKind::Timeout), "{}", result.text());
             overshoot.push(elapsed.saturating_sub(deadline));
         }
         let st = stats::stats(overshoot);

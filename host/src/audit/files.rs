@@ -8,8 +8,9 @@ use std::io::{Read, Seek, SeekFrom};
 
 use serde::Deserialize;
 
-use super::record::{cap, is_sha256_hex};
+use super::record::is_sha256_hex;
 use super::*;
+use crate::render::cap;
 
 /// The head file is always written as exactly this many bytes.
 pub(super) const HEAD_BYTES: usize = 128;

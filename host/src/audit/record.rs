@@ -11,11 +11,10 @@ use std::borrow::Cow;
 use sha2::{Digest, Sha256};
 
 use super::*;
+use crate::render::{ELLIPSIS, cap};
 
 /// What replaces a redacted value.
 const REDACTED: &str = "[redacted]";
-/// Appended to a string that was cut at its cap.
-pub(super) const ELLIPSIS: &str = "…";
 
 impl AuditLog {
     /// The members from `call_id` to `fuel_used`, encoded, in record order.
@@ -37,7 +36,7 @@ impl AuditLog {
         if self.record_arguments {
             body.push(("arguments", recorded_arguments(&arguments, canonical_arguments)));
         }
-        body.push(("decision", capped(&entry.decision, MAX_FIELD_BYTES)));
+        body.push(("decision", json_string(entry.decision.as_str())));
         body.push(("policy", optional(&entry.policy, MAX_FIELD_BYTES)));
         body.push(("outcome", capped(&entry.outcome, MAX_FIELD_BYTES)));
         body.push(("message", optional(&entry.message, MAX_MESSAGE_BYTES)));
@@ -274,18 +273,6 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
 fn hex_digit(nibble: u8) -> char {
     let nibble = nibble & 0xf;
     char::from(if nibble < 10 { b'0' + nibble } else { b'a' + nibble - 10 })
-}
-
-/// `s` cut to at most `max` bytes at a character boundary, ending in `…` when cut.
-pub(super) fn cap(s: &str, max: usize) -> Cow<'_, str> {
-    if s.len() <= max {
-        return Cow::Borrowed(s);
-    }
-    let mut end = max.saturating_sub(ELLIPSIS.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}{ELLIPSIS}", &s[..end]))
 }
 
 fn contains_float(value: &Value) -> bool {

@@ -1,6 +1,7 @@
 use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
-use super::record::{ELLIPSIS, canonical, cap, is_sha256_hex};
+use super::record::{canonical, is_sha256_hex};
 use super::*;
+use crate::render::{ELLIPSIS, cap};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ fn entry(i: usize) -> AuditEntry {
         session: None,
         component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
         arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
-        decision: "allow".to_owned(),
+        decision: Decision::Allow,
         policy: Some("read-data".to_owned()),
         outcome: "ok".to_owned(),
         message: None,
@@ -455,7 +456,6 @@ fn strings_are_capped() {
         principal: long.clone(),
         tool: long.clone(),
         component_digest: Some(long.clone()),
-        decision: long.clone(),
         policy: Some(long.clone()),
         outcome: long.clone(),
         message: Some(long.clone()),
@@ -465,7 +465,7 @@ fn strings_are_capped() {
     drop(log);
     assert_eq!(lines(&path).len(), 1, "a newline in a field split the record");
     let record = &tail(&path, 1).unwrap()[0];
-    for field in ["call_id", "principal", "tool", "component_digest", "decision", "policy", "outcome"] {
+    for field in ["call_id", "principal", "tool", "component_digest", "policy", "outcome"] {
         let value = record[field].as_str().unwrap();
         assert!(value.len() <= MAX_FIELD_BYTES && value.ends_with(ELLIPSIS), "{field}: {} bytes", value.len());
     }

@@ -5,8 +5,9 @@
 use std::io::{BufRead, BufReader, Read};
 
 use super::files::READ_CHUNK;
-use super::record::{canonical, cap, is_sha256_hex};
+use super::record::{canonical, is_sha256_hex};
 use super::*;
+use crate::render::cap;
 
 /// Checks the whole chain of the log at `path` against its head file.
 ///

@@ -75,7 +75,7 @@ fn reads_context(est: &Value) -> bool {
 impl Policy {
     /// [`Policy::evaluate`] for a context-free policy, computed once per
     /// (principal, tool, side effect).
-    pub(super) fn cached_evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Decision {
+    pub(super) fn cached_evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Verdict {
         let key = (principal.to_owned(), tool.name.to_owned(), tool.side_effect);
         if let Some(hit) = self.decisions.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return hit.clone();

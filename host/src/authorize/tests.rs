@@ -27,8 +27,8 @@ fn check(
     assert_eq!(decision.policy(), expect_policy, "{principal} {tool:?} {arguments}: {decision:?}");
     if let Some(text) = reason_contains {
         let reason = match &decision {
-            Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => reason.as_str(),
-            Decision::Allow { .. } => "",
+            Verdict::Deny { reason, .. } | Verdict::Ask { reason, .. } => reason.as_str(),
+            Verdict::Allow { .. } => "",
         };
         assert!(reason.contains(text), "reason {reason:?} lacks {text:?}");
     }
@@ -99,7 +99,7 @@ fn deny_by_default_says_who_may_not_call_what() {
         &ToolFacts { name: "get_balance", side_effect: false },
         &json!({"account_id": "acc-bob"}),
     );
-    let Decision::Deny { reason, policy: None } = decision else { panic!("{decision:?}") };
+    let Verdict::Deny { reason, policy: None } = decision else { panic!("{decision:?}") };
     assert_eq!(reason, r#"no policy permits user "alice" to call tool "get_balance" with these arguments"#);
 }
 
@@ -429,10 +429,10 @@ fn arbitrary_json_never_panics() {
 fn policy_is_send_sync_and_labels_are_stable() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Policy>();
-    assert_send_sync::<Decision>();
-    assert_eq!(Decision::Allow { policy: None }.label(), "allow");
-    assert_eq!(Decision::Deny { reason: String::new(), policy: Some("p".into()) }.policy(), Some("p"));
-    assert_eq!(Decision::Ask { reason: String::new(), policy: None }.label(), "ask");
+    assert_send_sync::<Verdict>();
+    assert_eq!(Verdict::Allow { policy: None }.label(), "allow");
+    assert_eq!(Verdict::Deny { reason: String::new(), policy: Some("p".into()) }.policy(), Some("p"));
+    assert_eq!(Verdict::Ask { reason: String::new(), policy: None }.label(), "ask");
 }
 
 #[test]

@@ -23,11 +23,11 @@
 //! progress, e.g. the TypeScript SDK's `resetTimeoutOnProgress`, keep waiting).
 
 use super::CONFIRM_TIMEOUT;
-use super::server::{Link, link};
+use super::cancel::{Link, link};
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::host::Host;
 use crate::pipeline::{CallRequest, ToolResult};
-use crate::validate::cap;
+use crate::render::cap;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
@@ -58,7 +58,8 @@ const ALLOW_FIELD: &str = "allow";
 /// with {"amount":20000,"to":"bob"}: transfers above 10,000 need
 /// confirmation. Allow?`.
 pub fn message(request: &ConfirmRequest<'_>) -> String {
-    let arguments = cap(&request.arguments.to_string(), MAX_CONFIRM_ARGUMENT_BYTES);
+    let arguments = request.arguments.to_string();
+    let arguments = cap(&arguments, MAX_CONFIRM_ARGUMENT_BYTES);
     let reason = request.reason.trim().trim_end_matches('.');
     format!("{} wants to call {} with {arguments}: {reason}. Allow?", request.principal, request.tool)
 }

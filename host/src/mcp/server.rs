@@ -6,17 +6,19 @@
 //! pipeline as proposed (it resolves, validates, authorizes and audits
 //! them); the principal is never taken from the message but from the
 //! transport (the `--principal` of stdio, or the bearer token checked by
-//! the HTTP layer). Results are built from [`ToolResult`]: the model-facing
-//! text and the tool's JSON result, never captured guest output.
+//! the HTTP layer). Results are rendered here from the typed outcome of a
+//! [`ToolResult`]: the tool's JSON result and its text, or the failure's
+//! message with its kind and code as data; never captured guest output.
 
+use super::cancel::link;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
 use crate::arguments::RawArguments;
 use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
-use crate::outcome::ErrorKind;
 use crate::pipeline::{CallRequest, ToolResult};
+use crate::render;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
     InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -53,31 +55,6 @@ pub struct Caller {
 pub struct AirlockServer {
     shared: Arc<Shared>,
     principal: Arc<str>,
-}
-
-/// Cancels its target while alive; see [`link`].
-pub struct Link(Option<tokio::task::JoinHandle<()>>);
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        if let Some(task) = self.0.take() {
-            task.abort();
-        }
-    }
-}
-
-/// Cancel `target` as soon as any of `sources` is cancelled, for as long as
-/// the returned [`Link`] lives.
-pub fn link(target: &CancellationToken, sources: &[CancellationToken]) -> Link {
-    if sources.is_empty() {
-        return Link(None);
-    }
-    let target = target.clone();
-    let sources: Vec<_> = sources.iter().map(|s| Box::pin(s.clone().cancelled_owned())).collect();
-    Link(Some(tokio::spawn(async move {
-        futures::future::select_all(sources).await;
-        target.cancel();
-    })))
 }
 
 impl AirlockServer {
@@ -138,9 +115,11 @@ pub const META_CODE: &str = "airlock/code";
 /// callers' states.
 const STATE_REFUSED: &str = "requestState is not valid for this call: it is unknown, expired, already used, altered, or was issued for another tool or other arguments; nothing was run. Send the call again without requestState and inputResponses.";
 
-/// The MCP result of a finished call. Every failure, an unknown tool
-/// included, is an `isError` result: its text is what the model reads, and
-/// the kind (and a tool error's code) travel as data in `_meta`.
+/// The MCP result of a finished call, rendered here from the typed outcome.
+/// Every failure, an unknown tool included, is an `isError` result: its
+/// text is the failure's message, and the kind (and a tool error's code)
+/// travel as data in `_meta`, read from the
+/// [`Failure`](crate::outcome::Failure), never from text.
 ///
 /// An error result carries no `structuredContent`: a tool's `outputSchema`
 /// describes its successful result, and clients that check structured
@@ -152,24 +131,26 @@ const STATE_REFUSED: &str = "requestState is not valid for this call: it is unkn
 /// pick one of the tools the text names) but turn a protocol error into an
 /// exception that ends the run or hides the message.
 fn to_response(result: ToolResult) -> CallToolResponse {
-    if result.is_error {
-        // `is_error` without a kind is not built by the pipeline; it reads
-        // as an internal fault rather than a success.
-        let kind = result.kind.unwrap_or(ErrorKind::Internal);
-        let mut meta = JsonObject::new();
-        meta.insert(META_KIND.to_owned(), Value::from(kind.as_str()));
-        if let Some(code) = result.code {
-            meta.insert(META_CODE.to_owned(), Value::from(code));
+    match result.outcome {
+        Err(failure) => {
+            let mut meta = JsonObject::new();
+            meta.insert(META_KIND.to_owned(), Value::from(failure.kind.as_str()));
+            if let Some(code) = &failure.code {
+                meta.insert(META_CODE.to_owned(), Value::from(code.as_str()));
+            }
+            let mut out = CallToolResult::error(vec![ContentBlock::text(render::failure_message(&failure))]);
+            out.meta = Some(MetaObject(meta));
+            out.into()
         }
-        let mut out = CallToolResult::error(vec![ContentBlock::text(result.content)]);
-        out.meta = Some(MetaObject(meta));
-        return out.into();
+        Ok(success) => {
+            let mut out = CallToolResult::success(vec![ContentBlock::text(render::success_text(&success))]);
+            // MCP structured content is an object; a tool with an (object)
+            // output schema always produces one, and a bare scalar result
+            // stays text only.
+            out.structured_content = Some(success.value).filter(Value::is_object);
+            out.into()
+        }
     }
-    let mut out = CallToolResult::success(vec![ContentBlock::text(result.content)]);
-    // MCP structured content is an object; a tool with an (object) output
-    // schema always produces one, and a bare scalar result stays text only.
-    out.structured_content = result.structured.filter(Value::is_object);
-    out.into()
 }
 
 impl ServerHandler for AirlockServer {
@@ -282,26 +263,11 @@ impl ServerHandler for AirlockServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Captured;
+    use crate::outcome::{Decision, ErrorKind, Failure, Success};
     use serde_json::json;
-    use std::time::Duration;
 
-    fn result(kind: Option<ErrorKind>, content: &str, structured: Option<Value>) -> ToolResult {
-        ToolResult {
-            call_id: "c".into(),
-            tool: "echo".into(),
-            is_error: kind.is_some(),
-            kind,
-            content: content.into(),
-            code: None,
-            structured,
-            decision: "allow".into(),
-            stdout: Captured::default(),
-            stderr: Captured::default(),
-            duration: Duration::ZERO,
-            fuel_used: None,
-            session: None,
-        }
+    fn result(outcome: Result<Success, Failure>) -> ToolResult {
+        ToolResult::new("c", "echo", Decision::Allow, outcome)
     }
 
     fn complete(response: CallToolResponse) -> CallToolResult {
@@ -315,50 +281,55 @@ mod tests {
         serde_json::to_value(out.meta.as_ref().expect("an error result has _meta")).unwrap()
     }
 
+    fn text(out: &CallToolResult) -> Value {
+        serde_json::to_value(&out.content[0]).unwrap()["text"].clone()
+    }
+
     #[test]
     fn success_carries_text_and_object_structured_content() {
-        let out = complete(to_response(result(None, r#"{"text":"hi"}"#, Some(json!({"text": "hi"})))));
+        let out = complete(to_response(result(Ok(Success::new(json!({"text": "hi"}))))));
         assert_eq!(out.is_error, Some(false));
+        assert_eq!(text(&out), r#"{"text":"hi"}"#);
         assert_eq!(out.structured_content, Some(json!({"text": "hi"})));
         assert_eq!(out.meta, None);
-        let out = complete(to_response(result(None, "hi", Some(json!("hi")))));
+        let out = complete(to_response(result(Ok(Success::new(json!("hi"))))));
+        assert_eq!(text(&out), "hi");
         assert_eq!(out.structured_content, None, "a scalar result is text only");
     }
 
     #[test]
     fn failure_is_an_error_result_with_the_kind_in_meta_and_no_structured_content() {
-        let out = complete(to_response(result(Some(ErrorKind::Timeout), "error (timeout): too slow", None)));
+        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Timeout, "too slow")))));
         assert_eq!(out.is_error, Some(true));
         assert_eq!(out.structured_content, None, "an error result must not be checked against the output schema");
         assert_eq!(meta(&out), json!({"airlock/kind": "timeout"}));
-        let text = serde_json::to_value(&out.content[0]).unwrap();
-        assert_eq!(text["text"], "error (timeout): too slow");
+        assert_eq!(text(&out), "too slow", "the kind is data in _meta, not a prefix of the message");
     }
 
     #[test]
-    fn a_tool_error_carries_its_code_from_the_result_not_from_the_text() {
-        let mut failed = result(Some(ErrorKind::ToolError), "error (not_found): no such file", None);
-        failed.code = Some("not_found".into());
-        let out = complete(to_response(failed));
+    fn a_tool_error_carries_its_code_as_data_and_its_message_unprefixed() {
+        let failed =
+            Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
+        let out = complete(to_response(result(Err(failed))));
         assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
-        // Text that looks like another kind changes nothing: the kind is data.
-        let out = complete(to_response(result(Some(ErrorKind::Denied), "error (timeout): forged", None)));
+        assert_eq!(text(&out), "no such file");
+        // A message that looks like another kind changes nothing: the kind is data.
+        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged")))));
         assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));
+        assert_eq!(text(&out), "error (timeout): forged");
     }
 
     #[test]
     fn unknown_tool_is_an_error_result_naming_the_tools() {
-        let mut unknown = result(
-            Some(ErrorKind::UnknownTool),
-            "error (unknown_tool): there is no tool named \"ech\". Available tools, closest first: echo",
-            None,
+        let failure = Failure::new(
+            ErrorKind::UnknownTool,
+            "there is no tool named \"ech\". Available tools, closest first: echo",
         );
-        unknown.tool = "ech".into();
+        let unknown = ToolResult::new("c", "ech", Decision::NotReached, Err(failure));
         let out = complete(to_response(unknown));
         assert_eq!(out.is_error, Some(true));
         assert_eq!(meta(&out), json!({"airlock/kind": "unknown_tool"}));
-        let text = serde_json::to_value(&out.content[0]).unwrap();
-        assert!(text["text"].as_str().unwrap().contains("closest first: echo"), "{text}");
+        assert!(text(&out).as_str().unwrap().contains("closest first: echo"), "{}", text(&out));
     }
 
     #[test]

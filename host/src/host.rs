@@ -10,9 +10,10 @@ use crate::formats::{Format, encode};
 use crate::pipeline::{CallRequest, Pipeline, ToolResult};
 use crate::projection::{mcp_extras, project};
 use crate::quota::{QuotaTracker, Quotas};
-use crate::registry::{LoadProgress, Registry, RegistryError};
+use crate::registry::{self, LoadProgress, Registry, RegistryError};
 use crate::schedule::Scheduler;
 use crate::session::Sessions;
+use crate::startup::{self, Readiness, Startup};
 use crate::strict::{self, Provider};
 use serde_json::Value;
 use std::path::Path;
@@ -54,6 +55,7 @@ pub struct HostBuilder {
     config: Option<Config>,
     progress: Option<Box<dyn LoadProgress>>,
     allow_load_errors: bool,
+    background: bool,
 }
 
 impl HostBuilder {
@@ -85,6 +87,18 @@ impl HostBuilder {
         self
     }
 
+    /// Return from [`HostBuilder::build`] before the tools are loaded: the
+    /// host starts with none and loads them in the background, installing
+    /// each as soon as it is ready (see [`Host::readiness`]). A call for a
+    /// tool not loaded yet waits for it until the tool's deadline. A
+    /// component that fails to load is logged and left out (as with
+    /// [`HostBuilder::allow_load_errors`]); progress is not reported. Used
+    /// by `airlock serve`, which must answer clients at once.
+    pub fn load_in_background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
     /// Set up the engine, load the tools, policy and audit log.
     ///
     /// # Errors
@@ -96,19 +110,27 @@ impl HostBuilder {
             None => Config::parse("", "<empty>", Path::new("."))?,
         };
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
-        let progress: &dyn LoadProgress = match &self.progress {
-            Some(p) => p.as_ref(),
-            None => &(),
+        let (registry, startup, background) = if self.background {
+            let (planned, errors) = registry::plan(&config);
+            let (startup, guard) = Startup::loading(planned.len());
+            (Registry::pending(planned.len()), startup, Some((planned, errors, guard)))
+        } else {
+            let progress: &dyn LoadProgress = match &self.progress {
+                Some(p) => p.as_ref(),
+                None => &(),
+            };
+            let (registry, errors) = Registry::load(&runtime, &config, progress).await;
+            if !errors.is_empty() {
+                if !self.allow_load_errors {
+                    return Err(HostError::Load(errors));
+                }
+                for error in &errors {
+                    tracing::error!("{error}");
+                }
+            }
+            let startup = Startup::finished(registry.len());
+            (registry, startup, None)
         };
-        let (registry, errors) = Registry::load(&runtime, &config, progress).await;
-        if !errors.is_empty() {
-            if !self.allow_load_errors {
-                return Err(HostError::Load(errors));
-            }
-            for error in &errors {
-                tracing::error!("{error}");
-            }
-        }
         let policy = match &config.policy.policies {
             Some(path) => Policy::from_files(path, config.policy.entities.as_deref())?,
             None => Policy::default_policy(),
@@ -124,14 +146,20 @@ impl HostBuilder {
         let sessions = Arc::new(Sessions::new());
         Sessions::spawn_sweeper(&sessions);
         let pipeline = Pipeline { policy: Arc::new(policy), audit, scheduler, quota: QuotaTracker::new(), sessions };
-        Ok(Host {
+        let loading = background.map(|background| (background, config.clone()));
+        let host = Host {
             inner: Arc::new(Inner {
                 runtime,
                 config: RwLock::new(config),
                 registry: RwLock::new(Arc::new(registry)),
                 pipeline,
+                startup,
             }),
-        })
+        };
+        if let Some(((planned, errors, guard), config)) = loading {
+            startup::spawn(host.clone(), config, planned, errors, guard);
+        }
+        Ok(host)
     }
 }
 
@@ -140,6 +168,7 @@ struct Inner {
     config: RwLock<Config>,
     registry: RwLock<Arc<Registry>>,
     pipeline: Pipeline,
+    startup: Startup,
 }
 
 /// A running Airlock host. Cheap to clone; clones share everything.
@@ -180,6 +209,29 @@ impl Host {
     /// The tools loaded now.
     pub fn tools(&self) -> Arc<Registry> {
         self.inner.registry.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How far loading the tools has come (with
+    /// [`HostBuilder::load_in_background`]; otherwise everything was loaded
+    /// before the host was built).
+    pub fn readiness(&self) -> Readiness {
+        self.inner.startup.readiness()
+    }
+
+    /// Wait until every component is loaded or refused.
+    pub async fn ready(&self) -> Readiness {
+        let mut changes = self.inner.startup.subscribe();
+        let _ = changes.wait_for(Readiness::finished).await;
+        self.readiness()
+    }
+
+    /// Swap in a registry built elsewhere (start-up in the background).
+    pub(crate) fn install_registry(&self, registry: Arc<Registry>) {
+        *self.inner.registry.write().unwrap_or_else(|e| e.into_inner()) = registry;
+    }
+
+    pub(crate) fn startup(&self) -> &Startup {
+        &self.inner.startup
     }
 
     /// The configuration in force.
@@ -249,6 +301,7 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
+        startup::wait_for_tool(self, &request.tool, cancel).await;
         let (registry, quotas) = (self.tools(), self.quotas());
         self.inner.pipeline.call(&registry, &quotas, request, confirmer, cancel).await
     }
@@ -260,18 +313,22 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
+        futures::future::join_all(requests.iter().map(|r| startup::wait_for_tool(self, &r.tool, cancel))).await;
         let (registry, quotas) = (self.tools(), self.quotas());
         self.inner.pipeline.dispatch(&registry, &quotas, requests, confirmer, cancel).await
     }
 
     /// Reload the tools from `config` (or the config file in force, re-read)
     /// and swap them in atomically. On any error the old tools keep serving.
-    /// A successful reload drops every session (their state is lost).
+    /// A successful reload drops every session (their state is lost). A
+    /// reload during a start-up in the background waits until start-up is
+    /// done, then reads the config.
     ///
     /// # Errors
     ///
     /// The config is invalid or a component fails to load.
     pub async fn reload(&self, config: Option<Config>) -> Result<usize, HostError> {
+        let _loading = self.inner.startup.lock().await;
         let config = match config {
             Some(config) => config,
             None => {

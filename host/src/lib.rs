@@ -44,6 +44,7 @@ mod schedule;
 mod schema_cost;
 mod schema_portable;
 mod session;
+mod startup;
 mod strict;
 mod validate;
 
@@ -71,10 +72,11 @@ pub use outcome::{ErrorKind, Failure};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
-pub use registry::{LoadProgress, Registry, RegistryError};
+pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use sandbox::Execution;
 pub use schema_cost::MAX_SCHEMA_COST;
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
+pub use startup::Readiness;
 pub use strict::{Provider, lint as strict_lint};
 pub use validate::{INLINE_VALIDATION_WORK, MAX_BLOCKING_VALIDATIONS, MAX_VALIDATION_WORK};
 

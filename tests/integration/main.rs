@@ -11,6 +11,7 @@ mod pipeline;
 mod quotas;
 mod sandbox;
 mod sessions;
+mod startup;
 mod strict_schemas;
 mod support;
 mod transports;

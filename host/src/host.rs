@@ -157,7 +157,8 @@ impl HostBuilder {
             }),
         };
         if let Some(((planned, errors, guard), config)) = loading {
-            startup::spawn(host.clone(), config, planned, errors, guard);
+            startup::spawn(host.clone(), config, planned, errors, guard)
+                .map_err(|err| HostError::Engine(anyhow::Error::new(err).context("starting the tool loader")))?;
         }
         Ok(host)
     }

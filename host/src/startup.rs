@@ -91,46 +91,68 @@ impl Startup {
 /// Load `planned` into `host` in the background, installing each tool as
 /// it is ready. `guard` is the load lock, held until every component is
 /// done.
+///
+/// The loads run on a thread of their own (with its own single-threaded
+/// runtime; compilation still runs on its blocking pool, in parallel):
+/// reading a large tool's metadata instantiates it, which keeps a thread
+/// busy for tens of milliseconds, and the runtime's worker threads stay
+/// free to answer clients meanwhile.
+///
+/// # Errors
+///
+/// The thread or its runtime cannot be started; nothing is loaded then.
 pub(crate) fn spawn(
     host: Host,
     config: Config,
     planned: Vec<Planned>,
     errors: Vec<RegistryError>,
     guard: Option<OwnedMutexGuard<()>>,
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new()
+        .name("airlock-startup".into())
+        .spawn(move || runtime.block_on(load(host, config, planned, errors, guard)))?;
+    Ok(())
+}
+
+async fn load(
+    host: Host,
+    config: Config,
+    planned: Vec<Planned>,
+    errors: Vec<RegistryError>,
+    guard: Option<OwnedMutexGuard<()>>,
 ) {
-    tokio::spawn(async move {
-        let _guard = guard;
-        let began = Instant::now();
-        for error in &errors {
-            tracing::error!("{error}; its tools are left out");
+    let _guard = guard;
+    let began = Instant::now();
+    for error in &errors {
+        tracing::error!("{error}; its tools are left out");
+    }
+    let total = planned.len();
+    tracing::info!("start-up: loading {total} tool component(s) in the background");
+    let mut assembly = Assembly::new(total, errors);
+    registry::load_planned(host.runtime(), &config, planned, &(), |planned, outcome| {
+        match assembly.add(planned, outcome) {
+            Ok(name) => tracing::info!("start-up: tool {name} ready after {:.1} s", began.elapsed().as_secs_f64()),
+            Err(error) => tracing::error!("{error}; the tool is left out"),
         }
-        let total = planned.len();
-        tracing::info!("start-up: loading {total} tool component(s) in the background");
-        let mut assembly = Assembly::new(total, errors);
-        registry::load_planned(host.runtime(), &config, planned, &(), |planned, outcome| {
-            match assembly.add(planned, outcome) {
-                Ok(name) => tracing::info!("start-up: tool {name} ready after {:.1} s", began.elapsed().as_secs_f64()),
-                Err(error) => tracing::error!("{error}; the tool is left out"),
-            }
-            let registry = assembly.registry();
-            let tools = registry.len();
-            // The registry first, then the news: a waiter that hears of the
-            // change finds the tool.
-            host.install_registry(Arc::new(registry));
-            host.startup().readiness.send_modify(|r| {
-                r.done = r.done.saturating_add(1).min(r.total);
-                r.tools = tools;
-            });
-        })
-        .await;
-        let (registry, errors) = assembly.finish();
-        tracing::info!(
-            "start-up: {} tool(s) ready, {} component(s) refused, after {:.1} s",
-            registry.len(),
-            errors.len(),
-            began.elapsed().as_secs_f64()
-        );
-    });
+        let registry = assembly.registry();
+        let tools = registry.len();
+        // The registry first, then the news: a waiter that hears of the
+        // change finds the tool.
+        host.install_registry(Arc::new(registry));
+        host.startup().readiness.send_modify(|r| {
+            r.done = r.done.saturating_add(1).min(r.total);
+            r.tools = tools;
+        });
+    })
+    .await;
+    let (registry, errors) = assembly.finish();
+    tracing::info!(
+        "start-up: {} tool(s) ready, {} component(s) refused, after {:.1} s",
+        registry.len(),
+        errors.len(),
+        began.elapsed().as_secs_f64()
+    );
 }
 
 /// Wait until `name` is a loaded tool, start-up is done, the tool's

@@ -84,9 +84,9 @@ impl LoadProgress for () {}
 
 /// At most this many components load at once. The number used is the
 /// machine's available parallelism up to this cap: wasmtime already
-/// compiles the functions of one component in parallel, but parsing,
-/// translation and reading the metadata are serial per component, and a
-/// small tool should not wait behind a large interpreter.
+/// compiles the functions of one component in parallel, but reading,
+/// hashing, parsing, translation and reading the metadata are serial per
+/// component and overlap with another's compilation this way.
 pub const MAX_PARALLEL_LOADS: usize = 8;
 
 /// How many components load at once on this machine.
@@ -126,10 +126,16 @@ pub(crate) fn plan(config: &Config) -> (Vec<Planned>, Vec<RegistryError>) {
     (planned, errors)
 }
 
-/// Load every planned component, [`parallel_loads`] at a time, largest
-/// file first (the longest compilation starts at once instead of after the
-/// short ones), and hand each outcome to `each` as it finishes. Files with
+/// Load every planned component, [`parallel_loads`] at a time, smallest
+/// file first, and hand each outcome to `each` as it finishes. Files with
 /// the same bytes are compiled once.
+///
+/// Smallest first because wasmtime compiles a component's functions on the
+/// one shared rayon pool, first come first served: started first, a large
+/// interpreter's thousands of functions would queue ahead of every small
+/// tool (measured on two cores: no tool ready before 33 s). Small ones
+/// first are ready within seconds, and the whole load takes as long either
+/// way (the pool keeps every core busy).
 pub(crate) async fn load_planned(
     runtime: &Runtime,
     config: &Config,
@@ -141,7 +147,7 @@ pub(crate) async fn load_planned(
     let once = CompileOnce::default();
     let mut by_size: Vec<(u64, Planned)> =
         planned.into_iter().map(|p| (std::fs::metadata(&p.path).map_or(0, |m| m.len()), p)).collect();
-    by_size.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.order.cmp(&b.1.order)));
+    by_size.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.order.cmp(&b.1.order)));
     let once = &once;
     let loads = by_size.into_iter().map(|(_, planned)| async move {
         progress.started(&planned.path, total);

@@ -176,24 +176,62 @@ impl Runtime {
     /// The bytes are not a valid component (the caller checked the binary
     /// header first, so text formats never reach the compiler).
     pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<(Component, bool)> {
-        let Some(path) = self.cache_path(digest) else {
-            return Ok((Component::new(&self.engine, bytes)?, false));
-        };
-        if path.is_file() {
-            // SAFETY: the cache directory is operator-owned (see
-            // `EngineSettings::cache_dir`) and the file name binds the
-            // artifact to the component digest and this engine's
-            // compatibility hash. wasmtime still checks the artifact header.
-            match unsafe { Component::deserialize_file(&self.engine, &path) } {
-                Ok(component) => return Ok((component, true)),
-                Err(err) => tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {err:#}"),
+        let compiler = self.compiler();
+        if let Some(component) = compiler.cached(digest) {
+            return Ok((component, true));
+        }
+        Ok((compiler.compile(bytes, digest)?, false))
+    }
+
+    /// The part of the runtime that compiles, to hand to a blocking task.
+    pub fn compiler(&self) -> Compiler {
+        Compiler { engine: self.engine.clone(), cache_dir: self.cache_dir.clone() }
+    }
+}
+
+/// Compiles components for one engine and keeps the artifacts in its
+/// cache. Cheap to clone (the engine is shared).
+#[derive(Clone)]
+pub struct Compiler {
+    engine: Engine,
+    cache_dir: Option<PathBuf>,
+}
+
+impl Compiler {
+    /// The cached artifact of the component with this digest, if there is a
+    /// usable one. Fast (the file is mapped, not compiled).
+    pub fn cached(&self, digest: &str) -> Option<Component> {
+        let path = self.cache_path(digest)?;
+        if !path.is_file() {
+            return None;
+        }
+        // SAFETY: the cache directory is operator-owned (see
+        // `EngineSettings::cache_dir`) and the file name binds the artifact
+        // to the component digest and this engine's compatibility hash.
+        // wasmtime still checks the artifact header.
+        match unsafe { Component::deserialize_file(&self.engine, &path) } {
+            Ok(component) => Some(component),
+            Err(err) => {
+                tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {err:#}");
+                None
             }
         }
+    }
+
+    /// Compile a component (slow: seconds for a large one; call it from a
+    /// blocking task) and write the artifact to the cache.
+    ///
+    /// # Errors
+    ///
+    /// The bytes are not a valid component.
+    pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<Component> {
         let component = Component::new(&self.engine, bytes)?;
-        if let Err(err) = write_atomically(&path, &component.serialize()?) {
+        if let Some(path) = self.cache_path(digest)
+            && let Err(err) = write_atomically(&path, &component.serialize()?)
+        {
             tracing::warn!(path = %path.display(), "cannot write compiled artifact to the cache: {err:#}");
         }
-        Ok((component, false))
+        Ok(component)
     }
 
     fn cache_path(&self, digest: &str) -> Option<PathBuf> {

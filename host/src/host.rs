@@ -17,9 +17,10 @@ use crate::formats::{Format, encode};
 use crate::pipeline::{CallRequest, Pipeline, ToolResult};
 use crate::projection::{mcp_extras, project};
 use crate::quota::{QuotaTracker, Quotas};
-use crate::registry::{LoadProgress, Registry, RegistryError};
+use crate::registry::{self, LoadProgress, Registry, RegistryError};
 use crate::schedule::Scheduler;
 use crate::session::Sessions;
+use crate::startup::{self, Readiness, Startup};
 use crate::state::{LoadErrors, State, needs_restart};
 use crate::strict::{self, Provider};
 use serde_json::Value;
@@ -74,6 +75,7 @@ pub struct HostBuilder {
     config: Option<Config>,
     progress: Option<Box<dyn LoadProgress>>,
     allow_load_errors: bool,
+    background: bool,
 }
 
 impl HostBuilder {
@@ -105,6 +107,18 @@ impl HostBuilder {
         self
     }
 
+    /// Return from [`HostBuilder::build`] before the tools are loaded: the
+    /// host starts with none and loads them in the background, installing
+    /// each as soon as it is ready (see [`Host::readiness`]). A call for a
+    /// tool not loaded yet waits for it until the tool's deadline. A
+    /// component that fails to load is logged and left out (as with
+    /// [`HostBuilder::allow_load_errors`]); progress is not reported. Used
+    /// by `airlock serve`, which must answer clients at once.
+    pub fn load_in_background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
     /// Set up the engine, load the tools, policy and audit log.
     ///
     /// # Errors
@@ -116,25 +130,42 @@ impl HostBuilder {
             None => Config::parse("", "<empty>", Path::new("."))?,
         };
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
-        let progress: &dyn LoadProgress = match &self.progress {
-            Some(p) => p.as_ref(),
-            None => &(),
+        let (state, startup, background) = if self.background {
+            // The state starts with no tools; the loader puts each in force
+            // as it is ready (`install_registry`).
+            let (planned, errors) = registry::plan(&config);
+            let (startup, guard) = Startup::loading(planned.len());
+            let state = State::build(config.clone(), Arc::new(Registry::pending(planned.len())), None)?;
+            (state, startup, Some((planned, errors, guard, config)))
+        } else {
+            let progress: &dyn LoadProgress = match &self.progress {
+                Some(p) => p.as_ref(),
+                None => &(),
+            };
+            let load_errors = if self.allow_load_errors { LoadErrors::Log } else { LoadErrors::Refuse };
+            let state = State::load(&runtime, config, None, progress, load_errors).await?;
+            let startup = Startup::finished(state.registry().len());
+            (state, startup, None)
         };
-        let load_errors = if self.allow_load_errors { LoadErrors::Log } else { LoadErrors::Refuse };
-        let state = State::load(&runtime, config, None, progress, load_errors).await?;
         let scheduler = Scheduler::new(state.max_in_flight());
         let sessions = Arc::new(Sessions::new());
         Sessions::spawn_sweeper(&sessions);
         let pipeline = Pipeline { scheduler, quota: QuotaTracker::new(), sessions };
-        Ok(Host {
+        let host = Host {
             inner: Arc::new(Inner {
                 runtime,
                 state: RwLock::new(Arc::new(state)),
                 pipeline,
                 reloads: tokio::sync::Mutex::new(()),
                 needs_tokens: Mutex::new(None),
+                startup,
             }),
-        })
+        };
+        if let Some((planned, errors, guard, config)) = background {
+            startup::spawn(host.clone(), config, planned, errors, guard)
+                .map_err(|err| HostError::Engine(anyhow::Error::new(err).context("starting the tool loader")))?;
+        }
+        Ok(host)
     }
 }
 
@@ -149,6 +180,7 @@ struct Inner {
     /// The address of an HTTP server on a non-loopback address: no state
     /// without bearer tokens may be put in force while it runs.
     needs_tokens: Mutex<Option<SocketAddr>>,
+    startup: Startup,
 }
 
 /// A running Airlock host. Cheap to clone; clones share everything.
@@ -196,6 +228,32 @@ impl Host {
     /// The tools loaded now.
     pub fn tools(&self) -> Arc<Registry> {
         self.state().registry().clone()
+    }
+
+    /// How far loading the tools has come (with
+    /// [`HostBuilder::load_in_background`]; otherwise everything was loaded
+    /// before the host was built).
+    pub fn readiness(&self) -> Readiness {
+        self.inner.startup.readiness()
+    }
+
+    /// Wait until every component is loaded or refused.
+    pub async fn ready(&self) -> Readiness {
+        let mut changes = self.inner.startup.subscribe();
+        let _ = changes.wait_for(Readiness::finished).await;
+        self.readiness()
+    }
+
+    /// Put a registry built elsewhere (start-up in the background) in
+    /// force: the state in force with that registry.
+    pub(crate) fn install_registry(&self, registry: Arc<Registry>) {
+        let mut slot = self.inner.state.write().unwrap_or_else(PoisonError::into_inner);
+        *slot = Arc::new(slot.with_registry(registry));
+        self.after_swap(&slot);
+    }
+
+    pub(crate) fn startup(&self) -> &Startup {
+        &self.inner.startup
     }
 
     /// The configuration in force: the one the state in force was built
@@ -266,6 +324,7 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
+        startup::wait_for_tool(self, &request.tool, cancel).await;
         let state = self.state();
         self.inner.pipeline.call(&state, request, confirmer, cancel).await
     }
@@ -277,6 +336,7 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
+        futures::future::join_all(requests.iter().map(|r| startup::wait_for_tool(self, &r.tool, cancel))).await;
         let state = self.state();
         self.inner.pipeline.dispatch(&state, requests, confirmer, cancel).await
     }
@@ -286,7 +346,9 @@ impl Host {
     /// put it in force in one swap. Calls already received finish under the
     /// state they started with. On any error nothing changes: the old state
     /// keeps serving. Sessions of tools the reload left unchanged are kept;
-    /// the others are dropped (their state is lost).
+    /// the others are dropped (their state is lost). A reload during a
+    /// start-up in the background waits until start-up is done, then reads
+    /// the config.
     ///
     /// # Errors
     ///
@@ -297,6 +359,7 @@ impl Host {
     /// while an HTTP server runs on a non-loopback address
     /// ([`HostError::Refused`]).
     pub async fn reload(&self, config: Option<Config>) -> Result<usize, HostError> {
+        let _loading = self.inner.startup.lock().await;
         let _one = self.inner.reloads.lock().await;
         let current = self.state();
         let config = match config {

@@ -15,8 +15,11 @@ use crate::schema_cost;
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::validate::Compiled;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tokio::sync::OnceCell;
+use wasmtime::component::Component;
 
 /// Largest component file accepted.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
@@ -165,13 +168,7 @@ pub fn check_header(bytes: &[u8]) -> Result<(), String> {
 /// See [`LoadError`]: anything that is not a component of the
 /// `airlock:tool` world with a valid name and valid schemas is refused.
 pub async fn load(runtime: &Runtime, path: &Path, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
-    let io = |source| LoadError::Io { path: path.to_owned(), source };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_COMPONENT_BYTES {
-        return Err(LoadError::TooLarge { path: path.to_owned(), size });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
-    load_bytes(runtime, path, &bytes, settings).await
+    load_shared(runtime, path, settings, &CompileOnce::default(), &|| {}).await
 }
 
 /// Give a loaded tool other operator settings, checking its sha256 pin.
@@ -212,6 +209,27 @@ pub async fn load_bytes(
         path: path_buf.clone(),
         why: format!("invalid component: {err:#}"),
     })?;
+    let size = bytes.len() as u64;
+    describe(runtime, path_buf, Built { component, from_cache, digest, size }, settings).await
+}
+
+/// A compiled component and what is known of its bytes.
+struct Built {
+    component: Component,
+    from_cache: bool,
+    digest: String,
+    size: u64,
+}
+
+/// Bind a compiled component to the tool world and read its metadata under
+/// its limits.
+async fn describe(
+    runtime: &Runtime,
+    path_buf: PathBuf,
+    compiled: Built,
+    settings: ToolSettings,
+) -> Result<LoadedTool, LoadError> {
+    let Built { component, from_cache, digest, size } = compiled;
     let instance_pre = runtime.linker().instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
         path: path_buf.clone(),
         why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
@@ -241,13 +259,110 @@ pub async fn load_bytes(
         output_schema: checked.output,
         digest,
         source: path_buf,
-        size: bytes.len() as u64,
+        size,
         from_cache,
         settings,
         pre,
         parameters_check: checked.parameters_check,
         output_check: checked.output_check,
     })
+}
+
+/// What compiling one digest gave: the component and whether it came from
+/// the cache, or why it is not a component.
+type CompileOutcome = Result<(Component, bool), String>;
+
+/// Compiled components by digest, shared by the loads of one registry
+/// build: files with the same bytes are compiled once, even when their
+/// loads run at the same time.
+#[derive(Default)]
+pub(crate) struct CompileOnce {
+    cells: std::sync::Mutex<HashMap<String, Arc<OnceCell<CompileOutcome>>>>,
+}
+
+impl CompileOnce {
+    /// The component with this digest: from the cache, from an earlier or
+    /// running compilation of the same bytes, or compiled now on the
+    /// blocking pool (`compiling` is called first).
+    async fn get(
+        &self,
+        runtime: &Runtime,
+        bytes: Arc<Vec<u8>>,
+        digest: &str,
+        compiling: &(dyn Fn() + Send + Sync),
+    ) -> CompileOutcome {
+        let cell = {
+            let mut cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
+            cells.entry(digest.to_owned()).or_default().clone()
+        };
+        let outcome = cell
+            .get_or_init(|| async {
+                let compiler = runtime.compiler();
+                let (cache, key) = (compiler.clone(), digest.to_owned());
+                // Mapping a cached artifact is file I/O: off the async threads too.
+                match tokio::task::spawn_blocking(move || cache.cached(&key)).await {
+                    Ok(Some(component)) => return Ok((component, true)),
+                    Ok(None) => {}
+                    Err(err) => return Err(format!("the cache lookup stopped: {err}")),
+                }
+                compiling();
+                let key = digest.to_owned();
+                match tokio::task::spawn_blocking(move || compiler.compile(&bytes, &key)).await {
+                    Ok(Ok(component)) => Ok((component, false)),
+                    Ok(Err(err)) => Err(format!("invalid component: {err:#}")),
+                    Err(err) => Err(format!("the compilation stopped: {err}")),
+                }
+            })
+            .await;
+        outcome.clone()
+    }
+}
+
+/// [`load`] for loads that run in parallel: the file is read, hashed and
+/// compiled off the async threads, and components with the same bytes are
+/// compiled once (through `once`). `compiling` is called when the cache has
+/// no artifact and compilation begins.
+///
+/// # Errors
+///
+/// See [`LoadError`].
+pub(crate) async fn load_shared(
+    runtime: &Runtime,
+    path: &Path,
+    settings: ToolSettings,
+    once: &CompileOnce,
+    compiling: &(dyn Fn() + Send + Sync),
+) -> Result<LoadedTool, LoadError> {
+    let owned = path.to_owned();
+    let (bytes, digest) = match tokio::task::spawn_blocking(move || read_component(&owned)).await {
+        Ok(read) => read?,
+        Err(err) => return Err(LoadError::Io { path: path.to_owned(), source: std::io::Error::other(err) }),
+    };
+    if let Some(expected) = &settings.sha256
+        && !expected.eq_ignore_ascii_case(&digest)
+    {
+        return Err(LoadError::PinMismatch { path: path.to_owned(), expected: expected.clone(), actual: digest });
+    }
+    let size = bytes.len() as u64;
+    let (component, from_cache) = once
+        .get(runtime, bytes, &digest, compiling)
+        .await
+        .map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why })?;
+    describe(runtime, path.to_owned(), Built { component, from_cache, digest, size }, settings).await
+}
+
+/// Read a component file under [`MAX_COMPONENT_BYTES`], check its header
+/// and hash it.
+fn read_component(path: &Path) -> Result<(Arc<Vec<u8>>, String), LoadError> {
+    let io = |source| LoadError::Io { path: path.to_owned(), source };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path.to_owned(), size });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    check_header(&bytes).map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why })?;
+    let digest = digest(&bytes);
+    Ok((Arc::new(bytes), digest))
 }
 
 struct CheckedMetadata {

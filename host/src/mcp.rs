@@ -32,6 +32,16 @@
 //! the projection is the trust boundary, this module never builds tool JSON
 //! from host-side tool definitions.
 //!
+//! # Start-up
+//!
+//! `airlock serve` builds its host with
+//! [`HostBuilder::load_in_background`](crate::HostBuilder::load_in_background):
+//! `initialize` (and `server/discover`) are answered at once, even while
+//! components compile. A tool appears in `tools/list` once it is ready and
+//! clients are sent `notifications/tools/list_changed`; a list asked for in
+//! the first [`STARTUP_LIST_WAIT`] waits for the tools until then; a call
+//! for a tool still compiling waits for it until the tool's deadline.
+//!
 //! Nothing here writes to stdout: the stdio transport owns it, guest output
 //! is captured by the sandbox, and logs go to stderr through `tracing`.
 //!
@@ -61,6 +71,7 @@ use rmcp::ServiceExt as _;
 use server::{AirlockServer, Shared};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use http::{
@@ -79,6 +90,15 @@ pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(100);
 /// Longest time from the first change of a burst to its reload
 /// (`--watch`), however often the watched files keep changing.
 pub const RELOAD_MAX_WAIT: Duration = Duration::from_millis(300);
+/// During start-up, a `tools/list` waits for the tools still loading until
+/// this long after the server started. With a warm compile cache every
+/// tool is ready well within it, so clients that read the list once (many
+/// agent frameworks do) see every tool; with a cold one the list has the
+/// tools ready so far and `notifications/tools/list_changed` follows.
+pub const STARTUP_LIST_WAIT: Duration = Duration::from_secs(2);
+/// Tools that become ready within this time of each other during start-up
+/// are announced with one `notifications/tools/list_changed`.
+pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);
 
 /// Serve the host's tools over MCP on stdin/stdout until stdin closes.
 ///
@@ -131,6 +151,41 @@ pub async fn serve_http(host: Host, addr: SocketAddr, principal: String, watch: 
 
 impl Shared {
     fn new(host: Host) -> Arc<Self> {
-        Arc::new(Shared { host, changes: Changes::default(), confirmations: Arc::new(Confirmations::default()) })
+        let shared = Arc::new(Shared {
+            host,
+            changes: Changes::default(),
+            confirmations: Arc::new(Confirmations::default()),
+            partial_list_sent: AtomicBool::new(false),
+        });
+        announce_startup(&shared);
+        shared
     }
+}
+
+/// While the host loads its tools in the background, tell clients each
+/// time the tool list grew (coalesced over [`STARTUP_NOTICE_COALESCE`]),
+/// once some client was sent a list that lacked tools still loading: a
+/// client that has not listed the tools yet will see them when it does.
+/// The task ends when start-up is done or the server is gone.
+fn announce_startup(shared: &Arc<Shared>) {
+    let mut changes = shared.host.startup().subscribe();
+    if changes.borrow_and_update().finished() {
+        return;
+    }
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            tokio::time::sleep(STARTUP_NOTICE_COALESCE).await;
+            let Some(shared) = shared.upgrade() else { return };
+            // Marked seen before the notice: a tool installed after this
+            // point gets a notice of its own.
+            let finished = changes.borrow_and_update().finished();
+            if shared.partial_list_sent.load(Ordering::SeqCst) {
+                shared.changes.notify();
+            }
+            if finished {
+                return;
+            }
+        }
+    });
 }

@@ -21,7 +21,30 @@ pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<LoadedTool>, Failu
     if let Some(tool) = registry.get(name) {
         return Ok(tool.clone());
     }
+    let pending = registry.still_loading();
+    if pending > 0 {
+        // Start-up in the background: the name may be declared by one of
+        // the components still compiling. The host waited for it for the
+        // tool's deadline before resolving (see `startup.rs`).
+        return Err(Failure::new(ErrorKind::Timeout, not_ready_message(registry.names(), name, pending)));
+    }
     Err(Failure::new(ErrorKind::UnknownTool, unknown_tool_message(registry.names(), name)))
+}
+
+/// The text of a call for a name no loaded tool has while components are
+/// still loading at start-up.
+fn not_ready_message<'a>(names: impl Iterator<Item = &'a str>, name: &str, pending: usize) -> String {
+    let echoed: String = name.chars().take(MAX_ECHOED_NAME).collect();
+    let mut names: Vec<&str> = names.collect();
+    let more = names.len().saturating_sub(MAX_LISTED_TOOLS);
+    names.truncate(MAX_LISTED_TOOLS);
+    let ready = if names.is_empty() { "none yet".to_owned() } else { names.join(", ") };
+    let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+    format!(
+        "tool {echoed:?} is not ready: the server is still compiling {pending} tool component(s) after start-up, \
+         and none of those done so far declares this name; the call waited for it until its deadline (the tool's \
+         timeout_ms) and nothing was run. Call it again in a moment. Ready now: {ready}{more}"
+    )
 }
 
 /// The text of an unknown-tool error: the names, closest to `name` first.
@@ -71,5 +94,13 @@ mod tests {
         let err = resolve(&Registry::default(), "echo").unwrap_err();
         assert_eq!(err.kind, ErrorKind::UnknownTool);
         assert!(err.message.contains("no tools are loaded"));
+    }
+
+    #[test]
+    fn a_name_not_ready_during_start_up_is_a_timeout_not_an_unknown_tool() {
+        let err = resolve(&Registry::pending(2), "run_python").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Timeout);
+        assert!(err.message.contains("still compiling 2 tool component(s)"), "{}", err.message);
+        assert!(err.message.contains("timeout_ms") && err.message.contains("Ready now: none yet"), "{}", err.message);
     }
 }

@@ -13,6 +13,7 @@ mod quotas;
 mod reload;
 mod sandbox;
 mod sessions;
+mod startup;
 mod strict_schemas;
 mod support;
 mod transports;

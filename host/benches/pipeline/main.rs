@@ -98,7 +98,7 @@ fn machine() -> String {
 
 fn targets(report: &Report) -> String {
     let mut lines = vec!["| target | measured | bound | verdict |".to_owned(), "|---|---|---|---|".to_owned()];
-    let checks: [(&str, &str, f64, &str, bool); 10] = [
+    let checks: [(&str, &str, f64, &str, bool); 11] = [
         ("(1) full pipeline `echo` p50", "full_p50_us", 40.0, "µs", false),
         ("(1) full pipeline `echo` p99", "full_p99_us", 150.0, "µs", false),
         ("(1) pipeline overhead over bare, p50", "overhead_p50_us", 15.0, "µs", false),
@@ -106,6 +106,7 @@ fn targets(report: &Report) -> String {
         ("(3) MCP stdio raw round trip p50", "stdio_p50_us", 100.0, "µs", false),
         ("(4) 1 cached tool ready, p50", "ready_one_ms", 5.0, "ms", false),
         ("(4) 20 tools ready, p50", "ready_twenty_ms", 150.0, "ms", false),
+        ("(4) `initialize` answered with an empty cache", "cold_init_ms", 100.0, "ms", false),
         ("(5) deadline overshoot p99 (worst of loop / host sleep)", "overshoot_p99_ms", 2.0, "ms", false),
         ("(6) fuel + epoch vs native", "compute_ratio", 1.5, "×", false),
         ("(8) audit flush, added p50", "audit_flush_p50_us", 5.0, "µs", false),

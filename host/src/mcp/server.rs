@@ -28,6 +28,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 
 /// State shared by every session of one server.
@@ -38,6 +39,9 @@ pub struct Shared {
     pub changes: Changes,
     /// Calls waiting for a confirmation answer (2026-07-28).
     pub confirmations: Arc<Confirmations>,
+    /// Some client was sent a tool list while start-up was loading tools:
+    /// only then do tools that become ready need a list_changed.
+    pub partial_list_sent: AtomicBool,
 }
 
 /// Who sent an HTTP request, as established by the HTTP layer. Requests
@@ -166,6 +170,14 @@ impl ServerHandler for AirlockServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // During start-up, give the tools still loading a moment: with a
+        // warm cache they are all ready within it.
+        crate::startup::settle(&self.shared.host, super::STARTUP_LIST_WAIT).await;
+        // Noted before the tools are read: a tool installed after that
+        // read finds the note and is announced.
+        if !self.shared.host.readiness().finished() {
+            self.shared.partial_list_sent.store(true, Ordering::SeqCst);
+        }
         // One page: the tool list is small and bounded by the operator.
         Ok(ListToolsResult::with_all_items(self.tools()))
     }

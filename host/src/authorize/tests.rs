@@ -34,16 +34,15 @@ fn check(
     }
 }
 
-/// The fenced block of `lang` in the module docs.
+/// The fenced block of `lang` in `docs/policy.md` (the module docs).
 fn doc_block(lang: &str) -> String {
-    let source = include_str!("../authorize.rs");
-    let start = format!("//! ```{lang}");
+    let source = include_str!("../../../docs/policy.md");
+    let start = format!("```{lang}");
     source
         .lines()
         .skip_while(|line| *line != start)
         .skip(1)
-        .take_while(|line| *line != "//! ```")
-        .map(|line| line.strip_prefix("//!").unwrap_or(line).strip_prefix(' ').unwrap_or(""))
+        .take_while(|line| *line != "```")
         .collect::<Vec<_>>()
         .join("\n")
 }

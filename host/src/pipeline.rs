@@ -14,6 +14,7 @@ use crate::audit::{AuditEntry, AuditLog};
 use crate::authorize::{Decision, Policy, ToolFacts};
 use crate::caller::Caller;
 use crate::capture::Captured;
+use crate::card::{self, MAX_CARD_BYTES, MAX_PRESENTED_BYTES};
 use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::limits::Limits;
@@ -100,6 +101,9 @@ pub struct ToolResult {
     pub fuel_used: Option<u64>,
     /// The session the call ran in, for tools that keep sessions.
     pub session: Option<String>,
+    /// The tool's one-line presentation of its result (`[tools.NAME]
+    /// present_result`), for logs and UIs; never sent to a model.
+    pub presented: Option<String>,
 }
 
 impl ToolResult {
@@ -110,7 +114,8 @@ impl ToolResult {
 
     /// A one-line presentation for humans.
     pub fn human_line(&self) -> String {
-        render::human_line(&self.tool, self.is_error, self.kind, self.duration.as_secs_f64() * 1e3, &self.content)
+        let shown = self.presented.as_deref().unwrap_or(&self.content);
+        render::human_line(&self.tool, self.is_error, self.kind, self.duration.as_secs_f64() * 1e3, shown)
     }
 }
 
@@ -256,11 +261,16 @@ impl Pipeline {
             Decision::Ask { reason, policy } => {
                 let confirmed = match confirmer {
                     Some(confirmer) => {
+                        let card = tool.settings.confirm.as_ref().map(|template| {
+                            let caller = self.caller_value(&request.principal);
+                            template.render(card::Scope { value: &arguments.value, caller: &caller }, MAX_CARD_BYTES)
+                        });
                         let ask = ConfirmRequest {
                             principal: &request.principal,
                             tool: &tool.name,
                             arguments: &arguments.value,
                             reason: &reason,
+                            card: card.as_deref(),
                         };
                         confirmer.confirm(ask).await
                     }
@@ -350,6 +360,13 @@ impl Pipeline {
             }
             Err(failure) => (true, Some(failure.kind), render::failure_text(&failure), None, failure.code),
         };
+        let presented = match (&settings.present_result, &structured) {
+            (Some(template), Some(value)) => {
+                let caller = self.caller_value(&flight.request.principal);
+                Some(template.render(card::Scope { value, caller: &caller }, MAX_PRESENTED_BYTES))
+            }
+            _ => None,
+        };
         let result = ToolResult {
             call_id: flight.request.call_id.clone(),
             tool: flight.request.tool.clone(),
@@ -364,6 +381,7 @@ impl Pipeline {
             duration: flight.started.elapsed(),
             fuel_used: execution.fuel_used,
             session: session.map(|id| id.as_str().to_owned()),
+            presented,
         };
         self.audit(flight, result, policy, Some(&tool.digest))
     }
@@ -378,6 +396,12 @@ impl Pipeline {
             call_id: request.call_id.clone(),
             session: session.map(|id| id.as_str().to_owned()),
         })
+    }
+
+    /// The caller as templates read it (`caller.principal`,
+    /// `caller.attributes.NAME`).
+    fn caller_value(&self, principal: &str) -> Value {
+        card::caller_value(principal, &self.policy.principal_facts(principal).attributes)
     }
 
     fn finish_early(
@@ -402,6 +426,7 @@ impl Pipeline {
             duration: flight.started.elapsed(),
             fuel_used: None,
             session: None,
+            presented: None,
         };
         self.audit(flight, result, policy, tool.map(|t| t.digest.as_str()))
     }

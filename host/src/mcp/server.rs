@@ -301,6 +301,7 @@ mod tests {
             duration: Duration::ZERO,
             fuel_used: None,
             session: None,
+            presented: None,
         }
     }
 

@@ -16,6 +16,10 @@ pub struct ConfirmRequest<'a> {
     pub arguments: &'a Value,
     /// Why confirmation is needed (from the policy).
     pub reason: &'a str,
+    /// The tool's confirmation card (`[tools.NAME] confirm`), rendered from
+    /// these arguments and the caller, escaped and capped; `None` when the
+    /// operator wrote none. Front ends show it in place of the arguments.
+    pub card: Option<&'a str>,
 }
 
 /// Something that can approve or decline a call.

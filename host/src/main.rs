@@ -431,7 +431,10 @@ impl LoadProgress for TerminalProgress {
 fn tools(host: &Host) -> std::io::Result<ExitCode> {
     let registry = host.tools();
     let mut out = Out::new();
-    out.line(format_args!("{:<16} {:<12} {:<8} {:<5} {:<28} GRANTS", "NAME", "DIGEST", "CONTRACT", "SIDE", "LIMITS"))?;
+    out.line(format_args!(
+        "{:<16} {:<12} {:<8} {:<5} {:<8} {:<28} GRANTS",
+        "NAME", "DIGEST", "CONTRACT", "SIDE", "CARD", "LIMITS"
+    ))?;
     for tool in registry.iter() {
         let s = &tool.settings;
         let limits = format!(
@@ -441,10 +444,18 @@ fn tools(host: &Host) -> std::io::Result<ExitCode> {
             s.limits.fuel / 1_000_000_000
         );
         let side = if s.side_effect { "yes" } else { "no" };
+        // Which templates the operator wrote: a confirmation card, a result
+        // presenter, both or neither.
+        let card = match (s.confirm.is_some(), s.present_result.is_some()) {
+            (true, true) => "both",
+            (true, false) => "confirm",
+            (false, true) => "result",
+            (false, false) => "-",
+        };
         let digest = tool.digest.get(..12).unwrap_or(&tool.digest);
         let contract = tool.contract().version();
         out.line(format_args!(
-            "{:<16} {digest:<12} {contract:<8} {side:<5} {limits:<28} {}",
+            "{:<16} {digest:<12} {contract:<8} {side:<5} {card:<8} {limits:<28} {}",
             tool.name,
             s.grants.summary()
         ))?;
@@ -486,10 +497,20 @@ struct TerminalConfirmer;
 
 impl Confirmer for TerminalConfirmer {
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
-        let prompt = format!(
-            "{} wants to call {} with {}\n({}) Allow? [y/N] ",
-            request.principal, request.tool, request.arguments, request.reason
-        );
+        // A confirmation card (escaped and capped by the host) replaces the
+        // raw arguments, which could carry terminal escapes.
+        let prompt = match request.card {
+            Some(card) => {
+                format!(
+                    "{card}\n{} wants to call {}\n({}) Allow? [y/N] ",
+                    request.principal, request.tool, request.reason
+                )
+            }
+            None => format!(
+                "{} wants to call {} with {}\n({}) Allow? [y/N] ",
+                request.principal, request.tool, request.arguments, request.reason
+            ),
+        };
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 // Read the answer from the terminal itself: stdin may carry

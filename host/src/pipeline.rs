@@ -15,6 +15,7 @@ use crate::audit::AuditEntry;
 use crate::authorize::{ToolFacts, Verdict};
 use crate::caller::Caller;
 use crate::capture::Captured;
+use crate::card::{self, MAX_CARD_BYTES, MAX_PRESENTED_BYTES};
 use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::limits::Limits;
@@ -94,6 +95,9 @@ pub struct ToolResult {
     pub fuel_used: Option<u64>,
     /// The session the call ran in, for tools that keep sessions.
     pub session: Option<String>,
+    /// The tool's one-line presentation of its result (`[tools.NAME]
+    /// present_result`), for logs and UIs; never sent to a model.
+    pub presented: Option<String>,
 }
 
 impl ToolResult {
@@ -115,6 +119,7 @@ impl ToolResult {
             duration: Duration::ZERO,
             fuel_used: None,
             session: None,
+            presented: None,
         }
     }
 
@@ -157,7 +162,7 @@ impl ToolResult {
 
     /// A one-line presentation for humans.
     pub fn human_line(&self) -> String {
-        render::human_line(&self.tool, &self.outcome, self.duration.as_secs_f64() * 1e3)
+        render::human_line(&self.tool, &self.outcome, self.presented.as_deref(), self.duration.as_secs_f64() * 1e3)
     }
 }
 
@@ -303,11 +308,16 @@ impl Pipeline {
             Verdict::Ask { reason, policy } => {
                 let confirmed = match confirmer {
                     Some(confirmer) => {
+                        let card = tool.settings.confirm.as_ref().map(|template| {
+                            let caller = Self::caller_value(state, &request.principal);
+                            template.render(card::Scope { value: &arguments.value, caller: &caller }, MAX_CARD_BYTES)
+                        });
                         let ask = ConfirmRequest {
                             principal: &request.principal,
                             tool: &tool.name,
                             arguments: &arguments.value,
                             reason: &reason,
+                            card: card.as_deref(),
                         };
                         confirmer.confirm(ask).await
                     }
@@ -388,12 +398,20 @@ impl Pipeline {
         // A session reset by a call that still produced a result (the
         // interpreter recovered from its memory cap) is said after it.
         let outcome = checked.map(|value| Success { value, note: reset });
+        let presented = match (&settings.present_result, &outcome) {
+            (Some(template), Ok(success)) => {
+                let caller = Self::caller_value(state, &flight.request.principal);
+                Some(template.render(card::Scope { value: &success.value, caller: &caller }, MAX_PRESENTED_BYTES))
+            }
+            _ => None,
+        };
         let result = ToolResult {
             stdout: execution.stdout,
             stderr: execution.stderr,
             duration: flight.started.elapsed(),
             fuel_used: execution.fuel_used,
             session: session.map(|id| id.as_str().to_owned()),
+            presented,
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, outcome)
         };
         self.audit(state, flight, result, policy, Some(&tool.digest))
@@ -409,6 +427,12 @@ impl Pipeline {
             call_id: request.call_id.clone(),
             session: session.map(|id| id.as_str().to_owned()),
         })
+    }
+
+    /// The caller as templates read it (`caller.principal`,
+    /// `caller.attributes.NAME`).
+    fn caller_value(state: &State, principal: &str) -> Value {
+        card::caller_value(principal, &state.policy().principal_facts(principal).attributes)
     }
 
     fn finish_early(

@@ -103,12 +103,14 @@ fn cut_for_model(text: String) -> String {
 }
 
 /// A one-line human summary, e.g. `echo ok in 0.4 ms: {"text":"hi"}`.
-pub fn human_line(tool: &str, outcome: &Result<Success, Failure>, millis: f64) -> String {
+pub fn human_line(tool: &str, outcome: &Result<Success, Failure>, presented: Option<&str>, millis: f64) -> String {
     let status = match outcome {
         Ok(_) => "ok",
         Err(failure) => failure.kind.as_str(),
     };
-    let text = model_text(outcome);
+    // The operator's one-line presentation (`present_result`) replaces the
+    // result's text when there is one.
+    let text = presented.map_or_else(|| model_text(outcome), str::to_owned);
     let first_line = text.lines().next().unwrap_or_default();
     format!("{tool} {status} in {millis:.1} ms: {}", cap(first_line, MAX_HUMAN_LINE_BYTES))
 }
@@ -162,9 +164,9 @@ mod tests {
 
     #[test]
     fn human_line_is_one_line() {
-        let line = human_line("echo", &Ok(Success::new(json!("{\"a\":1}\nmore"))), 0.42);
+        let line = human_line("echo", &Ok(Success::new(json!("{\"a\":1}\nmore"))), None, 0.42);
         assert_eq!(line, "echo ok in 0.4 ms: {\"a\":1}");
-        let line = human_line("echo", &Err(Failure::new(ErrorKind::Timeout, "late")), 1.0);
+        let line = human_line("echo", &Err(Failure::new(ErrorKind::Timeout, "late")), None, 1.0);
         assert_eq!(line, "echo timeout in 1.0 ms: error (timeout): late");
     }
 }

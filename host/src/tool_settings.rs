@@ -8,6 +8,7 @@
 //! sessions by [`crate::session`]; this module checks what concerns the
 //! tool as a whole (its name, its pin, limits against grants).
 
+use crate::card::Template;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::limits::{Limits, RawLimits};
 use crate::network::RawNetwork;
@@ -43,6 +44,12 @@ pub struct ToolSettings {
     pub defer_loading: bool,
     /// Refuse to load unless the component's sha256 is this (lowercase hex).
     pub sha256: Option<String>,
+    /// The confirmation card (`confirm`), rendered from the validated
+    /// arguments and the caller when a call asks for confirmation.
+    pub confirm: Option<Template>,
+    /// The one-line presentation of a result (`present_result`) for logs
+    /// and UIs, rendered from the structured result; never sent to a model.
+    pub present_result: Option<Template>,
 }
 
 /// Settings of one configured tool.
@@ -76,6 +83,8 @@ pub struct RawTool {
     env_from_host: Vec<String>,
     network: Option<RawNetwork>,
     sessions: Option<RawSessions>,
+    confirm: Option<String>,
+    present_result: Option<String>,
 }
 
 impl ToolConfig {
@@ -120,6 +129,12 @@ impl ToolConfig {
             return Err(format!("{ctx} sha256 = {pin:?} is not a sha256: expected {SHA256_HEX_LEN} hex digits"));
         }
         let sessions = SessionSettings::from_raw(raw.sessions.as_ref(), limits.memory_bytes).map_err(in_ctx)?;
+        // Templates are checked now: a call never meets a syntax error.
+        let template = |key: &str, text: Option<&String>, one_line: bool| {
+            text.map(|t| Template::parse(t, one_line).map_err(|m| format!("{ctx} {key} = {t:?} {m}"))).transpose()
+        };
+        let confirm = template("confirm", raw.confirm.as_ref(), false)?;
+        let present_result = template("present_result", raw.present_result.as_ref(), true)?;
         let settings = ToolSettings {
             limits,
             grants,
@@ -128,6 +143,8 @@ impl ToolConfig {
             side_effect: raw.side_effect.unwrap_or(true),
             defer_loading: raw.defer_loading,
             sha256: raw.sha256.map(|s| s.to_ascii_lowercase()),
+            confirm,
+            present_result,
         };
         Ok(ToolConfig { component: raw.component.as_deref().map(resolve), settings })
     }
@@ -177,6 +194,15 @@ mod tests {
             &["max_open_files = 1", "granted directories", "accepted 2..="],
         );
         check_err("[tools.echo]\ndirs = 5", &["line 2", "dirs = 5", "expected a sequence"]);
+        check_err(
+            "[tools.echo]\nconfirm = \"Pay {amount\"",
+            &["[tools.echo] confirm = \"Pay {amount\"", "character 5", "not closed"],
+        );
+        check_err(
+            "[tools.echo]\npresent_result = \"{id|shout}\"",
+            &["[tools.echo] present_result", "unknown filter \"shout\"", "accepted are last4"],
+        );
+        check_err("[tools.echo]\npresent_result = \"a\\nb\"", &["present_result", "line break at character 2"]);
     }
 
     #[test]

@@ -295,3 +295,34 @@ fn a_closed_stdout_ends_each_command_quietly() {
         assert_eq!(output.status.code(), Some(0), "{args:?} exits quietly with 0: {stderr}");
     }
 }
+
+#[test]
+fn cards_are_presented_in_the_log_line_listed_by_tools_and_shown_by_config() {
+    let dir = temp_dir();
+    let config = format!(
+        "builtin_settings = false\n[tools.create_transfer]\ncomponent = {:?}\nside_effect = true\n\
+         confirm = \"Transfer {{amount}} to {{to}}\"\npresent_result = \"Transfer to {{to}}: {{status|upper}}\"\n\
+         [tools.echo]\ncomponent = {:?}\nside_effect = false\n",
+        fixture("create_transfer").display().to_string(),
+        tool("echo").display().to_string()
+    );
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
+    let args = r#"{"to":"acc-bob","amount":20000}"#;
+    let out = airlock(dir.path(), &["-v", "call", "create_transfer", args, "--yes"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("create_transfer ok in") && stderr.contains(": Transfer to acc-bob: DONE"), "{stderr}");
+    assert_eq!(json_out(&out)["content"], json!({"to": "acc-bob", "amount": 20000, "status": "done"}));
+
+    let tools = airlock(dir.path(), &["tools"], "");
+    let table = String::from_utf8_lossy(&tools.stdout);
+    assert!(table.lines().next().unwrap_or_default().contains(" CARD "), "{table}");
+    let row = |name: &str| table.lines().find(|line| line.starts_with(name)).unwrap_or_default().to_owned();
+    assert!(row("create_transfer").contains(" both "), "{table}");
+    assert!(row("echo ").contains(" - "), "{table}");
+
+    let shown = airlock(dir.path(), &["config"], "");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("confirm = \"Transfer {amount} to {to}\""), "{text}");
+    assert!(text.contains("present_result = \"Transfer to {to}: {status|upper}\""), "{text}");
+}

@@ -1,6 +1,7 @@
 //! Airlock's integration tests: one binary, one module per area. The guests
 //! they use are built by `make guests` (see `support`).
 
+mod cards;
 mod cli;
 mod host_limits;
 mod identity;

@@ -28,6 +28,7 @@ async fn no_host_only_field_reaches_any_encoding() {
          max_output_bytes = 918273\nmax_stdio_bytes = 65432\ntable_elements = 43210\ninstances = 77\n\
          host_memory_mib = 3917\nmax_open_files = 1013\n\
          concurrency_safe = true\nside_effect = true\ndefer_loading = true\n\
+         confirm = \"sentinel-card-template-t1 {{text}}\"\npresent_result = \"sentinel-presenter-r2 {{text|upper}}\"\n\
          env = {{ SENTINEL_ENV_NAME = \"sentinel-env-value-k3\" }}\n\
          dirs = [{{ host = {:?}, guest = \"/sentinel-guest-dir-m2\", access = \"rw\" }}]\n\
          [tools.echo.network]\nallow = [\"https://sentinel-origin-x4.example\"]\n\
@@ -80,6 +81,9 @@ async fn no_host_only_field_reaches_any_encoding() {
         "idle_secs",
         "memory_mib",
         "sessions",
+        "sentinel-card-template-t1",
+        "sentinel-presenter-r2",
+        "present_result",
     ];
     for format in Format::ALL {
         for strict in [false, true] {
@@ -96,6 +100,16 @@ async fn no_host_only_field_reaches_any_encoding() {
     assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(false), "side_effect = true is not read-only");
     let anthropic = host.schemas(Format::Anthropic, false);
     assert_eq!(anthropic[0]["defer_loading"], json!(true));
+    // The presenter's line is for logs and UIs: a result carries it beside,
+    // never inside, what the model reads.
+    let yes = FnConfirmer(|_: ConfirmRequest<'_>| true);
+    let result = host.call(CallRequest::new("tester", "echo", json!({"text": "hi"})), Some(&yes)).await;
+    assert_eq!(result.presented.as_deref(), Some("sentinel-presenter-r2 HI"), "{}", result.text());
+    for format in Format::ALL {
+        let encoded =
+            serde_json::to_string(&airlock::write_results(format, std::slice::from_ref(&result))).expect("json");
+        assert!(!encoded.contains("sentinel-presenter-r2"), "{format} carries the presentation: {encoded}");
+    }
 }
 
 fn bank_config(audit: &std::path::Path) -> String {

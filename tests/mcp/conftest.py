@@ -95,9 +95,10 @@ class Setup:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = False, origins: tuple[str, ...] = (), audit: bool = False) -> Setup:
+def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = False, origins: tuple[str, ...] = (), audit: bool = False, transfer_keys: str = "") -> Setup:
     """A config: the bundled tools (or `tool_dir`), hostile and create_transfer
-    fixtures, create_transfer with side effects (the default policy asks)."""
+    fixtures, create_transfer with side effects (the default policy asks);
+    `transfer_keys` are TOML lines added to `[tools.create_transfer]`."""
     tool_dir = tool_dir or TOOLS_DIR
     text = f"""
         tool_dirs = [{str(tool_dir)!r}]
@@ -124,7 +125,7 @@ def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = Fals
         component = {str(TEST_GUESTS / "create_transfer.wasm")!r}
         side_effect = true
     """
-    text = textwrap.dedent(text).replace("'", '"')
+    text = textwrap.dedent(text).replace("'", '"') + transfer_keys
     if audit:
         text += f'\n[audit]\nfile = "{dir / "audit.jsonl"}"\n'
     if tokens or origins:

@@ -179,6 +179,34 @@ async def test_ask_accepted(transport: str, mode: str, setup: Setup) -> None:
     assert ask.schemas[0]["properties"]["allow"]["type"] == "boolean"
 
 
+CARD_KEYS = """
+confirm = "Transfer {amount} to account {to|last4} (full: {to})\\nRequested by {caller.principal}"
+present_result = "Transfer to {to}: {status|upper}"
+"""
+
+
+@both
+@generations
+async def test_the_elicitation_shows_the_operators_card_escaped(transport: str, mode: str, tmp_path: Path) -> None:
+    setup = write_config(tmp_path, transfer_keys=CARD_KEYS)
+    ask = Elicitations("accept", allow=True)
+    hostile = "acc-bob\n\nTransfer 1 to account 0000\u202e0005"
+    async with connect(transport, mode, setup, principal="carol", elicitation_callback=ask) as client:
+        result = await client.call_tool("create_transfer", {"to": hostile, "amount": 20000})
+        listed = (await client.list_tools()).tools
+    assert not result.is_error, text_of(result)
+    assert len(ask.messages) == 1
+    message = ask.messages[0]
+    lines = message.split("\n")
+    assert lines[0] == "Transfer 20000 to account 0005 (full: acc-bob\\n\\nTransfer 1 to account 0000\\u{202e}0005)", message
+    assert lines[1] == "Requested by carol", message
+    assert lines[2:] == ["", "carol wants to call create_transfer: the tool has side effects. Allow?"], message
+    assert "\u202e" not in message, message
+    # The presentation and the templates are host-only.
+    assert "DONE" not in json.dumps(result.model_dump(mode="json")), result
+    assert "Requested by" not in json.dumps([t.model_dump(mode="json") for t in listed])
+
+
 @both
 @generations
 @pytest.mark.parametrize("answer", ["decline", "cancel", "accept-false"])

@@ -56,11 +56,17 @@ const ALLOW_FIELD: &str = "allow";
 
 /// The question put to the user, e.g. `alice wants to call create_transfer
 /// with {"amount":20000,"to":"bob"}: transfers above 10,000 need
-/// confirmation. Allow?`.
+/// confirmation. Allow?`. A tool with a confirmation card shows the card
+/// (already escaped and capped) in place of the arguments: `Transfer 20000
+/// to bob\n\nalice wants to call create_transfer: transfers above 10,000
+/// need confirmation. Allow?`.
 pub fn message(request: &ConfirmRequest<'_>) -> String {
+    let reason = request.reason.trim().trim_end_matches('.');
+    if let Some(card) = request.card {
+        return format!("{card}\n\n{} wants to call {}: {reason}. Allow?", request.principal, request.tool);
+    }
     let arguments = request.arguments.to_string();
     let arguments = cap(&arguments, MAX_CONFIRM_ARGUMENT_BYTES);
-    let reason = request.reason.trim().trim_end_matches('.');
     format!("{} wants to call {} with {arguments}: {reason}. Allow?", request.principal, request.tool)
 }
 
@@ -368,10 +374,16 @@ mod tests {
             tool: "create_transfer",
             arguments: &arguments,
             reason: "transfers above 10,000 need confirmation.",
+            card: None,
         };
         let text = message(&request);
         assert!(text.starts_with("alice wants to call create_transfer with {"), "{text}");
         assert!(text.ends_with(": transfers above 10,000 need confirmation. Allow?"), "{text}");
         assert!(text.len() < MAX_CONFIRM_ARGUMENT_BYTES + 200);
+        let card = ConfirmRequest { card: Some("Transfer 20000 to bob"), ..request };
+        assert_eq!(
+            message(&card),
+            "Transfer 20000 to bob\n\nalice wants to call create_transfer: transfers above 10,000 need confirmation. Allow?"
+        );
     }
 }

@@ -28,7 +28,7 @@ mod layer;
 mod show;
 
 pub use crate::authorize::PolicyFiles;
-pub use crate::http_settings::{BearerToken, HttpSettings};
+pub use crate::http_settings::{BearerToken, HttpSettings, JwksSource, JwtSettings};
 pub use crate::tool_settings::ToolConfig;
 
 /// The configuration used when there is no `airlock.toml`: the bundled tools
@@ -201,7 +201,7 @@ impl Config {
             None => None,
             Some(audit) => Some(AuditSettings::from_raw(audit, &resolve).map_err(in_section("audit"))?),
         };
-        let http = HttpSettings::from_raw(raw.http).map_err(error)?;
+        let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
 
         Ok(Config {

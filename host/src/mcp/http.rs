@@ -45,6 +45,7 @@
 mod body;
 mod connections;
 mod gate;
+mod jwt;
 
 use super::server::{AirlockServer, Shared};
 use crate::config::BearerToken;
@@ -84,12 +85,14 @@ pub const MCP_PATH: &str = "/mcp";
 /// Serve until Ctrl-C or SIGTERM.
 pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> anyhow::Result<()> {
     let settings = shared.host.config().http;
-    if !addr.ip().is_loopback() && settings.tokens.is_empty() {
+    if !addr.ip().is_loopback() && settings.tokens.is_empty() && settings.jwt.is_none() {
         anyhow::bail!(
-            "refusing to serve MCP over HTTP on {addr}: it is not a loopback address and the config has no bearer tokens. \
-             Add `[http] tokens = [{{ token_env = \"AIRLOCK_TOKEN\", principal = \"alice\" }}]` to the config, or serve on 127.0.0.1"
+            "refusing to serve MCP over HTTP on {addr}: it is not a loopback address and the config has no bearer tokens \
+             and no [http.jwt]. Add `[http] tokens = [{{ token_env = \"AIRLOCK_TOKEN\", principal = \"alice\" }}]` or an \
+             `[http.jwt]` section to the config, or serve on 127.0.0.1"
         );
     }
+    let jwt = settings.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
     let manager = Arc::new(LocalSessionManager::default());
     let gate = Arc::new(Gate {
         tokens: settings
@@ -97,6 +100,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
             .iter()
             .map(|BearerToken { token, principal }| Token { digest: digest(token), principal: principal.clone() })
             .collect(),
+        jwt: jwt.clone(),
         allowed_origins: settings.allowed_origins.iter().map(|o| normalize_origin(o)).collect(),
         loopback: addr.ip().is_loopback(),
         default_principal: principal.clone(),
@@ -117,8 +121,27 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         .with_cancellation_token(shutdown.child_token());
     let server = AirlockServer::new(shared, principal);
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
-    let app =
+    let mut app =
         axum::Router::new().route_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, check));
+    if let Some(jwt) = jwt {
+        // The metadata document is public (a client reads it before it has
+        // a token), so it is routed after the gate's layer.
+        let document = jwt.metadata().to_string();
+        let for_mcp = document.clone();
+        app = app
+            .route(
+                jwt::METADATA_PATH,
+                axum::routing::get(move || {
+                    std::future::ready(([(axum::http::header::CONTENT_TYPE, "application/json")], document.clone()))
+                }),
+            )
+            .route(
+                &format!("{}{MCP_PATH}", jwt::METADATA_PATH),
+                axum::routing::get(move || {
+                    std::future::ready(([(axum::http::header::CONTENT_TYPE, "application/json")], for_mcp.clone()))
+                }),
+            );
+    }
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");

@@ -8,6 +8,7 @@
 
 use super::super::server::Caller;
 use super::body::read_message;
+use super::jwt::Verifier;
 use super::{MAX_HTTP_SESSIONS, MCP_PATH};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -40,6 +41,8 @@ pub(super) type SessionQuota = Box<dyn Fn(&str) -> usize + Send + Sync>;
 /// The checks in front of rmcp, and the session → principal bindings.
 pub(super) struct Gate {
     pub(super) tokens: Vec<Token>,
+    /// JWT access tokens, accepted besides `tokens` (see `jwt`).
+    pub(super) jwt: Option<Arc<Verifier>>,
     pub(super) allowed_origins: Vec<String>,
     pub(super) loopback: bool,
     pub(super) default_principal: String,
@@ -96,10 +99,13 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
-    let Some(principal) = gate.authenticate(headers) else {
-        let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
-        return response;
+    let principal = match (gate.authenticate(headers), &gate.jwt) {
+        (Some(principal), _) => principal,
+        (None, Some(jwt)) => match jwt.authenticate(headers).await {
+            Ok(principal) => principal,
+            Err(rejection) => return jwt.unauthorized(&rejection),
+        },
+        (None, None) => return unauthorized(),
     };
     let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(id) = &session
@@ -191,14 +197,22 @@ fn next_event_id(id: &str) -> Option<String> {
     })
 }
 
+/// The `401` when only static tokens are configured.
+fn unauthorized() -> Response {
+    let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
+    response
+}
+
 fn refuse(status: StatusCode, message: &'static str) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message).into_response()
 }
 
 impl Gate {
-    /// The principal of a request, or `None` when it must be refused.
+    /// The principal of a request's static token, or `None` when it has
+    /// none (then a JWT, when configured, is tried).
     fn authenticate(&self, headers: &HeaderMap) -> Option<String> {
-        if self.tokens.is_empty() {
+        if self.tokens.is_empty() && self.jwt.is_none() {
             return Some(self.default_principal.clone());
         }
         let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -323,6 +337,7 @@ mod tests {
     fn gate(tokens: &[(&str, &str)], origins: &[&str]) -> Gate {
         Gate {
             tokens: tokens.iter().map(|(t, p)| Token { digest: digest(t), principal: (*p).into() }).collect(),
+            jwt: None,
             allowed_origins: origins.iter().map(|o| normalize_origin(o)).collect(),
             loopback: true,
             default_principal: "local".into(),

@@ -105,7 +105,7 @@ mod tests {
                 file: None,
             })
             .collect();
-        Access::new(&HttpSettings { tokens, allowed_origins: vec!["https://App.example.com/".into()] })
+        Access::new(&HttpSettings { tokens, allowed_origins: vec!["https://App.example.com/".into()], jwt: None })
     }
 
     #[test]

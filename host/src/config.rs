@@ -28,7 +28,7 @@ mod layer;
 mod show;
 
 pub use crate::authorize::PolicyFiles;
-pub use crate::http_settings::{BearerToken, HttpSettings};
+pub use crate::http_settings::{BearerToken, HttpSettings, JwksSource, JwtSettings};
 pub use crate::tool_settings::ToolConfig;
 
 /// The configuration used when there is no `airlock.toml`: the bundled tools

@@ -405,10 +405,10 @@ impl Host {
     fn check_tokens(&self, http: &HttpSettings) -> Result<(), HostError> {
         let needs = *self.inner.needs_tokens.lock().unwrap_or_else(PoisonError::into_inner);
         match needs {
-            Some(addr) if http.tokens.is_empty() => Err(HostError::Refused(format!(
-                "[http] tokens: the config has no bearer tokens, but the MCP HTTP server listens on {addr}, which \
-                 is not a loopback address and is never served without them; keep at least one \
-                 `[[http.tokens]]` entry, or restart airlock serve on 127.0.0.1"
+            Some(addr) if http.tokens.is_empty() && http.jwt.is_none() => Err(HostError::Refused(format!(
+                "[http] tokens: the config has no bearer tokens and no [http.jwt], but the MCP HTTP server listens \
+                 on {addr}, which is not a loopback address and is never served without them; keep at least one \
+                 `[[http.tokens]]` entry or the `[http.jwt]` section, or restart airlock serve on 127.0.0.1"
             ))),
             _ => Ok(()),
         }

@@ -1,5 +1,5 @@
 //! `[http]`: the settings of the MCP streamable-HTTP transport, bearer
-//! tokens and extra allowed origins.
+//! tokens, JWT access tokens (`[http.jwt]`) and extra allowed origins.
 //!
 //! A token is a secret: it comes from the config file or, better, from an
 //! environment variable (`token_env`) or a file (`token_file`, which
@@ -10,9 +10,21 @@
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Fewest characters a bearer token may have.
 pub const MIN_TOKEN_LEN: usize = 16;
+/// The JWT signature algorithms `[http.jwt] algorithms` may name (and
+/// accepts by default): asymmetric ones only, so a key set's public key
+/// can never be used as an HMAC secret.
+pub const JWT_ALGORITHMS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
+/// How long a fetched JWKS is used before it is fetched again, unless
+/// `[http.jwt] jwks_refresh_seconds` says otherwise.
+pub const DEFAULT_JWKS_REFRESH: Duration = Duration::from_secs(3600);
+/// Least time between two fetches of a JWKS URL, whatever the tokens
+/// presented (an unknown `kid` asks for a fetch), unless `[http.jwt]
+/// jwks_min_refresh_seconds` says otherwise.
+pub const DEFAULT_JWKS_MIN_REFRESH: Duration = Duration::from_secs(60);
 
 /// A bearer token accepted by the MCP HTTP transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +45,43 @@ pub struct HttpSettings {
     pub tokens: Vec<BearerToken>,
     /// Extra `Origin` values accepted besides loopback origins.
     pub allowed_origins: Vec<String>,
+    /// JWT access tokens accepted besides `tokens`.
+    pub jwt: Option<JwtSettings>,
+}
+
+/// Where the keys that sign access tokens are read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    /// A JWKS document on disk, read at start.
+    File(PathBuf),
+    /// A JWKS document fetched over HTTPS (plain HTTP only from a loopback
+    /// address), cached and refreshed.
+    Url(String),
+}
+
+/// `[http.jwt]`: accept JWT access tokens (OAuth 2.1 resource server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtSettings {
+    /// The `iss` a token must carry.
+    pub issuer: String,
+    /// The value a token's `aud` must carry (or contain).
+    pub audience: String,
+    /// Where the verification keys come from.
+    pub jwks: JwksSource,
+    /// The claim whose string value is the principal (default `sub`).
+    pub principal_claim: String,
+    /// The accepted `alg` values, a subset of [`JWT_ALGORITHMS`].
+    pub algorithms: Vec<String>,
+    /// The authorization servers the metadata document lists (default: the
+    /// issuer).
+    pub authorization_servers: Vec<String>,
+    /// This server's resource identifier for the metadata document
+    /// (default: the audience).
+    pub resource: String,
+    /// How long a fetched JWKS is used before it is fetched again.
+    pub jwks_refresh: Duration,
+    /// Least time between two fetches of the JWKS URL.
+    pub jwks_min_refresh: Duration,
 }
 
 /// `[http]` as written.
@@ -43,6 +92,23 @@ pub struct RawHttp {
     tokens: Vec<RawToken>,
     #[serde(default)]
     allowed_origins: Vec<String>,
+    jwt: Option<RawJwt>,
+}
+
+/// `[http.jwt]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJwt {
+    issuer: String,
+    audience: String,
+    jwks_file: Option<PathBuf>,
+    jwks_url: Option<String>,
+    principal_claim: Option<String>,
+    algorithms: Option<Vec<String>>,
+    authorization_servers: Option<Vec<String>>,
+    resource: Option<String>,
+    jwks_refresh_seconds: Option<u64>,
+    jwks_min_refresh_seconds: Option<u64>,
 }
 
 /// One `[[http.tokens]]` entry as written.
@@ -92,7 +158,61 @@ impl HttpSettings {
             }
             tokens.push(BearerToken { token: value, principal: token.principal, file });
         }
-        Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins })
+        let jwt = raw.jwt.map(|jwt| JwtSettings::from_raw(jwt, resolve)).transpose()?;
+        Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins, jwt })
+    }
+}
+
+impl JwtSettings {
+    fn from_raw(raw: RawJwt, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<JwtSettings, String> {
+        let ctx = "[http.jwt]";
+        if raw.issuer.is_empty() || raw.audience.is_empty() {
+            return Err(format!("{ctx} issuer and audience must not be empty"));
+        }
+        let jwks = match (raw.jwks_file, raw.jwks_url) {
+            (Some(file), None) => JwksSource::File(resolve(&file)),
+            (None, Some(url)) => {
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    return Err(format!("{ctx} jwks_url = {url:?}: use an https:// URL"));
+                }
+                JwksSource::Url(url)
+            }
+            _ => return Err(format!("{ctx} needs exactly one of `jwks_file` or `jwks_url`")),
+        };
+        let algorithms = raw.algorithms.unwrap_or_else(|| JWT_ALGORITHMS.iter().map(|a| (*a).to_owned()).collect());
+        if algorithms.is_empty() {
+            return Err(format!("{ctx} algorithms is empty; name some of {JWT_ALGORITHMS:?}"));
+        }
+        if let Some(other) = algorithms.iter().find(|a| !JWT_ALGORITHMS.contains(&a.as_str())) {
+            return Err(format!("{ctx} algorithms: {other:?} is not accepted; use some of {JWT_ALGORITHMS:?}"));
+        }
+        let resource = raw.resource.unwrap_or_else(|| raw.audience.clone());
+        if !(resource.starts_with("https://") || resource.starts_with("http://")) {
+            return Err(format!(
+                "{ctx} resource = {resource:?} (the audience when not given) must be this server's URL, e.g. \
+                 \"https://airlock.example.com/mcp\", for the protected-resource metadata document"
+            ));
+        }
+        let seconds = |value: Option<u64>, default: Duration, key: &str| match value {
+            Some(0) => Err(format!("{ctx} {key} must be at least 1")),
+            Some(s) => Ok(Duration::from_secs(s)),
+            None => Ok(default),
+        };
+        Ok(JwtSettings {
+            authorization_servers: raw.authorization_servers.unwrap_or_else(|| vec![raw.issuer.clone()]),
+            issuer: raw.issuer,
+            audience: raw.audience,
+            jwks,
+            principal_claim: raw.principal_claim.unwrap_or_else(|| "sub".to_owned()),
+            algorithms,
+            resource,
+            jwks_refresh: seconds(raw.jwks_refresh_seconds, DEFAULT_JWKS_REFRESH, "jwks_refresh_seconds")?,
+            jwks_min_refresh: seconds(
+                raw.jwks_min_refresh_seconds,
+                DEFAULT_JWKS_MIN_REFRESH,
+                "jwks_min_refresh_seconds",
+            )?,
+        })
     }
 }
 
@@ -114,6 +234,25 @@ mod tests {
             &["AIRLOCK_SURELY_UNSET_VAR", "not set"],
         );
         check_err("[http]\nbogus = 1", &["bogus", "allowed_origins"]);
+        let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\n";
+        check_err(jwt, &["[http.jwt]", "exactly one of `jwks_file` or `jwks_url`"]);
+        check_err(&format!("{jwt}jwks_file = \"k.json\"\nalgorithms = [\"HS256\"]"), &["\"HS256\"", "RS256"]);
+        check_err(&format!("{jwt}jwks_url = \"ftp://x\""), &["https://"]);
+        check_err(&format!("{jwt}jwks_file = \"k.json\"\njwks_min_refresh_seconds = 0"), &["at least 1"]);
+    }
+
+    #[test]
+    fn jwt_defaults() {
+        let config = parse(
+            "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"",
+        )
+        .unwrap();
+        let jwt = config.http.jwt.expect("jwt");
+        assert_eq!(jwt.principal_claim, "sub");
+        assert_eq!(jwt.authorization_servers, vec!["https://idp".to_owned()]);
+        assert_eq!(jwt.resource, "https://a/mcp");
+        assert_eq!(jwt.algorithms, JWT_ALGORITHMS.map(str::to_owned).to_vec());
+        assert_eq!(jwt.jwks, JwksSource::Url("https://idp/jwks".into()));
     }
 
     #[test]

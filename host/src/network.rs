@@ -19,7 +19,7 @@
 
 mod address;
 mod grant;
-mod send;
+pub(crate) mod send;
 #[cfg(test)]
 mod tests;
 

@@ -239,6 +239,11 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     check("engine.wasm_stack_kib", (now.wasm_stack_bytes >> 10).to_string(), (new.wasm_stack_bytes >> 10).to_string());
     let dir = |d: &Option<PathBuf>| d.as_ref().map_or_else(|| "none (cache off)".to_owned(), |d| format!("{d:?}"));
     check("engine.cache_dir", dir(&now.cache_dir), dir(&new.cache_dir));
+    // The JWT verifier (and its key cache) is built when the HTTP server
+    // starts.
+    if current.http.jwt != next.http.jwt {
+        changed.push("http.jwt changed; restart airlock serve to apply it".to_owned());
+    }
     changed
 }
 

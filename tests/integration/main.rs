@@ -6,6 +6,7 @@ mod cli;
 mod host_limits;
 mod identity;
 mod interpreters;
+mod jwt;
 mod limits_schema;
 mod loading;
 mod network;

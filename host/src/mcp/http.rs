@@ -47,6 +47,7 @@
 mod body;
 mod connections;
 mod gate;
+mod jwt;
 
 use super::server::{AirlockServer, Shared};
 use anyhow::Context as _;
@@ -84,20 +85,24 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// Serve until Ctrl-C or SIGTERM.
 pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> anyhow::Result<()> {
+    let settings = shared.host.config().http;
     // From here on the host refuses any reload that would leave this
-    // server without tokens.
+    // server without bearer tokens or JWT validation.
     if !addr.ip().is_loopback() && shared.host.require_http_tokens(addr).is_err() {
         anyhow::bail!(
-            "refusing to serve MCP over HTTP on {addr}: it is not a loopback address and the config has no bearer tokens. \
-             Add `[http] tokens = [{{ token_env = \"AIRLOCK_TOKEN\", principal = \"alice\" }}]` to the config, or serve on 127.0.0.1"
+            "refusing to serve MCP over HTTP on {addr}: it is not a loopback address and the config has no bearer tokens \
+             and no [http.jwt]. Add `[http] tokens = [{{ token_env = \"AIRLOCK_TOKEN\", principal = \"alice\" }}]` or an \
+             `[http.jwt]` section to the config, or serve on 127.0.0.1"
         );
     }
+    let jwt = settings.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
     let manager = Arc::new(LocalSessionManager::default());
     let gate = Arc::new(Gate {
         access: {
             let host = shared.host.clone();
             Box::new(move || host.state().access().clone())
         },
+        jwt: jwt.clone(),
         loopback: addr.ip().is_loopback(),
         default_principal: principal.clone(),
         sessions: Mutex::new(HashMap::new()),
@@ -117,8 +122,27 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         .with_cancellation_token(shutdown.child_token());
     let server = AirlockServer::new(shared, principal);
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
-    let app =
+    let mut app =
         axum::Router::new().route_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, check));
+    if let Some(jwt) = jwt {
+        // The metadata document is public (a client reads it before it has
+        // a token), so it is routed after the gate's layer.
+        let document = jwt.metadata().to_string();
+        let for_mcp = document.clone();
+        app = app
+            .route(
+                jwt::METADATA_PATH,
+                axum::routing::get(move || {
+                    std::future::ready(([(axum::http::header::CONTENT_TYPE, "application/json")], document.clone()))
+                }),
+            )
+            .route(
+                &format!("{}{MCP_PATH}", jwt::METADATA_PATH),
+                axum::routing::get(move || {
+                    std::future::ready(([(axum::http::header::CONTENT_TYPE, "application/json")], for_mcp.clone()))
+                }),
+            );
+    }
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");

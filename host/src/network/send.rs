@@ -93,7 +93,7 @@ async fn connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream, E
 }
 
 /// One TLS client configuration (ring, webpki roots) for the whole process.
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+pub(crate) fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
     static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
     if let Some(config) = CONFIG.get() {
         return Ok(config.clone());

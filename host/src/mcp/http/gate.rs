@@ -8,6 +8,7 @@
 
 use super::super::server::Caller;
 use super::body::read_message;
+use super::jwt::Verifier;
 use super::{MAX_HTTP_SESSIONS, MCP_PATH};
 use crate::access::{Access, normalize_origin};
 use axum::body::Body;
@@ -36,6 +37,8 @@ pub(super) type CurrentAccess = Box<dyn Fn() -> Arc<Access> + Send + Sync>;
 /// The checks in front of rmcp, and the session → principal bindings.
 pub(super) struct Gate {
     pub(super) access: CurrentAccess,
+    /// JWT access tokens, accepted besides the static tokens (see `jwt`).
+    pub(super) jwt: Option<Arc<Verifier>>,
     pub(super) loopback: bool,
     pub(super) default_principal: String,
     pub(super) sessions: Mutex<HashMap<String, String>>,
@@ -93,10 +96,13 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
-    let Some(principal) = gate.authenticate(&access, headers) else {
-        let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
-        return response;
+    let principal = match (gate.authenticate(&access, headers), &gate.jwt) {
+        (Some(principal), _) => principal,
+        (None, Some(jwt)) => match jwt.authenticate(headers).await {
+            Ok(principal) => principal,
+            Err(rejection) => return jwt.unauthorized(&rejection),
+        },
+        (None, None) => return unauthorized(),
     };
     let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(id) = &session
@@ -188,15 +194,22 @@ fn next_event_id(id: &str) -> Option<String> {
     })
 }
 
+/// The `401` when only static tokens are configured.
+fn unauthorized() -> Response {
+    let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
+    response
+}
+
 fn refuse(status: StatusCode, message: &'static str) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message).into_response()
 }
 
 impl Gate {
-    /// The principal of a request under `access`, or `None` when it must
-    /// be refused.
+    /// The principal of a request's static token under `access`, or
+    /// `None` when it has none (then a JWT, when configured, is tried).
     fn authenticate(&self, access: &Access, headers: &HeaderMap) -> Option<String> {
-        if !access.has_tokens() {
+        if !access.has_tokens() && self.jwt.is_none() {
             return Some(self.default_principal.clone());
         }
         let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -302,13 +315,14 @@ mod tests {
             .map(|(t, p)| crate::config::BearerToken { token: (*t).into(), principal: (*p).into(), file: None })
             .collect();
         let allowed_origins = origins.iter().map(|o| (*o).to_owned()).collect();
-        Arc::new(Access::new(&crate::config::HttpSettings { tokens, allowed_origins }))
+        Arc::new(Access::new(&crate::config::HttpSettings { tokens, allowed_origins, jwt: None }))
     }
 
     fn gate(tokens: &[(&str, &str)], origins: &[&str]) -> Gate {
         let access = access(tokens, origins);
         Gate {
             access: Box::new(move || access.clone()),
+            jwt: None,
             loopback: true,
             default_principal: "local".into(),
             sessions: Mutex::new(HashMap::new()),

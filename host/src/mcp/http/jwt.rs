@@ -1,0 +1,465 @@
+//! JWT access tokens (OAuth 2.1 resource server, `[http.jwt]`): the
+//! verification keys (a JWKS file, or a JWKS URL fetched, cached and
+//! refreshed), the checks a token passes before its claim names the
+//! principal, the `401` challenge and the protected-resource metadata
+//! document (RFC 9728) that tells a client where to get a token.
+//!
+//! Trusts nothing in a token until its signature verifies with a key from
+//! the configured JWKS: its size is capped ([`MAX_JWT_BYTES`]), its `alg`
+//! must be one the operator accepts (asymmetric only, so a public key can
+//! never serve as an HMAC secret and `none` is never accepted), and the key
+//! must be of that algorithm's type. Then `iss`, `aud` and `exp` must be
+//! present and right, `exp`/`nbf` with [`JWT_LEEWAY`], and the principal
+//! claim a string of at most [`MAX_PRINCIPAL_BYTES`].
+//!
+//! Nor does it trust the IdP's document: it is capped in bytes
+//! ([`MAX_JWKS_BYTES`]) and keys ([`MAX_JWKS_KEYS`]), fetched within
+//! [`JWKS_FETCH_TIMEOUT`] over HTTPS (plain HTTP only to a loopback
+//! address), and a key it cannot use is skipped. A token naming an unknown
+//! `kid` asks for a fetch, but fetches are at least `jwks_min_refresh`
+//! apart whatever clients send, so random `kid`s cannot make the host
+//! hammer the IdP; a failed fetch keeps the keys already held.
+
+use crate::config::{JwksSource, JwtSettings};
+use anyhow::Context as _;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Mutex;
+use wasmtime_wasi_http::io::TokioIo;
+
+/// Longest access token accepted, in bytes.
+pub const MAX_JWT_BYTES: usize = 8 << 10;
+/// Largest JWKS document read (file or URL), in bytes.
+pub const MAX_JWKS_BYTES: usize = 256 << 10;
+/// Most keys a JWKS document may hold; a document with more is refused.
+pub const MAX_JWKS_KEYS: usize = 64;
+/// Clock skew allowed when checking `exp` and `nbf`.
+pub const JWT_LEEWAY: Duration = Duration::from_secs(60);
+/// How long fetching the JWKS URL may take, connecting to the last byte.
+pub const JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest principal a token's principal claim may name, in bytes.
+pub const MAX_PRINCIPAL_BYTES: usize = 256;
+/// Where the protected-resource metadata document is served (RFC 9728);
+/// also at this path followed by the MCP path.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// A verification key from the JWKS.
+struct Key {
+    kid: Option<String>,
+    algorithm: Algorithm,
+    key: DecodingKey,
+}
+
+/// The keys held and when they were fetched.
+struct Keys {
+    keys: Vec<Key>,
+    /// When the keys were last read successfully.
+    loaded: Option<Instant>,
+    /// When a fetch was last tried, successful or not.
+    tried: Option<Instant>,
+}
+
+/// Why a request's token was not accepted.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Rejection {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// A token was sent and is not accepted, for this reason.
+    Invalid(String),
+}
+
+/// Checks access tokens against `[http.jwt]`.
+pub(super) struct Verifier {
+    settings: JwtSettings,
+    algorithms: Vec<Algorithm>,
+    keys: Mutex<Keys>,
+}
+
+impl Verifier {
+    /// The verifier for `settings`; a JWKS file is read now, a URL at the
+    /// first token.
+    ///
+    /// # Errors
+    ///
+    /// The JWKS file cannot be read or holds no usable key.
+    pub(super) fn new(settings: &JwtSettings) -> anyhow::Result<Verifier> {
+        let algorithms = settings.algorithms.iter().filter_map(|name| algorithm(name)).collect();
+        let mut keys = Keys { keys: Vec::new(), loaded: None, tried: None };
+        if let JwksSource::File(path) = &settings.jwks {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("[http.jwt] jwks_file = {:?}: cannot read it", path.display()))?;
+            keys.keys = parse_jwks(&bytes)
+                .map_err(|err| anyhow::anyhow!("[http.jwt] jwks_file = {:?}: {err}", path.display()))?;
+            if keys.keys.is_empty() {
+                anyhow::bail!(
+                    "[http.jwt] jwks_file = {:?} holds no usable signing key (accepted: {:?} keys, for the algorithms \
+                     {:?})",
+                    path.display(),
+                    ["RSA", "EC P-256", "OKP Ed25519"],
+                    settings.algorithms
+                );
+            }
+            keys.loaded = Some(Instant::now());
+        }
+        Ok(Verifier { settings: settings.clone(), algorithms, keys: Mutex::new(keys) })
+    }
+
+    /// The principal a request's bearer token names.
+    pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<String, Rejection> {
+        let value = headers.get(header::AUTHORIZATION).ok_or(Rejection::Missing)?;
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .ok_or_else(|| Rejection::Invalid("send the token as Authorization: Bearer <token>".into()))?;
+        let result = self.principal(token).await;
+        if let Err(Rejection::Invalid(why)) = &result {
+            tracing::info!(reason = why.as_str(), "refused an HTTP request's access token");
+        }
+        result
+    }
+
+    /// The principal `token` names, once it is verified.
+    async fn principal(&self, token: &str) -> Result<String, Rejection> {
+        let invalid = Rejection::Invalid;
+        if token.len() > MAX_JWT_BYTES {
+            return Err(invalid(format!("the token is {} bytes; at most {MAX_JWT_BYTES} are accepted", token.len())));
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            invalid(format!(
+                "the token is not a JWT signed with an accepted algorithm (accepted: {})",
+                self.settings.algorithms.join(", ")
+            ))
+        })?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(invalid(format!(
+                "the token is signed with {:?}; accepted: {}",
+                header.alg,
+                self.settings.algorithms.join(", ")
+            )));
+        }
+        let key = self.key_for(header.kid.as_deref(), header.alg).await?;
+        let mut validation = Validation::new(header.alg);
+        validation.leeway = JWT_LEEWAY.as_secs();
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_audience(&[&self.settings.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|err| invalid(self.describe(&err)))?;
+        let claim = &self.settings.principal_claim;
+        match data.claims.get(claim).and_then(Value::as_str) {
+            Some(principal) if !principal.is_empty() && principal.len() <= MAX_PRINCIPAL_BYTES => {
+                Ok(principal.to_owned())
+            }
+            Some(_) => {
+                Err(invalid(format!("the token's {claim} claim is empty or longer than {MAX_PRINCIPAL_BYTES} bytes")))
+            }
+            None => Err(invalid(format!("the token has no string {claim} claim to name the principal"))),
+        }
+    }
+
+    /// The key for a token's `kid` and `alg`, fetching the JWKS when it is
+    /// stale or the `kid` is unknown (and a fetch is not too soon).
+    async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Rejection> {
+        let mut keys = self.keys.lock().await;
+        if let JwksSource::Url(url) = &self.settings.jwks {
+            let stale = keys.loaded.is_none_or(|at| at.elapsed() >= self.settings.jwks_refresh);
+            if stale && self.may_fetch(&keys) {
+                self.fetch_into(url, &mut keys).await;
+            }
+            if find(&keys.keys, kid, alg).is_none() && self.may_fetch(&keys) {
+                self.fetch_into(url, &mut keys).await;
+            }
+        }
+        if let Some(key) = find(&keys.keys, kid, alg) {
+            return Ok(key.clone());
+        }
+        let kid = kid.map_or_else(|| "no kid".to_owned(), |kid| format!("kid {}", kid.escape_debug()));
+        Err(Rejection::Invalid(format!(
+            "unknown key: no {alg:?} key in the issuer's key set matches the token's {kid}"
+        )))
+    }
+
+    fn may_fetch(&self, keys: &Keys) -> bool {
+        keys.tried.is_none_or(|at| at.elapsed() >= self.settings.jwks_min_refresh)
+    }
+
+    /// Fetch the JWKS URL into `keys`; on failure keep the keys held.
+    async fn fetch_into(&self, url: &str, keys: &mut Keys) {
+        keys.tried = Some(Instant::now());
+        let fetched = match tokio::time::timeout(JWKS_FETCH_TIMEOUT, fetch(url)).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("it took longer than {JWKS_FETCH_TIMEOUT:?}")),
+        };
+        match fetched.and_then(|bytes| parse_jwks(&bytes)) {
+            Ok(fresh) => {
+                tracing::info!(url, keys = fresh.len(), "fetched the JWKS");
+                keys.keys = fresh;
+                keys.loaded = Some(Instant::now());
+            }
+            Err(err) => {
+                tracing::warn!(url, "cannot fetch the JWKS ([http.jwt] jwks_url): {err}; keeping the keys held")
+            }
+        }
+    }
+
+    fn describe(&self, err: &jsonwebtoken::errors::Error) -> String {
+        use jsonwebtoken::errors::ErrorKind;
+        match err.kind() {
+            ErrorKind::ExpiredSignature => {
+                format!("the token has expired (exp is past, allowing {} s of clock skew)", JWT_LEEWAY.as_secs())
+            }
+            ErrorKind::ImmatureSignature => "the token is not valid yet (nbf is in the future)".to_owned(),
+            ErrorKind::InvalidAudience => format!("wrong audience: aud must include {}", self.settings.audience),
+            ErrorKind::InvalidIssuer => format!("wrong issuer: iss must be {}", self.settings.issuer),
+            ErrorKind::InvalidSignature => "bad signature: the token does not verify with the issuer's key".to_owned(),
+            ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim} claim"),
+            ErrorKind::InvalidAlgorithm => "the token's alg does not fit its key".to_owned(),
+            _ => "the token is malformed".to_owned(),
+        }
+    }
+
+    /// Where the metadata document is: the resource URL with
+    /// [`METADATA_PATH`] put between its host and its path (RFC 9728 §3.1).
+    pub(super) fn metadata_url(&self) -> String {
+        let resource = self.settings.resource.as_str();
+        let (scheme, rest) = resource.split_once("://").unwrap_or(("https", resource));
+        let (authority, path) = match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, ""),
+        };
+        let path = path.trim_end_matches('/');
+        format!("{scheme}://{authority}{METADATA_PATH}{path}")
+    }
+
+    /// The protected-resource metadata document (RFC 9728 §2).
+    pub(super) fn metadata(&self) -> Value {
+        json!({
+            "resource": self.settings.resource,
+            "authorization_servers": self.settings.authorization_servers,
+            "bearer_methods_supported": ["header"],
+        })
+    }
+
+    /// The `401` for `rejection`, with the challenge the MCP authorization
+    /// spec asks for: the metadata URL and, when a token was sent, why it
+    /// was refused.
+    pub(super) fn unauthorized(&self, rejection: &Rejection) -> Response {
+        let mut challenge = format!("Bearer resource_metadata=\"{}\"", header_safe(&self.metadata_url()));
+        let body = match rejection {
+            Rejection::Missing => "Unauthorized: send Authorization: Bearer <access token>\n".to_owned(),
+            Rejection::Invalid(why) => {
+                challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{}\"", header_safe(why)));
+                format!("Unauthorized: {why}\n")
+            }
+        };
+        let mut response =
+            (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response();
+        let value = HeaderValue::from_str(&challenge).unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        response
+    }
+}
+
+/// `text` with only the characters a quoted `error_description` may hold
+/// (RFC 6750 §3: printable ASCII but `"` and `\`).
+fn header_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '"' => '\'',
+            '\\' => '/',
+            c if (' '..='~').contains(&c) => c,
+            _ => '?',
+        })
+        .collect()
+}
+
+/// The algorithm a configured name stands for.
+fn algorithm(name: &str) -> Option<Algorithm> {
+    match name {
+        "RS256" => Some(Algorithm::RS256),
+        "ES256" => Some(Algorithm::ES256),
+        "EdDSA" => Some(Algorithm::EdDSA),
+        _ => None,
+    }
+}
+
+/// The key for `kid` and `alg`: the one with that `kid`, or, for a token
+/// without one, the only key of that algorithm.
+fn find<'a>(keys: &'a [Key], kid: Option<&str>, alg: Algorithm) -> Option<&'a DecodingKey> {
+    let mut fitting = keys.iter().filter(|key| key.algorithm == alg);
+    match kid {
+        Some(kid) => fitting.find(|key| key.kid.as_deref() == Some(kid)).map(|key| &key.key),
+        None => match (fitting.next(), fitting.next()) {
+            (Some(only), None) => Some(&only.key),
+            _ => None,
+        },
+    }
+}
+
+/// The usable signing keys of a JWKS document; keys of other types, for
+/// encryption, or that do not parse are skipped.
+fn parse_jwks(bytes: &[u8]) -> Result<Vec<Key>, String> {
+    #[derive(serde::Deserialize)]
+    struct Document {
+        keys: Vec<Value>,
+    }
+    if bytes.len() > MAX_JWKS_BYTES {
+        return Err(format!("the JWKS is {} bytes; at most {MAX_JWKS_BYTES} are read", bytes.len()));
+    }
+    let document: Document = serde_json::from_slice(bytes)
+        .map_err(|err| format!("the JWKS is not a {{\"keys\": [...]}} document: {err}"))?;
+    if document.keys.len() > MAX_JWKS_KEYS {
+        return Err(format!("the JWKS has {} keys; at most {MAX_JWKS_KEYS} are accepted", document.keys.len()));
+    }
+    let mut keys = Vec::new();
+    for value in document.keys {
+        let Ok(jwk) = serde_json::from_value::<Jwk>(value) else { continue };
+        if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+            continue;
+        }
+        let algorithm = match &jwk.algorithm {
+            AlgorithmParameters::RSA(_) => Algorithm::RS256,
+            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => Algorithm::ES256,
+            AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => Algorithm::EdDSA,
+            _ => continue,
+        };
+        // A key that names its algorithm is used for that one only.
+        if let Some(named) = &jwk.common.key_algorithm
+            && format!("{named:?}") != format!("{algorithm:?}")
+        {
+            continue;
+        }
+        let Ok(key) = DecodingKey::from_jwk(&jwk) else { continue };
+        keys.push(Key { kid: jwk.common.key_id.clone(), algorithm, key });
+    }
+    Ok(keys)
+}
+
+/// GET `url`: HTTPS with the host's TLS setup (ring, webpki roots), or
+/// plain HTTP to a loopback address; the body capped at
+/// [`MAX_JWKS_BYTES`].
+async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+    let uri: http::Uri = url.parse().map_err(|err| format!("not a URL: {err}"))?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err("use an https:// URL".into()),
+    };
+    let host = uri.host().ok_or("the URL has no host")?.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|err| format!("cannot resolve {host}: {err}"))?
+        .collect();
+    if !https && !addrs.iter().all(|addr| addr.ip().is_loopback()) {
+        return Err("plain http:// is accepted only for a loopback address; use https://".into());
+    }
+    let tcp = tokio::net::TcpStream::connect(addrs.as_slice()).await.map_err(|err| format!("cannot connect: {err}"))?;
+    let authority = uri.authority().map_or(host.clone(), |a| a.as_str().to_owned());
+    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    if https {
+        let config = crate::network::send::tls_config().map_err(|err| format!("{err:?}"))?;
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+            .map_err(|err| format!("{host} is not a TLS server name: {err}"))?;
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+            .map_err(|err| format!("TLS with {host} failed: {err}"))?;
+        get(tls, &authority, &path).await
+    } else {
+        get(tcp, &authority, &path).await
+    }
+}
+
+async fn get<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
+    stream: S,
+    authority: &str,
+    path: &str,
+) -> Result<Vec<u8>, String> {
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|err| format!("HTTP handshake failed: {err}"))?;
+    let driver = tokio::spawn(connection);
+    let request = http::Request::get(path)
+        .header(header::HOST, authority)
+        .header(header::ACCEPT, "application/json")
+        .body(http_body_util::Empty::<Bytes>::new())
+        .map_err(|err| format!("cannot build the request: {err}"))?;
+    let response = sender.send_request(request).await.map_err(|err| format!("the request failed: {err}"))?;
+    if response.status() != http::StatusCode::OK {
+        driver.abort();
+        return Err(format!("the server answered {}", response.status()));
+    }
+    let body = http_body_util::Limited::new(response.into_body(), MAX_JWKS_BYTES).collect().await;
+    driver.abort();
+    let body = body.map_err(|err| format!("cannot read the JWKS (at most {MAX_JWKS_BYTES} bytes): {err}"))?;
+    Ok(body.to_bytes().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(resource: &str) -> JwtSettings {
+        JwtSettings {
+            issuer: "https://idp".into(),
+            audience: "aud".into(),
+            jwks: JwksSource::Url("https://idp/jwks".into()),
+            principal_claim: "sub".into(),
+            algorithms: vec!["EdDSA".into()],
+            authorization_servers: vec!["https://idp".into()],
+            resource: resource.into(),
+            jwks_refresh: Duration::from_secs(3600),
+            jwks_min_refresh: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn the_metadata_url_puts_the_well_known_path_before_the_resource_path() {
+        let url = |r: &str| Verifier::new(&settings(r)).unwrap().metadata_url();
+        assert_eq!(url("https://a.example/mcp"), "https://a.example/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(url("https://a.example:8443/"), "https://a.example:8443/.well-known/oauth-protected-resource");
+        assert_eq!(url("http://127.0.0.1:9"), "http://127.0.0.1:9/.well-known/oauth-protected-resource");
+    }
+
+    #[test]
+    fn descriptions_are_header_safe() {
+        assert_eq!(header_safe("kid \"x\\y\"\n"), "kid 'x/y'?");
+    }
+
+    #[test]
+    fn jwks_documents_are_capped_and_unusable_keys_skipped() {
+        let too_many: Vec<Value> = (0..=MAX_JWKS_KEYS).map(|_| json!({})).collect();
+        let err = parse_jwks(json!({ "keys": too_many }).to_string().as_bytes()).err().unwrap();
+        assert!(err.contains("at most 64"), "{err}");
+        assert!(parse_jwks(&vec![b' '; MAX_JWKS_BYTES + 1]).is_err());
+        let keys = parse_jwks(
+            json!({ "keys": [
+                { "kty": "oct", "k": "c2VjcmV0" },
+                { "kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "a" },
+                { "kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "use": "enc" },
+                { "kty": "what" }
+            ]})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(keys.len(), 1, "only the Ed25519 signing key is usable");
+        assert!(find(&keys, Some("a"), Algorithm::EdDSA).is_some());
+        assert!(find(&keys, None, Algorithm::EdDSA).is_some(), "the only key serves a token without kid");
+        assert!(find(&keys, Some("b"), Algorithm::EdDSA).is_none());
+        assert!(find(&keys, Some("a"), Algorithm::ES256).is_none());
+    }
+}

@@ -34,17 +34,17 @@ fn check(
     }
 }
 
-/// The fenced block of `lang` in `docs/policy.md` (the module docs).
+/// The last fenced block of `lang` in `docs/policy.md` (the module docs),
+/// where the worked example is.
 fn doc_block(lang: &str) -> String {
     let source = include_str!("../../../docs/policy.md");
     let start = format!("```{lang}");
-    source
-        .lines()
-        .skip_while(|line| *line != start)
-        .skip(1)
-        .take_while(|line| *line != "```")
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut blocks = Vec::new();
+    let mut lines = source.lines();
+    while lines.by_ref().any(|line| line == start) {
+        blocks.push(lines.by_ref().take_while(|line| *line != "```").collect::<Vec<_>>().join("\n"));
+    }
+    blocks.pop().unwrap_or_default()
 }
 
 #[test]

@@ -63,10 +63,12 @@ fn value_text(value: &Value) -> String {
     cut_for_model(text)
 }
 
-/// The model-facing text of a failed call where the kind travels only in
-/// the text (provider tool-result messages, the CLI, the audit log):
+/// The model-facing text of a failed call, the same in every front end:
 /// `error (kind): message`, or `error (code): message` for a tool error
-/// that names a code.
+/// that names a code. MCP carries the kind and code as data in `_meta`
+/// too, but agent frameworks hand the model only this text, so it names
+/// them. A tool may report an error with an empty message; the model then
+/// reads that it gave none rather than nothing.
 pub fn failure_text(failure: &Failure) -> String {
     let prefix = match failure.kind {
         ErrorKind::ToolError => match &failure.code {
@@ -75,19 +77,9 @@ pub fn failure_text(failure: &Failure) -> String {
         },
         kind => format!("error ({kind})"),
     };
-    cut_for_model(format!("{prefix}: {}", failure.message))
-}
-
-/// The message of a failed call alone, for front ends that carry the kind
-/// and code as data next to it (MCP `_meta`). A tool may report an error
-/// with an empty message; the model then reads which kind of failure (or
-/// which code) it was rather than nothing.
-pub fn failure_message(failure: &Failure) -> String {
-    if failure.message.trim().is_empty() {
-        let what = failure.code.as_deref().unwrap_or(failure.kind.as_str());
-        return cap(&format!("the call failed ({what}) without a message"), MAX_MODEL_TEXT).into_owned();
-    }
-    cut_for_model(failure.message.clone())
+    let message =
+        if failure.message.trim().is_empty() { "the call failed without a message" } else { &failure.message };
+    cut_for_model(format!("{prefix}: {message}"))
 }
 
 fn cut_for_model(text: String) -> String {
@@ -146,9 +138,8 @@ mod tests {
         assert_eq!(failure_text(&Failure::new(ErrorKind::Timeout, "late")), "error (timeout): late");
         let tool = Failure { kind: ErrorKind::ToolError, message: "gone".into(), code: Some("not_found".into()) };
         assert_eq!(failure_text(&tool), "error (not_found): gone");
-        assert_eq!(failure_message(&tool), "gone");
         let silent = Failure { kind: ErrorKind::ToolError, message: " ".into(), code: Some("busy".into()) };
-        assert_eq!(failure_message(&silent), "the call failed (busy) without a message");
+        assert_eq!(failure_text(&silent), "error (busy): the call failed without a message");
     }
 
     #[test]

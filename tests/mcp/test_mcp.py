@@ -126,8 +126,7 @@ async def test_invalid_arguments_are_an_error_result(transport: str, mode: str, 
     async with connect(transport, mode, setup) as client:
         result = await client.call_tool("echo", {"text": 5})
         assert result.is_error
-        # The kind is data in _meta; the text is the message alone.
-        assert text_of(result).startswith("the arguments do not match"), text_of(result)
+        assert text_of(result).startswith("error (invalid_arguments):"), text_of(result)
         assert kind_of(result) == "invalid_arguments"
         # The session is still usable.
         assert not (await client.call_tool("echo", {"text": "after"})).is_error
@@ -140,7 +139,7 @@ async def test_unknown_tool_is_an_error_result_naming_the_tools(transport: str, 
         result = await client.call_tool("ehco", {"text": "hi"})
         assert result.is_error and kind_of(result) == "unknown_tool", result
         text = text_of(result)
-        assert text.startswith("there is no tool named") and "echo" in text, text
+        assert text.startswith("error (unknown_tool):") and "echo" in text, text
         assert not (await client.call_tool("echo", {"text": "after"})).is_error
 
 
@@ -150,10 +149,8 @@ async def test_guest_failures_name_their_kind(transport: str, mode: str, setup: 
     async with connect(transport, mode, setup) as client:
         result = await client.call_tool("hostile", {"attack": "tool_error"})
         assert result.is_error
-        # The tool's code is data in _meta; the text is the tool's message,
-        # with no prefix.
+        assert text_of(result).startswith("error (not_found)"), text_of(result)
         assert result.meta == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, result
-        assert text_of(result) == "the thing was not found", text_of(result)
         # hostile declares an output schema: an error result carries no
         # structured content that would have to match it.
         assert result.structured_content is None, result
@@ -215,7 +212,7 @@ async def test_ask_declined(transport: str, mode: str, answer: str, setup: Setup
     async with connect(transport, mode, setup, elicitation_callback=ask) as client:
         result = await client.call_tool("create_transfer", {"to": "bob", "amount": 20000})
         assert result.is_error
-        assert text_of(result).startswith("this call needs confirmation"), text_of(result)
+        assert text_of(result).startswith("error (declined):"), text_of(result)
         assert kind_of(result) == "declined"
         assert len(ask.messages) == 1
         # Declining one call does not approve or block the next.
@@ -227,8 +224,8 @@ async def test_ask_declined(transport: str, mode: str, answer: str, setup: Setup
 async def test_ask_without_elicitation_capability_is_declined(transport: str, mode: str, setup: Setup) -> None:
     async with connect(transport, mode, setup) as client:
         result = await client.call_tool("create_transfer", {"to": "bob", "amount": 20000})
-    assert result.is_error and kind_of(result) == "declined", result
-    assert text_of(result).startswith("this call needs confirmation"), text_of(result)
+    assert result.is_error
+    assert text_of(result).startswith("error (declined):"), text_of(result)
 
 
 # -- cancellation ---------------------------------------------------------------
@@ -489,8 +486,5 @@ async def test_http_fetch_without_a_grant_is_a_readable_refusal(transport: str, 
     async with connect(transport, "legacy", setup) as client:
         result = await client.call_tool("http_fetch", {"url": "http://169.254.169.254/latest/meta-data/"})
     assert result.is_error
-    # The tool's code is data; the text is the tool's message, unprefixed.
-    assert result.meta == {"airlock/kind": "tool_error", "airlock/code": "network_refused"}, result
     text = text_of(result)
-    assert not text.startswith("error ("), text
-    assert "http://169.254.169.254" in text and "network.allow" in text, text
+    assert "network_refused" in text and "http://169.254.169.254" in text and "network.allow" in text, text

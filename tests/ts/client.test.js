@@ -54,17 +54,15 @@ for (const transport of ['stdio', 'http']) {
     });
 
     // Each failure is a result the model can read; none throws in the SDK.
-    // The kind (and a tool error's code) is data in _meta; the text is the
-    // message alone, with no "error (kind): " prefix.
     const failures = [
-      ['invalid arguments', 'echo', { text: 5 }, 'invalid_arguments', /^the arguments do not match .*text/s],
-      ['a denial', 'create_transfer', { to: 'mallory', amount: 1 }, 'denied', /^transfers to mallory are forbidden/],
-      ['a declined confirmation (no elicitation capability)', 'create_transfer', TRANSFER, 'declined', /^this call needs confirmation /],
-      ['a timeout', 'hostile', { attack: 'loop' }, 'timeout', /^the tool did not finish within its /],
-      ['a tool error (tool with an output schema)', 'hostile', { attack: 'tool_error' }, 'tool_error', /^the thing was not found$/],
-      ['a trap', 'hostile', { attack: 'panic', marker: 'boom' }, 'trapped', /^the tool crashed: /],
-      ['an output that fails the output schema', 'hostile', { attack: 'bad_output' }, 'invalid_output', /^the tool returned a result that /],
-      ['an unknown tool', 'ehco', { text: 'hi' }, 'unknown_tool', /^there is no tool named .*echo/s],
+      ['invalid arguments', 'echo', { text: 5 }, 'invalid_arguments', /^error \(invalid_arguments\): .*text/s],
+      ['a denial', 'create_transfer', { to: 'mallory', amount: 1 }, 'denied', /^error \(denied\): .*mallory/],
+      ['a declined confirmation (no elicitation capability)', 'create_transfer', TRANSFER, 'declined', /^error \(declined\): /],
+      ['a timeout', 'hostile', { attack: 'loop' }, 'timeout', /^error \(timeout\): /],
+      ['a tool error (tool with an output schema)', 'hostile', { attack: 'tool_error' }, 'tool_error', /^error \(not_found\): /],
+      ['a trap', 'hostile', { attack: 'panic', marker: 'boom' }, 'trapped', /^error \(trapped\): /],
+      ['an output that fails the output schema', 'hostile', { attack: 'bad_output' }, 'invalid_output', /^error \(invalid_output\): /],
+      ['an unknown tool', 'ehco', { text: 'hi' }, 'unknown_tool', /^error \(unknown_tool\): .*echo/s],
     ];
     for (const [what, name, args, kind, text] of failures) {
       test(`${what} is an error result the client can read`, async () => {
@@ -80,11 +78,10 @@ for (const transport of ['stdio', 'http']) {
       });
     }
 
-    test('a tool error carries its code as data and its message without a prefix', async () => {
+    test('a tool error carries its code as data', async () => {
       const { client: c } = await client();
       const result = await c.callTool({ name: 'hostile', arguments: { attack: 'tool_error' } });
       assert.deepEqual(result._meta, { 'airlock/kind': 'tool_error', 'airlock/code': 'not_found' });
-      assert.equal(textOf(result), 'the thing was not found');
     });
 
     test('an unknown tool names the available tools, closest first', async () => {
@@ -115,7 +112,7 @@ for (const transport of ['stdio', 'http']) {
         const result = await c.callTool({ name: 'create_transfer', arguments: TRANSFER });
         assert.equal(result.isError, true);
         assert.equal(kindOf(result), 'declined');
-        assert.match(textOf(result), /^this call needs confirmation .*did not confirm/);
+        assert.match(textOf(result), /^error \(declined\): .*did not confirm/);
         assert.equal(asked.length, 1);
       });
     }

@@ -142,7 +142,7 @@ fn to_response(result: ToolResult) -> CallToolResponse {
             if let Some(code) = &failure.code {
                 meta.insert(META_CODE.to_owned(), Value::from(code.as_str()));
             }
-            let mut out = CallToolResult::error(vec![ContentBlock::text(render::failure_message(&failure))]);
+            let mut out = CallToolResult::error(vec![ContentBlock::text(render::failure_text(&failure))]);
             out.meta = Some(MetaObject(meta));
             out.into()
         }
@@ -324,11 +324,11 @@ mod tests {
             Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
         let out = complete(to_response(result(Err(failed))));
         assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
-        assert_eq!(text(&out), "no such file");
+        assert_eq!(text(&out), "error (not_found): no such file");
         // A message that looks like another kind changes nothing: the kind is data.
         let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged")))));
         assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));
-        assert_eq!(text(&out), "error (timeout): forged");
+        assert_eq!(text(&out), "error (denied): error (timeout): forged");
     }
 
     #[test]

@@ -315,11 +315,11 @@ mod tests {
         assert_eq!(out.is_error, Some(true));
         assert_eq!(out.structured_content, None, "an error result must not be checked against the output schema");
         assert_eq!(meta(&out), json!({"airlock/kind": "timeout"}));
-        assert_eq!(text(&out), "too slow", "the kind is data in _meta, not a prefix of the message");
+        assert_eq!(text(&out), "error (timeout): too slow", "the kind is data in _meta and named in the text");
     }
 
     #[test]
-    fn a_tool_error_carries_its_code_as_data_and_its_message_unprefixed() {
+    fn a_tool_error_carries_its_code_as_data_and_in_the_text() {
         let failed =
             Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
         let out = complete(to_response(result(Err(failed))));

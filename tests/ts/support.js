@@ -9,8 +9,8 @@
 //
 // Every wait is bounded; servers are stopped when a test ends.
 
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,9 @@ export const TEST_GUESTS = path.resolve(process.env.AIRLOCK_TEST_GUESTS ?? path.
 // Bounds on every wait, in milliseconds.
 export const START_TIMEOUT = 60_000;
 export const CALL_TIMEOUT = 30_000;
+// Bound on compiling every component once with an empty cache (a liveness
+// bound for a slow machine, not a speed expectation).
+const COMPILE_TIMEOUT = 600_000;
 
 // Compiled components are cached across server starts.
 const CACHE_DIR = path.join(tmpdir(), `airlock-ts-tests-cache-${process.getuid?.() ?? 0}`);
@@ -90,6 +93,24 @@ side_effect = true
   writeFileSync(file, config);
   return { dir, config: file };
 }
+
+/**
+ * Every tool a `writeConfig` server offers once loaded: the bundled tools
+ * (one per component in TOOLS_DIR, named as its file) and the two fixtures.
+ */
+const CONFIGURED_TOOLS = [
+  ...readdirSync(TOOLS_DIR).filter((f) => f.endsWith('.wasm')).map((f) => f.slice(0, -'.wasm'.length)),
+  'hostile',
+  'create_transfer',
+];
+
+// Compile every component once before any server starts (as tests/mcp
+// does): `airlock tools` loads them all and fills the shared cache.
+execFileSync(BIN, ['--config', writeConfig().config, 'tools'], {
+  env: serverEnv(),
+  stdio: 'ignore',
+  timeout: COMPILE_TIMEOUT,
+});
 
 /** The environment of a server: no AIRLOCK_* variables but the tools dir. */
 export function serverEnv() {
@@ -184,7 +205,25 @@ export async function connect(transport, setup, { server, elicit } = {}) {
     })
     : new StreamableHTTPClientTransport(new URL(server.url));
   await client.connect(link, { timeout: START_TIMEOUT });
+  await untilLoaded(client);
   return { client, asked, close: () => client.close() };
+}
+
+/**
+ * Wait until the server lists every configured tool. `serve` loads its
+ * components in the background; the tests here are about calls, not about
+ * start-up (startup.test.js is), so they begin once all are loaded.
+ */
+async function untilLoaded(client) {
+  const deadline = Date.now() + COMPILE_TIMEOUT;
+  for (;;) {
+    const { tools } = await client.listTools(undefined, { timeout: CALL_TIMEOUT });
+    const listed = new Set(tools.map((t) => t.name));
+    const missing = CONFIGURED_TOOLS.filter((name) => !listed.has(name));
+    if (missing.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`the server never listed ${missing.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** The text of a result's first content block. */

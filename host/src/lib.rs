@@ -14,7 +14,7 @@
 // Host code handles every input without panicking: no unwrap, expect,
 // panic or indexing outside tests (clippy.toml allows them in tests). A
 // case that truly cannot happen gets an `#[expect]` saying why.
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod access;
 mod arguments;

@@ -9,7 +9,7 @@
 //! head`), the command ends quietly with 0, as Unix tools do.
 
 // As in the library (lib.rs): no unwrap, expect, panic or indexing outside tests.
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use airlock::{
     CallRequest, Config, ConfirmRequest, Confirmer, FixedConfirmer, Format, Host, LoadProgress, RawArguments,

@@ -121,8 +121,8 @@ bench: guests
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock \
 		$(CARGO) bench -p airlock --bench pipeline -- --write
 
-demo: build
-	@AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock GUESTS=$(GUEST_OUT) TEST_GUESTS=$(TEST_GUEST_OUT) bash demo/demo.sh
+demo: build $(VENV)/.mcp-requirements
+	@AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock GUESTS=$(GUEST_OUT) TEST_GUESTS=$(TEST_GUEST_OUT) PYTHON=$(PY) bash demo/demo.sh
 
 doc:
 	$(CARGO) doc --release --no-deps -p airlock -p airlock-guest

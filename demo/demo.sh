@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the whole story on the bundled tools, as a terminal transcript.
-# Expects AIRLOCK (the binary), GUESTS (bundled tool components).
+# Expects AIRLOCK (the binary), GUESTS (bundled tool components), TEST_GUESTS
+# (the bank fixtures) and PYTHON (a Python with the MCP SDK, for step 10).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
@@ -156,6 +157,19 @@ expect 1 tool_error 'network_refused' call http_fetch "{\"url\":\"http://127.0.0
 step "9. The audit log: one hash-chained record per call, verified"
 expect 0 - - audit tail audit.jsonl -n 3
 expect 0 - 'chain intact' audit verify audit.jsonl
+
+step "10. The bank over MCP streamable HTTP: two customers signed in with JWTs"
+say "alice and bob carry their accounts in their tokens; the policy, the card and the tool read them from the host."
+if [ -n "${PYTHON:-}" ] && [ -n "${TEST_GUESTS:-}" ]; then
+  printf '%s$ python demo/bank_story.py%s\n' "$cyan" "$reset"
+  if ! "$PYTHON" "$here/bank_story.py" "$AIRLOCK" "$TEST_GUESTS"; then
+    printf '%sDEMO STEP FAILED: the bank story%s\n' "$bold" "$reset"
+    failures=$((failures + 1))
+  fi
+else
+  printf '%sDEMO STEP FAILED: set PYTHON (with the mcp SDK) and TEST_GUESTS for the bank story%s\n' "$bold" "$reset"
+  failures=$((failures + 1))
+fi
 
 if [ "$failures" -gt 0 ]; then
   printf '\n%s%s demo step(s) did not give the expected outcome%s\n' "$bold" "$failures" "$reset"

@@ -267,12 +267,47 @@ impl Policy {
     /// panics and never errors: every failure is a denial.
     #[must_use]
     pub fn decide(&self, principal: &str, tool: &ToolFacts<'_>, arguments: &Value) -> Verdict {
+        self.decide_as(principal, &[], tool, arguments)
+    }
+
+    /// [`Policy::decide`] for a principal authenticated with `attributes`
+    /// (a JWT's `attribute_claims`): the principal's entity is the entities
+    /// file's (or a new one) with these attributes replacing those of the
+    /// same name, so `principal.tenant` reads the token's value. Decisions
+    /// with attributes are never cached: two tokens of one principal may
+    /// carry different ones.
+    #[must_use]
+    pub fn decide_as(
+        &self,
+        principal: &str,
+        attributes: &[(String, Value)],
+        tool: &ToolFacts<'_>,
+        arguments: &Value,
+    ) -> Verdict {
         // The request is built even when the decision is cached: arguments
         // that cannot become a Cedar context deny the call either way.
         let request = match self.request(principal, tool, arguments) {
             Ok(request) => request,
             Err(reason) => return Verdict::Deny { reason, policy: None },
         };
+        if !attributes.is_empty() {
+            let entities = self
+                .cached_entities_for(tool)
+                .and_then(|entities| self.with_principal_attributes(&entities, principal, attributes));
+            return match entities {
+                Ok(entities) => self.evaluate_in(principal, tool, &request, &entities),
+                Err(error) => {
+                    tracing::warn!(tool = tool.name, principal, %error, "cannot add the token's attributes to the principal");
+                    Verdict::Deny {
+                        reason: format!(
+                            "the policy could not be checked with the attributes of user {principal:?}'s token, so \
+                             the call was denied"
+                        ),
+                        policy: None,
+                    }
+                }
+            };
+        }
         if !self.context_free {
             return self.evaluate(principal, tool, &request);
         }
@@ -287,22 +322,38 @@ impl Policy {
         self.principals.get(principal).cloned().unwrap_or_default()
     }
 
+    /// [`Policy::principal_facts`] with the attributes of the principal's
+    /// token replacing those of the same name.
+    #[must_use]
+    pub(crate) fn principal_facts_as(
+        &self,
+        principal: &str,
+        attributes: &[(String, Value)],
+    ) -> Arc<crate::caller::PrincipalFacts> {
+        let facts = self.principal_facts(principal);
+        if attributes.is_empty() { facts } else { Arc::new(facts.with_token_attributes(attributes)) }
+    }
+
     /// Evaluates `request` against the policies (the uncached part of
     /// [`Policy::decide`]).
     fn evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Verdict {
-        let entities = match self.cached_entities_for(tool) {
-            Ok(entities) => entities,
+        match self.cached_entities_for(tool) {
+            Ok(entities) => self.evaluate_in(principal, tool, request, &entities),
             Err(error) => {
                 // The entities file loaded, so this is a host fault, not the
                 // model's; still a denial, never an allow.
                 tracing::warn!(tool = tool.name, %error, "cannot build the tool entity for the policy");
-                return Verdict::Deny {
+                Verdict::Deny {
                     reason: format!("the policy could not be checked for tool {:?}, so the call was denied", tool.name),
                     policy: None,
-                };
+                }
             }
-        };
-        let response = self.authorizer.is_authorized(request, &self.policies, &entities);
+        }
+    }
+
+    /// Evaluates `request` against the policies with `entities`.
+    fn evaluate_in(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request, entities: &Entities) -> Verdict {
+        let response = self.authorizer.is_authorized(request, &self.policies, entities);
 
         let mut errored_forbid = None;
         for error in response.diagnostics().errors() {

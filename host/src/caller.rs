@@ -36,6 +36,37 @@ pub struct PrincipalFacts {
     pub parents: Vec<(String, String)>,
 }
 
+/// Attributes the front end authenticated together with the principal: a
+/// JWT's claims that `[http.jwt] attribute_claims` names, as
+/// `(attribute, value)`, sorted by attribute. Only strings, booleans,
+/// integers and flat lists of those (Cedar sets) get here; for the policy
+/// and for the tool they replace the entities file's attributes of the same
+/// name.
+pub type TokenAttributes = Arc<[(String, serde_json::Value)]>;
+
+impl PrincipalFacts {
+    /// These facts with `attributes` (from the principal's token) replacing
+    /// attributes of the same name, under the same caps as the entities
+    /// file's: one over [`MAX_CALLER_ATTRIBUTE_BYTES`] is left out, and at
+    /// most [`MAX_CALLER_ATTRIBUTES`] are kept.
+    #[must_use]
+    pub fn with_token_attributes(&self, attributes: &[(String, serde_json::Value)]) -> PrincipalFacts {
+        let mut merged: std::collections::BTreeMap<String, String> = self.attributes.iter().cloned().collect();
+        for (name, value) in attributes {
+            let text = value.to_string();
+            if name.len() + text.len() <= MAX_CALLER_ATTRIBUTE_BYTES {
+                merged.insert(name.clone(), text);
+            } else {
+                merged.remove(name);
+            }
+        }
+        PrincipalFacts {
+            attributes: merged.into_iter().take(MAX_CALLER_ATTRIBUTES).collect(),
+            parents: self.parents.clone(),
+        }
+    }
+}
+
 /// Who a call acts for: built by the pipeline for each call it runs.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {

@@ -82,6 +82,10 @@ pub struct JwtSettings {
     pub jwks_refresh: Duration,
     /// Least time between two fetches of the JWKS URL.
     pub jwks_min_refresh: Duration,
+    /// `(attribute, claim)`: the token's claims that become attributes of
+    /// the principal, for the policy (`principal.ATTRIBUTE`) and for the
+    /// tool (`airlock:tool/caller`), sorted by attribute.
+    pub attribute_claims: Vec<(String, String)>,
 }
 
 /// `[http]` as written.
@@ -109,6 +113,8 @@ struct RawJwt {
     resource: Option<String>,
     jwks_refresh_seconds: Option<u64>,
     jwks_min_refresh_seconds: Option<u64>,
+    #[serde(default)]
+    attribute_claims: std::collections::BTreeMap<String, String>,
 }
 
 /// One `[[http.tokens]]` entry as written.
@@ -119,6 +125,22 @@ struct RawToken {
     token_env: Option<String>,
     token_file: Option<PathBuf>,
     principal: String,
+}
+
+/// Most claims `[http.jwt] attribute_claims` may name.
+pub const MAX_ATTRIBUTE_CLAIMS: usize = 32;
+/// Longest attribute or claim name in `[http.jwt] attribute_claims`.
+pub const MAX_ATTRIBUTE_NAME_BYTES: usize = 64;
+
+/// Whether `name` can be written `principal.NAME` in Cedar: letters,
+/// digits and `_`, not starting with a digit, not reserved by Cedar.
+fn is_attribute_name(name: &str) -> bool {
+    const RESERVED: [&str; 10] = ["true", "false", "if", "then", "else", "in", "like", "has", "is", "__cedar"];
+    let mut chars = name.chars();
+    name.len() <= MAX_ATTRIBUTE_NAME_BYTES
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !RESERVED.contains(&name)
 }
 
 impl HttpSettings {
@@ -193,6 +215,25 @@ impl JwtSettings {
                  \"https://airlock.example.com/mcp\", for the protected-resource metadata document"
             ));
         }
+        if raw.attribute_claims.len() > MAX_ATTRIBUTE_CLAIMS {
+            return Err(format!(
+                "{ctx} attribute_claims names {} claims; at most {MAX_ATTRIBUTE_CLAIMS} are accepted",
+                raw.attribute_claims.len()
+            ));
+        }
+        for (attribute, claim) in &raw.attribute_claims {
+            if !is_attribute_name(attribute) {
+                return Err(format!(
+                    "{ctx} attribute_claims: {attribute:?} is not an attribute name; use letters, digits and `_`, \
+                     not starting with a digit, at most {MAX_ATTRIBUTE_NAME_BYTES} bytes (e.g. tenant = \"org_id\")"
+                ));
+            }
+            if claim.is_empty() || claim.len() > MAX_ATTRIBUTE_NAME_BYTES {
+                return Err(format!(
+                    "{ctx} attribute_claims.{attribute}: name a claim of 1 to {MAX_ATTRIBUTE_NAME_BYTES} bytes"
+                ));
+            }
+        }
         let seconds = |value: Option<u64>, default: Duration, key: &str| match value {
             Some(0) => Err(format!("{ctx} {key} must be at least 1")),
             Some(s) => Ok(Duration::from_secs(s)),
@@ -207,6 +248,7 @@ impl JwtSettings {
             algorithms,
             resource,
             jwks_refresh: seconds(raw.jwks_refresh_seconds, DEFAULT_JWKS_REFRESH, "jwks_refresh_seconds")?,
+            attribute_claims: raw.attribute_claims.into_iter().collect(),
             jwks_min_refresh: seconds(
                 raw.jwks_min_refresh_seconds,
                 DEFAULT_JWKS_MIN_REFRESH,
@@ -239,6 +281,23 @@ mod tests {
         check_err(&format!("{jwt}jwks_file = \"k.json\"\nalgorithms = [\"HS256\"]"), &["\"HS256\"", "RS256"]);
         check_err(&format!("{jwt}jwks_url = \"ftp://x\""), &["https://"]);
         check_err(&format!("{jwt}jwks_file = \"k.json\"\njwks_min_refresh_seconds = 0"), &["at least 1"]);
+        check_err(
+            &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ \"has\" = \"x\" }}"),
+            &["\"has\"", "letters"],
+        );
+        check_err(
+            &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ \"1a\" = \"x\" }}"),
+            &["not an attribute name"],
+        );
+        check_err(
+            &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ a = \"\" }}"),
+            &["attribute_claims.a", "1 to 64"],
+        );
+        let many: Vec<String> = (0..=MAX_ATTRIBUTE_CLAIMS).map(|i| format!("a{i} = \"c{i}\"")).collect();
+        check_err(
+            &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {} }}", many.join(", ")),
+            &["names 33 claims", "at most 32"],
+        );
     }
 
     #[test]
@@ -253,6 +312,17 @@ mod tests {
         assert_eq!(jwt.resource, "https://a/mcp");
         assert_eq!(jwt.algorithms, JWT_ALGORITHMS.map(str::to_owned).to_vec());
         assert_eq!(jwt.jwks, JwksSource::Url("https://idp/jwks".into()));
+        assert!(jwt.attribute_claims.is_empty());
+        let mapped = parse(
+            "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"\n\
+             attribute_claims = { tenant = \"org_id\", accounts = \"accounts\" }",
+        )
+        .unwrap();
+        let claims = mapped.http.jwt.expect("jwt").attribute_claims;
+        assert_eq!(
+            claims,
+            [("accounts".to_owned(), "accounts".to_owned()), ("tenant".to_owned(), "org_id".to_owned())]
+        );
     }
 
     #[test]

@@ -550,6 +550,7 @@ async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Re
         tool,
         arguments: RawArguments::Text(args),
         principal: who.principal.clone(),
+        attributes: Default::default(),
     };
     let confirmer = confirmer(who);
     let result = host.call(request, confirmer.as_deref()).await;

@@ -13,7 +13,7 @@
 use crate::arguments::{self, RawArguments};
 use crate::audit::AuditEntry;
 use crate::authorize::{ToolFacts, Verdict};
-use crate::caller::Caller;
+use crate::caller::{Caller, TokenAttributes};
 use crate::capture::Captured;
 use crate::card::{self, MAX_CARD_BYTES, MAX_PRESENTED_BYTES};
 use crate::check::check_output;
@@ -51,6 +51,10 @@ pub struct CallRequest {
     pub arguments: RawArguments,
     /// Who is asking (a user id known to the policy).
     pub principal: String,
+    /// Attributes authenticated with the principal (a JWT's
+    /// `attribute_claims`; empty otherwise): the policy and the tool see
+    /// them in place of the entities file's attributes of the same name.
+    pub attributes: TokenAttributes,
 }
 
 impl CallRequest {
@@ -61,6 +65,7 @@ impl CallRequest {
             tool: tool.into(),
             arguments: RawArguments::Json(arguments),
             principal: principal.into(),
+            attributes: TokenAttributes::default(),
         }
     }
 
@@ -292,7 +297,12 @@ impl Pipeline {
         // policy and the tool see the other arguments.
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
-        let (decision, policy) = match state.policy().decide(&request.principal, &facts, &arguments.value) {
+        let (decision, policy) = match state.policy().decide_as(
+            &request.principal,
+            &request.attributes,
+            &facts,
+            &arguments.value,
+        ) {
             Verdict::Allow { policy } => (Decision::Allow, policy),
             Verdict::Deny { reason, policy } => {
                 return Err((
@@ -309,7 +319,7 @@ impl Pipeline {
                 let confirmed = match confirmer {
                     Some(confirmer) => {
                         let card = tool.settings.confirm.as_ref().map(|template| {
-                            let caller = Self::caller_value(state, &request.principal);
+                            let caller = Self::caller_value(state, request);
                             template.render(card::Scope { value: &arguments.value, caller: &caller }, MAX_CARD_BYTES)
                         });
                         let ask = ConfirmRequest {
@@ -400,7 +410,7 @@ impl Pipeline {
         let outcome = checked.map(|value| Success { value, note: reset });
         let presented = match (&settings.present_result, &outcome) {
             (Some(template), Ok(success)) => {
-                let caller = Self::caller_value(state, &flight.request.principal);
+                let caller = Self::caller_value(state, &flight.request);
                 Some(template.render(card::Scope { value: &success.value, caller: &caller }, MAX_PRESENTED_BYTES))
             }
             _ => None,
@@ -423,7 +433,7 @@ impl Pipeline {
     fn caller(state: &State, request: &CallRequest, session: Option<&SessionId>) -> Arc<Caller> {
         Arc::new(Caller {
             principal: request.principal.clone(),
-            facts: state.policy().principal_facts(&request.principal),
+            facts: state.policy().principal_facts_as(&request.principal, &request.attributes),
             call_id: request.call_id.clone(),
             session: session.map(|id| id.as_str().to_owned()),
         })
@@ -431,8 +441,9 @@ impl Pipeline {
 
     /// The caller as templates read it (`caller.principal`,
     /// `caller.attributes.NAME`).
-    fn caller_value(state: &State, principal: &str) -> Value {
-        card::caller_value(principal, &state.policy().principal_facts(principal).attributes)
+    fn caller_value(state: &State, request: &CallRequest) -> Value {
+        let facts = state.policy().principal_facts_as(&request.principal, &request.attributes);
+        card::caller_value(&request.principal, &facts.attributes)
     }
 
     fn finish_early(

@@ -46,6 +46,39 @@ impl Policy {
         })
     }
 
+    /// `entities` with the principal's entity carrying `attributes` (from
+    /// its token) in place of those of the same name; the entities file's
+    /// other attributes, tags and parents stay. The values are only
+    /// strings, booleans, integers and flat lists of those (the JWT layer
+    /// drops anything else), so their Cedar JSON is never read as an entity
+    /// reference or an extension value.
+    pub(super) fn with_principal_attributes(
+        &self,
+        entities: &Entities,
+        principal: &str,
+        attributes: &[(String, Value)],
+    ) -> Result<Entities, String> {
+        let uid = EntityUid::from_type_name_and_id(self.user_type.clone(), EntityId::new(principal));
+        let mut json = match entities.get(&uid) {
+            Some(existing) => existing.to_json_value().map_err(|e| describe_error(&e))?,
+            None => serde_json::json!({
+                "uid": { "type": USER_TYPE, "id": principal },
+                "attrs": {},
+                "parents": [],
+            }),
+        };
+        let attrs = json
+            .as_object_mut()
+            .map(|entity| entity.entry("attrs").or_insert_with(|| Value::Object(serde_json::Map::default())))
+            .and_then(Value::as_object_mut)
+            .ok_or("the principal entity has no attribute map")?;
+        for (name, value) in attributes {
+            attrs.insert(name.clone(), value.clone());
+        }
+        let entity = Entity::from_json_value(json, None).map_err(|e| describe_error(&e))?;
+        entities.clone().upsert_entities([entity], None).map_err(|e| describe_error(&e))
+    }
+
     fn tool_uid(&self, name: &str) -> EntityUid {
         EntityUid::from_type_name_and_id(self.tool_type.clone(), EntityId::new(name))
     }

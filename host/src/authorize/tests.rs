@@ -459,3 +459,30 @@ fn only_context_free_policies_cache_decisions() {
     assert_eq!(free.decide("alice", &facts, &json!({ "a": deep })).label(), "deny");
     assert_eq!(free.decide("alice", &facts, &json!({"a": 2})).label(), "allow");
 }
+
+#[test]
+fn token_attributes_replace_the_files_and_keep_roles() {
+    let policy = bank();
+    let balance = ToolFacts { name: "get_balance", side_effect: false };
+    let transfer = ToolFacts { name: "create_transfer", side_effect: true };
+    let of = |account: &str| json!({ "account_id": account });
+    let accounts = |list: &[&str]| vec![("accounts".to_owned(), json!(list))];
+    // The file says alice holds acc-alice; her token says acc-joint.
+    assert_eq!(policy.decide("alice", &balance, &of("acc-alice")).label(), "allow");
+    let token = accounts(&["acc-joint"]);
+    assert_eq!(policy.decide_as("alice", &token, &balance, &of("acc-joint")).label(), "allow");
+    assert_eq!(policy.decide_as("alice", &token, &balance, &of("acc-alice")).label(), "deny");
+    // Not cached across tokens: the same principal with another token.
+    assert_eq!(policy.decide_as("alice", &accounts(&["acc-alice"]), &balance, &of("acc-alice")).label(), "allow");
+    // Her role (a parent in the file) stays: a customer may transfer.
+    let small = json!({ "to": "acc-bob", "amount": 5 });
+    assert_eq!(policy.decide_as("alice", &token, &transfer, &small).label(), "allow");
+    // A principal the file does not know gets an entity from its token,
+    // with no roles.
+    assert_eq!(policy.decide_as("mallory", &accounts(&["acc-m"]), &balance, &of("acc-m")).label(), "allow");
+    assert_eq!(policy.decide_as("mallory", &accounts(&["acc-m"]), &transfer, &small).label(), "deny");
+    // The tool sees the merged facts: the token's accounts, the file's parents.
+    let facts = policy.principal_facts_as("alice", &token);
+    assert_eq!(facts.attributes, vec![("accounts".to_owned(), "[\"acc-joint\"]".to_owned())]);
+    assert_eq!(facts.parents, policy.principal_facts("alice").parents);
+}

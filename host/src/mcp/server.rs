@@ -14,6 +14,7 @@ use super::cancel::link;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
 use crate::arguments::RawArguments;
+use crate::caller::TokenAttributes;
 use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
@@ -50,6 +51,9 @@ pub struct Shared {
 pub struct Caller {
     /// The principal the bearer token maps to (or the default principal).
     pub principal: String,
+    /// The attributes the token carried (`[http.jwt] attribute_claims`;
+    /// empty for static tokens).
+    pub attributes: TokenAttributes,
     /// Cancelled when the client drops the HTTP response.
     pub disconnected: CancellationToken,
 }
@@ -87,17 +91,22 @@ impl AirlockServer {
     /// Who is calling and the tokens that cancel the call: the request's
     /// own (`notifications/cancelled`, end of session) and, over HTTP, the
     /// client dropping the response.
-    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<(String, Vec<CancellationToken>), ErrorData> {
+    /// Who the request acts for (principal and token attributes) and what
+    /// cancels it.
+    fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(String, TokenAttributes, Vec<CancellationToken>), ErrorData> {
         let mut cancel = vec![context.ct.clone()];
         let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
-            return Ok((self.principal.to_string(), cancel));
+            return Ok((self.principal.to_string(), TokenAttributes::default(), cancel));
         };
         let Some(caller) = parts.extensions.get::<Caller>() else {
             // Fail closed: every HTTP request passes the HTTP layer first.
             return Err(ErrorData::internal_error("the request did not pass authentication", None));
         };
         cancel.push(caller.disconnected.clone());
-        Ok((caller.principal.clone(), cancel))
+        Ok((caller.principal.clone(), caller.attributes.clone(), cancel))
     }
 }
 
@@ -191,7 +200,7 @@ impl ServerHandler for AirlockServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (principal, cancel) = self.caller(&context)?;
+        let (principal, attributes, cancel) = self.caller(&context)?;
         let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
         let elicit = can_elicit(context.client_capabilities());
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
@@ -200,6 +209,7 @@ impl ServerHandler for AirlockServer {
             tool: request.name.to_string(),
             arguments: RawArguments::Json(arguments),
             principal: principal.clone(),
+            attributes,
         };
         if !modern {
             let run_cancel = CancellationToken::new();

@@ -11,6 +11,7 @@ use super::body::read_message;
 use super::jwt::Verifier;
 use super::{MAX_HTTP_SESSIONS, MCP_PATH};
 use crate::access::{Access, normalize_origin};
+use crate::caller::TokenAttributes;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -96,10 +97,10 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
-    let principal = match (gate.authenticate(&access, headers), &gate.jwt) {
-        (Some(principal), _) => principal,
+    let (principal, attributes) = match (gate.authenticate(&access, headers), &gate.jwt) {
+        (Some(principal), _) => (principal, TokenAttributes::default()),
         (None, Some(jwt)) => match jwt.authenticate(headers).await {
-            Ok(principal) => principal,
+            Ok(authenticated) => authenticated,
             Err(rejection) => return jwt.unauthorized(&rejection),
         },
         (None, None) => return unauthorized(),
@@ -117,7 +118,11 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     let method = request.method().clone();
     resume_after_last_event(request.headers_mut());
     let disconnected = CancellationToken::new();
-    request.extensions_mut().insert(Caller { principal: principal.clone(), disconnected: disconnected.clone() });
+    request.extensions_mut().insert(Caller {
+        principal: principal.clone(),
+        attributes,
+        disconnected: disconnected.clone(),
+    });
     let response = next.run(request).await;
 
     if session.is_none()

@@ -20,6 +20,7 @@
 //! apart whatever clients send, so random `kid`s cannot make the host
 //! hammer the IdP; a failed fetch keeps the keys already held.
 
+use crate::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use crate::config::{JwksSource, JwtSettings};
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -47,6 +48,9 @@ pub const JWT_LEEWAY: Duration = Duration::from_secs(60);
 pub const JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest principal a token's principal claim may name, in bytes.
 pub const MAX_PRINCIPAL_BYTES: usize = 256;
+/// Most items of a list claim that becomes an attribute
+/// (`attribute_claims`); a longer list gives no attribute.
+pub const MAX_CLAIM_LIST_ITEMS: usize = 64;
 /// Where the protected-resource metadata document is served (RFC 9728);
 /// also at this path followed by the MCP path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -113,7 +117,7 @@ impl Verifier {
     }
 
     /// The principal a request's bearer token names.
-    pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<String, Rejection> {
+    pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<(String, TokenAttributes), Rejection> {
         let value = headers.get(header::AUTHORIZATION).ok_or(Rejection::Missing)?;
         let token = value
             .to_str()
@@ -129,8 +133,9 @@ impl Verifier {
         result
     }
 
-    /// The principal `token` names, once it is verified.
-    async fn principal(&self, token: &str) -> Result<String, Rejection> {
+    /// The principal `token` names and its `attribute_claims`, once it is
+    /// verified.
+    async fn principal(&self, token: &str) -> Result<(String, TokenAttributes), Rejection> {
         let invalid = Rejection::Invalid;
         if token.len() > MAX_JWT_BYTES {
             return Err(invalid(format!("the token is {} bytes; at most {MAX_JWT_BYTES} are accepted", token.len())));
@@ -160,7 +165,7 @@ impl Verifier {
         let claim = &self.settings.principal_claim;
         match data.claims.get(claim).and_then(Value::as_str) {
             Some(principal) if !principal.is_empty() && principal.len() <= MAX_PRINCIPAL_BYTES => {
-                Ok(principal.to_owned())
+                Ok((principal.to_owned(), claim_attributes(&data.claims, &self.settings.attribute_claims, principal)))
             }
             Some(_) => {
                 Err(invalid(format!("the token's {claim} claim is empty or longer than {MAX_PRINCIPAL_BYTES} bytes")))
@@ -274,6 +279,38 @@ impl Verifier {
 
 /// `text` with only the characters a quoted `error_description` may hold
 /// (RFC 6750 §3: printable ASCII but `"` and `\`).
+/// The attributes `mapping` (`(attribute, claim)`) takes from a verified
+/// token's `claims`. A claim that is absent, or is not a string, boolean,
+/// integer or flat list of those within [`MAX_CALLER_ATTRIBUTE_BYTES`] and
+/// [`MAX_CLAIM_LIST_ITEMS`], gives no attribute (a policy reads it with
+/// `principal has NAME`); the token is still accepted.
+fn claim_attributes(claims: &Map<String, Value>, mapping: &[(String, String)], principal: &str) -> TokenAttributes {
+    let scalar = |value: &Value| match value {
+        Value::String(_) | Value::Bool(_) => true,
+        Value::Number(n) => n.is_i64(),
+        _ => false,
+    };
+    let mut attributes = Vec::new();
+    for (attribute, claim) in mapping {
+        let Some(value) = claims.get(claim) else { continue };
+        let usable = match value {
+            Value::Array(items) => items.len() <= MAX_CLAIM_LIST_ITEMS && items.iter().all(scalar),
+            other => scalar(other),
+        };
+        if usable && value.to_string().len() <= MAX_CALLER_ATTRIBUTE_BYTES {
+            attributes.push((attribute.clone(), value.clone()));
+        } else {
+            tracing::debug!(
+                principal,
+                claim = claim.as_str(),
+                "the token's claim is not a string, boolean, integer or list of those within \
+                 {MAX_CALLER_ATTRIBUTE_BYTES} bytes and {MAX_CLAIM_LIST_ITEMS} items: no attribute"
+            );
+        }
+    }
+    attributes.into()
+}
+
 fn header_safe(text: &str) -> String {
     text.chars()
         .map(|c| match c {
@@ -423,7 +460,26 @@ mod tests {
             resource: resource.into(),
             jwks_refresh: Duration::from_secs(3600),
             jwks_min_refresh: Duration::from_secs(60),
+            attribute_claims: Vec::new(),
         }
+    }
+
+    #[test]
+    fn only_plain_claims_become_attributes() {
+        let claims = json!({"org": "acme", "roles": ["teller", "auditor"], "level": 3, "admin": false,
+                            "ratio": 0.5, "nested": {"a": 1}, "mixed": ["a", {"b": 1}],
+                            "long": "x".repeat(MAX_CALLER_ATTRIBUTE_BYTES + 1),
+                            "many": vec![1; MAX_CLAIM_LIST_ITEMS + 1]});
+        let Value::Object(claims) = claims else { unreachable!() };
+        let mapping: Vec<(String, String)> =
+            ["admin", "level", "long", "many", "mixed", "missing", "nested", "org", "ratio", "roles"]
+                .iter()
+                .map(|c| ((*c).to_owned() + "_attr", (*c).to_owned()))
+                .collect();
+        let attributes = claim_attributes(&claims, &mapping, "alice");
+        let names: Vec<&str> = attributes.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["admin_attr", "level_attr", "org_attr", "roles_attr"]);
+        assert_eq!(attributes[3].1, json!(["teller", "auditor"]));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 # them, and called through the host: a real call, a bad argument refused by
 # the host's schema validation, and the tool's own error.
 #
-# Offline: the Rust crate's SDK is this checkout's guest-sdk by path (the
-# git form is the same crate; `airlock new --sdk-git` writes it), its other
+# Offline: the Rust crate's SDK is this checkout's guest-sdk by path, and
+# then by git from a bare clone of the checkout (file://); its other
 # dependencies come from the registry cache the workspace build filled, at
 # the versions of the workspace's Cargo.lock; the JavaScript project uses the
 # jco installed for sdk/js (same package-lock.json). The Python project is
@@ -46,6 +46,25 @@ cp "$root/Cargo.lock" new_rust/
 (cd new_rust && "$CARGO" build --offline --release --target wasm32-wasip2 -q)
 rust_out=${CARGO_TARGET_DIR:-$work/new_rust/target}/wasm32-wasip2/release/new_rust.wasm
 check new_rust "$rust_out"
+
+# Rust, with the SDK by git, as a user outside the repository depends on it:
+# from a bare clone of this checkout's HEAD (a file:// URL, so no network).
+# Skipped when the checkout is not a git repository.
+# The clone's path is fixed (under the target dir) so that cargo's git
+# cache (~/.cargo/git) keeps one entry for it, not one per run.
+if head=$(git -C "$root" rev-parse --verify -q HEAD); then
+	bare=${CARGO_TARGET_DIR:-$work}/new-projects/airlock.git
+	rm -rf "$bare"
+	git clone -q --bare "$root" "$bare"
+	"$AIRLOCK" new --lang rust new_rust_git --sdk-git "file://$bare" >/dev/null
+	grep -qF "airlock-guest = { git = \"file://$bare\" }" new_rust_git/Cargo.toml || fail "no git dependency written"
+	cp "$root/Cargo.lock" new_rust_git/
+	(cd new_rust_git && "$CARGO" build --release --target wasm32-wasip2 -q)
+	check new_rust_git "${CARGO_TARGET_DIR:-$work/new_rust_git/target}/wasm32-wasip2/release/new_rust_git.wasm"
+	echo "new_projects.sh: airlock-guest by git at ${head:0:12}"
+else
+	echo "new_projects.sh: not a git checkout; the git dependency is not tried"
+fi
 
 # JavaScript.
 "$AIRLOCK" new --lang js new_js >/dev/null

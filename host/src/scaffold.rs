@@ -75,8 +75,8 @@ pub struct NewArgs {
     /// Directory to create [default: ./NAME]; it must not exist or be empty.
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Rust: depend on the SDK by this path (a checkout's `guest-sdk` directory).
-    #[arg(long, conflicts_with = "sdk_git", value_name = "DIR")]
+    /// Rust: depend on the SDK by this path (a checkout's `guest-sdk` directory); wins over --sdk-git.
+    #[arg(long, value_name = "DIR")]
     pub sdk_path: Option<PathBuf>,
     /// Rust: depend on the SDK by git from this repository URL.
     #[arg(long, env = "AIRLOCK_REPO", value_name = "URL")]

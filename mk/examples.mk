@@ -4,7 +4,7 @@
 # componentize-py and wasm32-wasip2 target); paths relative to the root.
 #
 #   make examples    $(EXAMPLES_OUT)/convert_units_{rust,python,js}.wasm
-#   make test-sdk    the Python SDK's unit tests (host CPython), and
+#   make test-sdk    the SDKs' unit tests (host CPython, Node), and
 #                    `airlock new` projects built outside the repository
 #
 # Each example is built once per run: the outputs depend on their sources.
@@ -62,6 +62,7 @@ $(EXAMPLES_OUT)/convert_units_js.wasm: examples/js/convert_units/app.js $(JS_SDK
 # Needs the airlock binary (the test build writes it) and the JS toolchain.
 test-sdk: $(JS_SDK_STAMP)
 	python3 -m unittest discover -q -s sdk/python -p 'test_*.py'
+	cd $(JS_SDK_DIR) && node --import ./test/register.mjs --test --test-reporter=dot test/airlock-tool.test.mjs
 	AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock CARGO="$(CARGO)" JS_SDK_DIR=$(abspath $(JS_SDK_DIR)) \
 		bash tests/sdk/new_projects.sh
 

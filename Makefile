@@ -23,6 +23,7 @@ TEST_GUESTS += conformance_text conformance_error conformance_state
 .PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks lint bench demo doc clean
 
 include mk/interpreters.mk
+include mk/examples.mk
 
 # Compiled components are cached here for tests and the demo, so each
 # component (run_python takes ~30 s) is compiled once per run.
@@ -88,11 +89,12 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
-test: guests $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
+test: guests examples $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
-	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) $(CARGO) test --release -p airlock
+	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release -p airlock
+	$(MAKE) --no-print-directory test-sdk
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks
 	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
@@ -110,7 +112,7 @@ test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements
 
 lint: setup
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -- -D warnings
+	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings
 
 # The bench build has the test build's features (dev-dependencies are

@@ -25,6 +25,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod scaffold;
+
 /// Run LLM tools as sandboxed WebAssembly components.
 #[derive(Parser)]
 #[command(name = "airlock", version, about)]
@@ -92,6 +94,8 @@ enum Command {
     },
     /// Print the effective configuration, each value with where it came from (secrets redacted).
     Config,
+    /// Create a new tool project (rust, python or js) and print the command that builds it.
+    New(scaffold::NewArgs),
     /// Audit log tools.
     Audit {
         #[command(subcommand)]
@@ -219,6 +223,12 @@ async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Audit { command } => return finish(audit(command)),
         Command::Inspect { file } => return finish(inspect(&file).await),
+        Command::New(args) => {
+            return match scaffold::run(&args) {
+                Ok(text) => finish(Out::new().line(format_args!("{}", text.trim_end())).map(|()| ExitCode::SUCCESS)),
+                Err(err) => usage_error(err),
+            };
+        }
         _ => {}
     }
     let config = match load_config(cli.config.as_deref()) {
@@ -257,7 +267,9 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(err) => usage_error(format!("{err:#}")),
             }
         }
-        Command::Audit { .. } | Command::Inspect { .. } | Command::Config => unreachable!("handled above"),
+        Command::Audit { .. } | Command::Inspect { .. } | Command::New(_) | Command::Config => {
+            unreachable!("handled above")
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod cards;
 mod cli;
+mod examples;
 mod host_limits;
 mod identity;
 mod interpreters;

@@ -1,0 +1,212 @@
+/**
+ * `airlock-tool`: write an Airlock tool in JavaScript as one function.
+ *
+ * A tool is a WebAssembly component of the `airlock:tool@0.2.0` world, built
+ * with ComponentizeJS. This module is the glue: describe the arguments with
+ * the schema helpers `t` (or any JSON Schema object), write the handler, and
+ * `defineTool` returns the component's `metadata` and `handler` exports.
+ *
+ *     import { defineTool, t, ToolError } from "./airlock-tool.js";
+ *
+ *     export const { metadata, handler } = defineTool({
+ *       name: "greet",
+ *       description: "Greets a person by name.",
+ *       parameters: t.object({
+ *         name: t.string({ description: "Who to greet." }),
+ *         excited: t.optional(t.boolean({ default: false })),
+ *       }),
+ *       output: t.object({ message: t.string() }),
+ *       handler({ name, excited = false }) {
+ *         if (!name.trim()) throw new ToolError("`name` is empty: pass the name of a person", "empty_name");
+ *         return { message: `Hello, ${name}${excited ? "!" : "."}` };
+ *       },
+ *     });
+ *
+ * Build it with `componentize-js app.js --wit wit -n tool -d stdio random
+ * clocks http fetch-event -o greet.wasm` (the WIT of the contract in `wit/`).
+ *
+ * Errors: a `ToolError` becomes the `tool-error` the model reads, with its
+ * code; any other exception becomes a `tool-error` with code `exception`
+ * naming the error, so a bug shows up as a readable failure.
+ *
+ * Who the call is for: the handler's second argument has `caller()`, which
+ * reads the principal, the operator's attributes and roles, and the call and
+ * session ids from the host (the `airlock:tool/caller` import). Nothing in
+ * it comes from the model.
+ *
+ * Trust: the definition is the author's; `arguments` come from the host,
+ * already validated against `parameters`, but are still checked to be a
+ * JSON object before the handler sees them.
+ */
+
+import { get as getCaller } from "airlock:tool/caller@0.2.0";
+
+/** What the host accepts as a tool name (see `wit/tool.wit`). */
+const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** The code of a `tool-error` made from an exception that is not a ToolError. */
+export const EXCEPTION_CODE = "exception";
+/** Marks an object property as optional; removed from the schema the host reads. */
+const OPTIONAL = Symbol("airlock-tool.optional");
+
+/** A failure the tool reports on purpose. The model reads `message`: say
+ * what went wrong and what would work. `code` is machine-readable, e.g. `not_found`. */
+export class ToolError extends Error {
+  /**
+   * @param {string} message
+   * @param {string} [code]
+   */
+  constructor(message, code) {
+    super(message);
+    this.name = "ToolError";
+    /** @type {string | undefined} */
+    this.code = code;
+  }
+}
+
+/**
+ * @typedef {Record<string, unknown>} JsonSchema A JSON Schema object.
+ * @typedef {{ description?: string } & JsonSchema} Options Extra JSON Schema keywords.
+ */
+
+/** JSON Schema helpers: each returns a plain JSON Schema object. */
+export const t = {
+  /** @param {Options} [options] */
+  string: (options = {}) => ({ type: "string", ...options }),
+  /** @param {Options} [options] */
+  number: (options = {}) => ({ type: "number", ...options }),
+  /** @param {Options} [options] */
+  integer: (options = {}) => ({ type: "integer", ...options }),
+  /** @param {Options} [options] */
+  boolean: (options = {}) => ({ type: "boolean", ...options }),
+  /** @param {JsonSchema} items @param {Options} [options] */
+  array: (items, options = {}) => ({ type: "array", items, ...options }),
+  /** One of fixed values. @param {unknown[]} values @param {Options} [options] */
+  enum: (values, options = {}) => ({ enum: [...values], ...options }),
+  /** The same schema, also accepting `null`. @param {JsonSchema} schema */
+  nullable: (schema) => ({ anyOf: [schema, { type: "null" }] }),
+  /** A property that may be left out of its object. @param {JsonSchema} schema */
+  optional: (schema) => ({ ...schema, [OPTIONAL]: true }),
+  /**
+   * An object with these properties, all required unless wrapped in
+   * `t.optional`; other properties are refused (`additionalProperties: false`).
+   * @param {Record<string, JsonSchema>} properties
+   * @param {Options} [options]
+   */
+  object: (properties, options = {}) => {
+    /** @type {Record<string, JsonSchema>} */
+    const props = {};
+    const required = [];
+    for (const [key, schema] of Object.entries(properties)) {
+      const { [OPTIONAL]: optional, ...plain } = schema;
+      props[key] = plain;
+      if (!optional) required.push(key);
+    }
+    const schema = { type: "object", properties: props, additionalProperties: false, ...options };
+    if (required.length > 0) schema.required = required;
+    return schema;
+  },
+};
+
+/**
+ * The caller of the call being served (the `airlock:tool/caller` import).
+ * @typedef {object} Caller
+ * @property {string} principal The authenticated principal, e.g. `alice`.
+ * @property {Record<string, unknown>} attributes The principal's attributes from the operator's entities file, in Cedar's JSON form.
+ * @property {Array<[string, string]>} parents Entities the principal is in, as [type, id].
+ * @property {string} callId The front end's id of this call (empty when it gave none).
+ * @property {string | undefined} sessionId The session the call runs in, if any.
+ */
+
+/** @returns {Caller} */
+function currentCaller() {
+  const info = getCaller();
+  /** @type {Record<string, unknown>} */
+  const attributes = {};
+  for (const { name, value } of info.attributes) {
+    // The host sends JSON text; a value that does not parse is kept as a string.
+    try {
+      attributes[name] = JSON.parse(value);
+    } catch {
+      attributes[name] = value;
+    }
+  }
+  return {
+    principal: info.principal,
+    attributes,
+    parents: info.parents.map((p) => [p.entityType, p.id]),
+    callId: info.callId,
+    sessionId: info.sessionId ?? undefined,
+  };
+}
+
+/** The error value `handler.call` throws, which becomes the `tool-error`. */
+function toolErrorPayload(message, code) {
+  return code === undefined || code === null ? { message: String(message) } : { message: String(message), code: String(code) };
+}
+
+/**
+ * Define the tool; export the result's `metadata` and `handler`:
+ * `export const { metadata, handler } = defineTool({...})`.
+ *
+ * @template Args
+ * @param {object} definition
+ * @param {string} definition.name Tool name: 1-64 letters, digits, `_` or `-`.
+ * @param {string} definition.description What the tool does, written for a model.
+ * @param {JsonSchema} definition.parameters JSON Schema of the arguments object (e.g. `t.object({...})`).
+ * @param {JsonSchema} [definition.output] JSON Schema of the result; the host checks every result against it.
+ * @param {(args: Args, context: { caller: () => Caller }) => unknown} definition.handler
+ *   Returns the result (any JSON value); throws `ToolError` to fail on purpose.
+ */
+export function defineTool({ name, description, parameters, output, handler }) {
+  if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
+    throw new Error(`tool name ${JSON.stringify(name)} is not accepted by the host: use 1-64 letters, digits, _ or -`);
+  }
+  if (typeof description !== "string" || description.trim() === "") {
+    throw new Error(`tool ${name} has no description: say what it does, for a model choosing between tools`);
+  }
+  if (parameters === null || typeof parameters !== "object") {
+    throw new Error(`tool ${name}: parameters must be a JSON Schema object, e.g. t.object({...})`);
+  }
+  if (typeof handler !== "function") {
+    throw new Error(`tool ${name}: handler must be a function`);
+  }
+  const parametersText = JSON.stringify(parameters);
+  const outputText = output === undefined ? undefined : JSON.stringify(output);
+  const context = { caller: currentCaller };
+  return {
+    metadata: {
+      name: () => name,
+      description: () => description,
+      parameters: () => parametersText,
+      output: () => outputText,
+    },
+    handler: {
+      /** @param {string} argumentsText */
+      call(argumentsText) {
+        let args;
+        try {
+          args = JSON.parse(argumentsText);
+        } catch (e) {
+          throw toolErrorPayload(`the arguments are not valid JSON: ${e.message}`, "invalid_arguments");
+        }
+        if (args === null || typeof args !== "object" || Array.isArray(args)) {
+          throw toolErrorPayload("the arguments must be a JSON object", "invalid_arguments");
+        }
+        let result;
+        try {
+          result = handler(args, context);
+          if (result !== null && typeof result === "object" && typeof result.then === "function") {
+            throw new Error("the handler returned a Promise; tool handlers are synchronous");
+          }
+        } catch (e) {
+          if (e instanceof ToolError) throw toolErrorPayload(e.message, e.code);
+          const kind = e instanceof Error ? e.name : typeof e;
+          const text = e instanceof Error ? e.message : String(e);
+          throw toolErrorPayload(`the tool failed with ${kind}: ${text}`, EXCEPTION_CODE);
+        }
+        const text = JSON.stringify(result === undefined ? null : result);
+        return text;
+      },
+    },
+  };
+}

@@ -60,6 +60,7 @@ mod confirm;
 mod http;
 mod jsonrpc;
 mod server;
+mod signed;
 mod stdio;
 mod watch;
 
@@ -112,7 +113,7 @@ pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);
 /// The transport fails before the client connects, or the watcher cannot
 /// be started.
 pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::Result<()> {
-    let shared = Shared::new(host);
+    let shared = Shared::new(host)?;
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
@@ -144,21 +145,32 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
 /// The address is refused or cannot be bound, or the watcher cannot be
 /// started.
 pub async fn serve_http(host: Host, addr: SocketAddr, principal: String, watch: bool) -> anyhow::Result<()> {
-    let shared = Shared::new(host);
+    let shared = Shared::new(host)?;
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
     http::serve(shared, addr, principal).await
 }
 
 impl Shared {
-    fn new(host: Host) -> Arc<Self> {
+    /// The state of one server. `[fleet]` (read from the config at start)
+    /// turns on signed, fleet-wide single-use confirmations, and
+    /// `[audit.postgres]` the shipping of audit records.
+    fn new(host: Host) -> anyhow::Result<Arc<Self>> {
+        let config = host.config();
+        let signed = match &config.fleet {
+            Some(fleet) => Some(signed::SignedConfirmations::new(fleet).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let shipper = config.audit.as_ref().and_then(crate::audit::ship::spawn);
         let shared = Arc::new(Shared {
             host,
             changes: Changes::default(),
             confirmations: Arc::new(Confirmations::default()),
+            signed,
             partial_list_sent: AtomicBool::new(false),
+            _shipper: shipper,
         });
         announce_startup(&shared);
-        shared
+        Ok(shared)
     }
 }
 

@@ -20,6 +20,9 @@ What it checks:
 - after the killed replica restarts, every record of every replica's local
   log is in PostgreSQL, byte for byte, and `airlock audit verify --postgres`
   passes (and reports a deleted row as a gap and an altered one as a break);
+- interpreter sessions (run_js) stay on one replica through the balancer,
+  which hashes the Mcp-Param-Session header their tool list asks clients
+  to send; a call without it is refused with -32020;
 - with Redis stopped, a retry is refused (fail closed) and runs nothing.
 
 It also measures throughput and p50/p99 of echo calls through the
@@ -67,6 +70,9 @@ BENCH_CALLS = 3_000
 CONCURRENCY = 24
 MIN_CALLS = 20_000
 LEGACY_SESSIONS = 9
+# Connections the balancer opens to one replica: below the replica's
+# MAX_HTTP_CONNECTIONS_PER_PEER (32).
+LB_CONNECTIONS_PER_REPLICA = 24
 # Every wait for a server or a condition: generous, for a loaded machine.
 DEADLINE_S = 90.0
 ACCEPT = {"confirm": {"action": "accept", "content": {"allow": True}}}
@@ -149,7 +155,7 @@ class Conn:
             self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
             await self.writer.drain()
             return await asyncio.wait_for(self._read(), timeout=60)
-        except (OSError, asyncio.IncompleteReadError, ConnError, asyncio.TimeoutError) as err:
+        except (OSError, asyncio.IncompleteReadError, ConnError, asyncio.TimeoutError, ValueError, IndexError) as err:
             await self.close()
             raise ConnError(f"{type(err).__name__}: {err}") from err
 
@@ -365,7 +371,7 @@ redis_url = "redis://127.0.0.1:{self.redis_port}/0"
         self.lb_port = free_port()
         self.haproxy_sock = self.root / "haproxy.sock"
         servers = "\n".join(
-            f"    server {name} 127.0.0.1:{port} check inter 100ms fall 1 rise 2" for name, port in self.ports.items()
+            f"    server {name} 127.0.0.1:{port} check inter 100ms fall 1 rise 2 maxconn {LB_CONNECTIONS_PER_REPLICA}" for name, port in self.ports.items()
         )
         config = self.root / "haproxy.cfg"
         config.write_text(
@@ -397,6 +403,11 @@ backend airlock
     stick-table type string len 128 size 100k expire 1h
     stick store-response res.hdr(Mcp-Session-Id)
     stick match req.hdr(Mcp-Session-Id)
+    # A replica takes MAX_HTTP_CONNECTIONS_PER_PEER (32) connections from
+    # one address: the balancer stays below it (and queues the rest), from
+    # an address of its own so that the test's direct connections from
+    # 127.0.0.1 are counted apart.
+    source 127.0.0.2
     # TCP checks (an HTTP check on /readyz replaces them where it exists).
 {servers}
 """
@@ -421,7 +432,12 @@ backend airlock
     def server_states(self) -> dict[str, str]:
         """Each server's state in haproxy: UP or DOWN (from `show stat`)."""
         states = {}
-        for line in self.haproxy_command("show stat").splitlines():
+        try:
+            stat = self.haproxy_command("show stat")
+        except OSError:
+            # The stats socket is not there yet.
+            return states
+        for line in stat.splitlines():
             cols = line.split(",")
             if len(cols) > 17 and cols[0] == "airlock" and cols[1] in self.ports:
                 states[cols[1]] = cols[17].split()[0]
@@ -526,7 +542,8 @@ class Load:
             return
         self.tally.ok += 1
         state = result["requestState"]
-        answer = DECLINE if n % 10 == 5 else ACCEPT
+        # One transfer in ten is declined by the user.
+        answer = DECLINE if (n // 20) % 10 == 5 else ACCEPT
         done = await self.call(conns[second], "write_file", arguments, second == "lb", capabilities=ELICIT, requestState=state, inputResponses=answer)
         if done is None:
             # The replica that was to answer is gone, perhaps mid-call: the
@@ -645,10 +662,9 @@ async def bench(port: int, calls: int) -> dict[str, float]:
     """Echo calls at CONCURRENCY through `port`: throughput and latency percentiles."""
     latencies: list[float] = []
     counter = iter(range(calls))
-    failures = 0
+    failures: list[str] = []
 
     async def one_worker() -> None:
-        nonlocal failures
         conn = Conn(port)
         try:
             for n in counter:
@@ -656,7 +672,7 @@ async def bench(port: int, calls: int) -> dict[str, float]:
                 reply = await modern_call(conn, "echo", {"text": f"b{n}"})
                 latencies.append(time.perf_counter() - started)
                 if (result_of(reply) or {}).get("structuredContent") != {"text": f"b{n}"}:
-                    failures += 1
+                    failures.append(f"HTTP {reply.status}: {reply.message}")
         finally:
             await conn.close()
 
@@ -664,7 +680,7 @@ async def bench(port: int, calls: int) -> dict[str, float]:
     await asyncio.gather(*(one_worker() for _ in range(CONCURRENCY)))
     elapsed = time.perf_counter() - started
     if failures:
-        raise AssertionError(f"{failures} benchmark calls failed")
+        raise AssertionError(f"{len(failures)} benchmark calls failed: {failures[:3]}")
     latencies.sort()
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
     return {"calls": calls, "seconds": elapsed, "per_s": calls / elapsed, "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
@@ -694,6 +710,26 @@ def check_shipped(services: Services) -> int:
 
 def audit_verify(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN), "audit", "verify", *args], capture_output=True, text=True)
+
+
+async def interpreter_sessions_are_pinned(services: Services) -> None:
+    """Calls of one run_js session, through the balancer with the
+    Mcp-Param-Session header the tool list asks for, all reach the replica
+    that holds the session; a call without the header is refused (-32020)."""
+    lb = Conn(services.lb_port)
+    code = "var n = (typeof n === 'undefined' ? 0 : n) + 1; n"
+    for sid in (f"s{i}" for i in range(6)):
+        for expected in range(1, 5):
+            body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
+                    "params": {"name": "run_js", "arguments": {"code": code, "session": sid}, "_meta": modern_meta()}}
+            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "run_js", "Mcp-Param-Session": sid}
+            result = result_of(await lb.post(body, headers)) or {}
+            assert (result.get("structuredContent") or {}).get("result") == expected, (sid, expected, result)
+    body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
+            "params": {"name": "run_js", "arguments": {"code": "1", "session": "s0"}, "_meta": modern_meta()}}
+    reply = await lb.post(body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "run_js"})
+    assert reply.status == 400 and (error_of(reply) or {}).get("code") == -32020, (reply.status, reply.message)
+    await lb.close()
 
 
 async def fail_closed_without_redis(services: Services) -> None:
@@ -747,7 +783,7 @@ def main() -> int:
         assert not t.wrong, "wrong results:\n" + "\n".join(t.wrong[:20])
         assert calls >= MIN_CALLS, f"only {calls} calls"
         assert not t.after_down_lb_failures, f"calls through the balancer failed after {victim} was marked down: {t.after_down_lb_failures[:10]}"
-        assert t.cross_replica > 100 and t.replays_refused > 100, t
+        assert t.cross_replica > 100 and t.replays_refused > 100 and len(t.declined) > 10, t
         # Sessions pinned to the survivors never failed; those on the killed
         # replica failed only after the kill.
         sticky = services.sticky_servers()
@@ -782,7 +818,10 @@ def main() -> int:
             "SELECT count(*) FROM airlock_audit WHERE record::jsonb->>'tool' = 'write_file' "
             "AND record::jsonb->>'decision' = 'ask:confirmed' AND record::jsonb->>'outcome' = 'ok'"
         )
-        assert int(executed) == len(lines), f"{executed} confirmed writes recorded, {len(lines)} files written"
+        # A replica killed after a write ran but before its record was
+        # written leaves that write unrecorded: only an uncertain transfer can.
+        executed = int(executed)
+        assert len(lines) - len(t.uncertain) <= executed <= len(lines), f"{executed} confirmed writes recorded, {len(lines)} files written"
 
         # The verifier sees a missing record and an altered one.
         services.psql("DELETE FROM airlock_audit WHERE replica = 'r1' AND seq = 5")
@@ -791,6 +830,7 @@ def main() -> int:
         assert broken.returncode == 1, broken.stdout + broken.stderr
         assert "missing records 5" in broken.stdout and "record 7: hash mismatch" in broken.stdout, broken.stdout
 
+        asyncio.run(interpreter_sessions_are_pinned(services))
         asyncio.run(fail_closed_without_redis(services))
 
         log(f"{calls} calls in all; {total} audit records shipped and verified; fail-closed without Redis")

@@ -26,7 +26,9 @@
 //! calls) are only ever read as "the user confirmed" or "did not": a
 //! `requestState` is an opaque handle to state kept here, bound to the
 //! principal, tool and arguments it was issued for, used once and expired
-//! after [`CONFIRM_TIMEOUT`].
+//! after [`CONFIRM_TIMEOUT`]. With `[fleet]` it is instead signed with the
+//! fleet's shared key over the same binding and redeemed once across the
+//! fleet in Redis, so that any replica can finish the call (see `signed`).
 //!
 //! Tool lists come only from [`Host::schemas`] with [`Format::Mcp`](crate::Format::Mcp):
 //! the projection is the trust boundary, this module never builds tool JSON

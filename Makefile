@@ -20,7 +20,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks lint bench demo doc clean
+.PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks test-fleet lint bench demo doc clean
 
 include mk/interpreters.mk
 include mk/examples.mk
@@ -89,7 +89,17 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
-test: guests examples $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
+# The fleet test (tests/fleet/fleet.py) runs HAProxy, Redis and PostgreSQL
+# from Debian's packages, installed once per machine, each witnessed by a
+# file it installs (PostgreSQL's initdb lives under its major version).
+FLEET_PACKAGES := haproxy redis-server postgresql
+FLEET_FILES := /usr/sbin/haproxy /usr/bin/redis-server $(or $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb)),/usr/lib/postgresql/VERSION/bin/initdb)
+
+$(FLEET_FILES) &:
+	$(SUDO) apt-get update -qq >/dev/null
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null
+
+test: guests examples $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters $(FLEET_FILES)
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
@@ -99,6 +109,7 @@ test: guests examples $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-r
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks
 	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
 	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+	$(CLIENT_ENV) python3 tests/fleet/fleet.py
 
 # The same steps alone, against what `make build` built.
 test-ts: build $(TS_STAMP)
@@ -106,6 +117,9 @@ test-ts: build $(TS_STAMP)
 
 test-conformance: build $(CONFORMANCE_STAMP)
 	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+
+test-fleet: build $(FLEET_FILES)
+	$(CLIENT_ENV) python3 tests/fleet/fleet.py
 
 test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks

@@ -31,7 +31,9 @@ use serde_json::Value;
 use crate::outcome::Decision;
 
 mod files;
+pub mod postgres;
 mod record;
+pub mod ship;
 mod verify;
 
 use files::{Lock, head_path, private_options, read_head, read_last_lines, sync_parent_dir, try_lock, write_head};
@@ -106,6 +108,8 @@ pub struct AuditSettings {
     /// Object keys whose values are replaced by `"[redacted]"`, at any depth,
     /// compared case-insensitively. Expected in lowercase.
     pub redact_keys: Vec<String>,
+    /// Where records are also shipped (`[audit.postgres]`), if anywhere.
+    pub postgres: Option<ship::PostgresSettings>,
 }
 
 /// `[audit]` as written.
@@ -118,6 +122,7 @@ pub struct RawAudit {
     record_arguments: bool,
     #[serde(default)]
     redact_keys: Vec<String>,
+    postgres: Option<ship::RawPostgres>,
 }
 
 impl AuditSettings {
@@ -138,6 +143,7 @@ impl AuditSettings {
             durability,
             record_arguments: raw.record_arguments,
             redact_keys: raw.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
+            postgres: raw.postgres.map(|p| ship::PostgresSettings::from_raw(p, resolve)).transpose()?,
         })
     }
 }
@@ -160,7 +166,7 @@ pub struct AuditEntry {
     /// The raw arguments as received; `Value::String` if they were not JSON.
     pub arguments: Value,
     /// What was decided about the call, recorded by its protocol name
-    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"` or
+    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"`, `"ask:pending"` or
     /// `"not_reached"`).
     pub decision: Decision,
     /// Id of the policy that determined the decision, if any.
@@ -297,7 +303,7 @@ impl AuditLog {
     /// head file is missing or unreadable, or the two disagree (for example
     /// because records were removed from the end).
     pub fn open(settings: AuditSettings) -> Result<AuditLog, AuditError> {
-        let AuditSettings { file: path, durability, record_arguments, redact_keys } = settings;
+        let AuditSettings { file: path, durability, record_arguments, redact_keys, .. } = settings;
         let head_path = head_path(&path);
         let io_error = |path: &Path, action: &'static str| {
             let path = path.to_path_buf();

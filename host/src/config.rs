@@ -7,7 +7,8 @@
 //! hands its grants to [`crate::grants`] and [`crate::network`] and its
 //! sessions to [`crate::session`]), `[engine]` by [`crate::engine`],
 //! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
-//! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`].
+//! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
+//! `[fleet]` by [`crate::fleet`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
 //!
@@ -16,6 +17,7 @@
 use crate::audit::{AuditSettings, RawAudit};
 use crate::authorize::RawPolicy;
 use crate::engine::{EngineSettings, RawEngine};
+use crate::fleet::{FleetSettings, RawFleet};
 use crate::http_settings::RawHttp;
 use crate::limits::{Limits, RawLimits};
 use crate::quota::{Quotas, RawQuotas};
@@ -64,6 +66,9 @@ pub struct Config {
     pub audit: Option<AuditSettings>,
     /// MCP HTTP transport settings.
     pub http: HttpSettings,
+    /// What the replicas of a fleet share (`[fleet]`); `None` for one
+    /// server on its own.
+    pub fleet: Option<FleetSettings>,
     /// The merged configuration table and where each of its values came
     /// from (for [`Config::describe`]).
     layers: layer::Layered,
@@ -94,6 +99,7 @@ struct RawConfig {
     http: RawHttp,
     #[serde(default)]
     quotas: RawQuotas,
+    fleet: Option<RawFleet>,
 }
 
 impl Config {
@@ -203,6 +209,7 @@ impl Config {
         };
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
+        let fleet = raw.fleet.map(|f| FleetSettings::from_raw(f, &resolve)).transpose().map_err(in_section("fleet"))?;
 
         Ok(Config {
             file: None,
@@ -213,6 +220,7 @@ impl Config {
             policy: PolicyFiles::from_raw(raw.policy, &resolve),
             audit,
             http,
+            fleet,
             layers: layer::Layered::default(),
             quotas: std::sync::Arc::new(quotas),
         })

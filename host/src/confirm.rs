@@ -26,6 +26,13 @@ pub struct ConfirmRequest<'a> {
 pub trait Confirmer: Send + Sync {
     /// `true` to run the call, `false` to decline it.
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool>;
+
+    /// After `confirm` answered `false`: whether the question was handed to
+    /// the client to answer later (a fleet's signed `requestState`) rather
+    /// than declined. The call is then recorded as `ask:pending`.
+    fn handed_off(&self) -> bool {
+        false
+    }
 }
 
 /// A confirmer from a synchronous callback.

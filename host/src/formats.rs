@@ -75,7 +75,10 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
         }
         Format::Mcp => {
             let mut tool = json!({ "name": name, "description": description, "inputSchema": parameters });
-            if let Some(McpExtras { output_schema, read_only }) = extras {
+            if let Some(McpExtras { output_schema, read_only, session_header }) = extras {
+                if *session_header && let Some(schema) = tool.get_mut("inputSchema") {
+                    mark_session_header(schema);
+                }
                 if let Some(schema) = output_schema.as_ref().filter(|s| s.get("type") == Some(&json!("object"))) {
                     // MCP requires an object-typed outputSchema.
                     set(&mut tool, "outputSchema", schema.clone());
@@ -98,6 +101,34 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
 fn set(tool: &mut Value, key: &str, value: Value) {
     if let Value::Object(map) = tool {
         map.insert(key.to_owned(), value);
+    }
+}
+
+/// The `x-mcp-header` name of the `session` parameter of a tool that keeps
+/// sessions: 2026-07-28 clients send its value as `Mcp-Param-Session`, and
+/// rmcp checks that header against the body.
+pub const SESSION_HEADER: &str = "Session";
+
+/// Mark a top-level `session` string parameter with `x-mcp-header`. The
+/// annotation is only allowed on a property of one primitive type, so an
+/// optional `["string", "null"]` becomes `"string"` (leaving it out is how a
+/// model omits it; the host still takes `null` as no session). Any other
+/// shape is left unmarked.
+fn mark_session_header(schema: &mut Value) {
+    let Some(session) = schema.get_mut("properties").and_then(|p| p.get_mut("session")).and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let string = match session.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(types)) => {
+            types.iter().any(|t| t == "string") && types.iter().all(|t| t == "string" || t == "null")
+        }
+        _ => false,
+    };
+    if string && !session.contains_key("x-mcp-header") {
+        session.insert("type".into(), Value::from("string"));
+        session.insert("x-mcp-header".into(), Value::from(SESSION_HEADER));
     }
 }
 
@@ -128,11 +159,35 @@ mod tests {
         assert_eq!(encode(Format::OpenAi, &t, None, false)["function"]["parameters"], json!({"type":"object"}));
         assert_eq!(encode(Format::OpenAiResponses, &t, None, true)["strict"], json!(true));
         assert_eq!(encode(Format::Anthropic, &t, None, false)["input_schema"], json!({"type":"object"}));
-        let extras = McpExtras { output_schema: Some(json!({"type":"object"})), read_only: true };
+        let extras =
+            McpExtras { output_schema: Some(json!({"type":"object"})), read_only: true, session_header: false };
         let mcp = encode(Format::Mcp, &t, Some(&extras), false);
         assert_eq!(mcp["inputSchema"], json!({"type":"object"}));
         assert_eq!(mcp["outputSchema"], json!({"type":"object"}));
         assert_eq!(mcp["annotations"]["readOnlyHint"], json!(true));
+    }
+
+    #[test]
+    fn the_session_parameter_of_a_tool_with_sessions_is_mirrored_into_a_header() {
+        let parameters = json!({"type": "object", "properties": {
+            "code": {"type": "string"},
+            "session": {"type": ["string", "null"], "description": "id"},
+        }});
+        let t = ModelTool { parameters, ..tool() };
+        let extras = McpExtras { output_schema: None, read_only: false, session_header: true };
+        let mcp = encode(Format::Mcp, &t, Some(&extras), false);
+        assert_eq!(
+            mcp["inputSchema"]["properties"]["session"],
+            json!({"type": "string", "description": "id", "x-mcp-header": "Session"})
+        );
+        assert_eq!(mcp["inputSchema"]["properties"]["code"], json!({"type": "string"}));
+        let without = McpExtras { session_header: false, ..extras.clone() };
+        let mcp = encode(Format::Mcp, &t, Some(&without), false);
+        assert!(mcp["inputSchema"]["properties"]["session"].get("x-mcp-header").is_none());
+        // Another shape is not marked (the annotation would make clients drop the tool).
+        let object = ModelTool { parameters: json!({"properties": {"session": {"type": "object"}}}), ..tool() };
+        let mcp = encode(Format::Mcp, &object, Some(&extras), false);
+        assert!(mcp["inputSchema"]["properties"]["session"].get("x-mcp-header").is_none());
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod check;
 mod config;
 mod confirm;
 mod engine;
+mod fleet;
 mod formats;
 mod grants;
 mod host;
@@ -59,6 +60,8 @@ mod tool_settings;
 mod validate;
 
 pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
+pub use audit::postgres::{MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres};
+pub use audit::ship::{MAX_REPLICA_ID_BYTES, MAX_SHIP_BATCH, PostgresSettings, SHIP_MAX_BACKOFF, SHIP_POLL_INTERVAL};
 pub use audit::{
     AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
     verify as audit_verify,
@@ -71,6 +74,8 @@ pub use card::{MAX_CARD_BYTES, MAX_CARD_VALUE_BYTES, MAX_PRESENTED_BYTES, MAX_TE
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
+pub use fleet::redeem::{MAX_PENDING_REDEMPTIONS, REDIS_CONNECT_TIMEOUT, REDIS_RESPONSE_TIMEOUT};
+pub use fleet::{FleetSettings, MAX_CLOCK_SKEW, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
 pub use formats::Format;
 pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};

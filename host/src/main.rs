@@ -105,10 +105,16 @@ enum Command {
 
 #[derive(Subcommand)]
 enum AuditCommand {
-    /// Check the hash chain of an audit log.
+    /// Check the hash chain of an audit log, or of every replica's log
+    /// shipped to PostgreSQL.
     Verify {
         /// The log file.
-        file: PathBuf,
+        #[arg(required_unless_present = "postgres", conflicts_with = "postgres")]
+        file: Option<PathBuf>,
+        /// Verify every replica's chain in this database
+        /// (postgresql://USER@HOST:PORT/DB): gaps and breaks are reported.
+        #[arg(long, value_name = "URL")]
+        postgres: Option<String>,
     },
     /// Print the last records of an audit log.
     Tail {
@@ -221,6 +227,9 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::Audit { command: AuditCommand::Verify { postgres: Some(url), .. } } => {
+            return finish(verify_postgres(&url).await);
+        }
         Command::Audit { command } => return finish(audit(command)),
         Command::Inspect { file } => return finish(inspect(&file).await),
         Command::New(args) => {
@@ -616,10 +625,28 @@ async fn inspect(file: &Path) -> std::io::Result<ExitCode> {
     Ok(if accepted { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// `audit verify --postgres URL`: one line per replica; exit 1 if any
+/// replica's chain has gaps or breaks, 2 if the database cannot be read.
+async fn verify_postgres(url: &str) -> std::io::Result<ExitCode> {
+    let reports = match airlock::audit_verify_postgres(url).await {
+        Ok(reports) => reports,
+        Err(err) => return Ok(usage_error(err)),
+    };
+    let mut out = Out::new();
+    if reports.is_empty() {
+        out.line(format_args!("ok: no records in the database"))?;
+    }
+    for report in &reports {
+        out.line(format_args!("{report}"))?;
+    }
+    Ok(if reports.iter().all(airlock::ReplicaReport::is_intact) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
 fn audit(command: AuditCommand) -> std::io::Result<ExitCode> {
     let mut out = Out::new();
     Ok(match command {
-        AuditCommand::Verify { file } => match airlock::audit_verify(&file) {
+        AuditCommand::Verify { file: None, .. } => usage_error("audit verify needs a log file or --postgres URL"),
+        AuditCommand::Verify { file: Some(file), .. } => match airlock::audit_verify(&file) {
             Ok(report) => {
                 let head = report.last_hash.as_deref().unwrap_or("(empty)");
                 out.line(format_args!("ok: {} records, chain intact; head {head}", report.records))?;

@@ -26,7 +26,9 @@
 //! calls) are only ever read as "the user confirmed" or "did not": a
 //! `requestState` is an opaque handle to state kept here, bound to the
 //! principal, tool and arguments it was issued for, used once and expired
-//! after [`CONFIRM_TIMEOUT`].
+//! after [`CONFIRM_TIMEOUT`]. With `[fleet]` it is instead signed with the
+//! fleet's shared key over the same binding and redeemed once across the
+//! fleet in Redis, so that any replica can finish the call (see `signed`).
 //!
 //! Tool lists come only from [`Host::schemas`] with [`Format::Mcp`](crate::Format::Mcp):
 //! the projection is the trust boundary, this module never builds tool JSON
@@ -60,6 +62,7 @@ mod confirm;
 mod http;
 mod jsonrpc;
 mod server;
+mod signed;
 mod stdio;
 mod watch;
 
@@ -112,7 +115,7 @@ pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);
 /// The transport fails before the client connects, or the watcher cannot
 /// be started.
 pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::Result<()> {
-    let shared = Shared::new(host);
+    let shared = Shared::new(host)?;
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
@@ -144,21 +147,32 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
 /// The address is refused or cannot be bound, or the watcher cannot be
 /// started.
 pub async fn serve_http(host: Host, addr: SocketAddr, principal: String, watch: bool) -> anyhow::Result<()> {
-    let shared = Shared::new(host);
+    let shared = Shared::new(host)?;
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
     http::serve(shared, addr, principal).await
 }
 
 impl Shared {
-    fn new(host: Host) -> Arc<Self> {
+    /// The state of one server. `[fleet]` (read from the config at start)
+    /// turns on signed, fleet-wide single-use confirmations, and
+    /// `[audit.postgres]` the shipping of audit records.
+    fn new(host: Host) -> anyhow::Result<Arc<Self>> {
+        let config = host.config();
+        let signed = match &config.fleet {
+            Some(fleet) => Some(signed::SignedConfirmations::new(fleet).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let shipper = config.audit.as_ref().and_then(crate::audit::ship::spawn);
         let shared = Arc::new(Shared {
             host,
             changes: Changes::default(),
             confirmations: Arc::new(Confirmations::default()),
+            signed,
             partial_list_sent: AtomicBool::new(false),
+            _shipper: shipper,
         });
         announce_startup(&shared);
-        shared
+        Ok(shared)
     }
 }
 

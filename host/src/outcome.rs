@@ -160,6 +160,11 @@ pub enum Decision {
     /// The policy asked and the user declined (or could not be asked).
     #[serde(rename = "ask:declined")]
     AskDeclined,
+    /// The policy asked and the question went to the client with a signed
+    /// `requestState` (a fleet, MCP 2026-07-28): nothing ran here, and the
+    /// call runs on whichever replica the client sends the answer to.
+    #[serde(rename = "ask:pending")]
+    AskPending,
     /// The call failed before the policy was consulted (quota, unknown
     /// tool, invalid arguments).
     #[serde(rename = "not_reached")]
@@ -167,21 +172,28 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// The protocol name: `allow`, `deny`, `ask:confirmed`, `ask:declined`
-    /// or `not_reached`.
+    /// The protocol name: `allow`, `deny`, `ask:confirmed`, `ask:declined`,
+    /// `ask:pending` or `not_reached`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
             Decision::Deny => "deny",
             Decision::AskConfirmed => "ask:confirmed",
             Decision::AskDeclined => "ask:declined",
+            Decision::AskPending => "ask:pending",
             Decision::NotReached => "not_reached",
         }
     }
 
     /// Every decision, for tests and documentation.
-    pub const ALL: [Decision; 5] =
-        [Decision::Allow, Decision::Deny, Decision::AskConfirmed, Decision::AskDeclined, Decision::NotReached];
+    pub const ALL: [Decision; 6] = [
+        Decision::Allow,
+        Decision::Deny,
+        Decision::AskConfirmed,
+        Decision::AskDeclined,
+        Decision::AskPending,
+        Decision::NotReached,
+    ];
 }
 
 impl fmt::Display for Decision {

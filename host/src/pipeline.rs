@@ -333,6 +333,15 @@ impl Pipeline {
                     }
                     None => false,
                 };
+                if !confirmed && confirmer.is_some_and(|c| c.handed_off()) {
+                    let failure = Failure::new(
+                        ErrorKind::Declined,
+                        format!(
+                            "this call needs confirmation ({reason}); the question was handed to the client and nothing was run yet: it runs when the call is sent again with the user's answer."
+                        ),
+                    );
+                    return Err((failure, Decision::AskPending, policy, Some(tool)));
+                }
                 if !confirmed {
                     let failure = Failure::new(
                         ErrorKind::Declined,

@@ -244,6 +244,15 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     if current.http.jwt != next.http.jwt {
         changed.push("http.jwt changed; restart airlock serve to apply it".to_owned());
     }
+    // The signer of requestStates and its Redis connection, and the audit
+    // shipper, are started with the server.
+    if current.fleet != next.fleet {
+        changed.push("fleet changed; restart airlock serve to apply it".to_owned());
+    }
+    let postgres = |c: &Config| c.audit.as_ref().and_then(|a| a.postgres.clone());
+    if postgres(current) != postgres(next) {
+        changed.push("audit.postgres changed; restart airlock serve to apply it".to_owned());
+    }
     changed
 }
 

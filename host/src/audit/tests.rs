@@ -13,6 +13,7 @@ fn settings(path: &Path) -> AuditSettings {
         durability: Durability::Flush,
         record_arguments: true,
         redact_keys: vec!["api_key".to_owned()],
+        postgres: None,
     }
 }
 

@@ -188,7 +188,7 @@ pub(super) struct Checked {
 /// Checks one line (without its line end) on its own: a JSON object with
 /// exactly the record's members, an intact hash, and written in the exact form
 /// Airlock writes.
-fn check_line(line: &[u8]) -> Result<Checked, String> {
+pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
     let value: Value = serde_json::from_slice(line).map_err(|e| format!("not a JSON record ({e})"))?;
     let Value::Object(map) = value else {
         return Err("not a JSON object".to_owned());

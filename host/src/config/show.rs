@@ -15,8 +15,9 @@ use crate::limits::Limits;
 use std::fmt::Write as _;
 use toml::{Table, Value};
 
-/// Members whose values are never printed.
-const SECRET_KEYS: [&str; 4] = ["token", "value", "password", "secret"];
+/// Members whose values are never printed (`url` and `redis_url`, of
+/// `[audit.postgres]` and `[fleet]`, may carry a password).
+const SECRET_KEYS: [&str; 6] = ["token", "value", "password", "secret", "url", "redis_url"];
 /// Column at which the source comment starts.
 const COMMENT_COLUMN: usize = 44;
 
@@ -201,5 +202,9 @@ mod tests {
         let text = describe("[http]\ntokens = [{ token = \"0123456789abcdef-secret\", principal = \"alice\" }]\n");
         assert!(!text.contains("0123456789abcdef-secret"), "{text}");
         assert!(text.contains("<redacted>") && text.contains("alice"), "{text}");
+        let text = describe(
+            "[audit]\nfile = \"a.jsonl\"\n[audit.postgres]\nurl = \"postgresql://u:pw-secret@h/db\"\nreplica = \"r1\"\n",
+        );
+        assert!(!text.contains("pw-secret") && text.contains("r1"), "{text}");
     }
 }

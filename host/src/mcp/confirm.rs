@@ -212,6 +212,9 @@ pub enum Resumed {
     Mismatch,
     /// The pipeline task died (a bug): no result.
     Lost,
+    /// The fleet's shared store could not say whether the state was used
+    /// (why, in words): nothing was run.
+    Unavailable(String),
 }
 
 /// A question for the user and where to send the answer.

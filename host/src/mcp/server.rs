@@ -40,6 +40,12 @@ pub struct Shared {
     pub changes: Changes,
     /// Calls waiting for a confirmation answer (2026-07-28).
     pub confirmations: Arc<Confirmations>,
+    /// With `[fleet]`: signed, fleet-wide single-use confirmations in place
+    /// of `confirmations` (2026-07-28).
+    pub signed: Option<super::signed::SignedConfirmations>,
+    /// The audit shipper (`[audit.postgres]`), stopped when the server is
+    /// dropped.
+    pub _shipper: Option<crate::audit::ship::Shipper>,
     /// Some client was sent a tool list while start-up was loading tools:
     /// only then do tools that become ready need a list_changed.
     pub partial_list_sent: AtomicBool,
@@ -166,6 +172,38 @@ fn to_response(result: ToolResult) -> CallToolResponse {
     }
 }
 
+/// The answer to a first round: the result, or "input required".
+fn started(started: Started) -> Result<CallToolResponse, ErrorData> {
+    match started {
+        Started::Done(result) => Ok(to_response(*result)),
+        Started::Ask { state, elicitation } => {
+            let mut requests = InputRequests::new();
+            requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
+            Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+        }
+        Started::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+    }
+}
+
+/// The answer to a retry with a `requestState`.
+fn resumed(resumed: Resumed) -> Result<CallToolResponse, ErrorData> {
+    match resumed {
+        Resumed::Done(result) => Ok(to_response(*result)),
+        // The conformance suite (SEP-2322) requires a protocol error for a
+        // state that fails verification; a state for other arguments is the
+        // same mistake and gets the same answer.
+        Resumed::Unknown | Resumed::Mismatch => Err(ErrorData::invalid_params(STATE_REFUSED, None)),
+        Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+        Resumed::Unavailable(why) => Err(ErrorData::internal_error(
+            format!(
+                "{why}. The confirmation could not be checked as unused across the fleet, so nothing was run; send \
+                 the same retry again later (it stays valid until its requestState expires)"
+            ),
+            None,
+        )),
+    }
+}
+
 impl ServerHandler for AirlockServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
@@ -229,26 +267,21 @@ impl ServerHandler for AirlockServer {
         // 2026-07-28: no server-to-client requests. A call that needs
         // confirmation is parked and answered with "input required".
         let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone() };
-        let confirmations = &self.shared.confirmations;
-        if let Some(state) = request.request_state.as_deref() {
-            return match confirmations.resume(state, &owner, request.input_responses.as_ref(), &cancel).await {
-                Resumed::Done(result) => Ok(to_response(*result)),
-                // The conformance suite (SEP-2322) requires a protocol error
-                // for a state that fails verification; a state for other
-                // arguments is the same mistake and gets the same answer.
-                Resumed::Unknown | Resumed::Mismatch => Err(ErrorData::invalid_params(STATE_REFUSED, None)),
-                Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+        let responses = request.input_responses.as_ref();
+        // In a fleet, no call waits here: the state is signed and any
+        // replica finishes the call.
+        if let Some(signed) = &self.shared.signed {
+            let host = &self.shared.host;
+            return match request.request_state.as_deref() {
+                Some(state) => resumed(signed.resume(host, call, state, &owner, responses, &cancel).await),
+                None => started(signed.start(host, call, &owner, elicit, &cancel).await),
             };
         }
-        match confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await {
-            Started::Done(result) => Ok(to_response(*result)),
-            Started::Ask { state, elicitation } => {
-                let mut requests = InputRequests::new();
-                requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
-                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
-            }
-            Started::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+        let confirmations = &self.shared.confirmations;
+        if let Some(state) = request.request_state.as_deref() {
+            return resumed(confirmations.resume(state, &owner, responses, &cancel).await);
         }
+        started(confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -1,0 +1,138 @@
+//! Confirmation of "ask" decisions in a fleet (2026-07-28, `[fleet]`
+//! configured): no call waits in any replica's memory.
+//!
+//! The first round runs the call up to the policy's "ask" and stops there
+//! (recorded as `ask:pending`); the client is handed the question and a
+//! `requestState` signed with the fleet's key, bound to the principal, the
+//! tool and the digest of the arguments, valid for [`CONFIRM_TIMEOUT`]. The
+//! retry, on any replica, carries the same arguments (2026-07-28 resends the
+//! whole request) with the user's answer: the replica checks the state
+//! against the retry, redeems it once across the fleet in Redis, and runs
+//! the call from the start with that answer, so the arguments are
+//! validated and the policy consulted again by the replica that runs it.
+//!
+//! Trusts nothing from the client: the state is checked before anything
+//! else (`fleet::token`), the answer only counts as confirmation when it is
+//! an `accept` whose `allow` is `true`, and a state that cannot be redeemed
+//! (used before, or Redis unreachable) runs nothing.
+
+use super::CONFIRM_TIMEOUT;
+use super::cancel::link;
+use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message};
+use crate::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
+use crate::fleet::redeem::{Redeemed, Redeemer};
+use crate::fleet::token::{self, Binding};
+use crate::fleet::{FleetSettings, MAX_CLOCK_SKEW, StateKey};
+use crate::host::Host;
+use crate::pipeline::CallRequest;
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequest, InputRequest, InputResponses};
+use serde_json::Value;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+/// Signs, checks and redeems the `requestState`s of one replica.
+pub struct SignedConfirmations {
+    key: StateKey,
+    store: Redeemer,
+}
+
+/// The confirmer of a first round: keeps the question and stops the call.
+#[derive(Default)]
+struct HandOff {
+    question: Mutex<Option<String>>,
+}
+
+impl Confirmer for HandOff {
+    fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        *self.question.lock().unwrap_or_else(|e| e.into_inner()) = Some(message(&request));
+        Box::pin(async { false })
+    }
+
+    fn handed_off(&self) -> bool {
+        self.question.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 for a clock before it).
+fn now_ms() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl SignedConfirmations {
+    /// The confirmations of a replica of the fleet `settings` describe.
+    ///
+    /// # Errors
+    ///
+    /// The Redis URL is not one.
+    pub fn new(settings: &FleetSettings) -> Result<Self, String> {
+        Ok(Self { key: settings.state_key.clone(), store: Redeemer::new(&settings.redis_url)? })
+    }
+
+    /// Run the first round of `request`. If the policy asks and
+    /// `can_elicit`, the call stops before it runs and [`Started::Ask`]
+    /// hands out a signed state; without `can_elicit`, ask means declined.
+    pub async fn start(
+        &self,
+        host: &Host,
+        request: CallRequest,
+        owner: &Owner,
+        can_elicit: bool,
+        cancel: &[CancellationToken],
+    ) -> Started {
+        let run_cancel = CancellationToken::new();
+        let _link = link(&run_cancel, cancel);
+        let handoff = HandOff::default();
+        let confirmer = can_elicit.then_some(&handoff as &dyn Confirmer);
+        let result = host.call_cancellable(request, confirmer, &run_cancel).await;
+        let question = handoff.question.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(question) = question else { return Started::Done(Box::new(result)) };
+        let expiry = now_ms().saturating_add(u64::try_from(CONFIRM_TIMEOUT.as_millis()).unwrap_or(u64::MAX));
+        let digest = digest(owner);
+        let state = token::issue(&self.key, expiry, &binding(owner, &digest));
+        let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
+        Started::Ask { state, elicitation }
+    }
+
+    /// Finish a call with the user's answer from `responses`: check `state`
+    /// against the retried `request`, redeem it, and run the call.
+    pub async fn resume(
+        &self,
+        host: &Host,
+        request: CallRequest,
+        state: &str,
+        owner: &Owner,
+        responses: Option<&InputResponses>,
+        cancel: &[CancellationToken],
+    ) -> Resumed {
+        let digest = digest(owner);
+        let now = now_ms();
+        let Some(checked) = token::check(&self.key, state, now, &binding(owner, &digest)) else {
+            return Resumed::Unknown;
+        };
+        let ttl = Duration::from_millis(checked.expiry_ms.saturating_sub(now)).saturating_add(MAX_CLOCK_SKEW);
+        match self.store.redeem(&checked.id, ttl).await {
+            Ok(Redeemed::First) => {}
+            Ok(Redeemed::AlreadyUsed) => return Resumed::Unknown,
+            Err(err) => {
+                tracing::warn!("a confirmation was refused because the shared store is unavailable: {err}");
+                return Resumed::Unavailable(err.0);
+            }
+        }
+        let run_cancel = CancellationToken::new();
+        let _link = link(&run_cancel, cancel);
+        let confirmer = FixedConfirmer(accepted_responses(responses));
+        Resumed::Done(Box::new(host.call_cancellable(request, Some(&confirmer), &run_cancel).await))
+    }
+}
+
+/// The digest of the arguments as requested (`{}` when there were none).
+fn digest(owner: &Owner) -> String {
+    crate::audit::argument_digest(&Value::Object(owner.arguments.clone().unwrap_or_default()))
+}
+
+fn binding<'a>(owner: &'a Owner, digest: &'a str) -> Binding<'a> {
+    Binding { principal: &owner.principal, tool: &owner.tool, argument_digest: digest }
+}

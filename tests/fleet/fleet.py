@@ -1,0 +1,851 @@
+#!/usr/bin/env python3
+"""The fleet test (`make test-fleet`): three `airlock serve --http` replicas
+behind HAProxy, sharing a `requestState` key, Redis and PostgreSQL, all on
+loopback and started here in a temporary directory.
+
+What it checks:
+
+- a load of mixed calls through the balancer (2026-07-28 calls spread
+  round-robin, confirmations, sessions of the initialize-based revisions
+  pinned by `Mcp-Session-Id`), more than MIN_CALLS in all;
+- confirmations answered on another replica than the one that asked (the
+  retry sent straight to another replica's port, and through the balancer),
+  and every replayed approval refused on a third;
+- one replica killed with SIGKILL mid-load: its calls in flight fail as
+  errors (never as a wrong result), the balancer's calls started after it
+  is marked down all succeed, sessions pinned to the others go on;
+- no approved side effect runs twice: each approved transfer appends one
+  line to a file of its own through `write_file`, and every file has at
+  most one line;
+- after the killed replica restarts, every record of every replica's local
+  log is in PostgreSQL, byte for byte, and `airlock audit verify --postgres`
+  passes (and reports a deleted row as a gap and an altered one as a break);
+- interpreter sessions (run_js) stay on one replica through the balancer,
+  which hashes the Mcp-Param-Session header their tool list asks clients
+  to send; a call without it is refused with -32020;
+- with Redis stopped, a retry is refused (fail closed) and runs nothing.
+
+It also measures throughput and p50/p99 of echo calls through the
+balancer and against one replica alone, and prints them (BENCHMARKS.md has
+the numbers with the command that produced them). Nothing is asserted on
+time: every wait has a generous deadline and fails loudly.
+
+Only the standard library: the client speaks HTTP/1.1 and JSON-RPC itself,
+so that the client is not what is measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BIN = Path(os.environ.get("AIRLOCK_BIN", "target/release/airlock")).resolve()
+TOOLS_DIR = Path(os.environ.get("AIRLOCK_TOOLS_DIR", "target/guests")).resolve()
+CACHE_DIR = os.environ.get("AIRLOCK_CACHE_DIR")
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+PRINCIPAL = "fleet"
+# The operating-system user PostgreSQL runs as when this test runs as root
+# (PostgreSQL refuses to run as root).
+PG_USER = "airlock-fleet"
+REPLICAS = 3
+# Calls of the mixed load (each transfer is three calls), and of each
+# benchmark run.
+MIXED_JOBS = 12_000
+BENCH_CALLS = 3_000
+CONCURRENCY = 24
+MIN_CALLS = 20_000
+LEGACY_SESSIONS = 9
+# Connections the balancer opens to one replica: below the replica's
+# MAX_HTTP_CONNECTIONS_PER_PEER (32).
+LB_CONNECTIONS_PER_REPLICA = 24
+# Every wait for a server or a condition: generous, for a loaded machine.
+DEADLINE_S = 90.0
+ACCEPT = {"confirm": {"action": "accept", "content": {"allow": True}}}
+DECLINE = {"confirm": {"action": "decline"}}
+ELICIT = {"elicitation": {"form": {}}}
+
+
+def log(*parts: Any) -> None:
+    print("fleet:", *parts, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, check, deadline_s: float = DEADLINE_S) -> Any:
+    end = time.monotonic() + deadline_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+# --- HTTP/1.1 and JSON-RPC, just enough -------------------------------------
+
+
+class ConnError(Exception):
+    """The connection failed: refused, reset, or closed mid-response."""
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    message: dict[str, Any] | None
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection to 127.0.0.1:port."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            try:
+                await self.writer.wait_closed()
+            except OSError:
+                pass
+        self.reader = self.writer = None
+
+    async def post(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        try:
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+            data = json.dumps(body).encode()
+            head = [
+                "POST /mcp HTTP/1.1",
+                f"Host: 127.0.0.1:{self.port}",
+                "Content-Type: application/json",
+                "Accept: application/json, text/event-stream",
+                f"Content-Length: {len(data)}",
+            ] + [f"{k}: {v}" for k, v in headers.items()]
+            self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+            await self.writer.drain()
+            return await asyncio.wait_for(self._read(), timeout=60)
+        except (OSError, asyncio.IncompleteReadError, ConnError, asyncio.TimeoutError, ValueError, IndexError) as err:
+            await self.close()
+            raise ConnError(f"{type(err).__name__}: {err}") from err
+
+    async def _read(self) -> Reply:
+        assert self.reader is not None
+        status_line = await self.reader.readline()
+        if not status_line:
+            raise ConnError("connection closed before a response")
+        status = int(status_line.split()[1])
+        headers: dict[str, str] = {}
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int((await self.reader.readline()).split(b";")[0], 16)
+                if size == 0:
+                    await self.reader.readline()
+                    break
+                body += await self.reader.readexactly(size)
+                await self.reader.readexactly(2)
+        elif "content-length" in headers:
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        else:
+            body = await self.reader.read()
+            await self.close()
+        if headers.get("connection", "").lower() == "close":
+            await self.close()
+        return Reply(status, headers, parse_body(headers.get("content-type", ""), body))
+
+
+def parse_body(content_type: str, body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC response in a JSON or an SSE body (the last `data:` that is a response)."""
+    text = body.decode(errors="replace")
+    if not text.strip():
+        return None
+    if content_type.startswith("text/event-stream"):
+        found = None
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                payload = line[5:].strip()
+                if payload:
+                    try:
+                        message = json.loads(payload)
+                    except json.JSONDecodeError:
+                        continue
+                    if "result" in message or "error" in message:
+                        found = message
+        return found
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return {"raw": text}
+
+
+def modern_meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "fleet-test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+    }
+
+
+_ids = iter(range(1, 1 << 62))
+
+
+async def modern_call(conn: Conn, tool: str, arguments: dict[str, Any], **extra: Any) -> Reply:
+    capabilities = extra.pop("capabilities", None)
+    params = {"name": tool, "arguments": arguments, "_meta": modern_meta(capabilities), **extra}
+    body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call", "params": params}
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    return await conn.post(body, headers)
+
+
+def result_of(reply: Reply) -> dict[str, Any] | None:
+    return (reply.message or {}).get("result")
+
+
+def error_of(reply: Reply) -> dict[str, Any] | None:
+    return (reply.message or {}).get("error")
+
+
+# --- the services -------------------------------------------------------------
+
+
+@dataclass
+class Services:
+    root: Path
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    pg_bin: Path | None = None
+    pg_data: Path | None = None
+    pg_port: int = 0
+    redis: subprocess.Popen[bytes] | None = None
+    redis_port: int = 0
+    haproxy: subprocess.Popen[bytes] | None = None
+    lb_port: int = 0
+    haproxy_sock: Path | None = None
+    replicas: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    as_user: list[str] = field(default_factory=list)
+
+    @property
+    def pg_url(self) -> str:
+        return f"postgresql://airlock@127.0.0.1:{self.pg_port}/postgres"
+
+    def psql(self, sql: str) -> str:
+        assert self.pg_bin is not None
+        out = subprocess.run(
+            [str(self.pg_bin / "psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", self.pg_url, "-c", sql],
+            check=True, capture_output=True, text=True,
+        )
+        return out.stdout
+
+    def start_postgres(self) -> None:
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
+        if not bins:
+            raise RuntimeError("PostgreSQL is not installed (make test-fleet installs Debian's postgresql)")
+        self.pg_bin = Path(bins[-1])
+        pg_dir = self.root / "pg"
+        pg_dir.mkdir()
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam(PG_USER)
+            except KeyError:
+                subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER], check=True)
+            shutil.chown(pg_dir, PG_USER, PG_USER)
+            os.chmod(self.root, 0o755)
+            self.as_user = ["runuser", "-u", PG_USER, "--"]
+        self.pg_data = pg_dir / "data"
+        subprocess.run(
+            [*self.as_user, str(self.pg_bin / "initdb"), "-D", str(self.pg_data), "-U", "airlock", "-A", "trust", "-E", "UTF8", "--no-sync"],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+        self.pg_port = free_port()
+        options = f"-p {self.pg_port} -k {pg_dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+        subprocess.run(
+            [*self.as_user, str(self.pg_bin / "pg_ctl"), "-D", str(self.pg_data), "-o", options, "-l", str(pg_dir / "log"), "-w", "start"],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+
+    def stop_postgres(self) -> None:
+        if self.pg_data is not None and self.pg_bin is not None:
+            subprocess.run(
+                [*self.as_user, str(self.pg_bin / "pg_ctl"), "-D", str(self.pg_data), "-m", "immediate", "-w", "stop"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            self.pg_data = None
+
+    def start_redis(self) -> None:
+        self.redis_port = free_port()
+        self.redis = subprocess.Popen(
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.root)],
+            stdout=open(self.root / "redis.log", "wb"), stderr=subprocess.STDOUT,
+        )
+        wait_for("redis", lambda: port_open(self.redis_port))
+
+    def write_configs(self) -> None:
+        key = self.root / "state.key"
+        key.write_text(secrets.token_hex(32) + "\n")
+        os.chmod(key, 0o600)
+        ledger = self.root / "ledger"
+        ledger.mkdir()
+        for i in range(1, REPLICAS + 1):
+            name = f"r{i}"
+            rdir = self.root / name
+            rdir.mkdir()
+            cache = f'\n[engine]\ncache_dir = "{CACHE_DIR}"\n' if CACHE_DIR else ""
+            (rdir / "airlock.toml").write_text(
+                f"""tool_dirs = ["{TOOLS_DIR}"]
+{cache}
+[tools.echo]
+side_effect = false
+concurrency_safe = true
+
+[tools.write_file]
+side_effect = true
+dirs = [{{ host = "{ledger}", guest = "/ledger", access = "rw" }}]
+
+[audit]
+file = "{rdir / 'audit.jsonl'}"
+record_arguments = true
+
+[audit.postgres]
+url = "{self.pg_url}"
+replica = "{name}"
+
+[fleet]
+state_key_file = "{key}"
+redis_url = "redis://127.0.0.1:{self.redis_port}/0"
+"""
+            )
+            self.ports[name] = free_port()
+
+    def start_replica(self, name: str) -> None:
+        rdir = self.root / name
+        stderr = open(rdir / "stderr.log", "ab")
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn,airlock=info")}
+        proc = subprocess.Popen(
+            [str(BIN), "--config", str(rdir / "airlock.toml"), "serve", "--http", f"127.0.0.1:{self.ports[name]}", "--principal", PRINCIPAL],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+        )
+        self.replicas[name] = proc
+        wait_for(f"replica {name}", lambda: proc.poll() is None and port_open(self.ports[name]) or (proc.poll() is not None and self._died(name)))
+
+    def _died(self, name: str) -> bool:
+        raise RuntimeError(f"replica {name} exited: {(self.root / name / 'stderr.log').read_text()}")
+
+    def start_haproxy(self) -> None:
+        self.lb_port = free_port()
+        self.haproxy_sock = self.root / "haproxy.sock"
+        servers = "\n".join(
+            f"    server {name} 127.0.0.1:{port} check inter 100ms fall 1 rise 2 maxconn {LB_CONNECTIONS_PER_REPLICA}" for name, port in self.ports.items()
+        )
+        config = self.root / "haproxy.cfg"
+        config.write_text(
+            f"""global
+    maxconn 2000
+    stats socket {self.haproxy_sock} mode 600 level admin
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    # A connection refused by a dead replica is retried on another one;
+    # a request already sent is never resent (it may have had effects).
+    retries 2
+    option redispatch
+
+frontend mcp
+    bind 127.0.0.1:{self.lb_port}
+    default_backend airlock
+
+backend airlock
+    # Interpreter sessions: 2026-07-28 clients mirror the `session` argument
+    # into Mcp-Param-Session (x-mcp-header); requests without it go round-robin.
+    balance hdr(Mcp-Param-Session)
+    hash-type consistent
+    # Sessions of the initialize-based revisions stay on the replica that
+    # issued their Mcp-Session-Id.
+    stick-table type string len 128 size 100k expire 1h
+    stick store-response res.hdr(Mcp-Session-Id)
+    stick match req.hdr(Mcp-Session-Id)
+    # A replica takes MAX_HTTP_CONNECTIONS_PER_PEER (32) connections from
+    # one address: the balancer stays below it (and queues the rest), from
+    # an address of its own so that the test's direct connections from
+    # 127.0.0.1 are counted apart.
+    source 127.0.0.2
+    # TCP checks (an HTTP check on /readyz replaces them where it exists).
+{servers}
+"""
+        )
+        check = subprocess.run(["haproxy", "-c", "-f", str(config)], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise RuntimeError(f"haproxy refused its config: {check.stdout}{check.stderr}")
+        self.haproxy = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=open(self.root / "haproxy.log", "wb"), stderr=subprocess.STDOUT)
+        wait_for("haproxy", lambda: port_open(self.lb_port))
+        wait_for("every replica up in haproxy", lambda: all(s == "UP" for s in self.server_states().values()))
+
+    def haproxy_command(self, command: str) -> str:
+        assert self.haproxy_sock is not None
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(self.haproxy_sock))
+            s.sendall(command.encode() + b"\n")
+            chunks = []
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks).decode()
+
+    def server_states(self) -> dict[str, str]:
+        """Each server's state in haproxy: UP or DOWN (from `show stat`)."""
+        states = {}
+        try:
+            stat = self.haproxy_command("show stat")
+        except OSError:
+            # The stats socket is not there yet.
+            return states
+        for line in stat.splitlines():
+            cols = line.split(",")
+            if len(cols) > 17 and cols[0] == "airlock" and cols[1] in self.ports:
+                states[cols[1]] = cols[17].split()[0]
+        return states
+
+    def sticky_servers(self) -> dict[str, str]:
+        """Mcp-Session-Id → server name, from the stick table."""
+        names = {str(i): name for i, name in enumerate(self.ports, start=1)}
+        out = {}
+        for line in self.haproxy_command("show table airlock").splitlines():
+            fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+            if "key" in fields and "server_id" in fields:
+                out[fields["key"]] = fields.get("server_key") or names.get(fields["server_id"], fields["server_id"])
+        return out
+
+    def stop_all(self) -> None:
+        for proc in [*self.replicas.values(), self.haproxy, self.redis]:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self.stop_postgres()
+
+
+# --- the load -----------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    ok: int = 0
+    failed_cleanly: int = 0
+    wrong: list[str] = field(default_factory=list)
+    after_down_lb_failures: list[str] = field(default_factory=list)
+    approved: set[int] = field(default_factory=set)
+    declined: set[int] = field(default_factory=set)
+    uncertain: set[int] = field(default_factory=set)
+    cross_replica: int = 0
+    replays_refused: int = 0
+    session_results: dict[str, list[tuple[bool, bool]]] = field(default_factory=dict)
+
+
+class Load:
+    def __init__(self, services: Services) -> None:
+        self.s = services
+        self.tally = Tally()
+        self.killed = asyncio.Event()
+        self.down = asyncio.Event()
+        self.kill_at = MIXED_JOBS * 2 // 5
+        self.done_jobs = 0
+        self.sessions: list[str] = []
+
+    def port(self, name: str) -> int:
+        return self.s.ports[name]
+
+    def wrong(self, what: str) -> None:
+        self.tally.wrong.append(what)
+
+    async def call(self, conn: Conn, tool: str, arguments: dict[str, Any], via_lb: bool, **extra: Any) -> Reply | None:
+        """One call; None when it failed cleanly (a connection error or an HTTP error status)."""
+        after_down = self.down.is_set()
+        self.tally.calls += 1
+        try:
+            reply = await modern_call(conn, tool, arguments, **extra)
+        except ConnError as err:
+            self.tally.failed_cleanly += 1
+            if via_lb and after_down:
+                self.tally.after_down_lb_failures.append(f"{tool}: {err}")
+            return None
+        if reply.status >= 500 or reply.message is None:
+            self.tally.failed_cleanly += 1
+            if via_lb and after_down:
+                self.tally.after_down_lb_failures.append(f"{tool}: HTTP {reply.status}")
+            return None
+        return reply
+
+    async def echo(self, conn: Conn, via_lb: bool, n: int) -> None:
+        reply = await self.call(conn, "echo", {"text": f"hi {n}"}, via_lb)
+        if reply is None:
+            return
+        result = result_of(reply)
+        if result is None or result.get("structuredContent") != {"text": f"hi {n}"}:
+            self.wrong(f"echo {n}: {reply.message}")
+        else:
+            self.tally.ok += 1
+
+    async def transfer(self, conns: dict[str, Conn], n: int) -> None:
+        """Ask on one replica, answer on another, replay on a third (or all through the balancer)."""
+        names = list(self.s.ports)
+        direct = n % 2 == 0
+        first, second, third = (names[n % 3], names[(n + 1) % 3], names[(n + 2) % 3]) if direct else ("lb", "lb", "lb")
+        arguments = {"path": f"/ledger/t-{n}.txt", "content": f"t-{n}\n", "mode": "append"}
+        asked = await self.call(conns[first], "write_file", arguments, first == "lb", capabilities=ELICIT)
+        if asked is None:
+            return
+        result = result_of(asked)
+        if not result or result.get("resultType") != "input_required" or not result.get("requestState"):
+            self.wrong(f"transfer {n}: no input_required: {asked.message}")
+            return
+        self.tally.ok += 1
+        state = result["requestState"]
+        # One transfer in ten is declined by the user.
+        answer = DECLINE if (n // 20) % 10 == 5 else ACCEPT
+        done = await self.call(conns[second], "write_file", arguments, second == "lb", capabilities=ELICIT, requestState=state, inputResponses=answer)
+        if done is None:
+            # The replica that was to answer is gone, perhaps mid-call: the
+            # same retry through the balancer either runs the call (the dead
+            # replica never redeemed the state) or is refused (it had).
+            self.tally.uncertain.add(n)
+            done = await self.call(conns["lb"], "write_file", arguments, True, capabilities=ELICIT, requestState=state, inputResponses=answer)
+            if done is None:
+                return
+            if error_of(done) is not None:
+                return
+        finished = result_of(done)
+        if finished is None or finished.get("resultType") != "complete":
+            self.wrong(f"transfer {n}: the retry did not finish: {done.message}")
+            return
+        self.tally.ok += 1
+        self.tally.uncertain.discard(n)
+        if answer is DECLINE:
+            if not finished.get("isError") or finished.get("_meta", {}).get("airlock/kind") != "declined":
+                self.wrong(f"transfer {n}: a declined retry did not decline: {finished}")
+            self.tally.declined.add(n)
+        else:
+            if finished.get("isError"):
+                self.wrong(f"transfer {n}: an accepted retry failed: {finished}")
+                return
+            self.tally.approved.add(n)
+            if direct:
+                self.tally.cross_replica += 1
+        replay = await self.call(conns[third], "write_file", arguments, third == "lb", capabilities=ELICIT, requestState=state, inputResponses=ACCEPT)
+        if replay is None:
+            return
+        if (error_of(replay) or {}).get("code") != -32602:
+            self.wrong(f"transfer {n}: a replayed approval was not refused: {replay.message}")
+        else:
+            self.tally.replays_refused += 1
+            self.tally.ok += 1
+
+    async def legacy_session_call(self, conn: Conn, session: str, n: int) -> None:
+        after_down = self.down.is_set()
+        body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call", "params": {"name": "echo", "arguments": {"text": f"s{n}"}}}
+        headers = {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": session}
+        self.tally.calls += 1
+        try:
+            reply = await conn.post(body, headers)
+            good = reply.status == 200 and (result_of(reply) or {}).get("structuredContent") == {"text": f"s{n}"}
+            if reply.status == 200 and not good:
+                self.wrong(f"legacy session call: {reply.message}")
+        except ConnError:
+            good = False
+        if good:
+            self.tally.ok += 1
+        else:
+            self.tally.failed_cleanly += 1
+        self.tally.session_results.setdefault(session, []).append((after_down, good))
+
+    async def open_legacy_session(self, conn: Conn) -> str:
+        init = {"jsonrpc": "2.0", "id": next(_ids), "method": "initialize",
+                "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "fleet-test", "version": "0"}}}
+        reply = await conn.post(init, {})
+        session = reply.headers.get("mcp-session-id")
+        if reply.status != 200 or not session:
+            raise RuntimeError(f"initialize through the balancer failed: {reply.status} {reply.message}")
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await conn.post(note, {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": session})
+        return session
+
+    async def worker(self, queue: asyncio.Queue[int]) -> None:
+        conns = {name: Conn(port) for name, port in self.s.ports.items()}
+        conns["lb"] = Conn(self.s.lb_port)
+        try:
+            while True:
+                try:
+                    n = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                kind = n % 20
+                if kind < 3:
+                    await self.transfer(conns, n)
+                elif kind == 3 and self.sessions:
+                    await self.legacy_session_call(conns["lb"], self.sessions[n % len(self.sessions)], n)
+                else:
+                    await self.echo(conns["lb"], True, n)
+                self.done_jobs += 1
+                if self.done_jobs >= self.kill_at and not self.killed.is_set():
+                    self.killed.set()
+        finally:
+            for conn in conns.values():
+                await conn.close()
+
+    async def killer(self) -> None:
+        await self.killed.wait()
+        victim = list(self.s.ports)[-1]
+        log(f"SIGKILL replica {victim} after {self.done_jobs} jobs")
+        self.s.replicas[victim].send_signal(signal.SIGKILL)
+        end = time.monotonic() + DEADLINE_S
+        while self.s.server_states().get(victim) != "DOWN":
+            if time.monotonic() > end:
+                raise TimeoutError("haproxy did not mark the killed replica down")
+            await asyncio.sleep(0.02)
+        self.down.set()
+        log(f"haproxy marked {victim} down after {self.done_jobs} jobs")
+
+    async def run(self) -> None:
+        lb = Conn(self.s.lb_port)
+        self.sessions = [await self.open_legacy_session(lb) for _ in range(LEGACY_SESSIONS)]
+        await lb.close()
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for n in range(MIXED_JOBS):
+            queue.put_nowait(n)
+        killer = asyncio.create_task(self.killer())
+        await asyncio.gather(*(self.worker(queue) for _ in range(CONCURRENCY)))
+        await killer
+
+
+async def bench(port: int, calls: int) -> dict[str, float]:
+    """Echo calls at CONCURRENCY through `port`: throughput and latency percentiles."""
+    latencies: list[float] = []
+    counter = iter(range(calls))
+    failures: list[str] = []
+
+    async def one_worker() -> None:
+        conn = Conn(port)
+        try:
+            for n in counter:
+                started = time.perf_counter()
+                reply = await modern_call(conn, "echo", {"text": f"b{n}"})
+                latencies.append(time.perf_counter() - started)
+                if (result_of(reply) or {}).get("structuredContent") != {"text": f"b{n}"}:
+                    failures.append(f"HTTP {reply.status}: {reply.message}")
+        finally:
+            await conn.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one_worker() for _ in range(CONCURRENCY)))
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise AssertionError(f"{len(failures)} benchmark calls failed: {failures[:3]}")
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+    return {"calls": calls, "seconds": elapsed, "per_s": calls / elapsed, "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
+
+
+# --- checks after the load ----------------------------------------------------
+
+
+def local_lines(services: Services, name: str) -> list[str]:
+    return (services.root / name / "audit.jsonl").read_text().splitlines()
+
+
+def check_shipped(services: Services) -> int:
+    """Every local record is in PostgreSQL, byte for byte; returns the total."""
+
+    def counts() -> dict[str, int]:
+        rows = services.psql("SELECT replica, count(*) FROM airlock_audit GROUP BY replica")
+        return {r.split("|")[0]: int(r.split("|")[1]) for r in rows.splitlines() if r}
+
+    expected = {name: len(local_lines(services, name)) for name in services.ports}
+    wait_for(f"PostgreSQL to hold {expected}", lambda: counts() == expected)
+    for name in services.ports:
+        stored = services.psql(f"SELECT record FROM airlock_audit WHERE replica = '{name}' ORDER BY seq").splitlines()
+        assert stored == local_lines(services, name), f"replica {name}: the shipped records differ from the local log"
+    return sum(expected.values())
+
+
+def audit_verify(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), "audit", "verify", *args], capture_output=True, text=True)
+
+
+async def interpreter_sessions_are_pinned(services: Services) -> None:
+    """Calls of one run_js session, through the balancer with the
+    Mcp-Param-Session header the tool list asks for, all reach the replica
+    that holds the session; a call without the header is refused (-32020)."""
+    lb = Conn(services.lb_port)
+    code = "var n = (typeof n === 'undefined' ? 0 : n) + 1; n"
+    for sid in (f"s{i}" for i in range(6)):
+        for expected in range(1, 5):
+            body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
+                    "params": {"name": "run_js", "arguments": {"code": code, "session": sid}, "_meta": modern_meta()}}
+            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "run_js", "Mcp-Param-Session": sid}
+            result = result_of(await lb.post(body, headers)) or {}
+            assert (result.get("structuredContent") or {}).get("result") == expected, (sid, expected, result)
+    body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
+            "params": {"name": "run_js", "arguments": {"code": "1", "session": "s0"}, "_meta": modern_meta()}}
+    reply = await lb.post(body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "run_js"})
+    assert reply.status == 400 and (error_of(reply) or {}).get("code") == -32020, (reply.status, reply.message)
+    await lb.close()
+
+
+async def fail_closed_without_redis(services: Services) -> None:
+    names = list(services.ports)
+    arguments = {"path": "/ledger/no-redis.txt", "content": "x\n", "mode": "append"}
+    ask = Conn(services.ports[names[0]])
+    asked = result_of(await modern_call(ask, "write_file", arguments, capabilities=ELICIT))
+    assert asked and asked.get("resultType") == "input_required", asked
+    assert services.redis is not None
+    services.redis.terminate()
+    services.redis.wait(timeout=10)
+    answer = Conn(services.ports[names[1]])
+    reply = await modern_call(answer, "write_file", arguments, capabilities=ELICIT, requestState=asked["requestState"], inputResponses=ACCEPT)
+    error = error_of(reply)
+    assert error is not None and error["code"] == -32603 and "Redis" in error["message"] and "nothing was run" in error["message"], reply.message
+    assert not (services.root / "ledger" / "no-redis.txt").exists(), "a call ran although its approval could not be redeemed"
+    await ask.close()
+    await answer.close()
+
+
+def main() -> int:
+    if not BIN.exists():
+        raise SystemExit(f"{BIN} is missing: build first (make build)")
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="airlock-fleet-"))
+    services = Services(root)
+    try:
+        services.start_postgres()
+        services.start_redis()
+        services.write_configs()
+        for name in services.ports:
+            services.start_replica(name)
+        services.start_haproxy()
+        log(f"up in {time.monotonic() - started:.1f}s: replicas {services.ports}, haproxy :{services.lb_port}")
+
+        # Warm every replica (first calls compile nothing: the cache is warm,
+        # but instance pools and connections start cold).
+        asyncio.run(bench(services.lb_port, 300))
+        asyncio.run(bench(services.ports["r1"], 300))
+        through_lb = asyncio.run(bench(services.lb_port, BENCH_CALLS))
+        alone = asyncio.run(bench(services.ports["r1"], BENCH_CALLS))
+
+        load = Load(services)
+        asyncio.run(load.run())
+        t = load.tally
+        victim = list(services.ports)[-1]
+        calls = t.calls + 2 * BENCH_CALLS + 600
+        log(f"mixed load: {t.calls} calls, {t.ok} ok, {t.failed_cleanly} failed cleanly, {len(t.approved)} transfers approved "
+            f"({t.cross_replica} answered on another replica's port), {len(t.declined)} declined, {t.replays_refused} replays refused, "
+            f"{len(t.uncertain)} uncertain (their replica died mid-answer)")
+        assert not t.wrong, "wrong results:\n" + "\n".join(t.wrong[:20])
+        assert calls >= MIN_CALLS, f"only {calls} calls"
+        assert not t.after_down_lb_failures, f"calls through the balancer failed after {victim} was marked down: {t.after_down_lb_failures[:10]}"
+        assert t.cross_replica > 100 and t.replays_refused > 100 and len(t.declined) > 10, t
+        # Sessions pinned to the survivors never failed; those on the killed
+        # replica failed only after the kill.
+        sticky = services.sticky_servers()
+        assert len(sticky) >= LEGACY_SESSIONS, sticky
+        survivors = 0
+        for session, results in t.session_results.items():
+            server = sticky.get(session)
+            assert all(good for after, good in results if not after) or server == victim, (session, server, results)
+            if server != victim:
+                assert all(good for _, good in results), (session, server, results)
+                survivors += 1
+        assert survivors > 0, "no session was pinned to a surviving replica"
+
+        # No approved side effect ran twice.
+        ledger = services.root / "ledger"
+        lines = {int(p.stem.split("-")[1]): p.read_text().count("\n") for p in ledger.glob("t-*.txt")}
+        assert all(count == 1 for count in lines.values()), {n: c for n, c in lines.items() if c != 1}
+        assert t.approved <= set(lines), sorted(t.approved - set(lines))[:10]
+        assert not (t.declined & set(lines)), sorted(t.declined & set(lines))[:10]
+        assert set(lines) <= t.approved | t.uncertain, sorted(set(lines) - t.approved - t.uncertain)[:10]
+
+        # The killed replica restarts on its log; every record ships.
+        services.start_replica(victim)
+        total = check_shipped(services)
+        verified = audit_verify("--postgres", services.pg_url)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        log(verified.stdout.strip().replace("\n", " | "))
+        for name in services.ports:
+            local = audit_verify(str(services.root / name / "audit.jsonl"))
+            assert local.returncode == 0, local.stdout + local.stderr
+        executed = services.psql(
+            "SELECT count(*) FROM airlock_audit WHERE record::jsonb->>'tool' = 'write_file' "
+            "AND record::jsonb->>'decision' = 'ask:confirmed' AND record::jsonb->>'outcome' = 'ok'"
+        )
+        # A replica killed after a write ran but before its record was
+        # written leaves that write unrecorded: only an uncertain transfer can.
+        executed = int(executed)
+        assert len(lines) - len(t.uncertain) <= executed <= len(lines), f"{executed} confirmed writes recorded, {len(lines)} files written"
+
+        # The verifier sees a missing record and an altered one.
+        services.psql("DELETE FROM airlock_audit WHERE replica = 'r1' AND seq = 5")
+        services.psql("UPDATE airlock_audit SET record = replace(record, '\"principal\":\"fleet\"', '\"principal\":\"mallory\"') WHERE replica = 'r2' AND seq = 7")
+        broken = audit_verify("--postgres", services.pg_url)
+        assert broken.returncode == 1, broken.stdout + broken.stderr
+        assert "missing records 5" in broken.stdout and "record 7: hash mismatch" in broken.stdout, broken.stdout
+
+        asyncio.run(interpreter_sessions_are_pinned(services))
+        asyncio.run(fail_closed_without_redis(services))
+
+        log(f"{calls} calls in all; {total} audit records shipped and verified; fail-closed without Redis")
+        log("| path | calls | concurrency | calls/s | p50 ms | p99 ms |")
+        for label, r in (("3 replicas through HAProxy", through_lb), ("1 replica alone", alone)):
+            log(f"| {label} | {r['calls']} | {CONCURRENCY} | {r['per_s']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
+        log(f"passed in {time.monotonic() - started:.1f}s")
+        return 0
+    finally:
+        services.stop_all()
+        if os.environ.get("AIRLOCK_FLEET_KEEP"):
+            log(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,7 +8,10 @@
 //! single-threaded runtime, so load from other processes falls on all of
 //! them alike, and each call's CPU time is read from the thread's
 //! `/proc/thread-self/schedstat` (user + kernel, page faults included):
-//! on a shared machine that is steadier than the wall-clock time.
+//! on a shared machine that is steadier than the wall-clock time. The
+//! kernel updates that account at scheduler events, so some of one call's
+//! CPU time can land in the next variant's: compare a variant's CPU time
+//! between runs, not variants of one run with each other.
 
 use crate::stats::{self, Stats, ms};
 use crate::{Report, Setup};
@@ -128,7 +131,9 @@ pub fn run(setup: &Setup, report: &mut Report) {
          memory image mapped copy-on-write) and runs the code; a session call reuses the session's \
          instance with fuel, deadline and captures renewed. The rows of one tool are measured \
          interleaved, one call of each per round, on one thread; \"CPU ms\" is that thread's mean time \
-         on a CPU per call (user + kernel, from /proc/thread-self/schedstat).\n\n",
+         on a CPU per call (user + kernel, from /proc/thread-self/schedstat). The kernel updates that \
+         account at scheduler events, so part of one call's CPU time can fall into the next row's: \
+         compare a row's CPU with the same row of another run, not rows of one run with each other.\n\n",
         rows.join("\n"),
     ));
     drop(runtime);

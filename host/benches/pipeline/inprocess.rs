@@ -190,6 +190,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
         two / one.max(1e-9)
     );
     report.figure("two_threads_calls_s", two);
+    report.figure("two_threads_ratio", two / one.max(1e-9));
 
     // Item 5: deadline precision, for a guest spinning and for a guest
     // blocked in a host call (`sleep`).

@@ -7,17 +7,19 @@
 //! Sections: 1–2, 5 and 8 in-process ([`inprocess`]), 3, 4 (ready time)
 //! and 7 through the built `airlock` binary ([`process`]), 4 (compile vs
 //! cache) and 6 with the wasmtime API ([`compute`]), 9 (attacks on the
-//! host's own resources) through the binary ([`attacks`]).
+//! host's own resources) through the binary ([`attacks`]), 10 (the
+//! interpreter tools) in-process ([`interpreters`]).
 //!
 //! Environment: `AIRLOCK_GUESTS`, `AIRLOCK_TEST_GUESTS` (built guests),
 //! `AIRLOCK_BIN` (default `$CARGO_TARGET_DIR/release/airlock`),
 //! `AIRLOCK_CACHE_DIR`, `AIRLOCK_BENCH_N` (iterations of the latency
-//! items, default 5000). `--only inprocess|process|compute|attacks` runs one
+//! items, default 5000). `--only inprocess|interpreters|process|compute|attacks` runs one
 //! part.
 
 mod attacks;
 mod compute;
 mod inprocess;
+mod interpreters;
 mod process;
 mod stats;
 
@@ -41,6 +43,7 @@ pub struct Setup {
     pub throughput_secs: f64,
     pub compute_mib: u32,
     pub compute_rounds: usize,
+    pub interpreter_iterations: usize,
 }
 
 /// The sections written so far, and the key figures for the targets.
@@ -98,18 +101,24 @@ fn machine() -> String {
 
 fn targets(report: &Report) -> String {
     let mut lines = vec!["| target | measured | bound | verdict |".to_owned(), "|---|---|---|---|".to_owned()];
-    let checks: [(&str, &str, f64, &str, bool); 11] = [
-        ("(1) full pipeline `echo` p50", "full_p50_us", 40.0, "µs", false),
-        ("(1) full pipeline `echo` p99", "full_p99_us", 150.0, "µs", false),
-        ("(1) pipeline overhead over bare, p50", "overhead_p50_us", 15.0, "µs", false),
-        ("(2) calls/s with 2 threads", "two_threads_calls_s", 25000.0, "calls/s", true),
-        ("(3) MCP stdio raw round trip p50", "stdio_p50_us", 100.0, "µs", false),
+    // The targets of issue 17, each against a figure of this run.
+    let checks: [(&str, &str, f64, &str, bool); 16] = [
+        ("(10) fresh `run_python` `print(1+1)` p50", "python_fresh_ms", 1.0, "ms", false),
+        ("(10) fresh `run_js` `1+1` p50", "js_fresh_ms", 0.3, "ms", false),
+        ("(10) `run_python` call inside a session p50", "python_session_ms", 0.2, "ms", false),
+        ("(10) `run_js` call inside a session p50", "js_session_ms", 0.05, "ms", false),
+        ("(3) MCP stdio raw round trip p50", "stdio_p50_us", 60.0, "µs", false),
+        ("(3) server CPU per stdio call", "stdio_cpu_us", 50.0, "µs", false),
+        ("(3) MCP streamable HTTP round trip p50", "http_p50_us", 120.0, "µs", false),
+        ("(3) stdio, 8 calls in flight", "stdio_8_calls_s", 40000.0, "calls/s", true),
+        ("(1) full pipeline `echo` p50", "full_p50_us", 20.0, "µs", false),
+        ("(1) pipeline overhead over bare, p50", "overhead_p50_us", 5.0, "µs", false),
+        ("(2) calls/s with 2 threads", "two_threads_calls_s", 70000.0, "calls/s", true),
+        ("(2) 2 threads / 1 thread", "two_threads_ratio", 1.9, "×", true),
+        ("(8) audit flush, added p50", "audit_flush_p50_us", 3.0, "µs", false),
+        ("(6) fuel + epoch vs native", "compute_ratio", 1.3, "×", false),
         ("(4) 1 cached tool ready, p50", "ready_one_ms", 5.0, "ms", false),
-        ("(4) 20 tools ready, p50", "ready_twenty_ms", 150.0, "ms", false),
-        ("(4) `initialize` answered with an empty cache", "cold_init_ms", 100.0, "ms", false),
-        ("(5) deadline overshoot p99 (worst of loop / host sleep)", "overshoot_p99_ms", 2.0, "ms", false),
-        ("(6) fuel + epoch vs native", "compute_ratio", 1.5, "×", false),
-        ("(8) audit flush, added p50", "audit_flush_p50_us", 5.0, "µs", false),
+        ("(4) bundled tools ready, p50", "ready_bundled_ms", 25.0, "ms", false),
     ];
     for (what, key, bound, unit, at_least) in checks {
         match report.get(key) {
@@ -144,6 +153,7 @@ fn main() {
         throughput_secs: 3.0,
         compute_mib: 16,
         compute_rounds: 9,
+        interpreter_iterations: (iterations / 25).max(20),
     };
     let started = Instant::now();
     let started_at = std::process::Command::new("date")
@@ -156,6 +166,9 @@ fn main() {
     let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
     if wants("inprocess") {
         inprocess::run(&setup, &mut report);
+    }
+    if wants("interpreters") {
+        interpreters::run(&setup, &mut report);
     }
     if wants("process") {
         process::run(&setup, &mut report);

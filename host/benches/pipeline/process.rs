@@ -3,7 +3,7 @@
 //! streamable HTTP with a raw HTTP/1.1 client on a `TcpStream`, the time
 //! from process start to the first answer, and resident memory.
 
-use crate::stats::{self, HEADER_MS, HEADER_US, Stats, row_ms, row_us};
+use crate::stats::{self, HEADER_MS, HEADER_US, Stats, row_ms, row_us, us};
 use crate::{Report, Setup};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -255,7 +255,21 @@ fn echo_config(setup: &Setup) -> PathBuf {
 }
 
 /// Item 3 over stdio: sequential round trips, then 8 in flight.
-fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats) {
+/// CPU time (user + system) a process has used so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces), from 3 on:
+    // utime and stime are fields 14 and 15, in clock ticks.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<u64> = after.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    // /proc reports in USER_HZ, which is 100 on every Linux architecture.
+    Duration::from_secs_f64(ticks as f64 / 100.0)
+}
+
+/// Item 3 over stdio: (one call at a time, calls/s with 8 in flight, time
+/// for 8 in flight, server CPU per call one at a time).
+fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats, Duration) {
     let mut server = StdioServer::spawn(setup, Some(config));
     server.initialize();
     let n = setup.mcp_iterations;
@@ -264,12 +278,14 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats) {
         assert_ok(&server.response());
     }
     let mut samples = Vec::with_capacity(n);
+    let cpu_before = cpu_time(server.child.id());
     for _ in 0..n {
         let started = Instant::now();
         server.call("echo", json!({"text": "hi"}));
         assert_ok(&server.response());
         samples.push(started.elapsed());
     }
+    let cpu_per_call = cpu_time(server.child.id()).saturating_sub(cpu_before) / n.max(1) as u32;
     let sequential = stats::stats(samples);
     let rounds = n / 8;
     let mut batches = Vec::with_capacity(rounds);
@@ -285,7 +301,7 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats) {
         batches.push(batch.elapsed());
     }
     let rate = (rounds * 8) as f64 / started.elapsed().as_secs_f64();
-    (sequential, rate, stats::stats(batches))
+    (sequential, rate, stats::stats(batches), cpu_per_call)
 }
 
 /// A child process killed when dropped, also when a measurement panics.
@@ -487,7 +503,7 @@ fn memory(setup: &Setup) -> (u64, u64, u64, Duration) {
 /// Runs the process-level items and adds their sections to `report`.
 pub fn run(setup: &Setup, report: &mut Report) {
     let config = echo_config(setup);
-    let (stdio, stdio_rate, batches) = mcp_stdio(setup, &config);
+    let (stdio, stdio_rate, batches, stdio_cpu) = mcp_stdio(setup, &config);
     let (http, http_rate) = mcp_http(setup, &config);
     let mut s = format!(
         "## 3. MCP `tools/call` round trip (`airlock serve`, `echo`, audit flush)\n\n{HEADER_US}\n{}\n{}\n{}\n\n",
@@ -501,7 +517,12 @@ pub fn run(setup: &Setup, report: &mut Report) {
         1.0 / stdio.mean.as_secs_f64(),
         1.0 / http.mean.as_secs_f64(),
     );
+    s +=
+        &format!("Server CPU (user + system, from /proc) per stdio call, one at a time: **{} µs**.\n\n", us(stdio_cpu));
     report.figure("stdio_p50_us", stdio.p50.as_secs_f64() * 1e6);
+    report.figure("stdio_cpu_us", stdio_cpu.as_secs_f64() * 1e6);
+    report.figure("stdio_8_calls_s", stdio_rate);
+    report.figure("http_p50_us", http.p50.as_secs_f64() * 1e6);
 
     let one = write_config(
         setup,
@@ -537,6 +558,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
     );
     report.figure("ready_one_ms", ready_one.p50.as_secs_f64() * 1e3);
     report.figure("ready_twenty_ms", ready_twenty.p50.as_secs_f64() * 1e3);
+    report.figure("ready_bundled_ms", ready_bundled.p50.as_secs_f64() * 1e3);
     report.figure("cold_init_ms", cold_init.as_secs_f64() * 1e3);
 
     let (idle, before, peak, took) = memory(setup);

@@ -95,7 +95,9 @@ pub fn target(what: &str, measured: f64, bound: f64, unit: &str, at_least: bool)
         "met".to_owned()
     } else {
         let gap = if at_least { bound - measured } else { measured - bound };
-        format!("**missed** by {gap:.1} {unit}")
+        let digits = if gap.abs() < 10.0 { 2 } else { 1 };
+        format!("**missed** by {gap:.digits$} {unit}")
     };
-    format!("| {what} | {measured:.1} {unit} | {op} {bound} {unit} | {verdict} |")
+    let digits = if measured.abs() < 10.0 { 2 } else { 1 };
+    format!("| {what} | {measured:.digits$} {unit} | {op} {bound} {unit} | {verdict} |")
 }

@@ -257,11 +257,15 @@ impl ServerHandler for AirlockServer {
                 cancel: run_cancel.clone(),
                 progress: context.meta.get_progress_token(),
             });
-            let result = self
-                .shared
-                .host
-                .call_cancellable(call, confirmer.as_ref().map(|c| c as &dyn Confirmer), &run_cancel)
-                .await;
+            // Boxed: the pipeline's future is large, and rmcp moves this
+            // handler's future into a new task for every request; a box
+            // keeps that move small.
+            let result = Box::pin(self.shared.host.call_cancellable(
+                call,
+                confirmer.as_ref().map(|c| c as &dyn Confirmer),
+                &run_cancel,
+            ))
+            .await;
             return Ok(to_response(result));
         }
         // 2026-07-28: no server-to-client requests. A call that needs

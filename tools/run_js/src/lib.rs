@@ -31,7 +31,7 @@ use airlock_guest::ToolError;
 use capture::{Capture, truncate};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Array, Context, Ctx, Function, Object, Persistent, Runtime, Value};
+use rquickjs::{Array, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -65,8 +65,11 @@ pub const MAX_STACK_BYTES: usize = 256 << 10;
 
 /// Name the submitted code has in stack traces.
 const CODE_FILENAME: &str = "<code>";
-/// The JavaScript half of the tool: console capture and result shaping.
-const PRELUDE: &str = include_str!("prelude.js");
+/// The JavaScript half of the tool (`src/prelude.js`: console capture and
+/// result shaping) as QuickJS bytecode of a module whose default export is
+/// the prelude function, compiled by `build.rs`: loading it is much cheaper
+/// than parsing the source in every fresh instance.
+static PRELUDE_BYTECODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.qjsbc"));
 
 /// What the model reads to decide when and how to call `run_js`.
 pub const DESCRIPTION: &str = "\
@@ -308,9 +311,13 @@ pub fn run_js_in_instance(args: Args) -> Result<RunOutput, ToolError> {
 /// Evaluate the prelude once for a context: it installs the globals the code
 /// may use, writing through `streams`, and returns the helpers.
 fn install(ctx: &Ctx<'_>, streams: &Rc<RefCell<Streams>>) -> Result<Persistent<Object<'static>>, ToolError> {
-    let prelude: Function = ctx
-        .eval_with_options(PRELUDE, options("<prelude>", false))
-        .map_err(|err| internal(describe_setup(ctx, err)))?;
+    // SAFETY: the bytes are the bytecode `build.rs` wrote with this crate's
+    // exact QuickJS version; they are static, as the ROM-data flag of
+    // `Module::load` requires, and never come from the submitted code.
+    let module =
+        unsafe { Module::load(ctx.clone(), PRELUDE_BYTECODE) }.map_err(|err| internal(describe_setup(ctx, err)))?;
+    let (module, _evaluated) = module.eval().map_err(|err| internal(describe_setup(ctx, err)))?;
+    let prelude: Function = module.get("default").map_err(|err| internal(describe_setup(ctx, err)))?;
     let sink = streams.clone();
     let write = Function::new(ctx.clone(), move |stream: i32, text: String| {
         let mut streams = sink.borrow_mut();

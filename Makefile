@@ -23,6 +23,7 @@ TEST_GUESTS += conformance_text conformance_error conformance_state
 .PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks lint bench demo doc clean
 
 include mk/interpreters.mk
+include mk/registry.mk
 
 # Compiled components are cached here for tests and the demo, so each
 # component (run_python takes ~30 s) is compiled once per run.
@@ -88,7 +89,7 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
-test: guests $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
+test: guests oci-registry $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q

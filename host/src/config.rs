@@ -15,6 +15,7 @@
 
 use crate::audit::{AuditSettings, RawAudit};
 use crate::authorize::RawPolicy;
+use crate::distribution::{DistributionSettings, RawDistribution};
 use crate::engine::{EngineSettings, RawEngine};
 use crate::http_settings::RawHttp;
 use crate::limits::{Limits, RawLimits};
@@ -69,6 +70,8 @@ pub struct Config {
     layers: layer::Layered,
     /// Per-principal quotas (`[quotas]`).
     pub quotas: std::sync::Arc<Quotas>,
+    /// Components from OCI registries (`[distribution]`).
+    pub distribution: std::sync::Arc<DistributionSettings>,
 }
 
 #[derive(Deserialize, Default)]
@@ -94,6 +97,8 @@ struct RawConfig {
     http: RawHttp,
     #[serde(default)]
     quotas: RawQuotas,
+    #[serde(default)]
+    distribution: RawDistribution,
 }
 
 impl Config {
@@ -203,6 +208,22 @@ impl Config {
         };
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
+        let distribution =
+            DistributionSettings::from_raw(raw.distribution, &resolve).map_err(in_section("distribution"))?;
+        // A tag is a name the registry can move: only where the operator
+        // allows it.
+        for (name, tool) in &tools {
+            if let Some(source) = &tool.oci
+                && !source.tag_allowed(&distribution)
+            {
+                return Err(error(format!(
+                    "[tools.{name}] component = \"{}\" names a tag, and tags are not allowed: pin a digest \
+                     (oci://…@sha256:…, printed by `airlock pull`) or set allow_tags = true in [tools.{name}] or \
+                     [distribution]",
+                    source.reference
+                )));
+            }
+        }
 
         Ok(Config {
             file: None,
@@ -215,6 +236,7 @@ impl Config {
             http,
             layers: layer::Layered::default(),
             quotas: std::sync::Arc::new(quotas),
+            distribution: std::sync::Arc::new(distribution),
         })
     }
 

@@ -3,6 +3,7 @@
 
 mod cards;
 mod cli;
+mod distribution;
 mod host_limits;
 mod identity;
 mod interpreters;

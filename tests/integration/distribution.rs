@@ -68,10 +68,8 @@ impl Registry {
         let registry = Registry { child: Some(child), addr, storage, _dir: dir };
         let began = Instant::now();
         loop {
-            if let Ok((status, _)) = registry.http("GET", "/v2/", &[], b"") {
-                if status == 200 {
-                    return registry;
-                }
+            if let Ok((200, _)) = registry.http("GET", "/v2/", &[], b"") {
+                return registry;
             }
             assert!(began.elapsed() < REGISTRY_START_DEADLINE, "the registry at {} did not start", registry.addr);
             std::thread::sleep(Duration::from_millis(50));

@@ -24,6 +24,7 @@ TEST_GUESTS += conformance_text conformance_error conformance_state
 
 include mk/interpreters.mk
 include mk/examples.mk
+include mk/registry.mk
 
 # Compiled components are cached here for tests and the demo, so each
 # component (run_python takes ~30 s) is compiled once per run.
@@ -99,7 +100,7 @@ $(FLEET_FILES) &:
 	$(SUDO) apt-get update -qq >/dev/null
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null
 
-test: guests examples $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters $(FLEET_FILES)
+test: guests examples oci-registry $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters $(FLEET_FILES)
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q

@@ -60,7 +60,7 @@ const MAX_LINE_BYTES: usize = 1024 * 1024;
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a record, in the order they are written.
-const FIELDS: [&str; 17] = [
+const FIELDS: [&str; 19] = [
     "seq",
     "time",
     "call_id",
@@ -68,6 +68,8 @@ const FIELDS: [&str; 17] = [
     "tool",
     "session",
     "component_digest",
+    "component_ref",
+    "signer",
     "argument_digest",
     "arguments",
     "decision",
@@ -79,8 +81,9 @@ const FIELDS: [&str; 17] = [
     "prev",
     "hash",
 ];
-/// The members a record may leave out.
-const OPTIONAL_FIELDS: [&str; 2] = ["session", "arguments"];
+/// The members a record may leave out (`component_ref` and `signer` are
+/// written only for components pulled from a registry).
+const OPTIONAL_FIELDS: [&str; 4] = ["session", "component_ref", "signer", "arguments"];
 
 /// When a record counts as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,6 +166,12 @@ pub struct AuditEntry {
     pub session: Option<String>,
     /// Digest of the tool's component; `None` when the tool was unknown.
     pub component_digest: Option<String>,
+    /// For a component pulled from a registry: its reference pinned to the
+    /// manifest digest (`oci://REGISTRY/REPOSITORY@sha256:…`).
+    pub component_ref: Option<String>,
+    /// For a component pulled from a registry: the key that verified its
+    /// signature, if one did.
+    pub signer: Option<String>,
     /// The raw arguments as received; `Value::String` if they were not JSON.
     pub arguments: Value,
     /// What was decided about the call, recorded by its protocol name

@@ -16,6 +16,7 @@
 
 use crate::audit::{AuditSettings, RawAudit};
 use crate::authorize::RawPolicy;
+use crate::distribution::{DistributionSettings, RawDistribution};
 use crate::engine::{EngineSettings, RawEngine};
 use crate::fleet::{FleetSettings, RawFleet};
 use crate::http_settings::RawHttp;
@@ -74,6 +75,8 @@ pub struct Config {
     layers: layer::Layered,
     /// Per-principal quotas (`[quotas]`).
     pub quotas: std::sync::Arc<Quotas>,
+    /// Components from OCI registries (`[distribution]`).
+    pub distribution: std::sync::Arc<DistributionSettings>,
 }
 
 #[derive(Deserialize, Default)]
@@ -100,6 +103,8 @@ struct RawConfig {
     #[serde(default)]
     quotas: RawQuotas,
     fleet: Option<RawFleet>,
+    #[serde(default)]
+    distribution: RawDistribution,
 }
 
 impl Config {
@@ -210,6 +215,22 @@ impl Config {
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
         let fleet = raw.fleet.map(|f| FleetSettings::from_raw(f, &resolve)).transpose().map_err(in_section("fleet"))?;
+        let distribution =
+            DistributionSettings::from_raw(raw.distribution, &resolve).map_err(in_section("distribution"))?;
+        // A tag is a name the registry can move: only where the operator
+        // allows it.
+        for (name, tool) in &tools {
+            if let Some(source) = &tool.oci
+                && !source.tag_allowed(&distribution)
+            {
+                return Err(error(format!(
+                    "[tools.{name}] component = \"{}\" names a tag, and tags are not allowed: pin a digest \
+                     (oci://…@sha256:…, printed by `airlock pull`) or set allow_tags = true in [tools.{name}] or \
+                     [distribution]",
+                    source.reference
+                )));
+            }
+        }
 
         Ok(Config {
             file: None,
@@ -223,6 +244,7 @@ impl Config {
             fleet,
             layers: layer::Layered::default(),
             quotas: std::sync::Arc::new(quotas),
+            distribution: std::sync::Arc::new(distribution),
         })
     }
 

@@ -37,6 +37,10 @@ pub struct Inspection {
     pub accepted: bool,
     /// Why not.
     pub rejected_because: Option<String>,
+    /// For `airlock inspect oci://…`: the registry reference, manifest
+    /// digest and verified signer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::distribution::Origin>,
 }
 
 /// Inspect the component at `path` with `runtime` (metadata is read under
@@ -54,6 +58,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
         metadata: None,
         accepted: false,
         rejected_because: None,
+        origin: None,
     };
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,

@@ -28,6 +28,7 @@ mod card;
 mod check;
 mod config;
 mod confirm;
+pub mod distribution;
 mod engine;
 mod fleet;
 mod formats;

@@ -53,6 +53,9 @@ pub struct LoadedTool {
     pub from_cache: bool,
     /// Operator settings.
     pub settings: ToolSettings,
+    /// The registry it was pulled from, its manifest digest and verified
+    /// signer; `None` for a local file.
+    pub origin: Option<crate::distribution::Origin>,
     pub(crate) pre: ToolPre,
     pub(crate) parameters_check: Compiled,
     pub(crate) output_check: Option<Compiled>,
@@ -86,6 +89,13 @@ impl std::fmt::Debug for LoadedTool {
 /// Why a component was refused. Each message names the file and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// A component from a registry could not be pulled or verified (the
+    /// message names the reference and the digest).
+    #[error("{message}")]
+    Distribution {
+        /// What was refused and what would be accepted.
+        message: String,
+    },
     /// The file could not be read.
     #[error("{path}: cannot read: {source}")]
     Io {
@@ -262,6 +272,7 @@ async fn describe(
         size,
         from_cache,
         settings,
+        origin: None,
         pre,
         parameters_check: checked.parameters_check,
         output_check: checked.output_check,

@@ -11,6 +11,7 @@
 // As in the library (lib.rs): no unwrap, expect, panic or indexing outside tests.
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+use airlock::distribution::cli as distribution;
 use airlock::{
     CallRequest, Config, ConfirmRequest, Confirmer, FixedConfirmer, Format, Host, LoadProgress, RawArguments,
     ToolResult,
@@ -74,9 +75,15 @@ enum Command {
     },
     /// Describe a component file: world, metadata, imports, size, sha256, and why it would be refused.
     Inspect {
-        /// The .wasm file.
+        /// The .wasm file, or oci://REGISTRY/REPOSITORY@sha256:… (pulled and verified, with its signer).
         file: PathBuf,
     },
+    /// Pull components from an OCI registry into the store, verify them, pin tags in airlock.lock.
+    Pull(distribution::PullArgs),
+    /// Push a component to an OCI registry (WebAssembly OCI artifact), optionally signed (cosign format).
+    Push(distribution::PushArgs),
+    /// Generate an ECDSA P-256 key pair for `push --sign` and `keys = [...]`.
+    Keygen(distribution::KeygenArgs),
     /// Serve the tools over MCP.
     Serve {
         /// Serve on stdin/stdout.
@@ -231,22 +238,31 @@ async fn run(cli: Cli) -> ExitCode {
             return finish(verify_postgres(&url).await);
         }
         Command::Audit { command } => return finish(audit(command)),
-        Command::Inspect { file } => return finish(inspect(&file).await),
+        Command::Inspect { file } if !airlock::distribution::is_reference(&file) => {
+            return finish(inspect(&file).await);
+        }
         Command::New(args) => {
             return match scaffold::run(&args) {
                 Ok(text) => finish(Out::new().line(format_args!("{}", text.trim_end())).map(|()| ExitCode::SUCCESS)),
                 Err(err) => usage_error(err),
             };
         }
+        Command::Keygen(args) => return distribution::keygen(&args),
         _ => {}
     }
     let config = match load_config(cli.config.as_deref()) {
         Ok(config) => config,
         Err(err) => return usage_error(err),
     };
-    if let Command::Config = cli.command {
-        let text = config.describe();
-        return finish(Out::new().line(format_args!("{}", text.trim_end())).map(|()| ExitCode::SUCCESS));
+    match &cli.command {
+        Command::Config => {
+            let text = config.describe();
+            return finish(Out::new().line(format_args!("{}", text.trim_end())).map(|()| ExitCode::SUCCESS));
+        }
+        Command::Pull(args) => return distribution::pull(&config, args).await,
+        Command::Push(args) => return distribution::push(&config, args).await,
+        Command::Inspect { file } => return distribution::inspect(&config, file).await,
+        _ => {}
     }
     // `serve` answers clients at once and loads its tools in the
     // background; the one-shot commands load every tool before they act,
@@ -276,9 +292,13 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(err) => usage_error(format!("{err:#}")),
             }
         }
-        Command::Audit { .. } | Command::Inspect { .. } | Command::New(_) | Command::Config => {
-            unreachable!("handled above")
-        }
+        Command::Audit { .. }
+        | Command::Inspect { .. }
+        | Command::New(_)
+        | Command::Config
+        | Command::Pull(_)
+        | Command::Push(_)
+        | Command::Keygen(_) => unreachable!("handled above"),
     }
 }
 
@@ -480,6 +500,10 @@ fn tools(host: &Host) -> std::io::Result<ExitCode> {
             tool.name,
             s.grants.summary()
         ))?;
+        if let Some(origin) = &tool.origin {
+            let signer = origin.signer.as_deref().map_or_else(|| "unsigned".to_owned(), |s| format!("signed by {s}"));
+            out.line(format_args!("{:<16} from {}, {signer}", "", origin.reference))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

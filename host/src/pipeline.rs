@@ -433,7 +433,7 @@ impl Pipeline {
             presented,
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, outcome)
         };
-        self.audit(state, flight, result, policy, Some(&tool.digest))
+        self.audit(state, flight, result, policy, Some(&tool))
     }
 
     /// Who the call acts for, as the tool may read it: the request's
@@ -468,7 +468,7 @@ impl Pipeline {
             duration: flight.started.elapsed(),
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, Err(failure))
         };
-        self.audit(state, flight, result, policy, tool.map(|t| t.digest.as_str()))
+        self.audit(state, flight, result, policy, tool)
     }
 
     /// Write the audit record before the result is returned. If the record
@@ -480,7 +480,7 @@ impl Pipeline {
         flight: InFlight,
         mut result: ToolResult,
         policy: Option<String>,
-        digest: Option<&str>,
+        tool: Option<&LoadedTool>,
     ) -> ToolResult {
         let Some(log) = state.audit() else { return result };
         let request = flight.request;
@@ -489,7 +489,9 @@ impl Pipeline {
             principal: request.principal,
             tool: request.tool,
             session: result.session.clone(),
-            component_digest: digest.map(str::to_owned),
+            component_digest: tool.map(|t| t.digest.clone()),
+            component_ref: tool.and_then(|t| t.origin.as_ref()).map(|o| o.reference.clone()),
+            signer: tool.and_then(|t| t.origin.as_ref()).and_then(|o| o.signer.clone()),
             arguments: request.arguments.into_audit(),
             decision: result.decision,
             policy,

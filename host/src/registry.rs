@@ -11,6 +11,7 @@
 //! on which load finishes first (`Assembly`).
 
 use crate::config::Config;
+use crate::distribution::OciSource;
 use crate::engine::Runtime;
 use crate::loader::{self, CompileOnce, LoadError, LoadedTool};
 use futures::StreamExt as _;
@@ -101,7 +102,10 @@ pub fn parallel_loads() -> usize {
 pub(crate) struct Planned {
     order: usize,
     key: Option<String>,
+    /// The file, or for a component from a registry its reference (shown
+    /// in progress and errors until the store's file is known).
     path: PathBuf,
+    oci: Option<OciSource>,
 }
 
 /// The components `config` names, and the tool directories that could not
@@ -109,9 +113,13 @@ pub(crate) struct Planned {
 pub(crate) fn plan(config: &Config) -> (Vec<Planned>, Vec<RegistryError>) {
     let mut errors = Vec::new();
     let mut files: Vec<(Option<String>, PathBuf)> = Vec::new();
+    let mut sources = BTreeMap::new();
     for (key, tool) in &config.tools {
         if let Some(path) = &tool.component {
             files.push((Some(key.clone()), path.clone()));
+        } else if let Some(source) = &tool.oci {
+            files.push((Some(key.clone()), PathBuf::from(source.reference.to_string())));
+            sources.insert(key.clone(), source.clone());
         }
     }
     for dir in &config.tool_dirs {
@@ -122,7 +130,14 @@ pub(crate) fn plan(config: &Config) -> (Vec<Planned>, Vec<RegistryError>) {
             Err(source) => errors.push(RegistryError::Dir { path: dir.clone(), source }),
         }
     }
-    let planned = files.into_iter().enumerate().map(|(order, (key, path))| Planned { order, key, path }).collect();
+    let planned = files
+        .into_iter()
+        .enumerate()
+        .map(|(order, (key, path))| {
+            let oci = key.as_ref().and_then(|key| sources.get(key).cloned());
+            Planned { order, key, path, oci }
+        })
+        .collect();
     (planned, errors)
 }
 
@@ -171,9 +186,39 @@ async fn load_one(
     // A component found in a directory is matched to its settings by the
     // name it declares, so it is read under the defaults first and then
     // given its own settings (and pin check).
-    let settings = config.settings_for(planned.key.as_deref().unwrap_or_default());
+    let mut settings = config.settings_for(planned.key.as_deref().unwrap_or_default());
     let compiling = || progress.compiling(&planned.path);
-    let tool = loader::load_shared(runtime, &planned.path, settings, once, &compiling).await?;
+    let Some(source) = &planned.oci else {
+        let tool = loader::load_shared(runtime, &planned.path, settings, once, &compiling).await?;
+        return match planned.key {
+            Some(_) => Ok(tool),
+            None => {
+                let settings = config.settings_for(&tool.name);
+                loader::with_settings(tool, settings)
+            }
+        };
+    };
+    // From a registry: the verified store file, compiled only if its bytes
+    // hash to the layer digest the verified manifest names (the loader's
+    // pin check, on every load).
+    let pulled = crate::distribution::materialize(&config.distribution, source)
+        .await
+        .map_err(|message| LoadError::Distribution { message })?;
+    let layer = pulled.layer_digest.strip_prefix("sha256:").unwrap_or(&pulled.layer_digest).to_owned();
+    match &settings.sha256 {
+        Some(pin) if *pin != layer => {
+            return Err(LoadError::Distribution {
+                message: format!(
+                    "{}: its component's sha256 is {layer}, but [tools.{}] sha256 pins {pin}",
+                    pulled.origin.reference,
+                    planned.key.as_deref().unwrap_or_default()
+                ),
+            });
+        }
+        _ => settings.sha256 = Some(layer),
+    }
+    let mut tool = loader::load_shared(runtime, &pulled.path, settings, once, &compiling).await?;
+    tool.origin = Some(pulled.origin);
     match planned.key {
         Some(_) => Ok(tool),
         None => {
@@ -325,6 +370,7 @@ impl Registry {
                 && kept.digest == tool.digest
                 && kept.source == tool.source
                 && kept.settings == tool.settings
+                && kept.origin == tool.origin
             {
                 *tool = kept.clone();
             }

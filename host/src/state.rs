@@ -206,6 +206,10 @@ impl Sources {
         files.extend(config.policy.policies.clone());
         files.extend(config.policy.entities.clone());
         files.extend(config.http.tokens.iter().filter_map(|token| token.file.clone()));
+        // `airlock pull --update` changes what a tag loads.
+        if config.tools.values().any(|tool| tool.oci.is_some()) {
+            files.extend(std::iter::once(config.distribution.lock_file.clone()));
+        }
         for tool in config.tools.values() {
             if let Some(network) = &tool.settings.grants.network {
                 files.extend(network.secrets.iter().filter_map(|secret| secret.file.clone()));

@@ -9,6 +9,7 @@
 //! tool as a whole (its name, its pin, limits against grants).
 
 use crate::card::Template;
+use crate::distribution::OciSource;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::limits::{Limits, RawLimits};
 use crate::network::RawNetwork;
@@ -55,8 +56,11 @@ pub struct ToolSettings {
 /// Settings of one configured tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolConfig {
-    /// Explicit component file; otherwise the tool is found in `tool_dirs`.
+    /// Explicit component file; otherwise the tool is found in `tool_dirs`
+    /// (or pulled, with `oci`).
     pub component: Option<PathBuf>,
+    /// `component = "oci://…"`: the reference and the tool's OCI keys.
+    pub oci: Option<OciSource>,
     /// Host-side settings.
     pub settings: ToolSettings,
 }
@@ -67,6 +71,9 @@ pub struct ToolConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawTool {
     component: Option<PathBuf>,
+    allow_tags: Option<bool>,
+    require_signature: Option<bool>,
+    keys: Option<Vec<PathBuf>>,
     sha256: Option<String>,
     #[serde(flatten)]
     limits: RawLimits,
@@ -146,7 +153,27 @@ impl ToolConfig {
             confirm,
             present_result,
         };
-        Ok(ToolConfig { component: raw.component.as_deref().map(resolve), settings })
+        let oci = match raw.component.as_deref() {
+            Some(component) if crate::distribution::is_reference(component) => Some(
+                OciSource::from_raw(
+                    &component.to_string_lossy(),
+                    raw.allow_tags,
+                    raw.require_signature,
+                    raw.keys,
+                    resolve,
+                )
+                .map_err(in_ctx)?,
+            ),
+            _ if raw.allow_tags.is_some() || raw.require_signature.is_some() || raw.keys.is_some() => {
+                return Err(format!(
+                    "{ctx} allow_tags, require_signature and keys apply only to a component = \"oci://…\" \
+                     pulled from a registry"
+                ));
+            }
+            _ => None,
+        };
+        let component = if oci.is_some() { None } else { raw.component.as_deref().map(resolve) };
+        Ok(ToolConfig { component, oci, settings })
     }
 }
 

@@ -4,6 +4,7 @@
 mod cards;
 mod cli;
 mod examples;
+mod distribution;
 mod host_limits;
 mod identity;
 mod interpreters;

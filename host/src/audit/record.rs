@@ -32,6 +32,12 @@ impl AuditLog {
             body.push(("session", capped(session, MAX_FIELD_BYTES)));
         }
         body.push(("component_digest", optional(&entry.component_digest, MAX_FIELD_BYTES)));
+        // Only for components from a registry, so records of local files
+        // keep their members.
+        if let Some(reference) = &entry.component_ref {
+            body.push(("component_ref", capped(reference, MAX_FIELD_BYTES)));
+            body.push(("signer", optional(&entry.signer, MAX_FIELD_BYTES)));
+        }
         body.push(("argument_digest", json_string(&sha256_digest(&canonical_arguments))));
         if self.record_arguments {
             body.push(("arguments", recorded_arguments(&arguments, canonical_arguments)));

@@ -19,6 +19,8 @@ fn settings(path: &Path) -> AuditSettings {
 
 fn entry(i: usize) -> AuditEntry {
     AuditEntry {
+        component_ref: None,
+        signer: None,
         call_id: format!("call-{i}"),
         principal: "alice".to_owned(),
         tool: "fs.read".to_owned(),
@@ -120,8 +122,9 @@ fn record_format() {
     let names: Vec<String> = {
         let mut names = Vec::new();
         let mut rest = line.as_str();
-        // `session` is only written for calls that ran in a session.
-        for field in FIELDS.into_iter().filter(|&f| f != "session") {
+        // `session` is only written for calls that ran in a session, the
+        // registry members only for components pulled from one.
+        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer"].contains(&f)) {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());

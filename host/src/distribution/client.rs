@@ -1,0 +1,436 @@
+//! A small client for the OCI distribution API: manifests and blobs by
+//! digest or tag, blob uploads, manifest pushes, token and basic
+//! authentication, redirects.
+//!
+//! Everything a registry sends is untrusted: every body is read under a cap
+//! (checked against `Content-Length` first, then counted as it arrives),
+//! every wait is bounded (connect timeout, and a read timeout for the
+//! answer's head and for each piece of its body), at most
+//! [`MAX_REDIRECTS`] redirects are followed and only to https (or to a
+//! registry the operator lets speak plain http), and credentials are sent
+//! only to the registry they belong to. Digests are checked by the callers
+//! (`distribution.rs`), never taken from a header.
+
+use super::auth::{self, Credentials};
+use super::settings::DistributionSettings;
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, header};
+use http_body_util::{BodyExt as _, Full};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tokio_rustls::rustls;
+use wasmtime_wasi_http::io::TokioIo;
+
+/// At most this many redirects per request.
+pub const MAX_REDIRECTS: usize = 5;
+/// The most of an error answer's body kept for the message.
+const MAX_ERROR_BODY_BYTES: u64 = 4 << 10;
+/// Largest token answer read from an auth server.
+pub const MAX_TOKEN_RESPONSE_BYTES: u64 = 64 << 10;
+/// Longest part of an error answer quoted in a message.
+const MAX_QUOTED_ERROR: usize = 300;
+/// Sent with every request.
+const USER_AGENT: &str = concat!("airlock/", env!("CARGO_PKG_VERSION"));
+
+/// A cap on a body: its size and the config key that raises it.
+#[derive(Debug, Clone, Copy)]
+pub struct Cap {
+    /// Largest body accepted, in bytes.
+    pub bytes: u64,
+    /// What raises it, for the message.
+    pub key: &'static str,
+}
+
+/// An answer whose body was read in full under its cap.
+#[derive(Debug)]
+pub struct Answer {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// The body's start as text, for messages.
+    pub fn quoted(&self) -> String {
+        crate::render::cap(String::from_utf8_lossy(&self.body).trim(), MAX_QUOTED_ERROR).into_owned()
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone)]
+struct Target {
+    https: bool,
+    host: String,
+    port: u16,
+    path_and_query: String,
+}
+
+impl Target {
+    fn authority(&self) -> String {
+        let default = if self.https { 443 } else { 80 };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        if self.port == default { host } else { format!("{host}:{}", self.port) }
+    }
+
+    fn url(&self) -> String {
+        format!("{}://{}{}", if self.https { "https" } else { "http" }, self.authority(), self.path_and_query)
+    }
+}
+
+/// A client for registries, with the operator's settings.
+pub struct Client {
+    settings: Arc<DistributionSettings>,
+    /// The `Authorization` value that last worked per registry.
+    authorization: Mutex<BTreeMap<String, String>>,
+}
+
+impl Client {
+    /// A client under `settings`.
+    pub fn new(settings: Arc<DistributionSettings>) -> Client {
+        Client { settings, authorization: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &DistributionSettings {
+        &self.settings
+    }
+
+    fn target(&self, registry: &str, path_and_query: &str) -> Result<Target, String> {
+        let https = !self.settings.plain_http(registry);
+        let uri: http::Uri = format!("{}://{registry}{path_and_query}", if https { "https" } else { "http" })
+            .parse()
+            .map_err(|err| format!("registry {registry}: not a URL: {err}"))?;
+        target_of(&uri, https)
+    }
+
+    /// Send a request to `registry` with authentication and redirects,
+    /// reading the answer's body under `cap` (an error answer's under a
+    /// small cap of its own).
+    ///
+    /// # Errors
+    ///
+    /// The registry cannot be reached, does not answer in time, asks for
+    /// credentials there are none of, or sends more than `cap`.
+    pub async fn send(
+        &self,
+        registry: &str,
+        method: Method,
+        path_and_query: &str,
+        headers: &[(header::HeaderName, String)],
+        body: Bytes,
+        cap: Cap,
+    ) -> Result<Answer, String> {
+        let mut target = self.target(registry, path_and_query)?;
+        let origin = (target.host.clone(), target.port);
+        let mut authorization = self.authorization.lock().map(|a| a.get(registry).cloned()).unwrap_or_default();
+        let mut authenticated = false;
+        let mut redirects = 0;
+        loop {
+            let same_origin = (target.host.clone(), target.port) == origin;
+            let auth = authorization.as_deref().filter(|_| same_origin);
+            let answer = self.once(&target, method.clone(), headers, body.clone(), auth, cap).await?;
+            if answer.status == StatusCode::UNAUTHORIZED && same_origin && !authenticated {
+                authenticated = true;
+                let value = self.authenticate(registry, &answer.headers).await?;
+                if let Ok(mut cache) = self.authorization.lock() {
+                    cache.insert(registry.to_owned(), value.clone());
+                }
+                authorization = Some(value);
+                continue;
+            }
+            if answer.status.is_redirection() && matches!(method, Method::GET | Method::HEAD) {
+                redirects += 1;
+                if redirects > MAX_REDIRECTS {
+                    return Err(format!("{}: more than {MAX_REDIRECTS} redirects", target.url()));
+                }
+                target = self.redirect(&target, &answer)?;
+                continue;
+            }
+            return Ok(answer);
+        }
+    }
+
+    fn redirect(&self, from: &Target, answer: &Answer) -> Result<Target, String> {
+        let location = answer
+            .headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| format!("{}: a redirect without a Location", from.url()))?;
+        let uri: http::Uri =
+            location.parse().map_err(|_| format!("{}: redirect to a Location that is not a URL", from.url()))?;
+        if uri.scheme().is_none() {
+            let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+            return Ok(Target { path_and_query: path, ..from.clone() });
+        }
+        let target = target_of(&uri, uri.scheme_str() == Some("https"))?;
+        if !target.https && !self.settings.plain_http(&target.authority()) {
+            return Err(format!(
+                "{}: redirect to plain http ({}) refused: only loopback registries and [distribution] \
+                 insecure_registries are spoken to without TLS",
+                from.url(),
+                target.url()
+            ));
+        }
+        Ok(target)
+    }
+
+    /// The `Authorization` value that answers the challenge in `headers`.
+    async fn authenticate(&self, registry: &str, headers: &HeaderMap) -> Result<String, String> {
+        let credentials = auth::credentials(&self.settings, registry)?;
+        let challenge = headers.get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).ok_or_else(|| {
+            format!("registry {registry} refused the request (401) without saying how to authenticate")
+        })?;
+        let (scheme, params) = parse_challenge(challenge);
+        let no_credentials = || {
+            format!(
+                "registry {registry} asks for credentials and none were found: add [distribution.credentials.\
+                 {registry:?}] to the config, or log in so that one of {:?} has an entry for {registry}",
+                auth::auth_files(&self.settings).iter().map(|p| p.display().to_string()).collect::<Vec<_>>()
+            )
+        };
+        if scheme.eq_ignore_ascii_case("basic") {
+            return credentials.map(|c| c.basic()).ok_or_else(no_credentials);
+        }
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(format!("registry {registry} asks for {scheme} authentication: accepted are Basic and Bearer"));
+        }
+        let realm =
+            params.get("realm").ok_or_else(|| format!("registry {registry}: a Bearer challenge without a realm"))?;
+        let mut query = Vec::new();
+        for key in ["service", "scope"] {
+            if let Some(value) = params.get(key) {
+                query.push(format!("{key}={}", percent_encode(value)));
+            }
+        }
+        let separator = if realm.contains('?') { '&' } else { '?' };
+        let url = if query.is_empty() { realm.clone() } else { format!("{realm}{separator}{}", query.join("&")) };
+        let uri: http::Uri =
+            url.parse().map_err(|_| format!("registry {registry}: token realm {realm:?} is not a URL"))?;
+        let target = target_of(&uri, uri.scheme_str() == Some("https"))?;
+        if !target.https && !self.settings.plain_http(&target.authority()) {
+            return Err(format!(
+                "registry {registry}: token realm {realm} is plain http; refused (credentials would travel unencrypted)"
+            ));
+        }
+        let basic = credentials.as_ref().map(Credentials::basic);
+        let cap = Cap { bytes: MAX_TOKEN_RESPONSE_BYTES, key: "(fixed)" };
+        let answer = self.once(&target, Method::GET, &[], Bytes::new(), basic.as_deref(), cap).await?;
+        if !answer.status.is_success() {
+            return Err(if credentials.is_none() {
+                no_credentials()
+            } else {
+                format!(
+                    "registry {registry}: the token server {realm} refused the credentials ({}): {}",
+                    answer.status,
+                    answer.quoted()
+                )
+            });
+        }
+        let token: serde_json::Value = serde_json::from_slice(&answer.body)
+            .map_err(|_| format!("registry {registry}: the token server {realm} did not answer JSON"))?;
+        let token = token
+            .get("token")
+            .or_else(|| token.get("access_token"))
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| format!("registry {registry}: the token server {realm} answered no token"))?;
+        Ok(format!("Bearer {token}"))
+    }
+
+    /// One request on a new connection.
+    async fn once(
+        &self,
+        target: &Target,
+        method: Method,
+        headers: &[(header::HeaderName, String)],
+        body: Bytes,
+        authorization: Option<&str>,
+        cap: Cap,
+    ) -> Result<Answer, String> {
+        let url = target.url();
+        let head = method == Method::HEAD;
+        let connect = self.settings.connect_timeout;
+        let read = self.settings.read_timeout;
+        let unreachable = |what: String| format!("registry {} cannot be reached: {what}", target.authority());
+        let addrs = tokio::time::timeout(connect, tokio::net::lookup_host((target.host.as_str(), target.port)))
+            .await
+            .map_err(|_| unreachable(format!("name lookup took longer than {}s", connect.as_secs())))?
+            .map_err(|err| unreachable(format!("name lookup: {err}")))?;
+        let mut tcp = None;
+        let mut last = String::from("no address");
+        for addr in addrs {
+            match tokio::time::timeout(connect, tokio::net::TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => {
+                    tcp = Some(stream);
+                    break;
+                }
+                Ok(Err(err)) => last = format!("{addr}: {err}"),
+                Err(_) => last = format!("{addr}: no connection within {}s (connect_timeout_secs)", connect.as_secs()),
+            }
+        }
+        let tcp = tcp.ok_or_else(|| unreachable(last))?;
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(target.path_and_query.as_str())
+            .header(header::HOST, target.authority())
+            .header(header::USER_AGENT, USER_AGENT);
+        if let Some(authorization) = authorization {
+            request = request.header(header::AUTHORIZATION, authorization);
+        }
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(Full::new(body)).map_err(|err| format!("{url}: cannot build the request: {err}"))?;
+        let timed_out = |what: &str| format!("{url}: no {what} within {}s (read_timeout_secs)", read.as_secs());
+        let response = if target.https {
+            let name = rustls::pki_types::ServerName::try_from(target.host.clone())
+                .map_err(|_| format!("{url}: {:?} is not a TLS server name", target.host))?;
+            let tls = tokio::time::timeout(connect, tokio_rustls::TlsConnector::from(tls_config()?).connect(name, tcp))
+                .await
+                .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
+                .map_err(|err| unreachable(format!("TLS: {err}")))?;
+            exchange(TokioIo::new(tls), request, read).await
+        } else {
+            exchange(TokioIo::new(tcp), request, read).await
+        }
+        .map_err(|err| if err.is_empty() { timed_out("answer") } else { format!("{url}: {err}") })?;
+        let (parts, mut incoming) = response.into_parts();
+        let (limit, fail) = if parts.status.is_success() { (cap.bytes, true) } else { (MAX_ERROR_BODY_BYTES, false) };
+        let declared =
+            parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        let too_large = |size: String| {
+            format!("{url}: the answer is {size} bytes, over the {}-byte cap ({} raises it)", cap.bytes, cap.key)
+        };
+        if head {
+            return Ok(Answer { status: parts.status, headers: parts.headers, body: Bytes::new() });
+        }
+        if fail && let Some(declared) = declared.filter(|d| *d > limit) {
+            return Err(too_large(declared.to_string()));
+        }
+        let mut body = Vec::new();
+        loop {
+            let frame = match tokio::time::timeout(read, incoming.frame()).await {
+                Err(_) => return Err(timed_out("further bytes")),
+                Ok(None) => break,
+                Ok(Some(Err(err))) => return Err(format!("{url}: reading the answer: {err}")),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else { continue };
+            if (body.len() + data.len()) as u64 > limit {
+                if fail {
+                    return Err(too_large(format!("more than {limit}")));
+                }
+                let room = usize::try_from(limit).unwrap_or(usize::MAX).saturating_sub(body.len());
+                body.extend_from_slice(data.get(..room.min(data.len())).unwrap_or_default());
+                break;
+            }
+            body.extend_from_slice(&data);
+        }
+        Ok(Answer { status: parts.status, headers: parts.headers, body: Bytes::from(body) })
+    }
+}
+
+/// Handshake HTTP/1.1 on `io`, send `request`, wait for the answer's head
+/// under `read`. An empty error means the wait ran out.
+async fn exchange<I>(
+    io: I,
+    request: http::Request<Full<Bytes>>,
+    read: std::time::Duration,
+) -> Result<http::Response<hyper::body::Incoming>, String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Send + Unpin + 'static,
+{
+    let (mut sender, conn) = tokio::time::timeout(read, hyper::client::conn::http1::handshake(io))
+        .await
+        .map_err(|_| String::new())?
+        .map_err(|err| format!("HTTP handshake: {err}"))?;
+    // The connection is driven until the answer's body is read; it ends
+    // with the client's last handle.
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    tokio::time::timeout(read, sender.send_request(request))
+        .await
+        .map_err(|_| String::new())?
+        .map_err(|err| format!("the request failed: {err}"))
+}
+
+fn target_of(uri: &http::Uri, https: bool) -> Result<Target, String> {
+    let host = uri.host().ok_or_else(|| format!("{uri}: no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    Ok(Target { https, host, port, path_and_query })
+}
+
+/// One TLS client configuration (ring, webpki roots) for the process.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+    if let Some(config) = CONFIG.get() {
+        return Ok(config.clone());
+    }
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|err| format!("the host could not set up TLS: {err}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(CONFIG.get_or_init(|| Arc::new(config)).clone())
+}
+
+/// `Bearer realm="…",service="…"` → ("Bearer", {realm, service}).
+fn parse_challenge(value: &str) -> (String, BTreeMap<String, String>) {
+    let value = value.trim();
+    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+    let mut params = BTreeMap::new();
+    let mut rest = rest.trim_start();
+    while let Some((key, after)) = rest.split_once('=') {
+        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+        let (value, after) = if let Some(quoted) = after.strip_prefix('"') {
+            match quoted.split_once('"') {
+                Some((value, after)) => (value.to_owned(), after),
+                None => (quoted.to_owned(), ""),
+            }
+        } else {
+            match after.split_once(',') {
+                Some((value, after)) => (value.trim().to_owned(), after),
+                None => (after.trim().to_owned(), ""),
+            }
+        };
+        params.insert(key, value);
+        rest = after.trim_start().trim_start_matches(',').trim_start();
+    }
+    (scheme.to_owned(), params)
+}
+
+/// Percent-encode everything but RFC 3986's unreserved characters.
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_parse_with_quoted_commas() {
+        let (scheme, params) = parse_challenge(
+            r#"Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#,
+        );
+        assert_eq!(scheme, "Bearer");
+        assert_eq!(params["realm"], "https://auth.example/token");
+        assert_eq!(params["scope"], "repository:a/b:pull,push");
+        assert_eq!(parse_challenge("Basic realm=x").1["realm"], "x");
+        assert_eq!(percent_encode("repository:a/b:pull,push"), "repository%3Aa%2Fb%3Apull%2Cpush");
+    }
+}

@@ -1,0 +1,150 @@
+//! The WebAssembly OCI artifact layout (CNCF TAG Runtime's "Wasm OCI
+//! Artifact", as `wkg`/wasm-pkg-tools write it): an OCI image manifest whose
+//! config has media type `application/vnd.wasm.config.v0+json` and whose one
+//! layer, `application/wasm`, is the component's bytes.
+//!
+//! A manifest from a registry is untrusted: it is parsed only after its size
+//! was capped and its digest checked, and it only ever yields a layer digest
+//! and size, which are checked again when the layer is read.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The OCI image manifest media type.
+pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+/// The Wasm artifact's config media type.
+pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// The Wasm artifact's layer media type.
+pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// Layer media types of older Wasm-to-OCI tools, accepted when pulling.
+const LEGACY_WASM_LAYER_MEDIA_TYPES: &[&str] = &["application/vnd.wasm.content.layer.v1+wasm"];
+/// At most this many layers in a manifest.
+pub const MAX_LAYERS: usize = 64;
+
+/// A content descriptor.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    /// What the blob is.
+    pub media_type: String,
+    /// `sha256:HEX` of the blob.
+    pub digest: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Annotations (a cosign signature is one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// An OCI image manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// Always 2.
+    pub schema_version: u32,
+    /// The manifest's own media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The config blob.
+    pub config: Descriptor,
+    /// The layers.
+    pub layers: Vec<Descriptor>,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+impl Manifest {
+    /// Parse manifest bytes (already capped and checked against their
+    /// digest).
+    ///
+    /// # Errors
+    ///
+    /// Not an OCI image manifest, or too many layers.
+    pub fn parse(bytes: &[u8], what: &str) -> Result<Manifest, String> {
+        let manifest: Manifest = serde_json::from_slice(bytes)
+            .map_err(|err| format!("{what} is not an OCI image manifest ({MANIFEST_MEDIA_TYPE}): {err}"))?;
+        if manifest.schema_version != 2 {
+            return Err(format!("{what} has schemaVersion {}: accepted 2", manifest.schema_version));
+        }
+        if manifest.layers.len() > MAX_LAYERS {
+            return Err(format!("{what} has {} layers: at most {MAX_LAYERS} are accepted", manifest.layers.len()));
+        }
+        for descriptor in std::iter::once(&manifest.config).chain(&manifest.layers) {
+            super::reference::check_digest(&descriptor.digest).map_err(|m| format!("{what}: {m}"))?;
+        }
+        Ok(manifest)
+    }
+
+    /// The component layer: the one `application/wasm` layer.
+    ///
+    /// # Errors
+    ///
+    /// No such layer or more than one, naming the media types found.
+    pub fn component_layer(&self, what: &str) -> Result<&Descriptor, String> {
+        let wasm = |d: &&Descriptor| {
+            d.media_type == WASM_LAYER_MEDIA_TYPE || LEGACY_WASM_LAYER_MEDIA_TYPES.contains(&d.media_type.as_str())
+        };
+        let mut found = self.layers.iter().filter(wasm);
+        match (found.next(), found.next()) {
+            (Some(layer), None) => Ok(layer),
+            _ => {
+                let types: Vec<&str> = self.layers.iter().map(|d| d.media_type.as_str()).collect();
+                Err(format!(
+                    "{what} is not a WebAssembly component artifact: expected exactly one {WASM_LAYER_MEDIA_TYPE} \
+                     layer, found layers {types:?}"
+                ))
+            }
+        }
+    }
+}
+
+/// The config blob of a component artifact as wasm-pkg-tools writes it.
+pub fn wasm_config(layer_digest: &str) -> Vec<u8> {
+    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let config = serde_json::json!({
+        "created": created,
+        "architecture": "wasm",
+        "os": "wasip2",
+        "layerDigests": [layer_digest],
+        "component": { "exports": [], "imports": [] },
+    });
+    serde_json::to_vec(&config).unwrap_or_default()
+}
+
+/// A manifest with one config and its layers, serialized.
+pub fn build(config: Descriptor, layers: Vec<Descriptor>) -> Vec<u8> {
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: Some(MANIFEST_MEDIA_TYPE.to_owned()),
+        config,
+        layers,
+        annotations: None,
+    };
+    serde_json::to_vec(&manifest).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(media_type: &str) -> Descriptor {
+        Descriptor {
+            media_type: media_type.into(),
+            digest: format!("sha256:{}", "0".repeat(64)),
+            size: 1,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn the_component_layer_is_the_one_wasm_layer() {
+        let bytes = build(d(WASM_CONFIG_MEDIA_TYPE), vec![d(WASM_LAYER_MEDIA_TYPE)]);
+        let manifest = Manifest::parse(&bytes, "m").unwrap();
+        assert_eq!(manifest.component_layer("m").unwrap().media_type, WASM_LAYER_MEDIA_TYPE);
+        let bytes = build(d(WASM_CONFIG_MEDIA_TYPE), vec![d("application/vnd.oci.image.layer.v1.tar+gzip")]);
+        let err = Manifest::parse(&bytes, "m").unwrap().component_layer("m").unwrap_err();
+        assert!(err.contains("exactly one application/wasm") && err.contains("tar+gzip"), "{err}");
+        assert!(Manifest::parse(b"[]", "m").unwrap_err().contains("not an OCI image manifest"));
+    }
+}

@@ -7,7 +7,8 @@
 //! hands its grants to [`crate::grants`] and [`crate::network`] and its
 //! sessions to [`crate::session`]), `[engine]` by [`crate::engine`],
 //! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
-//! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`].
+//! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
+//! `[metrics]`, `[traces]` and `[serve]` by [`crate::service_settings`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
 //!
@@ -19,6 +20,7 @@ use crate::engine::{EngineSettings, RawEngine};
 use crate::http_settings::RawHttp;
 use crate::limits::{Limits, RawLimits};
 use crate::quota::{Quotas, RawQuotas};
+use crate::service_settings::{MetricsSettings, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings};
 use crate::tool_settings::{RawTool, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -69,6 +71,12 @@ pub struct Config {
     layers: layer::Layered,
     /// Per-principal quotas (`[quotas]`).
     pub quotas: std::sync::Arc<Quotas>,
+    /// Where `/metrics` is served (`[metrics]`).
+    pub metrics: MetricsSettings,
+    /// OpenTelemetry spans over OTLP (`[traces]`); `None` sends none.
+    pub traces: Option<TraceSettings>,
+    /// Service behaviour of `airlock serve` (`[serve]`).
+    pub serve: ServeSettings,
 }
 
 #[derive(Deserialize, Default)]
@@ -94,6 +102,12 @@ struct RawConfig {
     http: RawHttp,
     #[serde(default)]
     quotas: RawQuotas,
+    #[serde(default)]
+    metrics: RawMetrics,
+    #[serde(default)]
+    traces: RawTraces,
+    #[serde(default)]
+    serve: RawServe,
 }
 
 impl Config {
@@ -203,6 +217,9 @@ impl Config {
         };
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
+        let metrics = MetricsSettings::from_raw(raw.metrics).map_err(error)?;
+        let traces = TraceSettings::from_raw(raw.traces).map_err(error)?;
+        let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -215,6 +232,9 @@ impl Config {
             http,
             layers: layer::Layered::default(),
             quotas: std::sync::Arc::new(quotas),
+            metrics,
+            traces,
+            serve,
         })
     }
 

@@ -73,6 +73,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
                 tool: str_field(function, "name", &format!("{what}.function"))?.to_owned(),
                 arguments,
                 principal: principal.to_owned(),
+                trace_parent: None,
             })
         })
         .collect()
@@ -98,6 +99,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
                 tool: str_field(item, "name", &what)?.to_owned(),
                 arguments,
                 principal: principal.to_owned(),
+                trace_parent: None,
             })
         })
         .collect()
@@ -119,6 +121,7 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
                 tool: str_field(block, "name", &what)?.to_owned(),
                 arguments: RawArguments::Json(block.get("input").cloned().unwrap_or(Value::Null)),
                 principal: principal.to_owned(),
+                trace_parent: None,
             })
         })
         .collect()

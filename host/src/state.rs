@@ -244,6 +244,14 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     if current.http.jwt != next.http.jwt {
         changed.push("http.jwt changed; restart airlock serve to apply it".to_owned());
     }
+    // The metrics registry, its listener and the span exporter are built
+    // when the host starts.
+    if current.metrics != next.metrics {
+        changed.push("[metrics] changed; restart airlock serve to apply it".to_owned());
+    }
+    if current.traces != next.traces {
+        changed.push("[traces] changed; restart airlock serve to apply it".to_owned());
+    }
     changed
 }
 

@@ -70,7 +70,7 @@ impl TraceParent {
     /// Parse a `traceparent` value; `None` when it is too long, malformed
     /// or names the all-zero trace or span.
     pub fn parse(value: &str) -> Option<Self> {
-        if value.len() > MAX_TRACEPARENT_LEN {
+        if value.len() > MAX_TRACEPARENT_LEN || !well_formed(value) {
             return None;
         }
         let context = TraceContextPropagator::new().extract(&OneHeader(value));
@@ -82,6 +82,19 @@ impl TraceParent {
     pub fn trace_id(&self) -> String {
         self.0.trace_id().to_string()
     }
+}
+
+/// `VERSION-TRACEID-PARENTID-FLAGS` with the lengths W3C Trace Context
+/// gives them (2, 32, 16 and 2 hex digits); the SDK's propagator also
+/// accepts shorter ids.
+fn well_formed(value: &str) -> bool {
+    let lengths = [2, 32, 16, 2];
+    let mut parts = value.trim().split('-');
+    let fixed = lengths
+        .iter()
+        .all(|len| parts.next().is_some_and(|part| part.len() == *len && part.bytes().all(|b| b.is_ascii_hexdigit())));
+    // Version 00 has exactly these four fields; later versions may add more.
+    fixed && (!value.trim().starts_with("00-") || parts.next().is_none())
 }
 
 /// A carrier with just the `traceparent`.

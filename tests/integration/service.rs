@@ -272,8 +272,6 @@ fn metrics_count_calls_by_tool_and_outcome_and_readyz_follows_start_up() {
     assert_eq!(count(&metrics, "airlock_tools_configured"), 2.0);
     assert_eq!(count(&metrics, "airlock_ready"), 0.0, "still loading slow_metadata");
 
-    // A call for a tool nobody configured waits for start-up, then fails.
-    assert_eq!(kind(&mcp.call(10, "no_such_tool", json!({}), &[])), "unknown_tool");
     let deadline = Instant::now() + DEADLINE;
     loop {
         let ready = request(&addr, "GET", "/readyz", &[], "");
@@ -284,6 +282,9 @@ fn metrics_count_calls_by_tool_and_outcome_and_readyz_follows_start_up() {
         assert!(Instant::now() < deadline, "never ready: {}", ready.body);
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Once start-up is done, a call for a tool nobody configured fails at
+    // once (during start-up it waits for the tools still loading).
+    assert_eq!(kind(&mcp.call(10, "no_such_tool", json!({}), &[])), "unknown_tool");
     let metrics = scrape(&addr);
     assert_eq!(count(&metrics, "airlock_calls_total{tool=\"echo\",outcome=\"ok\"}"), 3.0);
     assert_eq!(count(&metrics, "airlock_calls_total{tool=\"_unknown\",outcome=\"unknown_tool\"}"), 1.0);
@@ -417,7 +418,11 @@ fn stdio_sigterm_cancels_calls_past_the_grace_answers_them_and_exits_0() {
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params":
         {"name": "hostile", "arguments": {"attack": "sleep", "ms": 600_000}}});
     write_line(&mut stdin, &call.to_string());
-    assert_eq!(request(&metrics, "GET", "/readyz", &[], "").status, 200);
+    let deadline = Instant::now() + DEADLINE;
+    while request(&metrics, "GET", "/readyz", &[], "").status != 200 {
+        assert!(Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     wait_metrics(&metrics, |m| sample(m, "airlock_calls_in_flight") == Some(1.0));
     server.sigterm();
     let reply = lines.recv_timeout(DEADLINE).expect("the call in flight is answered");

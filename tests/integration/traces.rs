@@ -78,9 +78,11 @@ fn spans_reach_a_real_otlp_receiver_as_children_of_the_callers_span() {
     let config = format!(
         "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\nside_effect = false\n\
          [http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n\
-         [traces]\nendpoint = \"http://127.0.0.1:{http}/v1/traces\"\nservice_name = \"airlock-test\"\n",
+         [traces]\nendpoint = \"http://127.0.0.1:{http}/v1/traces\"\nservice_name = \"airlock-test\"\n\
+         [audit]\nfile = {:?}\n",
         crate::support::cache_dir().display().to_string(),
         crate::support::tool("echo").display().to_string(),
+        dir.path().join("audit.jsonl").display().to_string(),
     );
     let mut server = Served::start(&config, &["serve", "--http", "127.0.0.1:0"]);
     let addr = server.announced("serving MCP");

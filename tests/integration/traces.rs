@@ -117,14 +117,14 @@ fn spans_reach_a_real_otlp_receiver_as_children_of_the_callers_span() {
     assert!(call.contains("airlock.fuel_used: Int(") && call.contains("airlock.duration_us: Int("), "{call}");
     let hash = hex::encode(&Sha256::digest(b"alice")[..16]);
     assert!(call.contains(&format!("airlock.principal_hash: Str({hash})")), "{call}");
-    let call_id = field(&call, "ID             : ");
+    let call_id = field(call, "ID             : ");
     // A child per stage, in the same trace, whose parent is the call.
     for stage in ["admit", "resolve", "parse", "validate", "authorize", "schedule", "execute", "check", "audit"] {
         let child = spans(&text, stage)
             .into_iter()
             .find(|s| s.contains(&format!("Trace ID       : {TRACE_ID}")))
             .unwrap_or_else(|| panic!("no {stage} span in the caller's trace:\n{text}"));
-        assert_eq!(field(&child, "Parent ID      : "), call_id, "{stage}: {child}");
+        assert_eq!(field(child, "Parent ID      : "), call_id, "{stage}: {child}");
     }
     // The unknown tool's name is not the client's, and its call starts a
     // trace of its own.

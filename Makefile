@@ -20,7 +20,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks test-fleet lint bench demo doc clean
+.PHONY: all build guests setup test test-rust test-python test-ts test-conformance test-frameworks test-fleet lint lint-deploy bench demo doc clean
 
 include mk/interpreters.mk
 include mk/examples.mk
@@ -54,6 +54,14 @@ $(PY):
 $(VENV)/.mcp-requirements: tests/mcp/requirements.txt | $(PY)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 	touch $@
+
+# The traces test (tests/integration/traces.rs) exports spans to a real
+# OTLP receiver: the Rotel collector, whose PyPI package ships its binary.
+# Installed into the tests venv; the test finds it through AIRLOCK_ROTEL.
+$(VENV)/.otlp-receiver: tests/otlp-requirements.txt | $(PY)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/otlp-requirements.txt
+	touch $@
+ROTEL = $(shell $(PY) -c 'import os, rotel; print(os.path.join(os.path.dirname(rotel.__file__), "rotel-agent"))' 2>/dev/null)
 
 # The agent-framework tests (tests/frameworks) need the mcp 1.x line, which
 # conflicts with the mcp 2.x of tests/mcp: a venv of their own, reinstalled
@@ -100,11 +108,11 @@ $(FLEET_FILES) &:
 	$(SUDO) apt-get update -qq >/dev/null
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null
 
-test: guests examples oci-registry $(VENV)/.mcp-requirements $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters $(FLEET_FILES)
+test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) test-interpreters $(FLEET_FILES)
 	$(CARGO) test --release -p airlock --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	$(CARGO) test --release --workspace --exclude airlock -q
-	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release -p airlock
+	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release -p airlock
 	$(MAKE) --no-print-directory test-sdk
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks
@@ -125,7 +133,22 @@ test-fleet: build $(FLEET_FILES)
 test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks
 
-lint: setup
+# deploy/ is checked offline by tools from PyPI, in a venv of their own
+# (reinstalled whenever deploy/requirements.txt changes): the Kubernetes
+# manifests against the API's schemas (strict: unknown fields fail), the
+# Containerfile with hadolint.
+LINT_VENV := $(CURDIR)/.venv-lint
+
+$(LINT_VENV)/.lint-requirements: deploy/requirements.txt
+	python3 -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements.txt
+	touch $@
+
+lint-deploy: $(LINT_VENV)/.lint-requirements
+	$(LINT_VENV)/bin/kubernetes-validate --strict --quiet deploy/kubernetes/*.yaml
+	$(LINT_VENV)/bin/hadolint deploy/Containerfile
+
+lint: setup lint-deploy
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings

@@ -471,6 +471,37 @@ impl AuditLog {
         Ok(())
     }
 
+    /// Whether the log takes writes (`/readyz`): it has not stopped and its
+    /// file can still be opened for appending.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot.
+    pub fn writable(&self) -> Result<(), String> {
+        let stopped = self.writer.lock().unwrap_or_else(PoisonError::into_inner).stopped.clone();
+        if let Some(reason) = stopped {
+            return Err(format!("the audit log {} stopped: {reason}", self.path.display()));
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map(drop)
+            .map_err(|err| format!("the audit log {} cannot be opened for appending: {err}", self.path.display()))
+    }
+
+    /// Sync the log and its head file to disk (at exit, whatever the
+    /// durability: records are written unbuffered, this makes them
+    /// durable).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Io`] when an fsync fails.
+    pub fn sync(&self) -> Result<(), AuditError> {
+        let w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        w.log.sync_data().map_err(|source| AuditError::Io { path: self.path.clone(), action: "fsync", source })?;
+        w.head.sync_data().map_err(|source| AuditError::Io { path: self.head_path.clone(), action: "fsync", source })
+    }
+
     /// The log file.
     pub fn path(&self) -> &Path {
         &self.path

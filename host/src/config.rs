@@ -9,6 +9,7 @@
 //! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
 //! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
 //! `[fleet]` by [`crate::fleet`].
+//! `[metrics]`, `[traces]` and `[serve]` by [`crate::service_settings`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
 //!
@@ -22,6 +23,7 @@ use crate::fleet::{FleetSettings, RawFleet};
 use crate::http_settings::RawHttp;
 use crate::limits::{Limits, RawLimits};
 use crate::quota::{Quotas, RawQuotas};
+use crate::service_settings::{MetricsSettings, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings};
 use crate::tool_settings::{RawTool, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -77,6 +79,12 @@ pub struct Config {
     pub quotas: std::sync::Arc<Quotas>,
     /// Components from OCI registries (`[distribution]`).
     pub distribution: std::sync::Arc<DistributionSettings>,
+    /// Where `/metrics` is served (`[metrics]`).
+    pub metrics: MetricsSettings,
+    /// OpenTelemetry spans over OTLP (`[traces]`); `None` sends none.
+    pub traces: Option<TraceSettings>,
+    /// Service behaviour of `airlock serve` (`[serve]`).
+    pub serve: ServeSettings,
 }
 
 #[derive(Deserialize, Default)]
@@ -105,6 +113,12 @@ struct RawConfig {
     fleet: Option<RawFleet>,
     #[serde(default)]
     distribution: RawDistribution,
+    #[serde(default)]
+    metrics: RawMetrics,
+    #[serde(default)]
+    traces: RawTraces,
+    #[serde(default)]
+    serve: RawServe,
 }
 
 impl Config {
@@ -231,6 +245,9 @@ impl Config {
                 )));
             }
         }
+        let metrics = MetricsSettings::from_raw(raw.metrics).map_err(error)?;
+        let traces = TraceSettings::from_raw(raw.traces).map_err(error)?;
+        let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -245,6 +262,9 @@ impl Config {
             layers: layer::Layered::default(),
             quotas: std::sync::Arc::new(quotas),
             distribution: std::sync::Arc::new(distribution),
+            metrics,
+            traces,
+            serve,
         })
     }
 

@@ -14,6 +14,9 @@ use crate::config::{Config, ConfigError, HttpSettings};
 use crate::confirm::Confirmer;
 use crate::engine::Runtime;
 use crate::formats::{Format, encode};
+use crate::metrics::{Metrics, Snapshot};
+use crate::observe::Telemetry;
+use crate::otel::Traces;
 use crate::pipeline::{CallRequest, Pipeline, ToolResult};
 use crate::projection::{mcp_extras, project};
 use crate::quota::{QuotaTracker, Quotas};
@@ -26,6 +29,7 @@ use crate::strict::{self, Provider};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio_util::sync::CancellationToken;
 
@@ -130,6 +134,13 @@ impl HostBuilder {
             None => Config::parse("", "<empty>", Path::new("."))?,
         };
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
+        // Metrics and the span exporter live as long as the host: their
+        // settings are fixed at start (`state::needs_restart`).
+        let metrics = Arc::new(Metrics::new(config.metrics.max_principals));
+        let traces = match &config.traces {
+            Some(settings) => Some(Traces::start(settings).map_err(HostError::Engine)?),
+            None => None,
+        };
         let (state, startup, background) = if self.background {
             // The state starts with no tools; the loader puts each in force
             // as it is ready (`install_registry`).
@@ -150,7 +161,8 @@ impl HostBuilder {
         let scheduler = Scheduler::new(state.max_in_flight());
         let sessions = Arc::new(Sessions::new());
         Sessions::spawn_sweeper(&sessions);
-        let pipeline = Pipeline { scheduler, quota: QuotaTracker::new(), sessions };
+        let telemetry = Telemetry { metrics, traces };
+        let pipeline = Pipeline { scheduler, quota: QuotaTracker::new(), sessions, telemetry };
         let host = Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -159,6 +171,8 @@ impl HostBuilder {
                 reloads: tokio::sync::Mutex::new(()),
                 needs_tokens: Mutex::new(None),
                 startup,
+                stop_calls: CancellationToken::new(),
+                draining: AtomicBool::new(false),
             }),
         };
         if let Some((planned, errors, guard, config)) = background {
@@ -181,6 +195,10 @@ struct Inner {
     /// without bearer tokens may be put in force while it runs.
     needs_tokens: Mutex<Option<SocketAddr>>,
     startup: Startup,
+    /// Cancels every call in flight (shutdown, past its grace).
+    stop_calls: CancellationToken,
+    /// Set when shutdown begins: `/readyz` answers 503 from then on.
+    draining: AtomicBool,
 }
 
 /// A running Airlock host. Cheap to clone; clones share everything.
@@ -324,9 +342,25 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        startup::wait_for_tool(self, &request.tool, cancel).await;
-        let state = self.state();
-        self.inner.pipeline.call(&state, request, confirmer, cancel).await
+        if self.inner.draining.load(Ordering::Relaxed) {
+            return self.inner.pipeline.refuse(&self.state(), request, shutting_down());
+        }
+        // The call is cancelled by its own token or by shutdown.
+        let stop = self.inner.stop_calls.child_token();
+        let call = async {
+            startup::wait_for_tool(self, &request.tool, &stop).await;
+            let state = self.state();
+            self.inner.pipeline.call(&state, request, confirmer, &stop).await
+        };
+        tokio::pin!(call);
+        tokio::select! {
+            biased;
+            result = &mut call => result,
+            () = cancel.cancelled() => {
+                stop.cancel();
+                call.await
+            }
+        }
     }
 
     /// Run a batch of calls; results come back in the proposed order.
@@ -336,9 +370,25 @@ impl Host {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
-        futures::future::join_all(requests.iter().map(|r| startup::wait_for_tool(self, &r.tool, cancel))).await;
-        let state = self.state();
-        self.inner.pipeline.dispatch(&state, requests, confirmer, cancel).await
+        if self.inner.draining.load(Ordering::Relaxed) {
+            let state = self.state();
+            return requests.into_iter().map(|r| self.inner.pipeline.refuse(&state, r, shutting_down())).collect();
+        }
+        let stop = self.inner.stop_calls.child_token();
+        let batch = async {
+            futures::future::join_all(requests.iter().map(|r| startup::wait_for_tool(self, &r.tool, &stop))).await;
+            let state = self.state();
+            self.inner.pipeline.dispatch(&state, requests, confirmer, &stop).await
+        };
+        tokio::pin!(batch);
+        tokio::select! {
+            biased;
+            results = &mut batch => results,
+            () = cancel.cancelled() => {
+                stop.cancel();
+                batch.await
+            }
+        }
     }
 
     /// Reload from `config` (or the config file in force, re-read): build a
@@ -373,8 +423,12 @@ impl Host {
         if !fixed.is_empty() {
             return Err(HostError::NeedsRestart(fixed));
         }
-        self.check_tokens(&config.http)?;
-        let state = State::load(&self.inner.runtime, config, Some(&current), &(), LoadErrors::Refuse).await?;
+        let loaded = match self.check_tokens(&config.http) {
+            Ok(()) => State::load(&self.inner.runtime, config, Some(&current), &(), LoadErrors::Refuse).await,
+            Err(err) => Err(err),
+        };
+        self.inner.pipeline.telemetry.metrics.reloaded(loaded.is_ok());
+        let state = loaded?;
         let count = state.registry().len();
         self.install(state);
         Ok(count)
@@ -444,10 +498,84 @@ impl Host {
         self.inner.pipeline.quota.in_flight(principal)
     }
 
+    /// Whether the host can serve calls (`/readyz`): every component is
+    /// loaded or refused, the audit log (when there is one) takes writes,
+    /// and shutdown has not begun.
+    ///
+    /// # Errors
+    ///
+    /// Which of those does not hold.
+    pub fn ready_check(&self) -> Result<(), String> {
+        if self.inner.draining.load(Ordering::SeqCst) {
+            return Err("shutting down".to_owned());
+        }
+        let readiness = self.readiness();
+        if !readiness.finished() {
+            return Err(format!("loading tools: {} of {} components done", readiness.done, readiness.total));
+        }
+        match self.state().audit() {
+            Some(log) => log.writable(),
+            None => Ok(()),
+        }
+    }
+
+    /// The metrics as Prometheus text (`/metrics`).
+    pub fn metrics_text(&self) -> String {
+        let readiness = self.readiness();
+        let snapshot = Snapshot {
+            sessions: self.live_sessions(),
+            tools_configured: readiness.total,
+            tools_ready: readiness.tools,
+            ready: self.ready_check().is_ok(),
+        };
+        self.inner.pipeline.telemetry.metrics.render(snapshot)
+    }
+
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.pipeline.telemetry.metrics
+    }
+
+    /// Calls in flight now, over every principal.
+    pub fn calls_in_flight_total(&self) -> usize {
+        usize::try_from(self.metrics().in_flight()).unwrap_or(0)
+    }
+
+    /// Shutdown has begun: `/readyz` answers 503 from now on.
+    pub fn begin_shutdown(&self) {
+        self.inner.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Cancel every call in flight and every call received from now on:
+    /// each ends with a `cancelled` result (audited as any other).
+    pub fn cancel_calls(&self) {
+        self.inner.stop_calls.cancel();
+    }
+
+    /// At exit: the audit log synced to disk and queued spans exported.
+    pub async fn finish(&self) {
+        if let Some(log) = self.state().audit()
+            && let Err(err) = log.sync()
+        {
+            tracing::error!("cannot sync the audit log at exit: {err}");
+        }
+        if let Some(traces) = &self.inner.pipeline.telemetry.traces {
+            traces.shutdown().await;
+        }
+    }
+
     /// The engine runtime (for inspecting components).
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime
     }
+}
+
+/// What a call received after shutdown began is told.
+fn shutting_down() -> crate::outcome::Failure {
+    crate::outcome::Failure::new(
+        crate::outcome::ErrorKind::Cancelled,
+        "the server is shutting down and takes no new calls; nothing was run. Send the call again (another replica, \
+         or this server once it is back)",
+    )
 }
 
 /// Measurement hooks for `make bench`; not part of the supported API.

@@ -89,6 +89,18 @@ pub const MAX_HOST_MEMORY_BYTES: usize = 4 << 30;
 pub const MAX_OPEN_FILES: usize = 1024;
 /// Default maximum wasm stack (engine-wide: wasmtime sets it per engine).
 pub const DEFAULT_WASM_STACK_BYTES: usize = 1 << 20;
+/// Default of `[metrics] max_principals`: principals named in per-principal
+/// series (quota refusals); the rest are counted under `other`, so that a
+/// fleet of JWT subjects cannot grow the scrape without bound.
+pub const DEFAULT_METRICS_MAX_PRINCIPALS: usize = 50;
+/// Most `[metrics] max_principals` accepted.
+pub const MAX_METRICS_PRINCIPALS: usize = 10_000;
+/// Default of `[serve] shutdown_grace_secs`: how long calls in flight may
+/// take to finish after SIGTERM (Kubernetes waits 30 s before SIGKILL by
+/// default; a pod's `terminationGracePeriodSeconds` should exceed this).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// Most `[serve] shutdown_grace_secs` accepted.
+pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(3600);
 
 /// The limits of one call. Built from [`Limits::default`] and the operator's
 /// per-tool overrides; never from anything a component declares.

@@ -38,8 +38,20 @@ struct Cli {
     /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Log lines on stderr as text, or as one JSON object per line (for a log collector).
+    #[arg(long, global = true, value_enum, default_value = "text", env = "AIRLOCK_LOG_FORMAT")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, `message` and the event's fields.
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -148,7 +160,7 @@ struct Who {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -167,7 +179,9 @@ fn main() -> ExitCode {
 /// How long the runtime's leftover blocking tasks may delay the exit.
 const RUNTIME_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -177,12 +191,28 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour codes only for a person at a terminal: a client or a log file
     // reading a pipe would get them as literal escape sequences.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .init();
+    let text = (format == LogFormat::Text).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_target(false)
+    });
+    let json = (format == LogFormat::Json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+    });
+    // Client errors rmcp would log as warnings with the client's data are
+    // counted and logged at a bounded rate instead (see `client_log`).
+    let _ = tracing_subscriber::registry()
+        .with(airlock::client_log::QuietClientErrors)
+        .with(filter)
+        .with(text)
+        .with(json)
+        .try_init();
 }
 
 /// Standard output, locked and written with errors as values.
@@ -596,6 +626,7 @@ async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Re
         arguments: RawArguments::Text(args),
         principal: who.principal.clone(),
         attributes: Default::default(),
+        trace_parent: None,
     };
     let confirmer = confirmer(who);
     let result = host.call(request, confirmer.as_deref()).await;

@@ -63,6 +63,7 @@ mod http;
 mod jsonrpc;
 mod server;
 mod signed;
+mod shutdown;
 mod stdio;
 mod watch;
 
@@ -78,10 +79,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use http::{
-    HTTP_BODY_READ_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, MAX_HTTP_BODY_BYTES, MAX_HTTP_CONNECTIONS,
-    MAX_HTTP_CONNECTIONS_PER_PEER, MAX_HTTP_SESSIONS,
+    HEALTHZ_PATH, HTTP_BODY_READ_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, HTTP_SHUTDOWN_GRACE, MAX_HTTP_BODY_BYTES,
+    MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER, MAX_HTTP_SESSIONS, METRICS_PATH, READYZ_PATH,
 };
 pub use jsonrpc::MAX_MESSAGE_DEPTH;
+pub use shutdown::CANCEL_GRACE;
 pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_IN_FLIGHT};
 /// How long a call waits for the user to answer a confirmation request
 /// before it is declined.
@@ -103,7 +105,12 @@ pub const STARTUP_LIST_WAIT: Duration = Duration::from_secs(2);
 /// are announced with one `notifications/tools/list_changed`.
 pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);
 
-/// Serve the host's tools over MCP on stdin/stdout until stdin closes.
+/// Serve the host's tools over MCP on stdin/stdout until stdin closes, or
+/// until SIGTERM or Ctrl-C: then calls received from then on are refused,
+/// calls in flight get `[serve] shutdown_grace_secs` to finish and the
+/// rest are cancelled (their `cancelled` results are written), and it
+/// returns. With `[metrics] listen`, `/metrics`, `/healthz` and `/readyz`
+/// are served there meanwhile.
 ///
 /// Every call acts as `principal`. With `watch`, every file the host state
 /// is built from and the tool directories are watched; a change reloads the
@@ -115,22 +122,67 @@ pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);
 /// The transport fails before the client connects, or the watcher cannot
 /// be started.
 pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::Result<()> {
-    let shared = Shared::new(host)?;
+    let shared = Shared::new(host.clone())?;
     let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
+    let stop_metrics = tokio_util::sync::CancellationToken::new();
+    let metrics = match host.config().metrics.listen {
+        Some(addr) => Some(http::serve_metrics_only(&host, addr, &principal, stop_metrics.clone()).await?),
+        None => None,
+    };
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
     let transport = stdio::StdioTransport::new(reader, writer);
     // Clients on the initialize-based revisions are registered for
     // list_changed by `notifications/initialized`; 2026-07-28 clients
-    // subscribe with `subscriptions/listen`.
-    let running = server.serve(transport).await.context("the MCP client did not connect on stdio")?;
-    let reason = running.waiting().await.context("the MCP stdio service stopped unexpectedly")?;
+    // subscribe with `subscriptions/listen`. The client connecting is
+    // raced against a signal, so that SIGTERM stops a server whose client
+    // never spoke.
+    let running = tokio::select! {
+        running = server.serve(transport) => running.context("the MCP client did not connect on stdio")?,
+        () = shutdown::signal() => {
+            host.begin_shutdown();
+            host.finish().await;
+            return Ok(());
+        }
+    };
+    let service = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let reason = tokio::select! {
+        reason = &mut waiting => Some(reason),
+        () = shutdown::signal() => None,
+    };
+    let reason = match reason {
+        Some(reason) => reason.context("the MCP stdio service stopped unexpectedly")?,
+        None => {
+            shutdown::last_resort(shutdown::longest(&host, STDIO_SHUTDOWN_REST));
+            // New calls are refused from now on; the replies of calls that
+            // finish are written as usual.
+            shutdown::drain(&host, || host.calls_in_flight_total() > 0).await;
+            // rmcp writes the replies still queued before it stops.
+            service.cancel();
+            waiting.await.context("the MCP stdio service stopped unexpectedly")?
+        }
+    };
     tracing::info!(?reason, "MCP stdio session ended");
+    stop_metrics.cancel();
+    if let Some(metrics) = metrics
+        && let Ok(open) = metrics.await
+    {
+        let _ = tokio::time::timeout(HTTP_SHUTDOWN_GRACE, open.wait()).await;
+    }
+    host.finish().await;
     Ok(())
 }
 
+/// On stdio, once the calls are done, how long rmcp, the metrics listener
+/// and the exports may take before the last-resort exit.
+const STDIO_SHUTDOWN_REST: Duration = Duration::from_secs(15);
+
 /// Serve the host's tools over MCP streamable HTTP at `http://ADDR/mcp`
-/// until interrupted (Ctrl-C or SIGTERM).
+/// until interrupted (Ctrl-C or SIGTERM), then shut down gracefully (see
+/// `http`): no new connections, calls in flight finish within `[serve]
+/// shutdown_grace_secs` or are cancelled, the audit log is synced.
 ///
 /// Requests act as the principal their bearer token maps to
 /// (`[http] tokens`), or as `principal` when no tokens are configured. The

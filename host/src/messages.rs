@@ -74,6 +74,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
                 arguments,
                 principal: principal.to_owned(),
                 attributes: Default::default(),
+                trace_parent: None,
             })
         })
         .collect()
@@ -100,6 +101,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
                 arguments,
                 principal: principal.to_owned(),
                 attributes: Default::default(),
+                trace_parent: None,
             })
         })
         .collect()
@@ -122,6 +124,7 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
                 arguments: RawArguments::Json(block.get("input").cloned().unwrap_or(Value::Null)),
                 principal: principal.to_owned(),
                 attributes: Default::default(),
+                trace_parent: None,
             })
         })
         .collect()

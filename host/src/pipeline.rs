@@ -20,7 +20,10 @@ use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::limits::Limits;
 use crate::loader::LoadedTool;
+use crate::metrics::InFlightGuard;
+use crate::observe::{Stage, Telemetry, Timeline};
 use crate::optional_null;
+use crate::otel::TraceParent;
 use crate::outcome::{Decision, ErrorKind, Failure, Success};
 use crate::quota::QuotaTracker;
 use crate::render;
@@ -55,6 +58,9 @@ pub struct CallRequest {
     /// `attribute_claims`; empty otherwise): the policy and the tool see
     /// them in place of the entities file's attributes of the same name.
     pub attributes: TokenAttributes,
+    /// The caller's span (W3C `traceparent`), when it sent one: the call's
+    /// span is its child.
+    pub trace_parent: Option<TraceParent>,
 }
 
 impl CallRequest {
@@ -66,6 +72,7 @@ impl CallRequest {
             arguments: RawArguments::Json(arguments),
             principal: principal.into(),
             attributes: TokenAttributes::default(),
+            trace_parent: None,
         }
     }
 
@@ -182,6 +189,8 @@ pub struct Pipeline {
     pub quota: QuotaTracker,
     /// Live sessions of tools that keep them.
     pub sessions: Arc<Sessions>,
+    /// Metrics and spans of finished calls.
+    pub(crate) telemetry: Telemetry,
 }
 
 /// A call that passed resolve, parse, validate and authorize.
@@ -205,6 +214,10 @@ type Refusal = (Failure, Decision, Option<String>, Option<Arc<LoadedTool>>);
 struct InFlight {
     request: CallRequest,
     started: Instant,
+    /// Each stage's start and length, for metrics and spans.
+    timeline: Timeline,
+    /// Counts the call in `airlock_calls_in_flight` until it is dropped.
+    _gauge: InFlightGuard,
 }
 
 impl Pipeline {
@@ -218,18 +231,27 @@ impl Pipeline {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let flight = InFlight::new(request);
+        let mut flight = self.receive(request);
         let quota = state.quotas().for_principal(&flight.request.principal);
-        let _admitted = match self.quota.admit(&flight.request.principal, quota) {
+        let admitted = self.quota.admit(&flight.request.principal, quota);
+        flight.timeline.lap(Stage::Admit);
+        let _admitted = match admitted {
             Ok(admitted) => admitted,
             Err(failure) => return self.finish_early(state, flight, failure, Decision::NotReached, None, None),
         };
-        match self.approve(state, &flight, confirmer, cancel).await {
+        match self.approve(state, &mut flight, confirmer, cancel).await {
             Ok(approved) => self.run(state, flight, approved, quota.sessions_per_tool, cancel).await,
             Err((failure, decision, policy, tool)) => {
                 self.finish_early(state, flight, failure, decision, policy, tool.as_deref())
             }
         }
+    }
+
+    /// Answer a call with `failure` without running any stage (the host is
+    /// shutting down, say); it is audited and counted as any other.
+    pub(crate) fn refuse(&self, state: &State, request: CallRequest, failure: Failure) -> ToolResult {
+        let flight = self.receive(request);
+        self.finish_early(state, flight, failure, Decision::NotReached, None, None)
     }
 
     /// Run a batch of calls (as a model proposes them in one turn).
@@ -247,10 +269,12 @@ impl Pipeline {
     ) -> Vec<ToolResult> {
         let mut approved = Vec::with_capacity(requests.len());
         for request in requests {
-            let flight = InFlight::new(request);
+            let mut flight = self.receive(request);
             let quota = state.quotas().for_principal(&flight.request.principal);
-            let (admitted, verdict) = match self.quota.admit(&flight.request.principal, quota) {
-                Ok(admitted) => (Some(admitted), self.approve(state, &flight, confirmer, cancel).await),
+            let admitted = self.quota.admit(&flight.request.principal, quota);
+            flight.timeline.lap(Stage::Admit);
+            let (admitted, verdict) = match admitted {
+                Ok(admitted) => (Some(admitted), self.approve(state, &mut flight, confirmer, cancel).await),
                 Err(failure) => (None, Err((failure, Decision::NotReached, None, None))),
             };
             approved.push((flight, admitted, quota.sessions_per_tool, verdict));
@@ -272,14 +296,18 @@ impl Pipeline {
     async fn approve(
         &self,
         state: &State,
-        flight: &InFlight,
+        flight: &mut InFlight,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Result<Approved, Refusal> {
-        let request = &flight.request;
-        let tool = resolve(state.registry(), &request.tool).map_err(|f| (f, Decision::NotReached, None, None))?;
+        let InFlight { request, timeline, .. } = flight;
+        let resolved = resolve(state.registry(), &request.tool);
+        timeline.lap(Stage::Resolve);
+        let tool = resolved.map_err(|f| (f, Decision::NotReached, None, None))?;
         let not_reached = |f: Failure| (f, Decision::NotReached, None, Some(tool.clone()));
-        let mut arguments = arguments::parse(&request.arguments).map_err(not_reached)?;
+        let parsed = arguments::parse(&request.arguments);
+        timeline.lap(Stage::Parse);
+        let mut arguments = parsed.map_err(not_reached)?;
         // `null` for an optional property means "absent" (strict mode makes
         // every property required and optional ones nullable).
         optional_null::drop_absent_nulls(&tool.parameters, &mut arguments);
@@ -291,18 +319,17 @@ impl Pipeline {
             timeout_ms: timeout.as_millis(),
             cancel,
         };
-        validate(&tool, &arguments.value, arguments.text.len(), deadline).await.map_err(not_reached)?;
+        let validated = validate(&tool, &arguments.value, arguments.text.len(), deadline).await;
+        timeline.lap(Stage::Validate);
+        validated.map_err(not_reached)?;
         let host_time = flight.started.elapsed();
         // The host consumes `session` for tools that keep sessions; the
         // policy and the tool see the other arguments.
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
-        let (decision, policy) = match state.policy().decide_as(
-            &request.principal,
-            &request.attributes,
-            &facts,
-            &arguments.value,
-        ) {
+        let verdict = state.policy().decide_as(&request.principal, &request.attributes, &facts, &arguments.value);
+        timeline.lap(Stage::Authorize);
+        let (decision, policy) = match verdict {
             Verdict::Allow { policy } => (Decision::Allow, policy),
             Verdict::Deny { reason, policy } => {
                 return Err((
@@ -329,7 +356,11 @@ impl Pipeline {
                             reason: &reason,
                             card: card.as_deref(),
                         };
-                        confirmer.confirm(ask).await
+                        timeline.mark();
+                        let _pending = self.telemetry.metrics.confirmation_pending();
+                        let confirmed = confirmer.confirm(ask).await;
+                        timeline.lap(Stage::Confirm);
+                        confirmed
                     }
                     None => false,
                 };
@@ -362,7 +393,7 @@ impl Pipeline {
     async fn run(
         &self,
         state: &State,
-        flight: InFlight,
+        mut flight: InFlight,
         approved: Approved,
         sessions_per_tool: usize,
         cancel: &CancellationToken,
@@ -401,6 +432,7 @@ impl Pipeline {
                 (self.scheduler.run(settings.concurrency_safe, call).await, None)
             }
         };
+        flight.timeline.lap_split(Stage::Schedule, Stage::Execute, execution.duration);
         let checked = match &execution.result {
             Ok(text) => {
                 // The result is checked within what is left of the deadline.
@@ -414,6 +446,9 @@ impl Pipeline {
             }
             Err(failure) => Err(failure.clone()),
         };
+        if execution.result.is_ok() {
+            flight.timeline.lap(Stage::Check);
+        }
         // A session reset by a call that still produced a result (the
         // interpreter recovered from its memory cap) is said after it.
         let outcome = checked.map(|value| Success { value, note: reset });
@@ -433,7 +468,7 @@ impl Pipeline {
             presented,
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, outcome)
         };
-        self.audit(state, flight, result, policy, Some(&tool))
+        self.audit(state, flight, result, policy, Some(&*tool))
     }
 
     /// Who the call acts for, as the tool may read it: the request's
@@ -468,21 +503,31 @@ impl Pipeline {
             duration: flight.started.elapsed(),
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, Err(failure))
         };
+        // A call refused before it was resolved (a quota) still counts
+        // under its tool when there is one by that name.
+        let registry = state.registry();
+        let tool = tool.or_else(|| registry.get(&flight.request.tool).map(|tool| &**tool));
         self.audit(state, flight, result, policy, tool)
     }
 
-    /// Write the audit record before the result is returned. If the record
-    /// cannot be written, the caller gets an error result instead of the
-    /// tool's: an unaudited success is not handed out.
+    /// Write the audit record before the result is returned, then report
+    /// the call's metrics and spans. If the record cannot be written, the
+    /// caller gets an error result instead of the tool's: an unaudited
+    /// success is not handed out.
     fn audit(
         &self,
         state: &State,
-        flight: InFlight,
+        mut flight: InFlight,
         mut result: ToolResult,
         policy: Option<String>,
         tool: Option<&LoadedTool>,
     ) -> ToolResult {
-        let Some(log) = state.audit() else { return result };
+        let Some(log) = state.audit() else {
+            let request = &flight.request;
+            self.report(&flight.timeline, &result, tool, &request.principal, request.trace_parent.as_ref());
+            return result;
+        };
+        let digest = tool.map(|t| t.digest.as_str());
         let request = flight.request;
         let entry = AuditEntry {
             call_id: request.call_id,
@@ -500,7 +545,10 @@ impl Pipeline {
             duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
             fuel_used: result.fuel_used,
         };
-        if let Err(err) = log.append(&entry) {
+        let written = log.append(&entry);
+        flight.timeline.lap(Stage::Audit);
+        if let Err(err) = written {
+            self.telemetry.metrics.audit_failed();
             tracing::error!(path = %log.path().display(), "cannot write the audit record: {err}");
             let failure = Failure::new(
                 ErrorKind::Internal,
@@ -508,16 +556,29 @@ impl Pipeline {
             );
             result.outcome = Err(failure);
         }
+        self.report(&flight.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());
         result
     }
-}
 
-impl InFlight {
-    fn new(mut request: CallRequest) -> Self {
+    /// The call's metrics and spans.
+    fn report(
+        &self,
+        timeline: &Timeline,
+        result: &ToolResult,
+        tool: Option<&LoadedTool>,
+        principal: &str,
+        parent: Option<&TraceParent>,
+    ) {
+        self.telemetry.finish(timeline, result, tool, principal, parent);
+    }
+
+    /// A call received now.
+    fn receive(&self, mut request: CallRequest) -> InFlight {
         let principal_end = request.principal.floor_char_boundary(MAX_PRINCIPAL_LEN);
         request.principal.truncate(principal_end);
         let call_id_end = request.call_id.floor_char_boundary(MAX_CALL_ID_LEN);
         request.call_id.truncate(call_id_end);
-        Self { request, started: Instant::now() }
+        let timeline = self.telemetry.timeline();
+        InFlight { started: timeline.started(), timeline, request, _gauge: self.telemetry.metrics.call_started() }
     }
 }

@@ -41,24 +41,41 @@
 //! token shuts it out from the next request on. A server on a non-loopback
 //! address makes the host refuse any reload that would leave no token.
 //!
+//! `/healthz` and `/readyz` are public and `/metrics` passes checks 1–3
+//! (see `probes`); they are also served on `[metrics] listen` when the
+//! operator gives a separate address.
+//!
+//! On SIGTERM or Ctrl-C the listener is closed, idle connections are
+//! closed, `/readyz` turns 503, and calls in flight get `[serve]
+//! shutdown_grace_secs` to finish (see `super::shutdown`); then the event
+//! streams end and the process exits 0.
+//!
 //! Checks 1–4 and the session bindings are in `gate`, check 5 in `body`,
-//! the connections and their caps in `connections`.
+//! the connections and their caps in `connections`, the probes and metrics
+//! in `probes`.
 
 mod body;
 mod connections;
 mod gate;
 mod jwt;
+mod probes;
+
+pub use probes::{HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 
 use super::server::{AirlockServer, Shared};
+use super::shutdown;
+use crate::host::Host;
 use anyhow::Context as _;
 use gate::{Gate, check};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Largest request body accepted, in bytes (a call's arguments are capped
 /// at [`MAX_ARGUMENT_BYTES`](crate::MAX_ARGUMENT_BYTES); this leaves room
@@ -82,6 +99,11 @@ pub const MAX_HTTP_CONNECTIONS: usize = 256;
 pub const MAX_HTTP_CONNECTIONS_PER_PEER: usize = 32;
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+/// At shutdown, once the calls are done, how long connections may take to
+/// finish writing their responses.
+pub const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long past every grace the process exits regardless.
+const HTTP_SHUTDOWN_HARD_STOP: Duration = Duration::from_secs(5);
 
 /// Serve until Ctrl-C or SIGTERM.
 pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> anyhow::Result<()> {
@@ -97,33 +119,27 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     }
     let jwt = settings.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
     let manager = Arc::new(LocalSessionManager::default());
-    let gate = Arc::new(Gate {
-        access: {
-            let host = shared.host.clone();
-            Box::new(move || host.state().access().clone())
-        },
-        jwt: jwt.clone(),
-        loopback: addr.ip().is_loopback(),
-        default_principal: principal.clone(),
-        sessions: Mutex::new(HashMap::new()),
-        manager: manager.clone(),
-        session_quota: {
-            let host = shared.host.clone();
-            Box::new(move |principal: &str| host.quotas().for_principal(principal).http_sessions)
-        },
-    });
-    let shutdown = CancellationToken::new();
+    let gate = gate(&shared.host, jwt.clone(), addr, &principal, manager.clone());
+    // Cancelled once the calls are done: ends rmcp's event streams.
+    let streams = CancellationToken::new();
     // Host and Origin are checked by `gate` (rmcp's own lists would refuse
     // a token-protected server's public host name).
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
-        .with_cancellation_token(shutdown.child_token());
+        .with_cancellation_token(streams.child_token());
+    let host = shared.host.clone();
+    let metrics_listener = match host.config().metrics.listen {
+        Some(listen) => Some(bind_metrics(&host, listen, &principal).await?),
+        None => None,
+    };
     let server = AirlockServer::new(shared, principal);
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
-    let mut app =
-        axum::Router::new().route_service(MCP_PATH, service).layer(axum::middleware::from_fn_with_state(gate, check));
+    let posts = gate.posts.clone();
+    let mut app = probes::with_metrics(axum::Router::new().route_service(MCP_PATH, service), &host)
+        .layer(axum::middleware::from_fn_with_state(gate, check));
+    app = probes::with_probes(app, &host);
     if let Some(jwt) = jwt {
         // The metadata document is public (a client reads it before it has
         // a token), so it is routed after the gate's layer.
@@ -147,6 +163,100 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
 
-    connections::serve(listener, app, shutdown).await;
+    let stop = CancellationToken::new();
+    let serving = tokio::spawn(connections::serve(listener, app, stop.clone()));
+    let metrics_serving =
+        metrics_listener.map(|(listener, app)| tokio::spawn(connections::serve(listener, app, stop.clone())));
+    shutdown::signal().await;
+    shutdown::last_resort(shutdown::longest(&host, HTTP_SHUTDOWN_GRACE + HTTP_SHUTDOWN_HARD_STOP));
+    // No new connections; idle ones close, busy ones after their response.
+    stop.cancel();
+    let mut open = Vec::new();
+    for task in std::iter::once(serving).chain(metrics_serving) {
+        match task.await {
+            Ok(tasks) => open.push(tasks),
+            Err(err) => tracing::error!("the HTTP accept loop failed: {err}"),
+        }
+    }
+    // Calls in flight, and the responses of POSTs still being written.
+    shutdown::drain(&host, || host.calls_in_flight_total() > 0 || posts.load(Ordering::SeqCst) > 0).await;
+    streams.cancel();
+    let closed = async {
+        for tasks in &open {
+            tasks.wait().await;
+        }
+    };
+    if tokio::time::timeout(HTTP_SHUTDOWN_GRACE, closed).await.is_err() {
+        let still: usize = open.iter().map(TaskTracker::len).sum();
+        tracing::info!("{still} HTTP connections still open after {HTTP_SHUTDOWN_GRACE:?}; closing them");
+    }
+    host.finish().await;
     Ok(())
+}
+
+/// The gate in front of everything but the probes, for a server on `addr`.
+fn gate(
+    host: &Host,
+    jwt: Option<Arc<jwt::Verifier>>,
+    addr: SocketAddr,
+    principal: &str,
+    manager: Arc<LocalSessionManager>,
+) -> Arc<Gate> {
+    Arc::new(Gate {
+        access: {
+            let host = host.clone();
+            Box::new(move || host.state().access().clone())
+        },
+        jwt,
+        loopback: addr.ip().is_loopback(),
+        default_principal: principal.to_owned(),
+        sessions: Mutex::new(HashMap::new()),
+        manager,
+        session_quota: {
+            let host = host.clone();
+            Box::new(move |principal: &str| host.quotas().for_principal(principal).http_sessions)
+        },
+        metrics: host.metrics().clone(),
+        posts: Arc::new(AtomicUsize::new(0)),
+    })
+}
+
+/// The separate `[metrics] listen` address: `/metrics` (behind the gate
+/// unless `public`), `/healthz` and `/readyz`.
+async fn bind_metrics(
+    host: &Host,
+    addr: SocketAddr,
+    principal: &str,
+) -> anyhow::Result<(tokio::net::TcpListener, axum::Router)> {
+    let settings = host.config();
+    let mut app = probes::with_metrics(axum::Router::new(), host);
+    if !settings.metrics.public {
+        if !addr.ip().is_loopback() && host.require_http_tokens(addr).is_err() {
+            anyhow::bail!(
+                "refusing to serve /metrics on {addr}: it is not a loopback address and the config has no bearer                  tokens and no [http.jwt] to protect it. Add `[http] tokens` (a scraper sends one as a bearer token),                  or listen on a loopback address (with `[metrics] public = true` if the scraper sends no token)"
+            );
+        }
+        let jwt = settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
+        let gate = gate(host, jwt, addr, principal, Arc::new(LocalSessionManager::default()));
+        app = app.layer(axum::middleware::from_fn_with_state(gate, check));
+    }
+    let app = probes::with_probes(app, host);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} ([metrics] listen)"))?;
+    let local = listener.local_addr().context("cannot read the bound address")?;
+    eprintln!("airlock: serving metrics on http://{local}{METRICS_PATH}");
+    Ok((listener, app))
+}
+
+/// Serve `[metrics] listen` beside a transport that is not HTTP (stdio)
+/// until `stop` is cancelled.
+pub(super) async fn serve_metrics_only(
+    host: &Host,
+    addr: SocketAddr,
+    principal: &str,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
+    let (listener, app) = bind_metrics(host, addr, principal).await?;
+    Ok(tokio::spawn(connections::serve(listener, app, stop)))
 }

@@ -63,6 +63,12 @@ impl Rejection {
         self.code.0
     }
 
+    /// What the client is told (the host's words; parse errors may quote
+    /// a few bytes of what it sent).
+    pub(super) fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The error response, with `"id": null` when the request's id is not
     /// known (JSON-RPC 2.0 §5; rmcp's own type would leave the member out).
     pub(super) fn to_json(&self) -> Value {

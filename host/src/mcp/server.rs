@@ -18,6 +18,7 @@ use crate::caller::TokenAttributes;
 use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
+use crate::otel::TraceParent;
 use crate::pipeline::{CallRequest, ToolResult};
 use crate::render;
 use rmcp::model::{
@@ -114,6 +115,19 @@ impl AirlockServer {
         cancel.push(caller.disconnected.clone());
         Ok((caller.principal.clone(), caller.attributes.clone(), cancel))
     }
+}
+
+/// The caller's trace context: the request's `_meta.traceparent`
+/// (SEP-414; 2026-07-28 clients send it there), else the HTTP request's
+/// `traceparent` header. One that does not parse is ignored.
+fn trace_parent(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<TraceParent> {
+    let from_meta =
+        request.meta.as_ref().and_then(|meta| meta.get_traceparent()).or_else(|| context.meta.get_traceparent());
+    let from_header = || {
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        parts.headers.get("traceparent")?.to_str().ok().and_then(TraceParent::parse)
+    };
+    from_meta.and_then(TraceParent::parse).or_else(from_header)
 }
 
 /// Whether the client can answer a form elicitation.
@@ -248,6 +262,7 @@ impl ServerHandler for AirlockServer {
             arguments: RawArguments::Json(arguments),
             principal: principal.clone(),
             attributes,
+            trace_parent: trace_parent(&request, &context),
         };
         if !modern {
             let run_cancel = CancellationToken::new();

@@ -265,7 +265,7 @@ impl Reader {
     /// Answer a line that was refused. `false` when the transport is
     /// closing.
     async fn reject(&self, rejection: Rejection) -> bool {
-        tracing::debug!(code = rejection.code(), "refused a message on stdin");
+        crate::client_log::refused(&format!("JSON-RPC {} on stdin", rejection.code()), rejection.message());
         let mut line = rejection.to_json().to_string().into_bytes();
         line.push(b'\n');
         let answers = None;

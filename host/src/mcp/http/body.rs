@@ -59,7 +59,7 @@ pub(super) async fn read_message(request: Request) -> Result<Request, Response> 
         }
     };
     if let Err(rejection) = jsonrpc::parse(&bytes) {
-        tracing::debug!(code = rejection.code(), "refused an HTTP request body");
+        crate::client_log::refused(&format!("JSON-RPC {} over HTTP", rejection.code()), rejection.message());
         return Err(rejected(StatusCode::BAD_REQUEST, &rejection));
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))

@@ -1,5 +1,6 @@
 //! Connections to the HTTP server: accepted, capped in total and per peer,
-//! served with hyper under a header timeout, and shut down with a grace.
+//! served with hyper under a header timeout, and closed gracefully when
+//! the server stops.
 //!
 //! Trusts no client to use its connection: at most
 //! [`MAX_HTTP_CONNECTIONS`] are open, at most
@@ -21,19 +22,16 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// How long shutdown waits for connections to finish their responses.
-const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// How long after the grace the process exits regardless.
-const HTTP_SHUTDOWN_HARD_STOP: Duration = Duration::from_secs(1);
 /// Pause after a failed `accept` (out of file descriptors, say).
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// At most one warning about refused connections per this interval.
 const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Serve `app` on the connections `listener` accepts until Ctrl-C or
-/// SIGTERM, then cancel `shutdown` and give open connections
-/// [`HTTP_SHUTDOWN_GRACE`] to finish their responses.
-pub(super) async fn serve(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) {
+/// Serve `app` on the connections `listener` accepts until `stop` is
+/// cancelled; then the listener is closed (new connections are refused),
+/// idle connections are closed, and each busy one closes once its
+/// response is written. Returns the connections still open, to wait for.
+pub(super) async fn serve(listener: TcpListener, app: axum::Router, stop: CancellationToken) -> TaskTracker {
     // Connections are served here rather than by `axum::serve`, which sets
     // no header timeout and caps nothing.
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -41,8 +39,6 @@ pub(super) async fn serve(listener: TcpListener, app: axum::Router, shutdown: Ca
     let connections = Connections::new();
     let mut refusals = Refusals::default();
     let tasks = TaskTracker::new();
-    let interrupted = interrupted();
-    tokio::pin!(interrupted);
     loop {
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -54,7 +50,7 @@ pub(super) async fn serve(listener: TcpListener, app: axum::Router, shutdown: Ca
                     continue;
                 }
             },
-            () = &mut interrupted => break,
+            () = stop.cancelled() => break,
         };
         let slot = match connections.admit(peer.ip()) {
             Ok(slot) => slot,
@@ -73,7 +69,7 @@ pub(super) async fn serve(listener: TcpListener, app: axum::Router, shutdown: Ca
             tracing::debug!("cannot set TCP_NODELAY: {err}");
         }
         let connection = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()));
-        let stop = shutdown.clone();
+        let stop = stop.clone();
         tasks.spawn(async move {
             let _slot = slot;
             tokio::pin!(connection);
@@ -89,44 +85,9 @@ pub(super) async fn serve(listener: TcpListener, app: axum::Router, shutdown: Ca
             }
         });
     }
-    // A hard stop outside the runtime: shutdown must end within its grace
-    // even if something keeps the runtime's workers from running the
-    // timer below. Nothing is lost: every result's audit record was
-    // written before the result was sent.
-    std::thread::spawn(|| {
-        std::thread::sleep(HTTP_SHUTDOWN_GRACE + HTTP_SHUTDOWN_HARD_STOP);
-        eprintln!("airlock: the HTTP server did not stop within its shutdown grace; exiting");
-        std::process::exit(0);
-    });
-    // Ends rmcp's event streams, then lets every connection finish the
-    // response it is writing.
-    shutdown.cancel();
+    drop(listener);
     tasks.close();
-    if tokio::time::timeout(HTTP_SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
-        tracing::info!("{} HTTP connections still open after {HTTP_SHUTDOWN_GRACE:?}; closing them", tasks.len());
-    }
-}
-
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-async fn interrupted() {
-    #[cfg(unix)]
-    let terminated = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(err) => {
-                tracing::debug!("cannot listen for SIGTERM: {err}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminated = std::future::pending::<()>();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminated => {}
-    }
+    tasks
 }
 
 /// Open connections, in total and per peer.

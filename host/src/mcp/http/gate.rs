@@ -12,6 +12,7 @@ use super::jwt::Verifier;
 use super::{MAX_HTTP_SESSIONS, MCP_PATH};
 use crate::access::{Access, normalize_origin};
 use crate::caller::TokenAttributes;
+use crate::metrics::Metrics;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -22,6 +23,7 @@ use rmcp::transport::streamable_http_server::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -45,6 +47,28 @@ pub(super) struct Gate {
     pub(super) sessions: Mutex<HashMap<String, String>>,
     pub(super) manager: Arc<LocalSessionManager>,
     pub(super) session_quota: SessionQuota,
+    /// Counts `http_sessions` refusals.
+    pub(super) metrics: Arc<Metrics>,
+    /// `POST`s whose responses are not written yet (shutdown waits for
+    /// them).
+    pub(super) posts: Arc<AtomicUsize>,
+}
+
+/// One `POST` in flight until dropped (with the response body, for a
+/// streamed response).
+struct Post(Arc<AtomicUsize>);
+
+impl Post {
+    fn new(posts: &Arc<AtomicUsize>) -> Self {
+        posts.fetch_add(1, Ordering::SeqCst);
+        Post(posts.clone())
+    }
+}
+
+impl Drop for Post {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Why a new session was not bound.
@@ -61,7 +85,7 @@ impl Unbound {
     fn response(&self) -> Response {
         match self {
             Unbound::Full => {
-                tracing::warn!("{MAX_HTTP_SESSIONS} MCP sessions are open; refusing a new one");
+                crate::client_log::refused("HTTP 503", &format!("{MAX_HTTP_SESSIONS} MCP sessions are open"));
                 refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry")
             }
             Unbound::Quota { principal, open, quota } => {
@@ -92,19 +116,33 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if let Some(origin) = headers.get(header::ORIGIN)
         && !origin_allowed(&access, origin)
     {
+        crate::client_log::refused("HTTP 403", "an Origin that is not allowed");
         return refuse(StatusCode::FORBIDDEN, "Forbidden: this Origin is not allowed");
     }
     if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
+        crate::client_log::refused("HTTP 403", "a Host header that does not name a loopback host");
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
     let (principal, attributes) = match (gate.authenticate(&access, headers), &gate.jwt) {
         (Some(principal), _) => (principal, TokenAttributes::default()),
         (None, Some(jwt)) => match jwt.authenticate(headers).await {
             Ok(authenticated) => authenticated,
-            Err(rejection) => return jwt.unauthorized(&rejection),
+            Err(rejection) => {
+                crate::client_log::refused("HTTP 401", "no valid bearer token or JWT");
+                return jwt.unauthorized(&rejection);
+            }
         },
-        (None, None) => return unauthorized(),
+        (None, None) => {
+            crate::client_log::refused("HTTP 401", "no valid bearer token");
+            return unauthorized();
+        }
     };
+    // Everything else behind the gate (`/metrics`) needs only the checks
+    // above.
+    if request.uri().path() != MCP_PATH {
+        return next.run(request).await;
+    }
+    let post = (request.method() == Method::POST).then(|| Post::new(&gate.posts));
     let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(id) = &session
         && !gate.session_belongs_to(id, &principal)
@@ -130,6 +168,9 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         && let Err(unbound) = gate.bind(id, principal).await
     {
         let _ = gate.manager.close_session(&Arc::from(id)).await;
+        if let Unbound::Quota { principal, .. } = &unbound {
+            gate.metrics.quota_refused(principal, "http_sessions");
+        }
         return unbound.response();
     }
     if method == Method::DELETE
@@ -156,7 +197,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         let (parts, body) = response.into_parts();
         let guard = disconnected.drop_guard();
         let stream = body.into_data_stream().map(move |chunk| {
-            let _alive = &guard;
+            let _alive = (&guard, &post);
             chunk
         });
         return Response::from_parts(parts, Body::from_stream(stream));
@@ -333,6 +374,8 @@ mod tests {
             sessions: Mutex::new(HashMap::new()),
             manager: Arc::new(LocalSessionManager::default()),
             session_quota: Box::new(|principal: &str| if principal == "small" { 1 } else { 3 }),
+            metrics: Arc::new(Metrics::new(10)),
+            posts: Arc::new(AtomicUsize::new(0)),
         }
     }
 

@@ -1,0 +1,246 @@
+//! OpenTelemetry traces: one span per call with a child per pipeline
+//! stage, sent over OTLP/HTTP (protobuf) to the collector `[traces]
+//! endpoint` names; off when it names none.
+//!
+//! # What a span carries, and what it never does
+//!
+//! A call's span (`tools/call TOOL`, kind server) has the tool (resolved
+//! names only; an unknown tool is `_unknown`), the outcome (`ok` or the
+//! error kind), the decision, the fuel used, the duration, and the
+//! principal as `[traces] principal` says: hashed (SHA-256, the first 16
+//! bytes in hex; the default), omitted, or plain. A failed call's status
+//! is an error described by its kind alone. Arguments, results, failure
+//! messages and captured output are never put in a span: they are the
+//! model's and the tool's data.
+//!
+//! Spans are built after the call, from its [`Timeline`] (each stage's
+//! start and length) with explicit timestamps: the call path only reads
+//! the clock, and a host without `[traces]` builds nothing.
+//!
+//! # The caller's trace context
+//!
+//! A W3C `traceparent` from the client (the HTTP request's header, or
+//! `_meta.traceparent` of a 2026-07-28 request) makes the call's span a
+//! child of the client's, in the client's trace; its sampled flag is
+//! honoured (a parent that is not sampled gets no spans). It is parsed by
+//! the SDK's W3C propagator, at most [`MAX_TRACEPARENT_LEN`] bytes; one
+//! that does not parse is ignored (the call starts a trace of its own).
+//!
+//! # Export
+//!
+//! The SDK's batch processor queues finished spans (bounded; past its
+//! queue, spans are dropped, never calls delayed) and exports them from its
+//! own thread through `client` (plain HTTP/1.1 over hyper on the host's
+//! tokio runtime). [`Traces::shutdown`] flushes what is queued.
+
+mod client;
+
+use crate::metrics::UNKNOWN_TOOL;
+use crate::observe::Timeline;
+use crate::pipeline::ToolResult;
+use crate::service_settings::{PrincipalInSpans, TraceSettings};
+use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
+use opentelemetry::trace::{
+    Span as _, SpanBuilder, SpanContext, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider};
+use sha2::{Digest as _, Sha256};
+use std::time::Duration;
+
+/// Longest `traceparent` read (a version-00 one is 55 bytes; later versions
+/// may append fields).
+pub const MAX_TRACEPARENT_LEN: usize = 256;
+/// How long one export may take before it is abandoned.
+pub const OTLP_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most finished spans queued for export; more are dropped.
+pub const MAX_QUEUED_SPANS: usize = 8192;
+/// How often queued spans are exported.
+const EXPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// How long shutdown waits for the last export.
+const SHUTDOWN_FLUSH: Duration = Duration::from_secs(5);
+
+/// The caller's span, from a W3C `traceparent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceParent(SpanContext);
+
+impl TraceParent {
+    /// Parse a `traceparent` value; `None` when it is too long, malformed
+    /// or names the all-zero trace or span.
+    pub fn parse(value: &str) -> Option<Self> {
+        if value.len() > MAX_TRACEPARENT_LEN || !well_formed(value) {
+            return None;
+        }
+        let context = TraceContextPropagator::new().extract(&OneHeader(value));
+        let span = context.span().span_context().clone();
+        span.is_valid().then_some(TraceParent(span))
+    }
+
+    /// The trace id, hex.
+    pub fn trace_id(&self) -> String {
+        self.0.trace_id().to_string()
+    }
+}
+
+/// `VERSION-TRACEID-PARENTID-FLAGS` with the lengths W3C Trace Context
+/// gives them (2, 32, 16 and 2 hex digits); the SDK's propagator also
+/// accepts shorter ids.
+fn well_formed(value: &str) -> bool {
+    let lengths = [2, 32, 16, 2];
+    let mut parts = value.trim().split('-');
+    let fixed = lengths
+        .iter()
+        .all(|len| parts.next().is_some_and(|part| part.len() == *len && part.bytes().all(|b| b.is_ascii_hexdigit())));
+    // Version 00 has exactly these four fields; later versions may add more.
+    fixed && (!value.trim().starts_with("00-") || parts.next().is_none())
+}
+
+/// A carrier with just the `traceparent`.
+struct OneHeader<'a>(&'a str);
+
+impl Extractor for OneHeader<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        key.eq_ignore_ascii_case("traceparent").then_some(self.0)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent"]
+    }
+}
+
+/// The span exporter of one host.
+pub(crate) struct Traces {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    principal: PrincipalInSpans,
+}
+
+impl Traces {
+    /// Start exporting to `settings.endpoint`, from the tokio runtime this
+    /// is called on.
+    ///
+    /// # Errors
+    ///
+    /// Not on a tokio runtime, or the exporter cannot be built.
+    pub(crate) fn start(settings: &TraceSettings) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|err| anyhow::anyhow!("spans are exported from the tokio runtime: {err}"))?;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(settings.endpoint.clone())
+            .with_timeout(OTLP_EXPORT_TIMEOUT)
+            .with_http_client(client::Client::new(runtime))
+            .build()
+            .map_err(|err| anyhow::anyhow!("cannot build the OTLP exporter for {}: {err}", settings.endpoint))?;
+        let batch = BatchConfigBuilder::default()
+            .with_max_queue_size(MAX_QUEUED_SPANS)
+            .with_scheduled_delay(EXPORT_INTERVAL)
+            .build();
+        let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch).build();
+        let resource = opentelemetry_sdk::Resource::builder_empty()
+            .with_service_name(settings.service_name.clone())
+            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+            .build();
+        let provider = SdkTracerProvider::builder().with_span_processor(processor).with_resource(resource).build();
+        let tracer = provider.tracer("airlock");
+        Ok(Self { provider, tracer, principal: settings.principal })
+    }
+
+    /// The spans of a finished call: one for the call, a child per stage.
+    pub(crate) fn call_finished(
+        &self,
+        timeline: &Timeline,
+        result: &ToolResult,
+        tool: Option<&str>,
+        principal: &str,
+        parent: Option<&TraceParent>,
+    ) {
+        let Some(received) = timeline.wall else { return };
+        let parent = match parent {
+            Some(TraceParent(span)) => Context::new().with_remote_span_context(span.clone()),
+            None => Context::new(),
+        };
+        let tool = tool.unwrap_or(UNKNOWN_TOOL);
+        let mut attributes = vec![
+            KeyValue::new("airlock.tool", tool.to_owned()),
+            KeyValue::new("airlock.outcome", result.outcome_name()),
+            KeyValue::new("airlock.decision", result.decision.as_str()),
+            KeyValue::new("airlock.duration_us", i64::try_from(result.duration.as_micros()).unwrap_or(i64::MAX)),
+        ];
+        if let Some(fuel) = result.fuel_used {
+            attributes.push(KeyValue::new("airlock.fuel_used", i64::try_from(fuel).unwrap_or(i64::MAX)));
+        }
+        match self.principal {
+            PrincipalInSpans::Omit => {}
+            PrincipalInSpans::Plain => attributes.push(KeyValue::new("airlock.principal", principal.to_owned())),
+            PrincipalInSpans::Hash => {
+                attributes.push(KeyValue::new("airlock.principal_hash", principal_hash(principal)))
+            }
+        }
+        let call = SpanBuilder::from_name(format!("tools/call {tool}"))
+            .with_kind(SpanKind::Server)
+            .with_start_time(received)
+            .with_attributes(attributes);
+        let mut span = self.tracer.build_with_context(call, &parent);
+        if let Some(kind) = result.kind() {
+            span.set_status(Status::error(kind.as_str()));
+        }
+        let context = parent.with_span(span);
+        for (stage, lap) in timeline.laps() {
+            let start = received + lap.start;
+            let child = SpanBuilder::from_name(stage.as_str()).with_kind(SpanKind::Internal).with_start_time(start);
+            let mut child = self.tracer.build_with_context(child, &context);
+            child.end_with_timestamp(start + lap.length);
+        }
+        context.span().end_with_timestamp(received + result.duration);
+    }
+
+    /// Export what is queued and stop (waits at most [`SHUTDOWN_FLUSH`]).
+    pub(crate) async fn shutdown(&self) {
+        let provider = self.provider.clone();
+        let flushed = tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(SHUTDOWN_FLUSH)).await;
+        match flushed {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!("spans not exported at shutdown: {err}"),
+            Err(err) => tracing::warn!("spans not exported at shutdown: {err}"),
+        }
+    }
+}
+
+/// How a span names a principal by default: SHA-256, first 16 bytes, hex.
+fn principal_hash(principal: &str) -> String {
+    let digest = Sha256::digest(principal.as_bytes());
+    hex::encode(digest.get(..16).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_is_read_as_w3c_says() {
+        let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        assert_eq!(parent.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert!(parent.0.is_sampled() && parent.0.is_remote());
+        for bad in [
+            "",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "garbage",
+        ] {
+            assert_eq!(TraceParent::parse(bad), None, "{bad:?}");
+        }
+        let long = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-{}", "a".repeat(300));
+        assert_eq!(TraceParent::parse(&long), None);
+    }
+
+    #[test]
+    fn principals_are_hashed_to_a_fixed_length() {
+        assert_eq!(principal_hash("alice").len(), 32);
+        assert_ne!(principal_hash("alice"), principal_hash("bob"));
+    }
+}

@@ -62,8 +62,8 @@ mod confirm;
 mod http;
 mod jsonrpc;
 mod server;
-mod signed;
 mod shutdown;
+mod signed;
 mod stdio;
 mod watch;
 

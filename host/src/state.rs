@@ -256,6 +256,7 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     let postgres = |c: &Config| c.audit.as_ref().and_then(|a| a.postgres.clone());
     if postgres(current) != postgres(next) {
         changed.push("audit.postgres changed; restart airlock serve to apply it".to_owned());
+    }
     // The metrics registry, its listener and the span exporter are built
     // when the host starts.
     if current.metrics != next.metrics {

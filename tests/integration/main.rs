@@ -3,8 +3,8 @@
 
 mod cards;
 mod cli;
-mod examples;
 mod distribution;
+mod examples;
 mod host_limits;
 mod identity;
 mod interpreters;

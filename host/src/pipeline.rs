@@ -527,7 +527,6 @@ impl Pipeline {
             self.report(&flight.timeline, &result, tool, &request.principal, request.trace_parent.as_ref());
             return result;
         };
-        let digest = tool.map(|t| t.digest.as_str());
         let request = flight.request;
         let entry = AuditEntry {
             call_id: request.call_id,

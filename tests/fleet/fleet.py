@@ -408,7 +408,11 @@ backend airlock
     # an address of its own so that the test's direct connections from
     # 127.0.0.1 are counted apart.
     source 127.0.0.2
-    # TCP checks (an HTTP check on /readyz replaces them where it exists).
+    # Health: /readyz is 200 once a replica's tools are loaded and its
+    # audit log takes writes, and 503 from the moment it gets SIGTERM.
+    option httpchk
+    http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check expect status 200
 {servers}
 """
         )

@@ -272,6 +272,8 @@ mod tests {
                 tool: "echo".into(),
                 session: None,
                 component_digest: None,
+                component_ref: None,
+                signer: None,
                 arguments: serde_json::json!({"text": i}),
                 decision: Decision::Allow,
                 policy: None,

@@ -292,6 +292,11 @@ impl Host {
     /// ([`Host::strict_report`] says why).
     pub fn schemas(&self, format: Format, strict_mode: bool) -> Vec<Value> {
         let registry = self.tools();
+        // Only a fleet needs the session header to pin interpreter sessions;
+        // marking it makes `session` a plain string, which strict-mode
+        // converters then require (a model must send some id), so a single
+        // host leaves it optional.
+        let fleet = self.state().config().fleet.is_some();
         registry
             .iter()
             .map(|tool| {
@@ -303,7 +308,7 @@ impl Host {
                     model.parameters = variant;
                     strict_here = true;
                 }
-                let extras = (format == Format::Mcp).then(|| mcp_extras(tool));
+                let extras = (format == Format::Mcp).then(|| mcp_extras(tool, fleet));
                 encode(format, &model, extras.as_ref(), strict_here)
             })
             .collect()

@@ -50,20 +50,21 @@ pub struct McpExtras {
     pub output_schema: Option<Value>,
     /// `readOnlyHint`: the operator marked the tool `side_effect = false`.
     pub read_only: bool,
-    /// The tool keeps sessions (`[tools.NAME.sessions]`): its `session`
-    /// parameter is marked for mirroring into the `Mcp-Param-Session` HTTP
+    /// The tool keeps sessions (`[tools.NAME.sessions]`) and the host is a
+    /// fleet replica (`[fleet]`): its `session` parameter is marked for mirroring into the `Mcp-Param-Session` HTTP
     /// header (MCP 2026-07-28 `x-mcp-header`), which a load balancer can
     /// hash to keep a session on one replica.
     pub session_header: bool,
 }
 
-/// Select the MCP-only extras of a tool.
-pub fn mcp_extras(tool: &LoadedTool) -> McpExtras {
+/// Select the MCP-only extras of a tool; `fleet`: replicas behind a load
+/// balancer (`[fleet]`), which hash the session header.
+pub fn mcp_extras(tool: &LoadedTool, fleet: bool) -> McpExtras {
     let LoadedTool { output_schema, settings, .. } = tool;
     let ToolSettings { side_effect, .. } = settings;
     McpExtras {
         output_schema: output_schema.as_ref().map(schema_portable::portable),
         read_only: !*side_effect,
-        session_header: settings.sessions.is_some(),
+        session_header: fleet && settings.sessions.is_some(),
     }
 }

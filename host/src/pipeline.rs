@@ -524,7 +524,7 @@ impl Pipeline {
     ) -> ToolResult {
         let Some(log) = state.audit() else {
             let request = &flight.request;
-            self.report(&flight.timeline, &result, tool, &request.principal, request.trace_parent.as_ref());
+            self.telemetry.finish(&flight.timeline, &result, tool, &request.principal, request.trace_parent.as_ref());
             return result;
         };
         let request = flight.request;
@@ -555,20 +555,8 @@ impl Pipeline {
             );
             result.outcome = Err(failure);
         }
-        self.report(&flight.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());
+        self.telemetry.finish(&flight.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());
         result
-    }
-
-    /// The call's metrics and spans.
-    fn report(
-        &self,
-        timeline: &Timeline,
-        result: &ToolResult,
-        tool: Option<&LoadedTool>,
-        principal: &str,
-        parent: Option<&TraceParent>,
-    ) {
-        self.telemetry.finish(timeline, result, tool, principal, parent);
     }
 
     /// A call received now.

@@ -1,0 +1,193 @@
+//! The bodies of the commands that print: `tools`, `schema`, `call`,
+//! `dispatch`, `inspect FILE` and `audit`. Each returns the exit code, or
+//! the stdout write error that `output::finish` turns into one.
+
+use super::confirm::{Who, confirmer};
+use super::output::{Out, usage_error};
+use crate::AuditCommand;
+use airlock::{CallRequest, Format, Host, RawArguments, ToolResult};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// `airlock tools`: one line per tool (and one for where a pulled one came from).
+pub fn tools(host: &Host) -> std::io::Result<ExitCode> {
+    let registry = host.tools();
+    let mut out = Out::new();
+    out.line(format_args!(
+        "{:<16} {:<12} {:<8} {:<5} {:<8} {:<28} GRANTS",
+        "NAME", "DIGEST", "CONTRACT", "SIDE", "CARD", "LIMITS"
+    ))?;
+    for tool in registry.iter() {
+        let s = &tool.settings;
+        let limits = format!(
+            "{}ms {}MiB {}Gfuel",
+            s.limits.timeout.as_millis(),
+            s.limits.memory_bytes >> 20,
+            s.limits.fuel / 1_000_000_000
+        );
+        let side = if s.side_effect { "yes" } else { "no" };
+        // Which templates the operator wrote: a confirmation card, a result
+        // presenter, both or neither.
+        let card = match (s.confirm.is_some(), s.present_result.is_some()) {
+            (true, true) => "both",
+            (true, false) => "confirm",
+            (false, true) => "result",
+            (false, false) => "-",
+        };
+        let digest = tool.digest.get(..12).unwrap_or(&tool.digest);
+        let contract = tool.contract().version();
+        out.line(format_args!(
+            "{:<16} {digest:<12} {contract:<8} {side:<5} {card:<8} {limits:<28} {}",
+            tool.name,
+            s.grants.summary()
+        ))?;
+        if let Some(origin) = &tool.origin {
+            let signer = origin.signer.as_deref().map_or_else(|| "unsigned".to_owned(), |s| format!("signed by {s}"));
+            out.line(format_args!("{:<16} from {}, {signer}", "", origin.reference))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airlock schema`: the model-facing list, strict-mode problems on stderr.
+pub fn schema(host: &Host, format: Format, strict: bool) -> std::io::Result<ExitCode> {
+    let provider = airlock::provider_of(format);
+    for report in host.strict_report() {
+        if Some(report.provider) != provider || report.problems.is_empty() {
+            continue;
+        }
+        let (fix, problems) = match (strict, report.no_strict_form.is_empty()) {
+            (true, true) => ("strict variant emitted", &report.problems),
+            (true, false) => ("no strict form: emitted as it is, not marked strict", &report.no_strict_form),
+            (false, true) => ("use --strict for a compatible variant", &report.problems),
+            (false, false) => ("it has no strict form", &report.no_strict_form),
+        };
+        eprintln!("warning: {}: not accepted by {} strict mode ({fix}):", report.tool, report.provider.as_str());
+        for problem in problems {
+            eprintln!("  {problem}");
+        }
+    }
+    Out::new().json(&Value::Array(host.schemas(format, strict)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airlock call`'s answer: the tool's JSON result, or the error text the
+/// model would read.
+fn result_json(result: &ToolResult) -> Value {
+    let content = match &result.outcome {
+        Ok(success) => success.value.clone(),
+        Err(_) => Value::String(result.text()),
+    };
+    json!({ "is_error": result.is_error(), "kind": result.outcome_name(), "content": content })
+}
+
+/// `airlock call TOOL ARGS`: one call through the pipeline.
+pub async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Result<ExitCode> {
+    let request = CallRequest {
+        call_id: "cli".into(),
+        tool,
+        arguments: RawArguments::Text(args),
+        principal: who.principal.clone(),
+        attributes: Default::default(),
+        trace_parent: None,
+    };
+    let confirmer = confirmer(who);
+    let result = host.call(request, confirmer.as_deref()).await;
+    tracing::info!("{}", result.human_line());
+    if !result.stderr.text.is_empty() {
+        tracing::info!("guest stderr: {}", result.stderr.text.trim_end());
+    }
+    Out::new().json(&result_json(&result))?;
+    Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Largest message `dispatch` reads from stdin.
+const MAX_MESSAGE_BYTES: u64 = 8 << 20;
+
+/// `airlock dispatch`: an assistant message on stdin, its calls as one batch.
+pub async fn dispatch(host: &Host, format: Format, who: &Who) -> std::io::Result<ExitCode> {
+    let mut text = String::new();
+    if let Err(err) = std::io::stdin().take(MAX_MESSAGE_BYTES + 1).read_to_string(&mut text) {
+        return Ok(usage_error(format!("cannot read the message from stdin: {err}")));
+    }
+    if text.len() as u64 > MAX_MESSAGE_BYTES {
+        return Ok(usage_error(format!("the message on stdin is larger than {MAX_MESSAGE_BYTES} bytes")));
+    }
+    let message: Value = match serde_json::from_str(&text) {
+        Ok(message) => message,
+        Err(err) => return Ok(usage_error(format!("stdin is not a JSON message: {err}"))),
+    };
+    let requests = match airlock::read_calls(format, &message, &who.principal) {
+        Ok(requests) => requests,
+        Err(err) => return Ok(usage_error(err)),
+    };
+    let confirmer = confirmer(who);
+    let results = host.dispatch(requests, confirmer.as_deref(), &airlock::CancellationToken::new()).await;
+    for result in &results {
+        tracing::info!("{}", result.human_line());
+    }
+    Out::new().json(&airlock::write_results(format, &results))?;
+    Ok(if results.iter().any(ToolResult::is_error) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `airlock inspect FILE`: the report on a local component file.
+pub async fn inspect(file: &Path) -> std::io::Result<ExitCode> {
+    let runtime = match airlock::Runtime::new(&airlock::EngineSettings::default()) {
+        Ok(runtime) => runtime,
+        Err(err) => return Ok(usage_error(format!("{err:#}"))),
+    };
+    let report = airlock::inspect(&runtime, file).await;
+    let accepted = report.accepted;
+    match serde_json::to_value(&report) {
+        Ok(value) => Out::new().json(&value)?,
+        Err(err) => return Ok(usage_error(err)),
+    }
+    Ok(if accepted { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `audit verify --postgres URL`: one line per replica; exit 1 if any
+/// replica's chain has gaps or breaks, 2 if the database cannot be read.
+pub async fn verify_postgres(url: &str) -> std::io::Result<ExitCode> {
+    let reports = match airlock::audit_verify_postgres(url).await {
+        Ok(reports) => reports,
+        Err(err) => return Ok(usage_error(err)),
+    };
+    let mut out = Out::new();
+    if reports.is_empty() {
+        out.line(format_args!("ok: no records in the database"))?;
+    }
+    for report in &reports {
+        out.line(format_args!("{report}"))?;
+    }
+    Ok(if reports.iter().all(airlock::ReplicaReport::is_intact) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `airlock audit verify FILE` / `audit tail FILE`.
+pub fn audit(command: AuditCommand) -> std::io::Result<ExitCode> {
+    let mut out = Out::new();
+    Ok(match command {
+        AuditCommand::Verify { file: None, .. } => usage_error("audit verify needs a log file or --postgres URL"),
+        AuditCommand::Verify { file: Some(file), .. } => match airlock::audit_verify(&file) {
+            Ok(report) => {
+                let head = report.last_hash.as_deref().unwrap_or("(empty)");
+                out.line(format_args!("ok: {} records, chain intact; head {head}", report.records))?;
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                out.line(format_args!("TAMPERED: {err}"))?;
+                ExitCode::from(1)
+            }
+        },
+        AuditCommand::Tail { file, n } => match airlock::audit_tail(&file, n) {
+            Ok(records) => {
+                for record in records {
+                    out.line(format_args!("{record}"))?;
+                }
+                ExitCode::SUCCESS
+            }
+            Err(err) => usage_error(err),
+        },
+    })
+}

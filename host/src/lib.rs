@@ -12,7 +12,7 @@
 
 #![deny(missing_docs)]
 // No unwrap, expect, panic or indexing outside tests: denied for the whole
-// package in host/Cargo.toml `[lints.clippy]`.
+// workspace in Cargo.toml `[workspace.lints.clippy]`.
 
 mod access;
 mod arguments;

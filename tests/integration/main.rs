@@ -2,7 +2,7 @@
 //! they use are built by `make guests` (see `support`).
 
 // Test code may unwrap, expect, panic and index: a failed assertion should
-// read as one (the host's code denies them, host/Cargo.toml `[lints]`).
+// read as one (the host's code denies them, Cargo.toml `[workspace.lints.clippy]`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod cards;

@@ -8,6 +8,9 @@
 //! refuses bytecode of another version, so a mismatch fails loudly at the
 //! first call (the unit tests and integration tests run the prelude).
 
+// A build script stops the build with the reason when its one job fails.
+#![allow(clippy::expect_used)]
+
 use rquickjs::{Context, Module, Runtime, WriteOptions, WriteOptionsEndianness};
 use std::path::PathBuf;
 

@@ -130,13 +130,18 @@ impl Parser {
         Ok(steps)
     }
 
+    /// The characters from `start` to the current position.
+    fn since(&self, start: usize) -> String {
+        self.chars.get(start..self.pos).unwrap_or_default().iter().collect()
+    }
+
     /// A run of name characters; the caller saw at least one.
     fn name(&mut self) -> String {
         let start = self.pos;
         while self.peek().is_some_and(is_name_char) {
             self.pos += 1;
         }
-        self.chars[start..self.pos].iter().collect()
+        self.since(start)
     }
 
     /// What follows `[`: `*`, an index or a quoted key.
@@ -153,7 +158,7 @@ impl Parser {
                 while self.peek().is_some_and(|c| c.is_ascii_digit()) {
                     self.pos += 1;
                 }
-                let text: String = self.chars[start..self.pos].iter().collect();
+                let text: String = self.since(start);
                 text.parse().map(Step::Index).map_err(|_| SyntaxError {
                     position: start,
                     expected: "an index: an integer such as 0 or -1 that fits in 64 bits".to_owned(),
@@ -177,7 +182,7 @@ impl Parser {
             }
         }
         self.pos += 1;
-        let literal: String = self.chars[start..self.pos].iter().collect();
+        let literal: String = self.since(start);
         serde_json::from_str(&literal).map_err(|err| SyntaxError {
             position: start,
             expected: format!("a valid JSON string literal ({err})"),
@@ -206,8 +211,11 @@ pub fn evaluate<'v>(root: &'v Value, steps: &[Step]) -> Result<Vec<&'v Value>, M
         for value in &current {
             apply(value, step, &mut next);
         }
-        if next.is_empty() && current.len() == 1 && !steps.contains(&Step::Wildcard) {
-            return Err(Miss { reason: explain(current[0], step), at });
+        if let [only] = current.as_slice()
+            && next.is_empty()
+            && !steps.contains(&Step::Wildcard)
+        {
+            return Err(Miss { reason: explain(only, step), at });
         }
         current = next;
         at.push_str(&step.to_string());

@@ -212,7 +212,7 @@ fn scan_lines(mut reader: impl BufRead, first: u64, last: Option<u64>) -> io::Re
             break;
         }
         let chunk_len = buf.iter().position(|b| *b == b'\n').map_or(buf.len(), |i| i + 1);
-        let chunk = &buf[..chunk_len];
+        let chunk = buf.get(..chunk_len).unwrap_or(buf);
         ended_with_newline = chunk.last() == Some(&b'\n');
         if collecting && last.is_some_and(|last| line > last) {
             collecting = false;
@@ -220,9 +220,9 @@ fn scan_lines(mut reader: impl BufRead, first: u64, last: Option<u64>) -> io::Re
         if collecting && line >= first {
             scan.offset.get_or_insert(pos);
             scan.end_line = line;
-            let room = MAX_READ_BYTES - scan.bytes.len();
-            if chunk.len() > room {
-                scan.bytes.extend_from_slice(&chunk[..room]);
+            let room = MAX_READ_BYTES.saturating_sub(scan.bytes.len());
+            if let Some(fits) = chunk.get(..room).filter(|_| chunk.len() > room) {
+                scan.bytes.extend_from_slice(fits);
                 scan.truncated = true;
                 collecting = false;
             } else {

@@ -12,6 +12,9 @@
 //! The guest never panics on its own input: arguments are parsed by the SDK
 //! with serde, and every optional argument has a default.
 
+// A hostile guest: it panics and indexes on purpose to test the host.
+#![allow(clippy::panic, clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Write;

@@ -4,6 +4,9 @@
 //! component with an error that carries the panic message, and keep serving
 //! the other tools.
 
+// This guest exists to panic in `metadata`.
+#![allow(clippy::panic)]
+
 use airlock_guest::bindings::exports::airlock::tool::{handler, metadata};
 
 struct PanicMetadata;

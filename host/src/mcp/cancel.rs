@@ -32,3 +32,44 @@ pub fn link(target: &CancellationToken, sources: &[CancellationToken]) -> Link {
         target.cancel();
     })))
 }
+
+/// A new token cancelled as soon as any of `sources` is, for a call that
+/// ends with the request that started it. With one source (stdio) it is a
+/// child token and no task is spawned: each call saved a spawn and a
+/// cross-thread wake-up. With more (HTTP: the request and the client's
+/// connection) the rest are linked by a task, as [`link`] does.
+pub fn linked(sources: &[CancellationToken]) -> (CancellationToken, Link) {
+    match sources.split_first() {
+        None => (CancellationToken::new(), Link(None)),
+        Some((first, rest)) => {
+            let target = first.child_token();
+            let link = link(&target, rest);
+            (target, link)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn linked_follows_every_source_and_only_them() {
+        for sources in 1..=3 {
+            for cancelled in 0..sources {
+                let tokens: Vec<_> = (0..sources).map(|_| CancellationToken::new()).collect();
+                let (target, _link) = linked(&tokens);
+                assert!(!target.is_cancelled());
+                tokens[cancelled].cancel();
+                tokio::time::timeout(std::time::Duration::from_secs(10), target.cancelled()).await.unwrap();
+            }
+        }
+        let (alone, _link) = linked(&[]);
+        assert!(!alone.is_cancelled());
+        // Cancelling the target never reaches a source.
+        let source = CancellationToken::new();
+        let (target, _link) = linked(std::slice::from_ref(&source));
+        target.cancel();
+        assert!(!source.is_cancelled());
+    }
+}

@@ -10,7 +10,7 @@
 //! [`ToolResult`]: the tool's JSON result and its text, or the failure's
 //! message with its kind and code as data; never captured guest output.
 
-use super::cancel::link;
+use super::cancel::linked;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
 use crate::arguments::RawArguments;
@@ -265,8 +265,7 @@ impl ServerHandler for AirlockServer {
             trace_parent: trace_parent(&request, &context),
         };
         if !modern {
-            let run_cancel = CancellationToken::new();
-            let _link = link(&run_cancel, &cancel);
+            let (run_cancel, _link) = linked(&cancel);
             let confirmer = elicit.then(|| ElicitConfirmer {
                 peer: context.peer.clone(),
                 cancel: run_cancel.clone(),

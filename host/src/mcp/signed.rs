@@ -17,7 +17,7 @@
 //! (used before, or Redis unreachable) runs nothing.
 
 use super::CONFIRM_TIMEOUT;
-use super::cancel::link;
+use super::cancel::linked;
 use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message};
 use crate::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
 use crate::fleet::redeem::{Redeemed, Redeemer};
@@ -82,8 +82,7 @@ impl SignedConfirmations {
         can_elicit: bool,
         cancel: &[CancellationToken],
     ) -> Started {
-        let run_cancel = CancellationToken::new();
-        let _link = link(&run_cancel, cancel);
+        let (run_cancel, _link) = linked(cancel);
         let handoff = HandOff::default();
         let confirmer = can_elicit.then_some(&handoff as &dyn Confirmer);
         let result = host.call_cancellable(request, confirmer, &run_cancel).await;
@@ -121,8 +120,7 @@ impl SignedConfirmations {
                 return Resumed::Unavailable(err.0);
             }
         }
-        let run_cancel = CancellationToken::new();
-        let _link = link(&run_cancel, cancel);
+        let (run_cancel, _link) = linked(cancel);
         let confirmer = FixedConfirmer(accepted_responses(responses));
         Resumed::Done(Box::new(host.call_cancellable(request, Some(&confirmer), &run_cancel).await))
     }

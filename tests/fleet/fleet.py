@@ -186,7 +186,12 @@ class Conn:
         else:
             body = await self.reader.read()
             await self.close()
-        if headers.get("connection", "").lower() == "close":
+        # HAProxy closes the client's connection after an error it makes
+        # itself (a 502 when a replica dies mid-request) without saying
+        # `Connection: close`: a request written on it next would find it
+        # closed and fail although its replica is healthy. So a 5xx ends
+        # the connection here, and the next request opens a new one.
+        if headers.get("connection", "").lower() == "close" or status >= 500:
             await self.close()
         return Reply(status, headers, parse_body(headers.get("content-type", ""), body))
 

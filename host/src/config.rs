@@ -9,7 +9,7 @@
 //! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
 //! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
 //! `[fleet]` by [`crate::fleet`].
-//! `[metrics]`, `[traces]` and `[serve]` by [`crate::service_settings`].
+//! `[metrics]`, `[traces]`, `[serve]` and `[log]` by [`crate::service_settings`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
 //!
@@ -23,7 +23,9 @@ use crate::fleet::{FleetSettings, RawFleet};
 use crate::http_settings::RawHttp;
 use crate::limits::{Limits, RawLimits};
 use crate::quota::{Quotas, RawQuotas};
-use crate::service_settings::{MetricsSettings, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings};
+use crate::service_settings::{
+    LogSettings, MetricsSettings, RawLog, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings,
+};
 use crate::tool_settings::{RawTool, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -85,6 +87,8 @@ pub struct Config {
     pub traces: Option<TraceSettings>,
     /// Service behaviour of `airlock serve` (`[serve]`).
     pub serve: ServeSettings,
+    /// How errors a client causes are logged (`[log]`).
+    pub log: LogSettings,
 }
 
 #[derive(Deserialize, Default)]
@@ -119,6 +123,8 @@ struct RawConfig {
     traces: RawTraces,
     #[serde(default)]
     serve: RawServe,
+    #[serde(default)]
+    log: RawLog,
 }
 
 impl Config {
@@ -248,6 +254,7 @@ impl Config {
         let metrics = MetricsSettings::from_raw(raw.metrics).map_err(error)?;
         let traces = TraceSettings::from_raw(raw.traces).map_err(error)?;
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
+        let log = LogSettings::from_raw(raw.log).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -265,6 +272,7 @@ impl Config {
             metrics,
             traces,
             serve,
+            log,
         })
     }
 

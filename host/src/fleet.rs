@@ -21,10 +21,21 @@
 //! (not usable twice), and anyone who can read the key file can sign states.
 //! Not trusted: a `requestState` (checked in constant time, capped at
 //! [`MAX_REQUEST_STATE_BYTES`]) and everything else a client sends.
+//!
+//! The operator tunes how long a state is valid (`state_ttl_secs`), the
+//! clock skew allowed between replicas (`max_clock_skew_secs`) and how long
+//! and how many redemptions may wait for Redis (`redis_connect_timeout_ms`,
+//! `redis_response_timeout_ms`, `max_pending_redemptions`), each within a
+//! range checked here.
 
 pub mod redeem;
 pub mod token;
 
+use crate::limits::{
+    DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_PENDING_REDEMPTIONS, DEFAULT_REDIS_CONNECT_TIMEOUT,
+    DEFAULT_REDIS_RESPONSE_TIMEOUT, DEFAULT_STATE_TTL, MAX_CLOCK_SKEW_CEILING, MAX_PENDING_REDEMPTIONS_CEILING,
+    MAX_REDIS_TIMEOUT, MAX_STATE_TTL, in_range,
+};
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,12 +46,10 @@ pub const MAX_STATE_KEY_FILE_BYTES: u64 = 4096;
 /// The shared key must have at least this many bytes (after trimming
 /// surrounding whitespace): 256 bits, the HMAC-SHA256 block's security.
 pub const MIN_STATE_KEY_BYTES: usize = 32;
-/// A `requestState` longer than this is refused without being parsed.
+/// A `requestState` longer than this is refused without being parsed. The
+/// host mints every state it accepts, and one it mints is about 120 bytes,
+/// so this is not a setting.
 pub const MAX_REQUEST_STATE_BYTES: usize = 256;
-/// How far replicas' clocks may disagree: a redeemed state's id is kept in
-/// Redis this much longer than the state is valid, so that a replica whose
-/// clock is behind still finds it.
-pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(30);
 
 /// The key every replica signs and checks `requestState`s with.
 #[derive(Clone, PartialEq, Eq)]
@@ -83,6 +92,18 @@ pub struct FleetSettings {
     pub state_key: StateKey,
     /// Where redeemed states are recorded: `redis://HOST:PORT/DB`.
     pub redis_url: String,
+    /// How long a signed `requestState` is valid (`state_ttl_secs`).
+    pub state_ttl: Duration,
+    /// How far replicas' clocks may disagree (`max_clock_skew_secs`): a
+    /// redeemed state's id is kept in Redis this much longer than the state
+    /// is valid.
+    pub max_clock_skew: Duration,
+    /// How long connecting to Redis may take (`redis_connect_timeout_ms`).
+    pub redis_connect_timeout: Duration,
+    /// How long Redis may take to answer (`redis_response_timeout_ms`).
+    pub redis_response_timeout: Duration,
+    /// Redemptions waiting for Redis at once (`max_pending_redemptions`).
+    pub max_pending_redemptions: usize,
 }
 
 /// `[fleet]` as written.
@@ -91,6 +112,11 @@ pub struct FleetSettings {
 pub struct RawFleet {
     state_key_file: PathBuf,
     redis_url: String,
+    state_ttl_secs: Option<u64>,
+    max_clock_skew_secs: Option<u64>,
+    redis_connect_timeout_ms: Option<u64>,
+    redis_response_timeout_ms: Option<u64>,
+    max_pending_redemptions: Option<usize>,
 }
 
 impl FleetSettings {
@@ -99,15 +125,53 @@ impl FleetSettings {
     ///
     /// # Errors
     ///
-    /// The key file cannot be read, is too large or too short, or the Redis
-    /// URL is not one.
+    /// The key file cannot be read, is too large or too short, the Redis
+    /// URL is not one, or a duration or count is out of its range (the
+    /// message names the key and the range).
     pub fn from_raw(raw: RawFleet, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
         let path = resolve(&raw.state_key_file);
         let state_key = read_key(&path).map_err(|m| format!("state_key_file = {:?}: {m}", path.display()))?;
         if let Err(err) = redis::Client::open(raw.redis_url.as_str()) {
             return Err(format!("redis_url is not a Redis URL ({err}); write it as redis://HOST:PORT/DB"));
         }
-        Ok(Self { state_key_file: path, state_key, redis_url: raw.redis_url })
+        let secs = |key: &str, value: Option<u64>, default: Duration, min: u64, max: Duration| match value {
+            None => Ok(default),
+            Some(v) => in_range(key, v, min, max.as_secs()).map(Duration::from_secs),
+        };
+        let millis = |key: &str, value: Option<u64>, default: Duration| match value {
+            None => Ok(default),
+            Some(v) => {
+                let max = u64::try_from(MAX_REDIS_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
+                in_range(key, v, 1, max).map(Duration::from_millis)
+            }
+        };
+        Ok(Self {
+            state_key_file: path,
+            state_key,
+            redis_url: raw.redis_url,
+            state_ttl: secs("state_ttl_secs", raw.state_ttl_secs, DEFAULT_STATE_TTL, 1, MAX_STATE_TTL)?,
+            max_clock_skew: secs(
+                "max_clock_skew_secs",
+                raw.max_clock_skew_secs,
+                DEFAULT_MAX_CLOCK_SKEW,
+                0,
+                MAX_CLOCK_SKEW_CEILING,
+            )?,
+            redis_connect_timeout: millis(
+                "redis_connect_timeout_ms",
+                raw.redis_connect_timeout_ms,
+                DEFAULT_REDIS_CONNECT_TIMEOUT,
+            )?,
+            redis_response_timeout: millis(
+                "redis_response_timeout_ms",
+                raw.redis_response_timeout_ms,
+                DEFAULT_REDIS_RESPONSE_TIMEOUT,
+            )?,
+            max_pending_redemptions: match raw.max_pending_redemptions {
+                None => DEFAULT_MAX_PENDING_REDEMPTIONS,
+                Some(n) => in_range("max_pending_redemptions", n, 1, MAX_PENDING_REDEMPTIONS_CEILING)?,
+            },
+        })
     }
 }
 
@@ -128,13 +192,83 @@ fn read_key(path: &Path) -> Result<StateKey, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::testing::{check_err, parse};
+
+    fn raw_fleet(key: &Path) -> RawFleet {
+        RawFleet {
+            state_key_file: key.to_owned(),
+            redis_url: "redis://127.0.0.1:6379/0".into(),
+            state_ttl_secs: None,
+            max_clock_skew_secs: None,
+            redis_connect_timeout_ms: None,
+            redis_response_timeout_ms: None,
+            max_pending_redemptions: None,
+        }
+    }
+
+    /// A key file of `len` bytes of key (and no whitespace), in `dir`.
+    fn key_file(dir: &Path, len: usize) -> PathBuf {
+        let path = dir.join(format!("key-{len}"));
+        std::fs::write(&path, "k".repeat(len)).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_key_is_checked_exactly_at_its_caps() {
+        let dir = tempfile::tempdir().unwrap();
+        let resolve = |p: &Path| p.to_owned();
+        let at = |len: usize| FleetSettings::from_raw(raw_fleet(&key_file(dir.path(), len)), &resolve);
+        assert_eq!(at(MIN_STATE_KEY_BYTES).unwrap().state_key.bytes().len(), MIN_STATE_KEY_BYTES);
+        let err = at(MIN_STATE_KEY_BYTES - 1).unwrap_err();
+        assert!(err.contains("state_key_file") && err.contains("has 31 bytes") && err.contains("at least 32"), "{err}");
+        let largest = usize::try_from(MAX_STATE_KEY_FILE_BYTES).unwrap();
+        assert_eq!(at(largest).unwrap().state_key.bytes().len(), largest, "a file of exactly the cap is read whole");
+        let err = at(largest + 1).unwrap_err();
+        assert!(err.contains("state_key_file") && err.contains("larger than 4096 bytes"), "{err}");
+    }
+
+    #[test]
+    fn timing_and_redemption_keys_default_and_are_range_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_file(dir.path(), 40);
+        let fleet =
+            |extra: &str| format!("[fleet]\nstate_key_file = {key:?}\nredis_url = \"redis://127.0.0.1:1/0\"\n{extra}");
+        let defaults = parse(&fleet("")).unwrap().fleet.unwrap();
+        assert_eq!(defaults.state_ttl, DEFAULT_STATE_TTL);
+        assert_eq!(defaults.max_clock_skew, DEFAULT_MAX_CLOCK_SKEW);
+        assert_eq!(defaults.redis_connect_timeout, DEFAULT_REDIS_CONNECT_TIMEOUT);
+        assert_eq!(defaults.redis_response_timeout, DEFAULT_REDIS_RESPONSE_TIMEOUT);
+        assert_eq!(defaults.max_pending_redemptions, DEFAULT_MAX_PENDING_REDEMPTIONS);
+        let set = parse(&fleet(
+            "state_ttl_secs = 3600\nmax_clock_skew_secs = 0\nredis_connect_timeout_ms = 1\n\
+             redis_response_timeout_ms = 60000\nmax_pending_redemptions = 1\n",
+        ))
+        .unwrap()
+        .fleet
+        .unwrap();
+        assert_eq!(set.state_ttl, MAX_STATE_TTL);
+        assert_eq!(set.max_clock_skew, Duration::ZERO);
+        assert_eq!(set.redis_connect_timeout, Duration::from_millis(1));
+        assert_eq!(set.redis_response_timeout, MAX_REDIS_TIMEOUT);
+        assert_eq!(set.max_pending_redemptions, 1);
+        for (bad, expect) in [
+            ("state_ttl_secs = 0", "[fleet] state_ttl_secs = 0 is out of range: accepted 1..=3600"),
+            ("state_ttl_secs = 3601", "state_ttl_secs = 3601 is out of range: accepted 1..=3600"),
+            ("max_clock_skew_secs = 601", "max_clock_skew_secs = 601 is out of range: accepted 0..=600"),
+            ("redis_connect_timeout_ms = 0", "redis_connect_timeout_ms = 0 is out of range: accepted 1..=60000"),
+            ("redis_response_timeout_ms = 60001", "redis_response_timeout_ms = 60001 is out of range"),
+            ("max_pending_redemptions = 0", "max_pending_redemptions = 0 is out of range: accepted 1..=65536"),
+        ] {
+            check_err(&fleet(bad), &[expect]);
+        }
+    }
 
     #[test]
     fn a_short_or_missing_key_file_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("key");
         std::fs::write(&path, "short\n").unwrap();
-        let raw = |p: &Path| RawFleet { state_key_file: p.to_owned(), redis_url: "redis://127.0.0.1:6379/0".into() };
+        let raw = |p: &Path| raw_fleet(p);
         let err = FleetSettings::from_raw(raw(&path), &|p: &Path| p.to_owned()).unwrap_err();
         assert!(err.contains("state_key_file") && err.contains("at least 32"), "{err}");
         let err = FleetSettings::from_raw(raw(&dir.path().join("none")), &|p: &Path| p.to_owned()).unwrap_err();
@@ -143,7 +277,7 @@ mod tests {
         let settings = FleetSettings::from_raw(raw(&path), &|p: &Path| p.to_owned()).unwrap();
         assert_eq!(settings.state_key.bytes().len(), 40, "the trailing newline is not part of the key");
         assert!(!format!("{settings:?}").contains("kkkk"), "the key never appears in debug output");
-        let bad = RawFleet { state_key_file: path, redis_url: "not a url".into() };
+        let bad = RawFleet { redis_url: "not a url".into(), ..raw_fleet(&path) };
         assert!(FleetSettings::from_raw(bad, &|p: &Path| p.to_owned()).unwrap_err().contains("redis_url"));
     }
 }

@@ -134,11 +134,13 @@ impl HostBuilder {
             None => Config::parse("", "<empty>", Path::new("."))?,
         };
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
+        crate::client_log::configure(&config.log);
         // Metrics and the span exporter live as long as the host: their
         // settings are fixed at start (`state::needs_restart`).
-        let metrics = Arc::new(Metrics::new(config.metrics.max_principals));
+        let metrics =
+            Arc::new(Metrics::new(config.metrics.max_principals).with_max_tool_labels(config.metrics.max_tool_labels));
         let traces = match &config.traces {
-            Some(settings) => Some(Traces::start(settings).map_err(HostError::Engine)?),
+            Some(settings) => Some(Traces::start(settings, metrics.spans_dropped()).map_err(HostError::Engine)?),
             None => None,
         };
         let (state, startup, background) = if self.background {
@@ -480,11 +482,12 @@ impl Host {
         self.after_swap(&slot);
     }
 
-    /// What follows the state in force outside it: the scheduler's cap for
-    /// calls starting from now on, and the sessions of replaced tools. Run
-    /// while the swap still holds the lock, so that two swaps cannot apply
-    /// these in the other order.
+    /// What follows the state in force outside it: the client-log settings,
+    /// the scheduler's cap for calls starting from now on, and the sessions
+    /// of replaced tools. Run while the swap still holds the lock, so that
+    /// two swaps cannot apply these in the other order.
     fn after_swap(&self, state: &State) {
+        crate::client_log::configure(&state.config().log);
         self.inner.pipeline.scheduler.set_cap(state.max_in_flight());
         let dropped = self.inner.pipeline.sessions.retain_tools(state.registry());
         if dropped > 0 {

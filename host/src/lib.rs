@@ -65,7 +65,7 @@ mod validate;
 
 pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use audit::postgres::{MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres};
-pub use audit::ship::{MAX_REPLICA_ID_BYTES, MAX_SHIP_BATCH, PostgresSettings, SHIP_MAX_BACKOFF, SHIP_POLL_INTERVAL};
+pub use audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
 pub use audit::{
     AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
     verify as audit_verify,
@@ -78,8 +78,7 @@ pub use card::{MAX_CARD_BYTES, MAX_CARD_VALUE_BYTES, MAX_PRESENTED_BYTES, MAX_TE
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
-pub use fleet::redeem::{MAX_PENDING_REDEMPTIONS, REDIS_CONNECT_TIMEOUT, REDIS_RESPONSE_TIMEOUT};
-pub use fleet::{FleetSettings, MAX_CLOCK_SKEW, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
+pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
 pub use formats::Format;
 pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
@@ -87,12 +86,12 @@ pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
 pub use loader::{LoadError, LoadedTool, check_header, load as load_component};
 pub use messages::{read_calls, write_results};
-pub use metrics::{MAX_TOOL_LABELS, OTHER, UNKNOWN_TOOL};
+pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use network::{
     HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use otel::{MAX_QUEUED_SPANS, MAX_TRACEPARENT_LEN, OTLP_EXPORT_TIMEOUT, TraceParent};
+pub use otel::{MAX_TRACEPARENT_LEN, TraceParent};
 pub use outcome::{Decision, ErrorKind, Failure, Success};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
@@ -100,7 +99,7 @@ pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use sandbox::Execution;
 pub use schema_cost::MAX_SCHEMA_COST;
-pub use service_settings::{MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
+pub use service_settings::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
 pub use startup::Readiness;
 pub use state::{Sources, State};

@@ -101,6 +101,102 @@ pub const MAX_METRICS_PRINCIPALS: usize = 10_000;
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// Most `[serve] shutdown_grace_secs` accepted.
 pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(3600);
+/// Default of `[serve] cancel_grace_secs`: after the calls still running
+/// at the end of the shutdown grace were cancelled, how long they may take
+/// to write their `cancelled` results.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
+/// Most `[serve] cancel_grace_secs` accepted.
+pub const MAX_CANCEL_GRACE: Duration = Duration::from_secs(600);
+/// Default of `[metrics] max_tool_labels`: tool names labelled in metrics;
+/// more (over many reloads) are counted under `tool="other"`.
+pub const DEFAULT_MAX_TOOL_LABELS: usize = 1024;
+/// Most `[metrics] max_tool_labels` accepted.
+pub const MAX_TOOL_LABELS_CEILING: usize = 10_000;
+/// Default of `[traces] max_queued_spans`: finished spans held for export
+/// (queued or being exported); more are dropped and counted in
+/// `airlock_spans_dropped_total`, never waited for.
+pub const DEFAULT_MAX_QUEUED_SPANS: usize = 8192;
+/// Most `[traces] max_queued_spans` accepted (a span is about a kilobyte).
+pub const MAX_QUEUED_SPANS_CEILING: usize = 131_072;
+/// Default of `[traces] export_timeout_secs`: how long one OTLP export may
+/// take before it is abandoned.
+pub const DEFAULT_OTLP_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most `[traces] export_timeout_secs` accepted.
+pub const MAX_OTLP_EXPORT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default of `[log] max_client_bytes`: the longest piece of a client's data
+/// written to a log line (the `…` that marks a cut counts toward it).
+pub const DEFAULT_MAX_LOGGED_CLIENT_BYTES: usize = 128;
+/// Least `[log] max_client_bytes` accepted: room for a few characters and
+/// the `…`.
+pub const MIN_LOGGED_CLIENT_BYTES: usize = 16;
+/// Most `[log] max_client_bytes` accepted.
+pub const MAX_LOGGED_CLIENT_BYTES_CEILING: usize = 65_536;
+/// Default of `[log] client_error_interval_secs`: at most one warning
+/// counting client errors per this interval.
+pub const DEFAULT_CLIENT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Most `[log] client_error_interval_secs` accepted (a day).
+pub const MAX_CLIENT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(86_400);
+/// Default of `[fleet] state_ttl_secs`: how long a signed `requestState`
+/// is valid (the same as a confirmation waits on a single host,
+/// `mcp::CONFIRM_TIMEOUT`).
+pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(300);
+/// Most `[fleet] state_ttl_secs` accepted.
+pub const MAX_STATE_TTL: Duration = Duration::from_secs(3600);
+/// Default of `[fleet] max_clock_skew_secs`: how far replicas' clocks may
+/// disagree; a redeemed state's id is kept in Redis this much longer than
+/// the state is valid, so that a replica whose clock is behind still
+/// finds it.
+pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(30);
+/// Most `[fleet] max_clock_skew_secs` accepted.
+pub const MAX_CLOCK_SKEW_CEILING: Duration = Duration::from_secs(600);
+/// Default of `[fleet] redis_connect_timeout_ms`: how long connecting to
+/// Redis may take before a redemption is refused.
+pub const DEFAULT_REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default of `[fleet] redis_response_timeout_ms`: how long Redis may take
+/// to answer one command before the redemption is refused.
+pub const DEFAULT_REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Most `[fleet] redis_connect_timeout_ms` and `redis_response_timeout_ms`
+/// accepted.
+pub const MAX_REDIS_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of `[fleet] max_pending_redemptions`: redemptions that wait for
+/// Redis at once; more are refused at once rather than queued behind a
+/// store that is slow or gone.
+pub const DEFAULT_MAX_PENDING_REDEMPTIONS: usize = 1024;
+/// Most `[fleet] max_pending_redemptions` accepted.
+pub const MAX_PENDING_REDEMPTIONS_CEILING: usize = 65_536;
+/// Default of `[audit.postgres] batch_rows`: records inserted in one
+/// statement.
+pub const DEFAULT_MAX_SHIP_BATCH: usize = 500;
+/// Most `[audit.postgres] batch_rows` accepted.
+pub const MAX_SHIP_BATCH_CEILING: usize = 10_000;
+/// Default of `[audit.postgres] poll_interval_ms`: how often the log is
+/// looked at for new records, and the first backoff after a failure.
+pub const DEFAULT_SHIP_POLL_INTERVAL: Duration = Duration::from_millis(200);
+/// Least `[audit.postgres] poll_interval_ms` accepted: the shipper never
+/// spins on the log.
+pub const MIN_SHIP_POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// Most `[audit.postgres] poll_interval_ms` accepted.
+pub const MAX_SHIP_POLL_INTERVAL: Duration = Duration::from_secs(60);
+/// Default of `[audit.postgres] max_backoff_secs`: the longest wait between
+/// attempts while PostgreSQL fails.
+pub const DEFAULT_SHIP_MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Most `[audit.postgres] max_backoff_secs` accepted.
+pub const MAX_SHIP_MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// Default of `[audit.postgres] connect_timeout_secs`: how long connecting
+/// to PostgreSQL may take (also for `airlock audit verify --postgres`).
+pub const DEFAULT_POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most `[audit.postgres] connect_timeout_secs` accepted.
+pub const MAX_POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `value` if it is within `min..=max`; else an error naming `key` and the
+/// range accepted (for the service-wide settings, whose keys are named
+/// with their section).
+pub(crate) fn in_range<T: PartialOrd + std::fmt::Display>(key: &str, value: T, min: T, max: T) -> Result<T, String> {
+    if value < min || value > max {
+        return Err(format!("{key} = {value} is out of range: accepted {min}..={max}"));
+    }
+    Ok(value)
+}
 
 /// The limits of one call. Built from [`Limits::default`] and the operator's
 /// per-tool overrides; never from anything a component declares.

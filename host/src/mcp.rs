@@ -83,7 +83,6 @@ pub use http::{
     MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER, MAX_HTTP_SESSIONS, METRICS_PATH, READYZ_PATH,
 };
 pub use jsonrpc::MAX_MESSAGE_DEPTH;
-pub use shutdown::CANCEL_GRACE;
 pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_IN_FLIGHT};
 /// How long a call waits for the user to answer a confirmation request
 /// before it is declined.

@@ -13,8 +13,8 @@
 //!
 //! Label values come only from the operator's side or from fixed sets:
 //! tools are resolved names (a call to an unknown tool counts under
-//! [`UNKNOWN_TOOL`]; at most [`MAX_TOOL_LABELS`] names, the rest under
-//! [`OTHER`]), outcomes are `ok` or an [`ErrorKind`], stages are the
+//! [`UNKNOWN_TOOL`]; at most `[metrics] max_tool_labels` names
+//! (`DEFAULT_MAX_TOOL_LABELS`), the rest under [`OTHER`]), outcomes are `ok` or an [`ErrorKind`], stages are the
 //! pipeline's. Principals are unbounded (JWT subjects), so per-principal
 //! series name at most `[metrics] max_principals` of them, the first seen;
 //! every other principal is counted under [`OTHER`].
@@ -23,6 +23,7 @@
 //! pending, tools ready, the process's memory and descriptors) are read
 //! when scraped, never updated on the call path.
 
+use crate::limits::DEFAULT_MAX_TOOL_LABELS;
 use crate::observe::{Stage, Timeline};
 use crate::outcome::ErrorKind;
 use crate::pipeline::ToolResult;
@@ -39,9 +40,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 pub const UNKNOWN_TOOL: &str = "_unknown";
 /// The label value of what is past a cardinality cap.
 pub const OTHER: &str = "other";
-/// Most tool names labelled; more (over many reloads) count under
-/// [`OTHER`].
-pub const MAX_TOOL_LABELS: usize = 1024;
 /// The content type of `/metrics`.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -99,6 +97,7 @@ pub struct Metrics {
     stages: [Histogram; Stage::ALL.len()],
     audit_writes: Histogram,
     audit_failures: Counter,
+    spans_dropped: Counter,
     in_flight: Gauge,
     reloads: Family<ResultLabel, Counter>,
     quota_refusals: Family<QuotaLabels, Counter>,
@@ -112,6 +111,7 @@ pub struct Metrics {
     tools: RwLock<HashMap<String, Arc<ToolSeries>>>,
     principals: Mutex<HashSet<String>>,
     max_principals: usize,
+    max_tool_labels: usize,
 }
 
 /// What `/metrics` reads from elsewhere when it is scraped.
@@ -129,7 +129,8 @@ pub struct Snapshot {
 
 impl Metrics {
     /// Every family registered, none with a series yet; at most
-    /// `max_principals` principals named.
+    /// `max_principals` principals and `DEFAULT_MAX_TOOL_LABELS` tools
+    /// named.
     pub fn new(max_principals: usize) -> Self {
         let mut registry = Registry::default();
         let calls = Family::<CallLabels, Counter>::default();
@@ -160,6 +161,12 @@ impl Metrics {
             "airlock_audit_write_failures",
             "Audit records that could not be written (the call's result was withheld)",
             audit_failures.clone(),
+        );
+        let spans_dropped = Counter::default();
+        registry.register(
+            "airlock_spans_dropped",
+            "Finished spans dropped because [traces] max_queued_spans were already waiting for export",
+            spans_dropped.clone(),
         );
         let in_flight = Gauge::default();
         registry.register("airlock_calls_in_flight", "Calls received and not yet answered", in_flight.clone());
@@ -206,6 +213,7 @@ impl Metrics {
             stages,
             audit_writes,
             audit_failures,
+            spans_dropped,
             in_flight,
             reloads,
             quota_refusals,
@@ -219,7 +227,22 @@ impl Metrics {
             tools: RwLock::new(HashMap::new()),
             principals: Mutex::new(HashSet::new()),
             max_principals,
+            max_tool_labels: DEFAULT_MAX_TOOL_LABELS,
         }
+    }
+
+    /// At most `max` tool names labelled (`[metrics] max_tool_labels`);
+    /// calls to other tools are counted under [`OTHER`].
+    #[must_use]
+    pub fn with_max_tool_labels(mut self, max: usize) -> Self {
+        self.max_tool_labels = max;
+        self
+    }
+
+    /// The counter of spans dropped at the export queue (shared with the
+    /// span exporter, which counts them).
+    pub(crate) fn spans_dropped(&self) -> Counter {
+        self.spans_dropped.clone()
     }
 
     /// A call was received; it counts in flight until the guard is dropped.
@@ -311,7 +334,7 @@ impl Metrics {
         if let Some(series) = tools.get(name) {
             return series.clone();
         }
-        let label = if tools.len() < MAX_TOOL_LABELS { name } else { OTHER };
+        let label = if tools.len() < self.max_tool_labels { name } else { OTHER };
         if let Some(series) = tools.get(label) {
             return series.clone();
         }
@@ -435,10 +458,28 @@ mod tests {
     #[test]
     fn tool_labels_are_capped() {
         let metrics = Metrics::new(0);
-        for n in 0..MAX_TOOL_LABELS + 5 {
+        for n in 0..DEFAULT_MAX_TOOL_LABELS + 5 {
             let _ = metrics.tool(&format!("t{n}"));
         }
-        assert_eq!(metrics.tools.read().unwrap().len(), MAX_TOOL_LABELS + 1, "the cap and one `other`");
+        assert_eq!(metrics.tools.read().unwrap().len(), DEFAULT_MAX_TOOL_LABELS + 1, "the cap and one `other`");
         assert_eq!(metrics.tool("t9999").label, OTHER);
+    }
+
+    #[test]
+    fn past_max_tool_labels_the_next_tool_is_counted_as_other() {
+        let metrics = Metrics::new(0).with_max_tool_labels(2);
+        let ok = || Ok(Success::new(serde_json::json!("hi")));
+        for tool in ["a", "b", "c", "a", "d"] {
+            finish(&metrics, Some(tool), ok(), "p");
+        }
+        let text = metrics.render(Snapshot::default());
+        assert!(text.contains("airlock_calls_total{tool=\"a\",outcome=\"ok\"} 2"), "{text}");
+        assert!(text.contains("airlock_calls_total{tool=\"b\",outcome=\"ok\"} 1"), "{text}");
+        assert!(text.contains("airlock_calls_total{tool=\"other\",outcome=\"ok\"} 2"), "{text}");
+        assert!(!text.contains("tool=\"c\"") && !text.contains("tool=\"d\""), "{text}");
+        let none = Metrics::new(0).with_max_tool_labels(0);
+        finish(&none, Some("a"), ok(), "p");
+        assert!(none.render(Snapshot::default()).contains("airlock_calls_total{tool=\"other\",outcome=\"ok\"} 1"));
+        assert!(text.contains("airlock_spans_dropped_total 0"), "{text}");
     }
 }

@@ -28,12 +28,17 @@
 //!
 //! # Export
 //!
-//! The SDK's batch processor queues finished spans (bounded; past its
-//! queue, spans are dropped, never calls delayed) and exports them from its
-//! own thread through `client` (plain HTTP/1.1 over hyper on the host's
-//! tokio runtime). [`Traces::shutdown`] flushes what is queued.
+//! The SDK's batch processor queues finished spans and exports them from
+//! its own thread through `client` (plain HTTP/1.1 over hyper on the host's
+//! tokio runtime), each export abandoned after `[traces]
+//! export_timeout_secs` (`DEFAULT_OTLP_EXPORT_TIMEOUT`). At most `[traces]
+//! max_queued_spans` (`DEFAULT_MAX_QUEUED_SPANS`) are held, queued or being
+//! exported (`queue`); past it, spans are dropped and counted
+//! (`airlock_spans_dropped_total`), never calls delayed.
+//! [`Traces::shutdown`] flushes what is queued.
 
 mod client;
+mod queue;
 
 use crate::metrics::UNKNOWN_TOOL;
 use crate::observe::Timeline;
@@ -47,16 +52,13 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider};
+use prometheus_client::metrics::counter::Counter;
 use sha2::{Digest as _, Sha256};
 use std::time::Duration;
 
 /// Longest `traceparent` read (a version-00 one is 55 bytes; later versions
-/// may append fields).
+/// may append fields). Not a setting: it bounds a header, not a workload.
 pub const MAX_TRACEPARENT_LEN: usize = 256;
-/// How long one export may take before it is abandoned.
-pub const OTLP_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Most finished spans queued for export; more are dropped.
-pub const MAX_QUEUED_SPANS: usize = 8192;
 /// How often queued spans are exported.
 const EXPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// How long shutdown waits for the last export.
@@ -119,26 +121,31 @@ pub(crate) struct Traces {
 
 impl Traces {
     /// Start exporting to `settings.endpoint`, from the tokio runtime this
-    /// is called on.
+    /// is called on; spans dropped at the queue are counted in `dropped`.
     ///
     /// # Errors
     ///
     /// Not on a tokio runtime, or the exporter cannot be built.
-    pub(crate) fn start(settings: &TraceSettings) -> anyhow::Result<Self> {
+    pub(crate) fn start(settings: &TraceSettings, dropped: Counter) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|err| anyhow::anyhow!("spans are exported from the tokio runtime: {err}"))?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_endpoint(settings.endpoint.clone())
-            .with_timeout(OTLP_EXPORT_TIMEOUT)
-            .with_http_client(client::Client::new(runtime))
+            .with_timeout(settings.export_timeout)
+            .with_http_client(client::Client::new(runtime, settings.export_timeout))
             .build()
             .map_err(|err| anyhow::anyhow!("cannot build the OTLP exporter for {}: {err}", settings.endpoint))?;
+        // The batch processor's own queue is as long as the bound, which
+        // `queue::Bounded` keeps before a span reaches it.
+        let held = queue::Held::new(settings.max_queued_spans);
         let batch = BatchConfigBuilder::default()
-            .with_max_queue_size(MAX_QUEUED_SPANS)
+            .with_max_queue_size(settings.max_queued_spans)
             .with_scheduled_delay(EXPORT_INTERVAL)
             .build();
-        let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch).build();
+        let exporter = queue::Releasing::new(exporter, held.clone());
+        let processor =
+            queue::Bounded::new(BatchSpanProcessor::builder(exporter).with_batch_config(batch).build(), held, dropped);
         let resource = opentelemetry_sdk::Resource::builder_empty()
             .with_service_name(settings.service_name.clone())
             .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
@@ -236,6 +243,46 @@ mod tests {
         }
         let long = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-{}", "a".repeat(300));
         assert_eq!(TraceParent::parse(&long), None);
+    }
+
+    #[test]
+    fn a_traceparent_is_read_up_to_exactly_its_cap() {
+        // A later version may append fields: one of exactly the cap is read,
+        // one byte more is ignored.
+        let base = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-";
+        let at_cap = format!("{base}{}", "a".repeat(MAX_TRACEPARENT_LEN - base.len()));
+        assert_eq!(at_cap.len(), MAX_TRACEPARENT_LEN);
+        assert_eq!(
+            TraceParent::parse(&at_cap).map(|p| p.trace_id()).as_deref(),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        let over = format!("{at_cap}a");
+        assert_eq!(TraceParent::parse(&over), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn past_max_queued_spans_a_span_is_dropped_and_counted_without_waiting() {
+        use crate::metrics::{Metrics, Snapshot};
+        use crate::outcome::{Decision, Success};
+        // A collector that takes connections (the kernel's backlog does)
+        // and never answers: with a 300 s export timeout, no export ends
+        // while the spans are finished, so the first two stay held.
+        let collector = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}/v1/traces", collector.local_addr().unwrap());
+        let text = format!("[traces]\nendpoint = {endpoint:?}\nmax_queued_spans = 2\nexport_timeout_secs = 300\n");
+        let settings = crate::config::testing::parse(&text).unwrap().traces.unwrap();
+        let metrics = Metrics::new(0);
+        let traces = Traces::start(&settings, metrics.spans_dropped()).unwrap();
+        let result = ToolResult::new("c", "echo", Decision::Allow, Ok(Success::new(serde_json::json!("hi"))));
+        // Each call (no stages) is one span; the third finds the queue full.
+        for _ in 0..3 {
+            traces.call_finished(&Timeline::start(true), &result, Some("echo"), "alice", None);
+        }
+        let text = metrics.render(Snapshot::default());
+        assert!(text.contains("airlock_spans_dropped_total 1\n"), "{text}");
+        // Closing the collector ends the export under way.
+        drop(collector);
+        traces.shutdown().await;
     }
 
     #[test]

@@ -1,15 +1,21 @@
 //! The operator's settings for running Airlock as a service: `[metrics]`
-//! (where `/metrics` is served and how many principals it names),
-//! `[traces]` (OpenTelemetry spans over OTLP, off by default) and
-//! `[serve]` (the shutdown grace). Raw serde types that refuse unknown keys,
-//! checked into [`MetricsSettings`], [`TraceSettings`] and
-//! [`ServeSettings`].
+//! (where `/metrics` is served and how many principals and tools it names),
+//! `[traces]` (OpenTelemetry spans over OTLP, off by default, and the
+//! export queue and timeout), `[serve]` (the shutdown graces) and `[log]`
+//! (how much of a client's data a log line holds and how often client
+//! errors are summed up). Raw serde types that refuse unknown keys, checked
+//! into [`MetricsSettings`], [`TraceSettings`], [`ServeSettings`] and
+//! [`LogSettings`].
 //!
 //! Trusts the operator's file; every value is range-checked and each error
 //! names the key and what is accepted.
 
 use crate::limits::{
-    DEFAULT_METRICS_MAX_PRINCIPALS, DEFAULT_SHUTDOWN_GRACE, MAX_METRICS_PRINCIPALS, MAX_SHUTDOWN_GRACE,
+    DEFAULT_CANCEL_GRACE, DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES, DEFAULT_MAX_QUEUED_SPANS,
+    DEFAULT_MAX_TOOL_LABELS, DEFAULT_METRICS_MAX_PRINCIPALS, DEFAULT_OTLP_EXPORT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE,
+    MAX_CANCEL_GRACE, MAX_CLIENT_ERROR_LOG_INTERVAL, MAX_LOGGED_CLIENT_BYTES_CEILING, MAX_METRICS_PRINCIPALS,
+    MAX_OTLP_EXPORT_TIMEOUT, MAX_QUEUED_SPANS_CEILING, MAX_SHUTDOWN_GRACE, MAX_TOOL_LABELS_CEILING,
+    MIN_LOGGED_CLIENT_BYTES, in_range,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -22,6 +28,7 @@ pub(crate) struct RawMetrics {
     listen: Option<String>,
     public: Option<bool>,
     max_principals: Option<usize>,
+    max_tool_labels: Option<usize>,
 }
 
 /// Where and how `/metrics` is served.
@@ -36,11 +43,19 @@ pub struct MetricsSettings {
     /// Most principals named in per-principal series; the others are
     /// counted under `other` (`[metrics] max_principals`).
     pub max_principals: usize,
+    /// Most tool names labelled; the others are counted under `other`
+    /// (`[metrics] max_tool_labels`).
+    pub max_tool_labels: usize,
 }
 
 impl Default for MetricsSettings {
     fn default() -> Self {
-        Self { listen: None, public: false, max_principals: DEFAULT_METRICS_MAX_PRINCIPALS }
+        Self {
+            listen: None,
+            public: false,
+            max_principals: DEFAULT_METRICS_MAX_PRINCIPALS,
+            max_tool_labels: DEFAULT_MAX_TOOL_LABELS,
+        }
     }
 }
 
@@ -50,7 +65,7 @@ impl MetricsSettings {
     /// # Errors
     ///
     /// An address that does not parse, `public` without a loopback
-    /// `listen`, `max_principals` out of range.
+    /// `listen`, `max_principals` or `max_tool_labels` out of range.
     pub(crate) fn from_raw(raw: RawMetrics) -> Result<Self, String> {
         let listen = match raw.listen {
             None => None,
@@ -72,7 +87,11 @@ impl MetricsSettings {
                  every principal named is a series a scraper keeps"
             ));
         }
-        Ok(Self { listen, public, max_principals })
+        let max_tool_labels = match raw.max_tool_labels {
+            None => DEFAULT_MAX_TOOL_LABELS,
+            Some(n) => in_range("[metrics] max_tool_labels", n, 0, MAX_TOOL_LABELS_CEILING)?,
+        };
+        Ok(Self { listen, public, max_principals, max_tool_labels })
     }
 }
 
@@ -83,6 +102,8 @@ pub(crate) struct RawTraces {
     endpoint: Option<String>,
     principal: Option<String>,
     service_name: Option<String>,
+    max_queued_spans: Option<usize>,
+    export_timeout_secs: Option<u64>,
 }
 
 /// How a span names the call's principal.
@@ -111,6 +132,11 @@ pub struct TraceSettings {
     pub principal: PrincipalInSpans,
     /// The `service.name` resource attribute (`[traces] service_name`).
     pub service_name: String,
+    /// Most finished spans held for export; more are dropped and counted
+    /// (`[traces] max_queued_spans`).
+    pub max_queued_spans: usize,
+    /// How long one export may take (`[traces] export_timeout_secs`).
+    pub export_timeout: Duration,
 }
 
 impl TraceSettings {
@@ -119,7 +145,8 @@ impl TraceSettings {
     /// # Errors
     ///
     /// An endpoint that is not an `http://` URL, an unknown `principal`
-    /// mode, a `service_name` that is empty or too long.
+    /// mode, a `service_name` that is empty or too long, `max_queued_spans`
+    /// or `export_timeout_secs` out of range.
     pub(crate) fn from_raw(raw: RawTraces) -> Result<Option<Self>, String> {
         let principal = match raw.principal.as_deref() {
             None | Some("hash") => PrincipalInSpans::Hash,
@@ -135,6 +162,19 @@ impl TraceSettings {
         if service_name.is_empty() || service_name.len() > MAX_SERVICE_NAME_LEN {
             return Err(format!("[traces] service_name must be 1 to {MAX_SERVICE_NAME_LEN} bytes long"));
         }
+        let max_queued_spans = match raw.max_queued_spans {
+            None => DEFAULT_MAX_QUEUED_SPANS,
+            Some(n) => in_range("[traces] max_queued_spans", n, 1, MAX_QUEUED_SPANS_CEILING)?,
+        };
+        let export_timeout = match raw.export_timeout_secs {
+            None => DEFAULT_OTLP_EXPORT_TIMEOUT,
+            Some(secs) => Duration::from_secs(in_range(
+                "[traces] export_timeout_secs",
+                secs,
+                1,
+                MAX_OTLP_EXPORT_TIMEOUT.as_secs(),
+            )?),
+        };
         let Some(endpoint) = raw.endpoint else { return Ok(None) };
         let uri: http::Uri = endpoint.parse().map_err(|err| {
             format!(
@@ -148,7 +188,7 @@ impl TraceSettings {
                  (usually an agent on the same host or pod), e.g. \"http://127.0.0.1:4318/v1/traces\""
             ));
         }
-        Ok(Some(Self { endpoint, principal, service_name }))
+        Ok(Some(Self { endpoint, principal, service_name, max_queued_spans, export_timeout }))
     }
 }
 
@@ -157,6 +197,7 @@ impl TraceSettings {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawServe {
     shutdown_grace_secs: Option<u64>,
+    cancel_grace_secs: Option<u64>,
 }
 
 /// How `airlock serve` behaves as a service.
@@ -165,11 +206,15 @@ pub struct ServeSettings {
     /// On SIGTERM or Ctrl-C, how long calls in flight may take to finish
     /// before they are cancelled (`[serve] shutdown_grace_secs`).
     pub shutdown_grace: Duration,
+    /// After the calls still running at the end of the grace were
+    /// cancelled, how long they may take to write their `cancelled` results
+    /// (`[serve] cancel_grace_secs`).
+    pub cancel_grace: Duration,
 }
 
 impl Default for ServeSettings {
     fn default() -> Self {
-        Self { shutdown_grace: DEFAULT_SHUTDOWN_GRACE }
+        Self { shutdown_grace: DEFAULT_SHUTDOWN_GRACE, cancel_grace: DEFAULT_CANCEL_GRACE }
     }
 }
 
@@ -178,17 +223,74 @@ impl ServeSettings {
     ///
     /// # Errors
     ///
-    /// A grace over [`MAX_SHUTDOWN_GRACE`].
+    /// A grace over [`MAX_SHUTDOWN_GRACE`] or a cancel grace over
+    /// [`MAX_CANCEL_GRACE`].
     pub(crate) fn from_raw(raw: RawServe) -> Result<Self, String> {
-        let Some(secs) = raw.shutdown_grace_secs else { return Ok(Self::default()) };
-        let grace = Duration::from_secs(secs);
-        if grace > MAX_SHUTDOWN_GRACE {
-            return Err(format!(
-                "[serve] shutdown_grace_secs = {secs} is over the most accepted, {}",
-                MAX_SHUTDOWN_GRACE.as_secs()
-            ));
+        let mut settings = Self::default();
+        if let Some(secs) = raw.shutdown_grace_secs {
+            let grace = Duration::from_secs(secs);
+            if grace > MAX_SHUTDOWN_GRACE {
+                return Err(format!(
+                    "[serve] shutdown_grace_secs = {secs} is over the most accepted, {}",
+                    MAX_SHUTDOWN_GRACE.as_secs()
+                ));
+            }
+            settings.shutdown_grace = grace;
         }
-        Ok(Self { shutdown_grace: grace })
+        if let Some(secs) = raw.cancel_grace_secs {
+            settings.cancel_grace =
+                Duration::from_secs(in_range("[serve] cancel_grace_secs", secs, 0, MAX_CANCEL_GRACE.as_secs())?);
+        }
+        Ok(settings)
+    }
+}
+
+/// `[log]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLog {
+    max_client_bytes: Option<usize>,
+    client_error_interval_secs: Option<u64>,
+}
+
+/// How errors a client causes are logged (`crate::client_log`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogSettings {
+    /// Longest piece of a client's data written to a log line, the `…`
+    /// that marks a cut included (`[log] max_client_bytes`).
+    pub max_client_bytes: usize,
+    /// At most one warning counting client errors per this interval
+    /// (`[log] client_error_interval_secs`).
+    pub client_error_interval: Duration,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            max_client_bytes: DEFAULT_MAX_LOGGED_CLIENT_BYTES,
+            client_error_interval: DEFAULT_CLIENT_ERROR_LOG_INTERVAL,
+        }
+    }
+}
+
+impl LogSettings {
+    /// Check `[log]`.
+    ///
+    /// # Errors
+    ///
+    /// `max_client_bytes` or `client_error_interval_secs` out of range.
+    pub(crate) fn from_raw(raw: RawLog) -> Result<Self, String> {
+        let mut settings = Self::default();
+        if let Some(n) = raw.max_client_bytes {
+            settings.max_client_bytes =
+                in_range("[log] max_client_bytes", n, MIN_LOGGED_CLIENT_BYTES, MAX_LOGGED_CLIENT_BYTES_CEILING)?;
+        }
+        if let Some(secs) = raw.client_error_interval_secs {
+            let max = MAX_CLIENT_ERROR_LOG_INTERVAL.as_secs();
+            settings.client_error_interval =
+                Duration::from_secs(in_range("[log] client_error_interval_secs", secs, 1, max)?);
+        }
+        Ok(settings)
     }
 }
 
@@ -203,6 +305,50 @@ mod tests {
         assert_eq!(config.metrics, MetricsSettings::default());
         assert_eq!(config.traces, None);
         assert_eq!(config.serve.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+        assert_eq!(config.serve.cancel_grace, DEFAULT_CANCEL_GRACE);
+        assert_eq!(config.log, LogSettings::default());
+        assert_eq!(config.metrics.max_tool_labels, DEFAULT_MAX_TOOL_LABELS);
+        let traces = parse("[traces]\nendpoint = \"http://127.0.0.1:4318/v1/traces\"").unwrap().traces.unwrap();
+        assert_eq!(
+            (traces.max_queued_spans, traces.export_timeout),
+            (DEFAULT_MAX_QUEUED_SPANS, DEFAULT_OTLP_EXPORT_TIMEOUT)
+        );
+    }
+
+    #[test]
+    fn caps_are_accepted_up_to_their_range_and_refused_past_it_by_name() {
+        let config = parse(
+            "[metrics]\nmax_tool_labels = 10000\n[traces]\nendpoint = \"http://127.0.0.1:4318/v1/traces\"\n\
+             max_queued_spans = 1\nexport_timeout_secs = 300\n[serve]\ncancel_grace_secs = 600\n[log]\n\
+             max_client_bytes = 16\nclient_error_interval_secs = 86400\n",
+        )
+        .unwrap();
+        assert_eq!(config.metrics.max_tool_labels, MAX_TOOL_LABELS_CEILING);
+        let traces = config.traces.unwrap();
+        assert_eq!((traces.max_queued_spans, traces.export_timeout), (1, MAX_OTLP_EXPORT_TIMEOUT));
+        assert_eq!(config.serve.cancel_grace, MAX_CANCEL_GRACE);
+        assert_eq!(config.log.max_client_bytes, MIN_LOGGED_CLIENT_BYTES);
+        assert_eq!(config.log.client_error_interval, MAX_CLIENT_ERROR_LOG_INTERVAL);
+        let config = parse("[metrics]\nmax_tool_labels = 0\n[serve]\ncancel_grace_secs = 0\n").unwrap();
+        assert_eq!((config.metrics.max_tool_labels, config.serve.cancel_grace), (0, Duration::ZERO));
+        for (text, expect) in [
+            (
+                "[metrics]\nmax_tool_labels = 10001",
+                "[metrics] max_tool_labels = 10001 is out of range: accepted 0..=10000",
+            ),
+            ("[traces]\nmax_queued_spans = 0", "[traces] max_queued_spans = 0 is out of range: accepted 1..=131072"),
+            ("[traces]\nexport_timeout_secs = 0", "[traces] export_timeout_secs = 0 is out of range: accepted 1..=300"),
+            ("[traces]\nexport_timeout_secs = 301", "export_timeout_secs = 301"),
+            ("[serve]\ncancel_grace_secs = 601", "[serve] cancel_grace_secs = 601 is out of range: accepted 0..=600"),
+            ("[log]\nmax_client_bytes = 15", "[log] max_client_bytes = 15 is out of range: accepted 16..=65536"),
+            (
+                "[log]\nclient_error_interval_secs = 0",
+                "[log] client_error_interval_secs = 0 is out of range: accepted 1..=86400",
+            ),
+            ("[log]\nbogus = 1", "bogus"),
+        ] {
+            check_err(text, &[expect]);
+        }
     }
 
     #[test]

@@ -15,14 +15,13 @@
 
 use super::verify::check_line;
 use super::{GENESIS, MAX_LINE_BYTES};
+use crate::limits::DEFAULT_POSTGRES_CONNECT_TIMEOUT;
 use std::fmt;
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
 
 /// The table every replica ships to.
 pub const AUDIT_TABLE: &str = "airlock_audit";
-/// How long connecting to PostgreSQL may take.
-pub const POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The verifier reads this many rows at a time.
 pub const VERIFY_PAGE_ROWS: i64 = 5000;
 /// At most this many gaps and this many breaks are listed per replica (all
@@ -99,16 +98,17 @@ fn db_error(doing: &'static str) -> impl Fn(tokio_postgres::Error) -> PostgresEr
     move |err| PostgresError(format!("PostgreSQL: cannot {doing}: {err}"))
 }
 
-/// Connect to `url`; the connection runs on a task of its own until the
-/// client is dropped.
+/// Connect to `url`, waiting at most `timeout` (`[audit.postgres]
+/// connect_timeout_secs`); the connection runs on a task of its own until
+/// the client is dropped.
 ///
 /// # Errors
 ///
 /// The URL is not a PostgreSQL URL or the server cannot be reached.
-pub async fn connect(url: &str) -> Result<Client, PostgresError> {
+pub async fn connect(url: &str, timeout: Duration) -> Result<Client, PostgresError> {
     let mut config: tokio_postgres::Config =
         url.parse().map_err(|e| PostgresError(format!("the PostgreSQL URL is not valid: {e}")))?;
-    config.connect_timeout(POSTGRES_CONNECT_TIMEOUT);
+    config.connect_timeout(timeout);
     let (client, connection) = config.connect(NoTls).await.map_err(db_error("connect"))?;
     tokio::spawn(async move {
         if let Err(err) = connection.await {
@@ -179,7 +179,8 @@ pub async fn insert(client: &Client, replica: &str, rows: &[Row]) -> Result<(), 
         .map_err(db_error("insert audit records"))
 }
 
-/// Verify every replica's chain as stored at `url`: each record checks,
+/// Verify every replica's chain as stored at `url` (connecting within
+/// `DEFAULT_POSTGRES_CONNECT_TIMEOUT`): each record checks,
 /// follows the one before it, and no sequence number is missing. (Records
 /// missing after a replica's last stored one cannot be seen here: the
 /// replica's local log and head file are the record of those.)
@@ -188,7 +189,7 @@ pub async fn insert(client: &Client, replica: &str, rows: &[Row]) -> Result<(), 
 ///
 /// The database cannot be reached or read.
 pub async fn verify(url: &str) -> Result<Vec<ReplicaReport>, PostgresError> {
-    let client = connect(url).await?;
+    let client = connect(url, DEFAULT_POSTGRES_CONNECT_TIMEOUT).await?;
     let replicas = format!("SELECT DISTINCT replica FROM {AUDIT_TABLE} ORDER BY replica");
     let page = format!(
         "SELECT seq, record FROM {AUDIT_TABLE} WHERE replica = $1 AND seq > $2 ORDER BY seq LIMIT {VERIFY_PAGE_ROWS}"

@@ -12,31 +12,31 @@
 //!
 //! Trusts the file only as far as `audit verify` does: every line is
 //! checked (hash and form) before it is shipped, lines are read at most
-//! [`SHIP_READ_BYTES`] at a time, batches hold at most
-//! [`MAX_SHIP_BATCH`] records, and a failure backs off from
-//! [`SHIP_POLL_INTERVAL`] to [`SHIP_MAX_BACKOFF`]. A line that does not
+//! [`SHIP_READ_BYTES`] at a time, batches hold at most `batch_rows`
+//! records, and a failure backs off from `poll_interval_ms` to
+//! `max_backoff_secs` (`[audit.postgres]`; defaults `DEFAULT_MAX_SHIP_BATCH`,
+//! `DEFAULT_SHIP_POLL_INTERVAL`, `DEFAULT_SHIP_MAX_BACKOFF` in `limits.rs`,
+//! each range-checked here). A line that does not
 //! verify stops shipping (it is logged, and retried after the backoff):
 //! damage is not copied into the fleet's record.
 
 use super::postgres::{self, Row};
 use super::verify::check_line;
 use super::{AuditSettings, MAX_LINE_BYTES};
+use crate::limits::{
+    DEFAULT_MAX_SHIP_BATCH, DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_SHIP_MAX_BACKOFF, DEFAULT_SHIP_POLL_INTERVAL,
+    MAX_POSTGRES_CONNECT_TIMEOUT, MAX_SHIP_BATCH_CEILING, MAX_SHIP_MAX_BACKOFF, MAX_SHIP_POLL_INTERVAL,
+    MIN_SHIP_POLL_INTERVAL, in_range,
+};
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 
-/// At most this many records are inserted in one statement.
-pub const MAX_SHIP_BATCH: usize = 500;
 /// At most this many bytes of the log are read at a time: room for at
 /// least one line of the longest length the readers accept.
 pub const SHIP_READ_BYTES: usize = 2 * MAX_LINE_BYTES + 2;
-/// How often the log is looked at for new records, and the first backoff
-/// after a failure.
-pub const SHIP_POLL_INTERVAL: Duration = Duration::from_millis(200);
-/// The longest wait between attempts while PostgreSQL fails.
-pub const SHIP_MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// A replica id is at most this many bytes of `[A-Za-z0-9_.-]`.
 pub const MAX_REPLICA_ID_BYTES: usize = 64;
 /// A `url_file` larger than this is refused.
@@ -49,11 +49,28 @@ pub struct PostgresSettings {
     pub url: String,
     /// This replica's id: its records are stored under it.
     pub replica: String,
+    /// Most records inserted in one statement (`batch_rows`).
+    pub batch_rows: usize,
+    /// How often the log is looked at for new records, and the first
+    /// backoff after a failure (`poll_interval_ms`).
+    pub poll_interval: Duration,
+    /// The longest wait between attempts while PostgreSQL fails
+    /// (`max_backoff_secs`).
+    pub max_backoff: Duration,
+    /// How long connecting to PostgreSQL may take (`connect_timeout_secs`).
+    pub connect_timeout: Duration,
 }
 
 impl fmt::Debug for PostgresSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PostgresSettings").field("url", &"<redacted>").field("replica", &self.replica).finish()
+        f.debug_struct("PostgresSettings")
+            .field("url", &"<redacted>")
+            .field("replica", &self.replica)
+            .field("batch_rows", &self.batch_rows)
+            .field("poll_interval", &self.poll_interval)
+            .field("max_backoff", &self.max_backoff)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
     }
 }
 
@@ -64,6 +81,10 @@ pub struct RawPostgres {
     url: Option<String>,
     url_file: Option<PathBuf>,
     replica: String,
+    batch_rows: Option<usize>,
+    poll_interval_ms: Option<u64>,
+    max_backoff_secs: Option<u64>,
+    connect_timeout_secs: Option<u64>,
 }
 
 impl PostgresSettings {
@@ -72,7 +93,8 @@ impl PostgresSettings {
     /// # Errors
     ///
     /// Neither or both of `url` and `url_file`, an unreadable `url_file`, a
-    /// URL PostgreSQL would not take, or a replica id that is not one.
+    /// URL PostgreSQL would not take, a replica id that is not one, or a
+    /// batch size or duration out of its range (named with the range).
     pub fn from_raw(raw: RawPostgres, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
         let url = match (raw.url, raw.url_file) {
             (Some(url), None) => url,
@@ -92,8 +114,46 @@ impl PostgresSettings {
                 crate::render::cap(&raw.replica, 80)
             ));
         }
-        Ok(Self { url, replica: raw.replica })
+        let batch_rows = match raw.batch_rows {
+            None => DEFAULT_MAX_SHIP_BATCH,
+            Some(n) => in_range("postgres: batch_rows", n, 1, MAX_SHIP_BATCH_CEILING)?,
+        };
+        let poll_interval = match raw.poll_interval_ms {
+            None => DEFAULT_SHIP_POLL_INTERVAL,
+            Some(ms) => Duration::from_millis(in_range(
+                "postgres: poll_interval_ms",
+                ms,
+                millis(MIN_SHIP_POLL_INTERVAL),
+                millis(MAX_SHIP_POLL_INTERVAL),
+            )?),
+        };
+        let secs = |key: &str, value: Option<u64>, default: Duration, max: Duration| match value {
+            None => Ok(default),
+            Some(v) => in_range(key, v, 1, max.as_secs()).map(Duration::from_secs),
+        };
+        let max_backoff =
+            secs("postgres: max_backoff_secs", raw.max_backoff_secs, DEFAULT_SHIP_MAX_BACKOFF, MAX_SHIP_MAX_BACKOFF)?;
+        if max_backoff < poll_interval {
+            return Err(format!(
+                "postgres: max_backoff_secs = {} is shorter than poll_interval_ms = {}, where the backoff starts: \
+                 raise max_backoff_secs or lower poll_interval_ms",
+                max_backoff.as_secs(),
+                poll_interval.as_millis()
+            ));
+        }
+        let connect_timeout = secs(
+            "postgres: connect_timeout_secs",
+            raw.connect_timeout_secs,
+            DEFAULT_POSTGRES_CONNECT_TIMEOUT,
+            MAX_POSTGRES_CONNECT_TIMEOUT,
+        )?;
+        Ok(Self { url, replica: raw.replica, batch_rows, poll_interval, max_backoff, connect_timeout })
     }
+}
+
+/// `duration` in whole milliseconds.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn read_url(path: &Path) -> Result<String, String> {
@@ -144,14 +204,14 @@ struct Position {
 
 async fn run(file: PathBuf, settings: PostgresSettings) {
     let mut position = Position::default();
-    let mut backoff = SHIP_POLL_INTERVAL;
+    let mut backoff = settings.poll_interval;
     loop {
         match ship_while_connected(&file, &settings, &mut position).await {
-            Ok(()) => backoff = SHIP_POLL_INTERVAL,
+            Ok(()) => backoff = settings.poll_interval,
             Err(err) => {
                 tracing::warn!(replica = %settings.replica, "audit shipping paused for {backoff:?}: {err}");
                 tokio::time::sleep(backoff).await;
-                backoff = backoff.saturating_mul(2).min(SHIP_MAX_BACKOFF);
+                backoff = backoff.saturating_mul(2).min(settings.max_backoff);
             }
         }
     }
@@ -159,7 +219,7 @@ async fn run(file: PathBuf, settings: PostgresSettings) {
 
 /// Connect and ship until something fails.
 async fn ship_while_connected(file: &Path, settings: &PostgresSettings, position: &mut Position) -> Result<(), String> {
-    let client = postgres::connect(&settings.url).await.map_err(|e| e.0)?;
+    let client = postgres::connect(&settings.url, settings.connect_timeout).await.map_err(|e| e.0)?;
     postgres::ensure_table(&client).await.map_err(|e| e.0)?;
     if !position.started {
         position.skip_to = postgres::last_shipped(&client, &settings.replica).await.map_err(|e| e.0)?;
@@ -168,13 +228,13 @@ async fn ship_while_connected(file: &Path, settings: &PostgresSettings, position
     let mut log = tokio::fs::File::open(file).await.map_err(|e| format!("cannot open {}: {e}", file.display()))?;
     let mut buf = Vec::new();
     loop {
-        let rows = read_batch(&mut log, position, &mut buf).await?;
+        let rows = read_batch(&mut log, position, &mut buf, settings.batch_rows).await?;
         if rows.rows.is_empty() {
             position.offset = rows.offset;
             if rows.more {
                 continue;
             }
-            tokio::time::sleep(SHIP_POLL_INTERVAL).await;
+            tokio::time::sleep(settings.poll_interval).await;
             continue;
         }
         postgres::insert(&client, &settings.replica, &rows.rows).await.map_err(|e| e.0)?;
@@ -192,9 +252,14 @@ struct Batch {
     more: bool,
 }
 
-/// Read up to [`MAX_SHIP_BATCH`] complete records after `position`,
-/// skipping those the database already has.
-async fn read_batch(log: &mut tokio::fs::File, position: &mut Position, buf: &mut Vec<u8>) -> Result<Batch, String> {
+/// Read up to `batch_rows` complete records after `position`, skipping
+/// those the database already has.
+async fn read_batch(
+    log: &mut tokio::fs::File,
+    position: &mut Position,
+    buf: &mut Vec<u8>,
+    batch_rows: usize,
+) -> Result<Batch, String> {
     log.seek(std::io::SeekFrom::Start(position.offset)).await.map_err(|e| format!("cannot seek the log: {e}"))?;
     buf.clear();
     buf.resize(SHIP_READ_BYTES, 0);
@@ -212,7 +277,7 @@ async fn read_batch(log: &mut tokio::fs::File, position: &mut Position, buf: &mu
     let mut offset = position.offset;
     let mut rest = data;
     while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-        if rows.len() >= MAX_SHIP_BATCH {
+        if rows.len() >= batch_rows {
             return Ok(Batch { rows, offset, more: true });
         }
         let (line, after) = rest.split_at(end);
@@ -287,17 +352,73 @@ mod tests {
         (dir, path)
     }
 
-    async fn batch(path: &Path, position: &mut Position) -> Batch {
+    async fn batch_of(path: &Path, position: &mut Position, batch_rows: usize) -> Batch {
         let mut file = tokio::fs::File::open(path).await.unwrap();
-        read_batch(&mut file, position, &mut Vec::new()).await.unwrap()
+        read_batch(&mut file, position, &mut Vec::new(), batch_rows).await.unwrap()
+    }
+
+    async fn batch(path: &Path, position: &mut Position) -> Batch {
+        batch_of(path, position, DEFAULT_MAX_SHIP_BATCH).await
+    }
+
+    #[tokio::test]
+    async fn batches_hold_at_most_batch_rows_records() {
+        for batch_rows in [1, 3] {
+            let (_dir, path) = log_with(2 * batch_rows + 1);
+            let mut position = Position::default();
+            let mut sizes = Vec::new();
+            loop {
+                let next = batch_of(&path, &mut position, batch_rows).await;
+                if next.rows.is_empty() {
+                    break;
+                }
+                sizes.push((next.rows.len(), next.more));
+                position.offset = next.offset;
+            }
+            // A full batch says more records follow; the last one does not.
+            assert_eq!(sizes, [(batch_rows, true), (batch_rows, true), (1, false)], "batch_rows = {batch_rows}");
+        }
+    }
+
+    #[test]
+    fn shipping_keys_default_and_are_range_checked_by_name() {
+        let section = |extra: &str| {
+            format!(
+                "[audit]\nfile = \"audit.jsonl\"\n[audit.postgres]\nurl = \"postgresql://a@127.0.0.1:5432/db\"\n\
+                 replica = \"r1\"\n{extra}"
+            )
+        };
+        let postgres =
+            |extra: &str| crate::config::testing::parse(&section(extra)).unwrap().audit.unwrap().postgres.unwrap();
+        let defaults = postgres("");
+        assert_eq!(defaults.batch_rows, DEFAULT_MAX_SHIP_BATCH);
+        assert_eq!(defaults.poll_interval, DEFAULT_SHIP_POLL_INTERVAL);
+        assert_eq!(defaults.max_backoff, DEFAULT_SHIP_MAX_BACKOFF);
+        assert_eq!(defaults.connect_timeout, DEFAULT_POSTGRES_CONNECT_TIMEOUT);
+        let set =
+            postgres("batch_rows = 10000\npoll_interval_ms = 10\nmax_backoff_secs = 3600\nconnect_timeout_secs = 1");
+        assert_eq!(set.batch_rows, MAX_SHIP_BATCH_CEILING);
+        assert_eq!(set.poll_interval, MIN_SHIP_POLL_INTERVAL);
+        assert_eq!(set.max_backoff, MAX_SHIP_MAX_BACKOFF);
+        assert_eq!(set.connect_timeout, Duration::from_secs(1));
+        for (bad, expect) in [
+            ("batch_rows = 0", "[audit] postgres: batch_rows = 0 is out of range: accepted 1..=10000"),
+            ("batch_rows = 10001", "batch_rows = 10001 is out of range"),
+            ("poll_interval_ms = 9", "poll_interval_ms = 9 is out of range: accepted 10..=60000"),
+            ("max_backoff_secs = 0", "max_backoff_secs = 0 is out of range: accepted 1..=3600"),
+            ("poll_interval_ms = 5000\nmax_backoff_secs = 2", "max_backoff_secs = 2 is shorter than poll_interval_ms"),
+            ("connect_timeout_secs = 301", "connect_timeout_secs = 301 is out of range: accepted 1..=300"),
+        ] {
+            crate::config::testing::check_err(&section(bad), &[expect]);
+        }
     }
 
     #[tokio::test]
     async fn batches_are_bounded_and_follow_the_file() {
-        let (_dir, path) = log_with(MAX_SHIP_BATCH + 3);
+        let (_dir, path) = log_with(DEFAULT_MAX_SHIP_BATCH + 3);
         let mut position = Position::default();
         let first = batch(&path, &mut position).await;
-        assert_eq!(first.rows.len(), MAX_SHIP_BATCH);
+        assert_eq!(first.rows.len(), DEFAULT_MAX_SHIP_BATCH);
         assert!(first.more);
         assert_eq!(first.rows.first().map(|r| r.seq), Some(1));
         position.offset = first.offset;
@@ -322,7 +443,7 @@ mod tests {
         assert!(position.skip_to.is_none());
         let mut position = Position { skip_to: Some((3, "f".repeat(64))), ..Position::default() };
         let mut file = tokio::fs::File::open(&path).await.unwrap();
-        let err = read_batch(&mut file, &mut position, &mut Vec::new()).await.err().unwrap();
+        let err = read_batch(&mut file, &mut position, &mut Vec::new(), DEFAULT_MAX_SHIP_BATCH).await.err().unwrap();
         assert!(err.contains("another log"), "{err}");
     }
 
@@ -332,7 +453,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap().replacen("\"alice\"", "\"mallory\"", 1);
         std::fs::write(&path, text).unwrap();
         let mut file = tokio::fs::File::open(&path).await.unwrap();
-        let err = read_batch(&mut file, &mut Position::default(), &mut Vec::new()).await.err().unwrap();
+        let err = read_batch(&mut file, &mut Position::default(), &mut Vec::new(), DEFAULT_MAX_SHIP_BATCH)
+            .await
+            .err()
+            .unwrap();
         assert!(err.contains("does not verify"), "{err}");
     }
 
@@ -342,6 +466,10 @@ mod tests {
             url: url.map(str::to_owned),
             url_file: None,
             replica: replica.to_owned(),
+            batch_rows: None,
+            poll_interval_ms: None,
+            max_backoff_secs: None,
+            connect_timeout_secs: None,
         };
         let resolve = |p: &Path| p.to_owned();
         let ok = PostgresSettings::from_raw(raw(Some("postgresql://a@127.0.0.1:5432/db"), "r-1"), &resolve).unwrap();

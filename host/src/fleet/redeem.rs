@@ -3,13 +3,15 @@
 //! A state is redeemed by `SET airlock:state:<id> 1 NX PX <ttl>`: the first
 //! replica to write the key runs the call, every later attempt (on any
 //! replica) finds it and is refused. The key outlives the state by
-//! [`MAX_CLOCK_SKEW`](super::MAX_CLOCK_SKEW), so it is there for as long
-//! as any replica would accept the state.
+//! `[fleet] max_clock_skew_secs`, so it is there for as long as any replica
+//! would accept the state.
 //!
 //! Fails closed: when Redis cannot be reached within
-//! [`REDIS_CONNECT_TIMEOUT`], does not answer within
-//! [`REDIS_RESPONSE_TIMEOUT`], or [`MAX_PENDING_REDEMPTIONS`] redemptions
-//! are already waiting for it, the redemption is refused with
+//! `[fleet] redis_connect_timeout_ms`, does not answer within
+//! `redis_response_timeout_ms`, or `max_pending_redemptions` redemptions
+//! are already waiting for it (defaults in `limits.rs`:
+//! `DEFAULT_REDIS_CONNECT_TIMEOUT`, `DEFAULT_REDIS_RESPONSE_TIMEOUT`,
+//! `DEFAULT_MAX_PENDING_REDEMPTIONS`), the redemption is refused with
 //! [`StoreUnavailable`] and the call does not run. (A `SET` that reached
 //! Redis but whose answer was lost leaves the state used: the retry is then
 //! refused as already used, never run twice.) One multiplexed connection
@@ -21,14 +23,6 @@ use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 use tokio::sync::{Mutex, Semaphore};
 
-/// How long connecting to Redis may take before a redemption is refused.
-pub const REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long Redis may take to answer one command before the redemption is
-/// refused.
-pub const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
-/// At most this many redemptions wait for Redis at once; more are refused
-/// at once rather than queued behind a store that is slow or gone.
-pub const MAX_PENDING_REDEMPTIONS: usize = 1024;
 /// The prefix of the keys this module writes.
 const KEY_PREFIX: &str = "airlock:state:";
 
@@ -51,17 +45,41 @@ pub struct Redeemer {
     client: redis::Client,
     connection: Mutex<Option<MultiplexedConnection>>,
     pending: Semaphore,
+    max_pending: usize,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+/// How long a redemption may wait for Redis, and how many may wait at once
+/// (`[fleet] redis_connect_timeout_ms`, `redis_response_timeout_ms`,
+/// `max_pending_redemptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreLimits {
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// How long one reply may take.
+    pub response_timeout: Duration,
+    /// Redemptions waiting at once; more are refused at once.
+    pub max_pending: usize,
 }
 
 impl Redeemer {
-    /// A redeemer for `url`; nothing is connected until the first redemption.
+    /// A redeemer for `url` within `limits`; nothing is connected until the
+    /// first redemption.
     ///
     /// # Errors
     ///
     /// `url` is not a Redis URL.
-    pub fn new(url: &str) -> Result<Self, String> {
+    pub fn new(url: &str, limits: StoreLimits) -> Result<Self, String> {
         let client = redis::Client::open(url).map_err(|e| format!("[fleet] redis_url is not a Redis URL: {e}"))?;
-        Ok(Self { client, connection: Mutex::new(None), pending: Semaphore::new(MAX_PENDING_REDEMPTIONS) })
+        Ok(Self {
+            client,
+            connection: Mutex::new(None),
+            pending: Semaphore::new(limits.max_pending),
+            max_pending: limits.max_pending,
+            connect_timeout: limits.connect_timeout,
+            response_timeout: limits.response_timeout,
+        })
     }
 
     /// Redeem state `id`, remembered for `ttl`.
@@ -73,7 +91,9 @@ impl Redeemer {
     pub async fn redeem(&self, id: &str, ttl: Duration) -> Result<Redeemed, StoreUnavailable> {
         let Ok(_permit) = self.pending.try_acquire() else {
             return Err(StoreUnavailable(format!(
-                "{MAX_PENDING_REDEMPTIONS} confirmations are already waiting for the shared store (Redis)"
+                "{} confirmations are already waiting for the shared store (Redis), the most [fleet] \
+                 max_pending_redemptions allows",
+                self.max_pending
             )));
         };
         let mut connection = self.connection().await?;
@@ -106,8 +126,8 @@ impl Redeemer {
             return Ok(connection.clone());
         }
         let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(REDIS_CONNECT_TIMEOUT))
-            .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT));
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout));
         let connection = self
             .client
             .get_multiplexed_async_connection_with_config(&config)
@@ -122,14 +142,62 @@ impl Redeemer {
 mod tests {
     use super::*;
 
+    fn limits(timeout: Duration, max_pending: usize) -> StoreLimits {
+        StoreLimits { connect_timeout: timeout, response_timeout: timeout, max_pending }
+    }
+
+    /// A Redis that takes connections (the kernel's backlog does) and never
+    /// answers, and its URL.
+    fn silent_store() -> (std::net::TcpListener, String) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("redis://127.0.0.1:{}/0", listener.local_addr().unwrap().port());
+        (listener, url)
+    }
+
     #[tokio::test]
     async fn an_unreachable_store_refuses_the_redemption() {
         // A port nothing listens on: connecting fails at once.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
-        let redeemer = Redeemer::new(&format!("redis://127.0.0.1:{port}/0")).unwrap();
+        let redeemer =
+            Redeemer::new(&format!("redis://127.0.0.1:{port}/0"), limits(Duration::from_secs(2), 4)).unwrap();
         let err = redeemer.redeem("0123", Duration::from_secs(1)).await.unwrap_err();
         assert!(err.0.contains("cannot be reached"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_store_that_does_not_answer_within_the_timeouts_refuses_the_redemption() {
+        // One millisecond to connect and to answer, and a store that never
+        // answers: whichever of the two ends the wait, nothing is redeemed.
+        let (_store, url) = silent_store();
+        let redeemer = Redeemer::new(&url, limits(Duration::from_millis(1), 4)).unwrap();
+        assert!(redeemer.redeem("0123", Duration::from_secs(1)).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn redemptions_past_max_pending_are_refused_at_once() {
+        // Two redemptions wait for a store that never answers (for up to a
+        // minute, far longer than this test runs): a third is refused.
+        let (_store, url) = silent_store();
+        let redeemer = std::sync::Arc::new(Redeemer::new(&url, limits(Duration::from_secs(60), 2)).unwrap());
+        let mut waiting = Vec::new();
+        for id in ["a", "b"] {
+            let redeemer = redeemer.clone();
+            waiting.push(tokio::spawn(async move { redeemer.redeem(id, Duration::from_secs(1)).await.map(drop) }));
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while redeemer.pending.available_permits() > 0 {
+            assert!(tokio::time::Instant::now() < deadline, "the two redemptions never started");
+            tokio::task::yield_now().await;
+        }
+        let err = redeemer.redeem("c", Duration::from_secs(1)).await.unwrap_err();
+        assert!(
+            err.0.contains("2 confirmations are already waiting") && err.0.contains("max_pending_redemptions"),
+            "{err}"
+        );
+        for task in waiting {
+            task.abort();
+        }
     }
 }

@@ -97,7 +97,7 @@ pub fn check(key: &StateKey, state: &str, now_ms: u64, binding: &Binding<'_>) ->
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn key(byte: u8) -> StateKey {
@@ -138,6 +138,25 @@ mod tests {
         ] {
             assert_eq!(check(&key(1), &bad, 1, &BOUND), None, "{bad}");
         }
+    }
+
+    /// `state` grown to `len` bytes by zeros in front of its expiry (the
+    /// same number, so the MAC still holds).
+    pub(crate) fn padded(state: &str, len: usize) -> String {
+        let mut parts: Vec<String> = state.split('.').map(str::to_owned).collect();
+        let grow = len - state.len();
+        parts[2] = format!("{}{}", "0".repeat(grow), parts[2]);
+        parts.join(".")
+    }
+
+    #[test]
+    fn a_state_is_checked_up_to_exactly_its_cap() {
+        let state = issue(&key(1), 1_000, &BOUND);
+        let at_cap = padded(&state, MAX_REQUEST_STATE_BYTES);
+        assert_eq!(at_cap.len(), MAX_REQUEST_STATE_BYTES);
+        assert_eq!(check(&key(1), &at_cap, 999, &BOUND).map(|c| c.expiry_ms), Some(1_000), "checked, and valid");
+        let over = padded(&state, MAX_REQUEST_STATE_BYTES + 1);
+        assert_eq!(check(&key(1), &over, 999, &BOUND), None, "refused unparsed, though its MAC holds");
     }
 
     #[test]

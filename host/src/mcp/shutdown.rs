@@ -5,8 +5,9 @@
 //! log, export the last spans and exit 0.
 //!
 //! Trusts nothing about how long calls take: past the grace they are
-//! cancelled, and a cancelled call gets [`CANCEL_GRACE`] to write its
-//! result; a second signal cancels them at once. The transports call
+//! cancelled, and a cancelled call gets `[serve] cancel_grace_secs`
+//! (`DEFAULT_CANCEL_GRACE`) to write its result; a second signal cancels
+//! them at once. The transports call
 //! [`signal`] and [`drain`]; what "in flight" means (calls, and over HTTP
 //! also the responses still being written) is theirs to say.
 
@@ -14,9 +15,6 @@ use crate::host::Host;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// After the calls past the grace were cancelled, how long they may take
-/// to write their `cancelled` results.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 /// How often draining checks whether the work in flight is done.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
 
@@ -45,15 +43,18 @@ pub(super) async fn signal() {
 /// The most shutdown can take after the signal, for the last-resort exit:
 /// the grace, the cancelled calls' grace, and `rest` for the transport.
 pub(super) fn longest(host: &Host, rest: Duration) -> Duration {
-    host.config().serve.shutdown_grace + CANCEL_GRACE + rest
+    let serve = host.config().serve;
+    serve.shutdown_grace + serve.cancel_grace + rest
 }
 
 /// Stop taking calls and wait until `busy` says nothing is in flight: up to
 /// the shutdown grace, then the calls still running are cancelled and
-/// given [`CANCEL_GRACE`]. Returns how many calls were cancelled.
+/// given `[serve] cancel_grace_secs`. Returns how many calls were
+/// cancelled.
 pub(super) async fn drain(host: &Host, busy: impl Fn() -> bool) -> usize {
     host.begin_shutdown();
-    let grace = host.config().serve.shutdown_grace;
+    let serve = host.config().serve;
+    let (grace, cancel_grace) = (serve.shutdown_grace, serve.cancel_grace);
     tracing::info!(
         calls_in_flight = host.calls_in_flight_total(),
         "shutting down: no new calls; waiting up to {grace:?} for the calls in flight"
@@ -73,8 +74,11 @@ pub(super) async fn drain(host: &Host, busy: impl Fn() -> bool) -> usize {
         tracing::warn!("{cancelled} calls still running at the end of the shutdown grace ({grace:?}); cancelling them");
     }
     host.cancel_calls();
-    if !idle(&busy, Instant::now() + CANCEL_GRACE).await {
-        tracing::warn!("work still in flight {CANCEL_GRACE:?} after the calls were cancelled; stopping anyway");
+    if !idle(&busy, Instant::now() + cancel_grace).await {
+        tracing::warn!(
+            "work still in flight {cancel_grace:?} after the calls were cancelled ([serve] cancel_grace_secs); \
+             stopping anyway"
+        );
     }
     cancelled
 }

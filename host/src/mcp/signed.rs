@@ -4,7 +4,8 @@
 //! The first round runs the call up to the policy's "ask" and stops there
 //! (recorded as `ask:pending`); the client is handed the question and a
 //! `requestState` signed with the fleet's key, bound to the principal, the
-//! tool and the digest of the arguments, valid for [`CONFIRM_TIMEOUT`]. The
+//! tool and the digest of the arguments, valid for `[fleet] state_ttl_secs`
+//! (`DEFAULT_STATE_TTL`, the single host's `CONFIRM_TIMEOUT`). The
 //! retry, on any replica, carries the same arguments (2026-07-28 resends the
 //! whole request) with the user's answer: the replica checks the state
 //! against the retry, redeems it once across the fleet in Redis, and runs
@@ -16,13 +17,12 @@
 //! an `accept` whose `allow` is `true`, and a state that cannot be redeemed
 //! (used before, or Redis unreachable) runs nothing.
 
-use super::CONFIRM_TIMEOUT;
 use super::cancel::linked;
 use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message};
 use crate::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
-use crate::fleet::redeem::{Redeemed, Redeemer};
+use crate::fleet::redeem::{Redeemed, Redeemer, StoreLimits};
 use crate::fleet::token::{self, Binding};
-use crate::fleet::{FleetSettings, MAX_CLOCK_SKEW, StateKey};
+use crate::fleet::{FleetSettings, StateKey};
 use crate::host::Host;
 use crate::pipeline::CallRequest;
 use futures::future::BoxFuture;
@@ -36,6 +36,10 @@ use tokio_util::sync::CancellationToken;
 pub struct SignedConfirmations {
     key: StateKey,
     store: Redeemer,
+    /// How long a state is valid (`[fleet] state_ttl_secs`).
+    state_ttl: Duration,
+    /// How much longer Redis keeps a redeemed id (`max_clock_skew_secs`).
+    max_clock_skew: Duration,
 }
 
 /// The confirmer of a first round: keeps the question and stops the call.
@@ -68,7 +72,17 @@ impl SignedConfirmations {
     ///
     /// The Redis URL is not one.
     pub fn new(settings: &FleetSettings) -> Result<Self, String> {
-        Ok(Self { key: settings.state_key.clone(), store: Redeemer::new(&settings.redis_url)? })
+        let limits = StoreLimits {
+            connect_timeout: settings.redis_connect_timeout,
+            response_timeout: settings.redis_response_timeout,
+            max_pending: settings.max_pending_redemptions,
+        };
+        Ok(Self {
+            key: settings.state_key.clone(),
+            store: Redeemer::new(&settings.redis_url, limits)?,
+            state_ttl: settings.state_ttl,
+            max_clock_skew: settings.max_clock_skew,
+        })
     }
 
     /// Run the first round of `request`. If the policy asks and
@@ -88,7 +102,7 @@ impl SignedConfirmations {
         let result = host.call_cancellable(request, confirmer, &run_cancel).await;
         let question = handoff.question.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(question) = question else { return Started::Done(Box::new(result)) };
-        let expiry = now_ms().saturating_add(u64::try_from(CONFIRM_TIMEOUT.as_millis()).unwrap_or(u64::MAX));
+        let expiry = now_ms().saturating_add(u64::try_from(self.state_ttl.as_millis()).unwrap_or(u64::MAX));
         let digest = digest(owner);
         let state = token::issue(&self.key, expiry, &binding(owner, &digest));
         let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
@@ -111,7 +125,7 @@ impl SignedConfirmations {
         let Some(checked) = token::check(&self.key, state, now, &binding(owner, &digest)) else {
             return Resumed::Unknown;
         };
-        let ttl = Duration::from_millis(checked.expiry_ms.saturating_sub(now)).saturating_add(MAX_CLOCK_SKEW);
+        let ttl = Duration::from_millis(checked.expiry_ms.saturating_sub(now)).saturating_add(self.max_clock_skew);
         match self.store.redeem(&checked.id, ttl).await {
             Ok(Redeemed::First) => {}
             Ok(Redeemed::AlreadyUsed) => return Resumed::Unknown,
@@ -133,4 +147,63 @@ fn digest(owner: &Owner) -> String {
 
 fn binding<'a>(owner: &'a Owner, digest: &'a str) -> Binding<'a> {
     Binding { principal: &owner.principal, tool: &owner.tool, argument_digest: digest }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::MAX_REQUEST_STATE_BYTES;
+    use crate::fleet::token::tests::padded;
+    use serde_json::json;
+
+    /// A replica of a fleet whose Redis is a port nothing listens on.
+    fn replica(dir: &std::path::Path) -> SignedConfirmations {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        std::fs::write(dir.join("key"), "k".repeat(40)).unwrap();
+        let text = format!(
+            "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://127.0.0.1:{port}/0\"\nstate_ttl_secs = 60\n",
+            dir.join("key")
+        );
+        let config = crate::config::testing::parse(&text).unwrap();
+        SignedConfirmations::new(&config.fleet.unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_state_of_exactly_the_cap_is_checked_and_one_byte_more_is_refused_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let replica = replica(dir.path());
+        let host = Host::builder().build().await.unwrap();
+        let arguments = json!({"to": "bob"});
+        let owner = Owner {
+            principal: "alice".into(),
+            tool: "create_transfer".into(),
+            arguments: arguments.as_object().cloned(),
+        };
+        let digest = digest(&owner);
+        let expiry = now_ms() + 60_000;
+        let state = token::issue(&replica.key, expiry, &binding(&owner, &digest));
+        let request = || CallRequest::new("alice", "create_transfer", arguments.clone());
+        // At the cap the state is parsed and its MAC checked: it gets as far
+        // as redeeming, which the unreachable store refuses (`-32603`).
+        let at_cap = padded(&state, MAX_REQUEST_STATE_BYTES);
+        let resumed = replica.resume(&host, request(), &at_cap, &owner, None, &[]).await;
+        assert!(matches!(&resumed, Resumed::Unavailable(why) if why.contains("Redis")), "{:?}", kind(&resumed));
+        // One byte more is refused unread (`-32602`), Redis never asked.
+        let over = padded(&state, MAX_REQUEST_STATE_BYTES + 1);
+        let resumed = replica.resume(&host, request(), &over, &owner, None, &[]).await;
+        assert!(matches!(resumed, Resumed::Unknown), "{:?}", kind(&resumed));
+        assert_eq!(host.calls_in_flight_total(), 0);
+    }
+
+    fn kind(resumed: &Resumed) -> &'static str {
+        match resumed {
+            Resumed::Done(_) => "done: the call ran",
+            Resumed::Unknown => "unknown",
+            Resumed::Mismatch => "mismatch",
+            Resumed::Lost => "lost",
+            Resumed::Unavailable(_) => "unavailable",
+        }
+    }
 }

@@ -5,15 +5,16 @@
 //! The SDK's batch processor calls this from its own thread, outside the
 //! runtime, so each request is spawned onto the runtime and awaited.
 //! Trusts the collector the operator named no further than that: the
-//! whole exchange is bounded by the export timeout and the response body
+//! whole exchange is bounded by the export timeout (`[traces]
+//! export_timeout_secs`) and the response body
 //! is capped at [`MAX_RESPONSE_BYTES`].
 
-use super::OTLP_EXPORT_TIMEOUT;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_util::rt::TokioIo;
 use opentelemetry_http::{HttpClient, HttpError};
+use std::time::Duration;
 
 /// Largest collector response read (an OTLP response is a few bytes, or a
 /// partial-success message).
@@ -23,21 +24,27 @@ const MAX_RESPONSE_BYTES: usize = 64 << 10;
 #[derive(Debug)]
 pub(super) struct Client {
     runtime: tokio::runtime::Handle,
+    /// How long one export may take.
+    timeout: Duration,
 }
 
 impl Client {
-    pub(super) fn new(runtime: tokio::runtime::Handle) -> Self {
-        Self { runtime }
+    pub(super) fn new(runtime: tokio::runtime::Handle, timeout: Duration) -> Self {
+        Self { runtime, timeout }
     }
 }
 
 #[async_trait::async_trait]
 impl HttpClient for Client {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let timeout = self.timeout;
         let sent = self.runtime.spawn(async move {
-            match tokio::time::timeout(OTLP_EXPORT_TIMEOUT, send(request)).await {
+            match tokio::time::timeout(timeout, send(request)).await {
                 Ok(result) => result,
-                Err(_) => Err(format!("the collector did not answer within {OTLP_EXPORT_TIMEOUT:?}").into()),
+                Err(_) => {
+                    Err(format!("the collector did not answer within {timeout:?} ([traces] export_timeout_secs)")
+                        .into())
+                }
             }
         });
         sent.await.map_err(|err| -> HttpError { Box::new(err) })?

@@ -131,6 +131,7 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
     let transport = stdio::StdioTransport::new(reader, writer);
+    let unanswered = transport.unanswered();
     // Clients on the initialize-based revisions are registered for
     // list_changed by `notifications/initialized`; 2026-07-28 clients
     // subscribe with `subscriptions/listen`. The client connecting is
@@ -156,8 +157,9 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
         None => {
             shutdown::last_resort(shutdown::longest(&host, STDIO_SHUTDOWN_REST));
             // New calls are refused from now on; the replies of calls that
-            // finish are written as usual.
-            shutdown::drain(&host, || host.calls_in_flight_total() > 0).await;
+            // finish are written as usual. A request read but not yet in
+            // the pipeline (rmcp has not run its task) counts as busy too.
+            shutdown::drain(&host, || host.calls_in_flight_total() > 0 || unanswered.count() > 0).await;
             // rmcp writes the replies still queued before it stops.
             service.cancel();
             waiting.await.context("the MCP stdio service stopped unexpectedly")?

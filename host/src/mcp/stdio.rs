@@ -31,7 +31,7 @@
 
 use super::jsonrpc::{self, Rejection};
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use std::collections::HashMap;
@@ -68,6 +68,7 @@ const READ_BUFFER_BYTES: usize = 64 << 10;
 /// rmcp's transport over a reader (stdin) and a writer (stdout).
 pub(super) struct StdioTransport {
     incoming: mpsc::Receiver<ClientJsonRpcMessage>,
+    in_flight: Arc<InFlight>,
     outgoing: Option<mpsc::Sender<Outgoing>>,
     stop: CancellationToken,
     writer: Option<JoinHandle<()>>,
@@ -82,18 +83,19 @@ struct Outgoing {
 /// Requests read and not yet answered, each holding a permit.
 struct InFlight {
     permits: Arc<Semaphore>,
-    held: Mutex<HashMap<RequestId, OwnedSemaphorePermit>>,
+    /// Each request's permit, and whether it is a `tools/call`.
+    held: Mutex<HashMap<RequestId, (OwnedSemaphorePermit, bool)>>,
 }
 
 impl InFlight {
     /// Hold `permit` for request `id`; `false` (and the permit returned to
     /// the pool) when a request with that id is already in flight.
-    fn hold(&self, id: RequestId, permit: OwnedSemaphorePermit) -> bool {
+    fn hold(&self, id: RequestId, permit: OwnedSemaphorePermit, call: bool) -> bool {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if held.contains_key(&id) {
             return false;
         }
-        held.insert(id, permit);
+        held.insert(id, (permit, call));
         true
     }
 
@@ -121,8 +123,31 @@ impl StdioTransport {
         let reader =
             Reader { parsed: parsed_tx, replies: outgoing.clone(), in_flight: in_flight.clone(), stop: stop.clone() };
         tokio::spawn(reader.run(BufReader::with_capacity(READ_BUFFER_BYTES, read)));
-        let writer = tokio::spawn(write_all(write, queue, in_flight, stop.clone()));
-        StdioTransport { incoming, outgoing: Some(outgoing), stop, writer: Some(writer) }
+        let writer = tokio::spawn(write_all(write, queue, in_flight.clone(), stop.clone()));
+        StdioTransport { incoming, in_flight: in_flight.clone(), outgoing: Some(outgoing), stop, writer: Some(writer) }
+    }
+}
+
+/// How many `tools/call` requests read from stdin are not answered yet;
+/// shared with the transport, so that shutdown can wait for calls rmcp has
+/// not yet handed to the pipeline (a call read just before SIGTERM still
+/// gets its reply and its audit record). Other requests are not counted: a
+/// `subscriptions/listen` stays open until the session ends.
+#[derive(Clone)]
+pub(super) struct Unanswered(Arc<InFlight>);
+
+impl Unanswered {
+    /// Calls read and not yet answered (nor cancelled by the client).
+    pub(super) fn count(&self) -> usize {
+        self.0.held.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|(_, call)| *call).count()
+    }
+}
+
+impl StdioTransport {
+    /// A handle counting the requests this transport read and has not yet
+    /// answered.
+    pub(super) fn unanswered(&self) -> Unanswered {
+        Unanswered(self.in_flight.clone())
     }
 }
 
@@ -239,7 +264,8 @@ impl Reader {
                 let Some(Ok(permit)) = self.unless_stopped(self.in_flight.permits.clone().acquire_owned()).await else {
                     return false;
                 };
-                if !self.in_flight.hold(request.id.clone(), permit) {
+                let call = matches!(request.request, ClientRequest::CallToolRequest(_));
+                if !self.in_flight.hold(request.id.clone(), permit, call) {
                     let id = request.id.clone();
                     return self
                         .reject(Rejection::invalid_request(
@@ -447,6 +473,39 @@ mod tests {
         client_in.read_exact(&mut first).await.unwrap();
         let Some(JsonRpcMessage::Request(next)) = transport.receive().await else { panic!("the next request") };
         assert_eq!(next.id, RequestId::Number(MAX_STDIO_REQUESTS_IN_FLIGHT as i64));
+        transport.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn calls_read_are_counted_until_answered_or_cancelled() {
+        let (mut transport, mut client_out, mut client_in) = pipes();
+        let unanswered = transport.unanswered();
+        let call = |id: u32| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{}}}}}}\n"
+            )
+        };
+        let lines = [call(1), call(2), call(3), "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}\n".to_owned()];
+        for line in &lines {
+            client_out.write_all(line.as_bytes()).await.unwrap();
+        }
+        for _ in &lines {
+            let Some(JsonRpcMessage::Request(_)) = transport.receive().await else { panic!("a request") };
+        }
+        // Shutdown waits for these three calls, not for the ping.
+        assert_eq!(unanswered.count(), 3);
+        let reply =
+            TxJsonRpcMessage::<RoleServer>::response(rmcp::model::ServerResult::empty(()), RequestId::Number(1));
+        transport.send(reply).await.unwrap();
+        let mut first = [0u8; 16];
+        client_in.read_exact(&mut first).await.unwrap();
+        assert_eq!(unanswered.count(), 2);
+        client_out
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}\n")
+            .await
+            .unwrap();
+        let Some(JsonRpcMessage::Notification(_)) = transport.receive().await else { panic!("the cancellation") };
+        assert_eq!(unanswered.count(), 1);
         transport.close().await.unwrap();
     }
 

@@ -164,7 +164,13 @@ impl HostBuilder {
         let sessions = Arc::new(Sessions::new());
         Sessions::spawn_sweeper(&sessions);
         let telemetry = Telemetry { metrics, traces };
-        let pipeline = Pipeline { scheduler, quota: QuotaTracker::new(), sessions, telemetry };
+        let pipeline = Pipeline {
+            scheduler,
+            quota: QuotaTracker::new(),
+            sessions,
+            telemetry,
+            confirmations_closed: CancellationToken::new(),
+        };
         let host = Host {
             inner: Arc::new(Inner {
                 runtime,
@@ -551,6 +557,7 @@ impl Host {
     /// Shutdown has begun: `/readyz` answers 503 from now on.
     pub fn begin_shutdown(&self) {
         self.inner.draining.store(true, Ordering::SeqCst);
+        self.inner.pipeline.confirmations_closed.cancel();
     }
 
     /// Cancel every call in flight and every call received from now on:

@@ -191,6 +191,10 @@ pub struct Pipeline {
     pub sessions: Arc<Sessions>,
     /// Metrics and spans of finished calls.
     pub(crate) telemetry: Telemetry,
+    /// Cancelled when shutdown begins: a call waiting for its confirmation
+    /// is declined then, since no answer can arrive once the listener is
+    /// closed (it would otherwise hold the shutdown for its whole grace).
+    pub confirmations_closed: CancellationToken,
 }
 
 /// A call that passed resolve, parse, validate and authorize.
@@ -358,7 +362,18 @@ impl Pipeline {
                         };
                         timeline.mark();
                         let _pending = self.telemetry.metrics.confirmation_pending();
-                        let confirmed = confirmer.confirm(ask).await;
+                        let confirmed = tokio::select! {
+                            confirmed = confirmer.confirm(ask) => confirmed,
+                            () = self.confirmations_closed.cancelled() => {
+                                let failure = Failure::new(
+                                    ErrorKind::Declined,
+                                    format!(
+                                        "this call needs confirmation ({reason}) and the server began shutting down before it was answered; nothing was run. Propose it again once the server is back."
+                                    ),
+                                );
+                                return Err((failure, Decision::AskDeclined, policy, Some(tool)));
+                            }
+                        };
                         timeline.lap(Stage::Confirm);
                         confirmed
                     }

@@ -308,3 +308,39 @@ mod fuzz {
         }
     }
 }
+
+/// A confirmer whose user never answers (the client's answer would need a
+/// new request, which a server shutting down no longer takes).
+struct NeverAnswers(tokio::sync::Notify);
+
+impl airlock::Confirmer for NeverAnswers {
+    fn confirm<'a>(&'a self, _: ConfirmRequest<'a>) -> futures::future::BoxFuture<'a, bool> {
+        self.0.notify_one();
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn shutdown_declines_a_call_waiting_for_confirmation() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let host = host(&bank_config(&audit)).await;
+    let waiting = NeverAnswers(tokio::sync::Notify::new());
+    let big = CallRequest::new("alice", "create_transfer", json!({"to": "acc-bob", "amount": 20000}));
+    let call = host.call(big, Some(&waiting));
+    let shutdown = async {
+        // Shutdown begins once the user is being asked.
+        waiting.0.notified().await;
+        host.begin_shutdown();
+    };
+    let (result, ()) =
+        tokio::time::timeout(std::time::Duration::from_secs(60), futures::future::join(call, shutdown)).await.unwrap();
+    assert_failed(&result, "declined", "shutting down");
+    assert!(result.text().contains("nothing was run"), "{}", result.text());
+    assert!(result.fuel_used.is_none(), "nothing ran");
+    let record: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().lines().last().unwrap()).unwrap();
+    assert_eq!(record["decision"], "ask:declined");
+    // Calls received from now on are refused without asking anyone.
+    let after = host.call(CallRequest::new("alice", "get_balance", json!({"account_id": "acc-alice"})), None).await;
+    assert_failed(&after, "cancelled", "shutting down");
+}

@@ -389,19 +389,10 @@ fn target_of(uri: &http::Uri, https: bool) -> Result<Target, String> {
     Ok(Target { https, host, port, path_and_query })
 }
 
-/// One TLS client configuration (ring, webpki roots) for the process.
+/// The process's one TLS client configuration (ring, webpki roots), the
+/// one tools' outgoing requests use too.
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
-    if let Some(config) = CONFIG.get() {
-        return Ok(config.clone());
-    }
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|err| format!("the host could not set up TLS: {err}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(CONFIG.get_or_init(|| Arc::new(config)).clone())
+    crate::network::send::tls_config().map_err(|err| format!("the host could not set up TLS: {err:?}"))
 }
 
 /// `Bearer realm="…",service="…"` → ("Bearer", {realm, service}).

@@ -32,13 +32,14 @@ mod settings;
 mod signature;
 mod store;
 
-pub use lock::{Lock, MAX_LOCK_BYTES};
+pub use lock::Lock;
 pub use reference::{MAX_REFERENCE_LEN, OciRef};
 pub use settings::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_LAYER_BYTES, DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_READ_TIMEOUT,
-    DistributionSettings, MAX_KEYS, MAX_MANIFEST_BYTES, OciSource, RawDistribution, SignaturePolicy,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_AUTH_FILE_BYTES, DEFAULT_MAX_LAYER_BYTES, DEFAULT_MAX_LAYERS,
+    DEFAULT_MAX_LOCK_BYTES, DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
+    DEFAULT_MAX_SIGNATURES, DEFAULT_MAX_TOKEN_RESPONSE_BYTES, DEFAULT_READ_TIMEOUT, DistributionSettings, MAX_KEYS,
+    MAX_MANIFEST_BYTES, OciSource, RawDistribution, SignaturePolicy,
 };
-pub use signature::{MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
 
 use bytes::Bytes;
 use client::{Cap, Client};
@@ -93,8 +94,13 @@ fn store_of(settings: &DistributionSettings) -> Result<Store, String> {
     Ok(Store::new(root))
 }
 
+/// The key that raises the cap on a manifest.
+const MANIFEST_KEY: &str = "[distribution] max_manifest_bytes";
+/// The key that raises the cap on a signature payload.
+const PAYLOAD_KEY: &str = "[distribution] max_signature_payload_bytes";
+
 fn manifest_cap(settings: &DistributionSettings) -> Cap {
-    Cap { bytes: settings.max_manifest_bytes, key: "[distribution] max_manifest_bytes" }
+    Cap::by(MANIFEST_KEY, settings.max_manifest_bytes)
 }
 
 /// The component `source` names, for the loader: the digest from the
@@ -111,7 +117,7 @@ pub async fn materialize(settings: &Arc<DistributionSettings>, source: &OciSourc
         Some(digest) => digest.clone(),
         None => {
             let key = source.reference.tag_key().unwrap_or_default();
-            let lock = Lock::read(&settings.lock_file)?;
+            let lock = Lock::read(&settings.lock_file, settings.max_lock_bytes)?;
             lock.pins.get(&key).cloned().ok_or_else(|| {
                 format!(
                     "{key} is a tag that {} does not pin yet: run `airlock pull` to resolve it and pin its digest",
@@ -161,7 +167,7 @@ pub async fn pull(
         }
         (None, None) => return Err(format!("{reference} names neither a tag nor a digest")),
     };
-    let mut lock = Lock::read(&settings.lock_file)?;
+    let mut lock = Lock::read(&settings.lock_file, settings.max_lock_bytes)?;
     let mut replaced = None;
     if let Some(key) = &key
         && let Some(pinned) = lock.pins.get(key)
@@ -181,7 +187,7 @@ pub async fn pull(
         && lock.pins.get(&key) != Some(&digest)
     {
         lock.pins.insert(key, digest);
-        lock.write(&settings.lock_file)?;
+        lock.write(&settings.lock_file, settings.max_lock_bytes)?;
     }
     Ok(PullReport { pulled, replaced })
 }
@@ -199,7 +205,7 @@ async fn obtain(
     let store = store_of(settings)?;
     let reference = &source.reference;
     let pinned = reference.pinned(digest);
-    let bytes = match store.read(digest, settings.max_manifest_bytes)? {
+    let bytes = match store.read(digest, settings.max_manifest_bytes, MANIFEST_KEY)? {
         Some(bytes) => bytes,
         None => {
             let (bytes, actual) = fetch_manifest(&client, reference, digest)
@@ -212,7 +218,7 @@ async fn obtain(
             bytes
         }
     };
-    let manifest = Manifest::parse(&bytes, &pinned)?;
+    let manifest = Manifest::parse(&bytes, &pinned, settings.max_layers)?;
     let layer = manifest.component_layer(&pinned)?.clone();
     if layer.size > settings.max_component_bytes {
         return Err(format!(
@@ -225,8 +231,7 @@ async fn obtain(
     }
     let path = store.blob_path(&layer.digest)?;
     if !path.is_file() {
-        let cap =
-            Cap { bytes: layer.size.min(settings.max_component_bytes), key: "[distribution] max_component_bytes" };
+        let cap = Cap::by("[distribution] max_component_bytes", layer.size.min(settings.max_component_bytes));
         let bytes = fetch_blob(&client, reference, &layer.digest, cap).await?;
         let actual = sha256_digest(&bytes);
         if actual != layer.digest {
@@ -275,26 +280,38 @@ async fn check_signatures(
             fetched = true;
             fetch_signatures(client, store, &source.reference, digest).await?
         }
-        None => Vec::new(),
+        None => Found::default(),
     };
-    let mut signer = signature::verify(&found, digest, &keys).map(signature::PublicKey::signer);
+    let mut signer = signature::verify(&found.checked, digest, &keys).map(signature::PublicKey::signer);
     // A stored signature that no longer verifies (keys rotated, a new
     // signature pushed) is looked up afresh once before refusing.
     if signer.is_none() && policy.required && !fetched {
         found = fetch_signatures(client, store, &source.reference, digest).await?;
-        signer = signature::verify(&found, digest, &keys).map(signature::PublicKey::signer);
+        signer = signature::verify(&found.checked, digest, &keys).map(signature::PublicKey::signer);
     }
     if signer.is_some() {
         return Ok(signer);
     }
     let accepted: Vec<String> = keys.iter().map(signature::PublicKey::signer).collect();
+    // Signatures past the cap were not looked at: say so, with the key.
+    let unchecked = if found.total > found.checked.len() {
+        format!(
+            "; only the first {} of its {} signatures were checked ([distribution] max_signatures raises it, up to \
+             {})",
+            found.checked.len(),
+            found.total,
+            settings::MAX_SIGNATURES
+        )
+    } else {
+        String::new()
+    };
     if !policy.required {
-        if !found.is_empty() {
-            tracing::warn!("{pinned}: signed, but by none of the keys {accepted:?}; loaded as unsigned");
+        if found.total > 0 {
+            tracing::warn!("{pinned}: signed, but by none of the keys {accepted:?}; loaded as unsigned{unchecked}");
         }
         return Ok(None);
     }
-    Err(if found.is_empty() {
+    Err(if found.total == 0 {
         format!(
             "{pinned} is not signed (no cosign signature {} in {}), and require_signature is set: accepted are \
              signatures by {accepted:?}; sign it with `airlock push --sign KEY` or `cosign sign --key KEY`",
@@ -303,75 +320,86 @@ async fn check_signatures(
         )
     } else {
         format!(
-            "{pinned} has {} signature(s), but none verifies with the accepted key(s) {accepted:?}: refusing it",
-            found.len()
+            "{pinned} has {} signature(s), but none verifies with the accepted key(s) {accepted:?}: refusing \
+             it{unchecked}",
+            found.total
         )
     })
 }
 
-/// The signatures of `digest` kept in the store, if a fetch stored some.
-fn stored_signatures(
-    store: &Store,
-    digest: &str,
-    settings: &DistributionSettings,
-) -> Result<Option<Vec<Signed>>, String> {
-    let Some(signature_digest) = store.signature_of(digest)? else { return Ok(None) };
-    let Some(bytes) = store.read(&signature_digest, settings.max_manifest_bytes)? else { return Ok(None) };
-    let manifest = Manifest::parse(&bytes, &format!("the stored signature manifest {signature_digest}"))?;
-    let mut signed = Vec::new();
-    for (layer, signature_b64) in signature_layers(&manifest) {
-        let Some(payload) = store.read(&layer.digest, signature::MAX_PAYLOAD_BYTES)? else { return Ok(None) };
-        signed.push(Signed { payload, signature_b64 });
-    }
-    Ok(Some(signed))
+/// The signatures of a component: the first `[distribution]
+/// max_signatures` of its signature manifest, and how many it has.
+#[derive(Debug, Default)]
+struct Found {
+    /// The signatures read, to be checked.
+    checked: Vec<Signed>,
+    /// How many the signature manifest carries.
+    total: usize,
 }
 
-/// The payload layers of a signature manifest with their signatures.
-fn signature_layers(manifest: &Manifest) -> Vec<(&Descriptor, String)> {
-    manifest
-        .layers
-        .iter()
-        .filter(|layer| layer.media_type == signature::PAYLOAD_MEDIA_TYPE)
-        .filter_map(|layer| {
+/// The signatures of `digest` kept in the store, if a fetch stored some.
+fn stored_signatures(store: &Store, digest: &str, settings: &DistributionSettings) -> Result<Option<Found>, String> {
+    let Some(signature_digest) = store.signature_of(digest)? else { return Ok(None) };
+    let Some(bytes) = store.read(&signature_digest, settings.max_manifest_bytes, MANIFEST_KEY)? else {
+        return Ok(None);
+    };
+    let what = format!("the stored signature manifest {signature_digest}");
+    let manifest = Manifest::parse(&bytes, &what, settings.max_layers)?;
+    let (layers, total) = signature_layers(&manifest, settings.max_signatures);
+    let mut checked = Vec::new();
+    for (layer, signature_b64) in layers {
+        let Some(payload) = store.read(&layer.digest, settings.max_signature_payload_bytes, PAYLOAD_KEY)? else {
+            return Ok(None);
+        };
+        checked.push(Signed { payload, signature_b64 });
+    }
+    Ok(Some(Found { checked, total }))
+}
+
+/// The payload layers of a signature manifest with their signatures: the
+/// first `max`, and how many there are.
+fn signature_layers(manifest: &Manifest, max: usize) -> (Vec<(&Descriptor, String)>, usize) {
+    let signed =
+        manifest.layers.iter().filter(|layer| layer.media_type == signature::PAYLOAD_MEDIA_TYPE).filter_map(|layer| {
             let signature = layer.annotations.as_ref()?.get(signature::SIGNATURE_ANNOTATION)?;
-            Some((layer, signature.clone()))
-        })
-        .take(MAX_SIGNATURES)
-        .collect()
+            Some((layer, signature))
+        });
+    let total = signed.clone().count();
+    (signed.take(max).map(|(layer, signature)| (layer, signature.clone())).collect(), total)
 }
 
 /// Fetch the signature image of `digest` and store it; no image is no
 /// signatures.
-async fn fetch_signatures(
-    client: &Client,
-    store: &Store,
-    reference: &OciRef,
-    digest: &str,
-) -> Result<Vec<Signed>, String> {
+async fn fetch_signatures(client: &Client, store: &Store, reference: &OciRef, digest: &str) -> Result<Found, String> {
+    let settings = client.settings();
     let tag = signature::signature_tag(digest);
-    let Some((bytes, signature_digest)) = fetch_manifest(client, reference, &tag).await? else { return Ok(Vec::new()) };
+    let Some((bytes, signature_digest)) = fetch_manifest(client, reference, &tag).await? else {
+        return Ok(Found::default());
+    };
     let what = format!("the signature manifest {}:{tag}", reference.docker_reference());
-    let manifest = Manifest::parse(&bytes, &what)?;
+    let manifest = Manifest::parse(&bytes, &what, settings.max_layers)?;
     store.put(&bytes)?;
-    let mut signed = Vec::new();
-    for (layer, signature_b64) in signature_layers(&manifest) {
-        if layer.size > signature::MAX_PAYLOAD_BYTES {
+    let (layers, total) = signature_layers(&manifest, settings.max_signatures);
+    let mut checked = Vec::new();
+    for (layer, signature_b64) in layers {
+        let max = settings.max_signature_payload_bytes;
+        if layer.size > max {
             return Err(format!(
-                "{what}: a payload of {} bytes is over the {}-byte cap for a signature payload",
+                "{what}: a payload of {} bytes is over the {max}-byte cap for a signature payload ({PAYLOAD_KEY} \
+                 raises it, up to {})",
                 layer.size,
-                signature::MAX_PAYLOAD_BYTES
+                settings::MAX_SIGNATURE_PAYLOAD_BYTES
             ));
         }
-        let cap = Cap { bytes: signature::MAX_PAYLOAD_BYTES, key: "(fixed)" };
-        let payload = fetch_blob(client, reference, &layer.digest, cap).await?;
+        let payload = fetch_blob(client, reference, &layer.digest, Cap::by(PAYLOAD_KEY, max)).await?;
         if sha256_digest(&payload) != layer.digest {
             return Err(format!("{what}: a payload does not match its digest {}", layer.digest));
         }
         store.put(&payload)?;
-        signed.push(Signed { payload, signature_b64 });
+        checked.push(Signed { payload, signature_b64 });
     }
     store.set_signature_of(digest, &signature_digest)?;
-    Ok(signed)
+    Ok(Found { checked, total })
 }
 
 /// The manifest `tag_or_digest` of `reference`'s repository and its digest
@@ -459,53 +487,28 @@ pub async fn push(
     let key = sign.map(signature::SigningKey::load).transpose()?;
     let component = read_component(file)?;
     let client = Client::new(settings.clone());
-    let layer_digest = upload_blob(&client, reference, Bytes::from(component.clone())).await?;
-    let config = manifest::wasm_config(&layer_digest);
-    let config_digest = upload_blob(&client, reference, Bytes::from(config.clone())).await?;
-    let manifest = manifest::build(
-        Descriptor {
-            media_type: manifest::WASM_CONFIG_MEDIA_TYPE.into(),
-            digest: config_digest,
-            size: config.len() as u64,
-            annotations: None,
-        },
-        vec![Descriptor {
-            media_type: manifest::WASM_LAYER_MEDIA_TYPE.into(),
-            digest: layer_digest,
-            size: component.len() as u64,
-            annotations: None,
-        }],
-    );
-    let digest = sha256_digest(&manifest);
-    put_manifest(&client, reference, tag, manifest).await?;
+    let artifact = Artifact {
+        config_media_type: manifest::WASM_CONFIG_MEDIA_TYPE,
+        config: manifest::wasm_config,
+        layer_media_type: manifest::WASM_LAYER_MEDIA_TYPE,
+        layer: component,
+        annotations: None,
+    };
+    let digest = push_artifact(&client, reference, tag, artifact).await?;
     let signed_by = match key {
         None => None,
         Some(key) => {
             let payload = signature::payload(&reference.docker_reference(), &digest);
             let signature_b64 = key.sign(&payload)?;
-            let payload_digest = upload_blob(&client, reference, Bytes::from(payload.clone())).await?;
-            let config = serde_json::to_vec(&serde_json::json!({
-                "architecture": "", "os": "", "config": {},
-                "rootfs": { "type": "layers", "diff_ids": [payload_digest] },
-            }))
-            .unwrap_or_default();
-            let config_digest = upload_blob(&client, reference, Bytes::from(config.clone())).await?;
             let annotations = [(signature::SIGNATURE_ANNOTATION.to_owned(), signature_b64)].into_iter().collect();
-            let manifest = manifest::build(
-                Descriptor {
-                    media_type: signature::SIGNATURE_CONFIG_MEDIA_TYPE.into(),
-                    digest: config_digest,
-                    size: config.len() as u64,
-                    annotations: None,
-                },
-                vec![Descriptor {
-                    media_type: signature::PAYLOAD_MEDIA_TYPE.into(),
-                    digest: payload_digest,
-                    size: payload.len() as u64,
-                    annotations: Some(annotations),
-                }],
-            );
-            put_manifest(&client, reference, &signature::signature_tag(&digest), manifest).await?;
+            let artifact = Artifact {
+                config_media_type: signature::SIGNATURE_CONFIG_MEDIA_TYPE,
+                config: signature::config,
+                layer_media_type: signature::PAYLOAD_MEDIA_TYPE,
+                layer: payload,
+                annotations: Some(annotations),
+            };
+            push_artifact(&client, reference, &signature::signature_tag(&digest), artifact).await?;
             sign.map(|p| p.display().to_string())
         }
     };
@@ -513,17 +516,52 @@ pub async fn push(
 }
 
 fn read_component(file: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
     let max = crate::loader::MAX_COMPONENT_BYTES;
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
-        .map_err(|err| format!("{}: cannot read: {err}", file.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(format!("{}: larger than the {max}-byte limit for a component", file.display()));
-    }
+    let too_large = || format!("{}: larger than the {max}-byte limit for a component", file.display());
+    let bytes = store::read_capped(file, max, too_large)?.ok_or_else(|| format!("{}: no such file", file.display()))?;
     crate::loader::check_header(&bytes).map_err(|m| format!("{}: {m}", file.display()))?;
     Ok(bytes)
+}
+
+/// An OCI artifact of one layer: a component, or a signature image.
+struct Artifact {
+    /// The media type of its config blob.
+    config_media_type: &'static str,
+    /// Its config blob, made from the layer's digest.
+    config: fn(&str) -> Vec<u8>,
+    /// The media type of its layer.
+    layer_media_type: &'static str,
+    /// The layer's bytes.
+    layer: Vec<u8>,
+    /// The layer's annotations.
+    annotations: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// Upload `artifact`'s layer and config blobs and put its manifest under
+/// `tag`; the manifest digest.
+async fn push_artifact(client: &Client, reference: &OciRef, tag: &str, artifact: Artifact) -> Result<String, String> {
+    let layer_size = artifact.layer.len() as u64;
+    let layer_digest = upload_blob(client, reference, Bytes::from(artifact.layer)).await?;
+    let config = (artifact.config)(&layer_digest);
+    let config_size = config.len() as u64;
+    let config_digest = upload_blob(client, reference, Bytes::from(config)).await?;
+    let manifest = manifest::build(
+        Descriptor {
+            media_type: artifact.config_media_type.into(),
+            digest: config_digest,
+            size: config_size,
+            annotations: None,
+        },
+        vec![Descriptor {
+            media_type: artifact.layer_media_type.into(),
+            digest: layer_digest,
+            size: layer_size,
+            annotations: artifact.annotations,
+        }],
+    );
+    let digest = sha256_digest(&manifest);
+    put_manifest(client, reference, tag, manifest).await?;
+    Ok(digest)
 }
 
 /// Upload `bytes` as a blob unless the registry has it; its digest.
@@ -531,7 +569,7 @@ async fn upload_blob(client: &Client, reference: &OciRef, bytes: Bytes) -> Resul
     let digest = sha256_digest(&bytes);
     let repo = &reference.repository;
     let registry = &reference.registry;
-    let small = Cap { bytes: SMALL_ANSWER_BYTES, key: "(fixed)" };
+    let small = Cap::fixed(SMALL_ANSWER_BYTES);
     let fail = |what: &str, answer: &client::Answer| {
         format!("{reference}: the registry answered {} to {what}: {}", answer.status, answer.quoted())
     };
@@ -589,7 +627,7 @@ async fn put_manifest(client: &Client, reference: &OciRef, tag: &str, manifest: 
             &path,
             &[(header::CONTENT_TYPE, MANIFEST_MEDIA_TYPE.to_owned())],
             Bytes::from(manifest),
-            Cap { bytes: SMALL_ANSWER_BYTES, key: "(fixed)" },
+            Cap::fixed(SMALL_ANSWER_BYTES),
         )
         .await
         .map_err(|m| format!("{reference}: {m}"))?;

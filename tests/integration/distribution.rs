@@ -7,9 +7,9 @@
 //! The registry binary is installed by `make oci-registry` (a prerequisite of
 //! `make test`); without it these tests fail, naming the command.
 
+use crate::service::{Reply, binary, request};
 use crate::support::{guests, temp_dir, tool};
 use serde_json::Value;
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -17,13 +17,8 @@ use std::time::{Duration, Instant};
 
 /// How long the registry may take to start answering (a liveness bound).
 const REGISTRY_START_DEADLINE: Duration = Duration::from_secs(60);
-
-fn binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("AIRLOCK_BIN") {
-        return PathBuf::from(bin);
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_airlock"))
-}
+/// The media type of the manifests pushed and fetched here.
+const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// A distribution server on loopback, killed when dropped.
 struct Registry {
@@ -68,7 +63,7 @@ impl Registry {
         let registry = Registry { child: Some(child), addr, storage, _dir: dir };
         let began = Instant::now();
         loop {
-            if let Ok((200, _)) = registry.http("GET", "/v2/", &[], b"") {
+            if TcpStream::connect(&registry.addr).is_ok() && registry.http("GET", "/v2/", &[], "").status == 200 {
                 return registry;
             }
             assert!(began.elapsed() < REGISTRY_START_DEADLINE, "the registry at {} did not start", registry.addr);
@@ -76,23 +71,25 @@ impl Registry {
         }
     }
 
-    /// A plain HTTP/1.1 exchange with the registry: (status, body).
-    fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        let mut stream = TcpStream::connect(&self.addr)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
-        for (name, value) in headers {
-            request.push_str(&format!("{name}: {value}\r\n"));
-        }
-        request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-        stream.write_all(request.as_bytes())?;
-        stream.write_all(body)?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer)?;
-        let split = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(answer.len());
-        let head = String::from_utf8_lossy(&answer[..split]).into_owned();
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        Ok((status, answer.get(split + 4..).unwrap_or_default().to_vec()))
+    /// A plain HTTP/1.1 exchange with the registry.
+    fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        request(&self.addr, method, path, headers, body)
+    }
+
+    /// The manifest `tag` of `repository`.
+    #[track_caller]
+    fn manifest(&self, repository: &str, tag: &str) -> Value {
+        let reply = self.http("GET", &format!("/v2/{repository}/manifests/{tag}"), &[("Accept", MANIFEST)], "");
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        serde_json::from_str(&reply.body).unwrap()
+    }
+
+    /// Put `manifest` under `tag` of `repository`.
+    #[track_caller]
+    fn put_manifest(&self, repository: &str, tag: &str, manifest: &Value) {
+        let path = format!("/v2/{repository}/manifests/{tag}");
+        let reply = self.http("PUT", &path, &[("Content-Type", MANIFEST)], &manifest.to_string());
+        assert_eq!(reply.status, 201, "{}", reply.body);
     }
 
     fn stop(&mut self) {
@@ -306,15 +303,9 @@ fn unsigned_wrongly_signed_oversized_and_tampered_components_are_refused() {
 
     // A manifest over the cap: the unsigned one with a large annotation,
     // pushed under its own tag.
-    let accept = [("Accept", "application/vnd.oci.image.manifest.v1+json")];
-    let (status, body) = registry.http("GET", "/v2/tools/echo/manifests/unsigned", &accept, b"").unwrap();
-    assert_eq!(status, 200);
-    let mut manifest: Value = serde_json::from_slice(&body).unwrap();
+    let mut manifest = registry.manifest("tools/echo", "unsigned");
     manifest["annotations"] = serde_json::json!({ "padding": "x".repeat(4000) });
-    let big = serde_json::to_vec(&manifest).unwrap();
-    let content_type = [("Content-Type", "application/vnd.oci.image.manifest.v1+json")];
-    let (status, _) = registry.http("PUT", "/v2/tools/echo/manifests/big", &content_type, &big).unwrap();
-    assert_eq!(status, 201);
+    registry.put_manifest("tools/echo", "big", &manifest);
     write_config(dir, "max_manifest_bytes = 2048\nallow_tags = true", &format!("{repo}:big"), "");
     refused(dir, &["pull"], 1, &["over the 2048-byte cap", "max_manifest_bytes"]);
     assert!(!lock_text(dir).contains("big"), "a refused tag is not pinned");
@@ -357,5 +348,52 @@ fn unpinned_references_and_bad_keys_are_refused_before_any_network_use() {
         &["push", tool("echo").to_str().unwrap(), "oci://127.0.0.1:9/t/echo:1", "--sign", "junk.key"],
         1,
         &["junk.key", "PRIVATE KEY"],
+    );
+}
+
+#[test]
+fn signatures_and_signature_payloads_are_checked_up_to_their_caps() {
+    let registry = Registry::start();
+    let dir = temp_dir();
+    let dir = dir.path();
+    ok(dir, &["keygen", "dev"]);
+    let repo = format!("oci://{}/tools/echo", registry.addr);
+    let digest = push(dir, &tool("echo"), &format!("{repo}:v1"), Some("dev.key"));
+    let pinned = format!("{repo}@{digest}");
+    let signed = "keys = [\"dev.pub\"]\nrequire_signature = true";
+
+    // A signature that does not verify put before the one that does: with
+    // max_signatures = 1 only the first is looked at.
+    let sig_tag = format!("{}.sig", digest.replace(':', "-"));
+    let mut manifest = registry.manifest("tools/echo", &sig_tag);
+    let good = manifest["layers"][0].clone();
+    let mut junk = good.clone();
+    junk["annotations"]["dev.cosignproject.cosign/signature"] = "bm90IGEgc2lnbmF0dXJl".into();
+    manifest["layers"] = serde_json::json!([junk, good]);
+    registry.put_manifest("tools/echo", &sig_tag, &manifest);
+    write_config(dir, &format!("{signed}\nmax_signatures = 1"), &pinned, "");
+    refused(
+        dir,
+        &["pull", &pinned],
+        1,
+        &["has 2 signature(s), but none verifies", "only the first 1 of its 2", "[distribution] max_signatures"],
+    );
+    write_config(dir, &format!("{signed}\nmax_signatures = 2"), &pinned, "");
+    assert!(ok(dir, &["pull", &pinned]).contains("signed by dev.pub"));
+
+    // A payload of exactly max_signature_payload_bytes is read; one byte
+    // less is refused naming the key.
+    let size = good["size"].as_u64().unwrap();
+    write_config(dir, &format!("{signed}\nmax_signature_payload_bytes = {size}"), &pinned, "");
+    assert!(ok(dir, &["pull", &pinned]).contains("signed by dev.pub"));
+    write_config(dir, &format!("{signed}\nmax_signature_payload_bytes = {}", size - 1), &pinned, "");
+    refused(
+        dir,
+        &["pull", &pinned],
+        1,
+        &[
+            &format!("a payload of {size} bytes is over the {}-byte cap", size - 1),
+            "[distribution] max_signature_payload_bytes",
+        ],
     );
 }

@@ -11,12 +11,9 @@
 use super::settings::{DistributionSettings, Secret, Secretless};
 use base64::Engine as _;
 use serde_json::Value;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-/// Largest auth file read.
-pub const MAX_AUTH_FILE_BYTES: u64 = 1 << 20;
-/// Largest password file read.
+/// Largest password file read: the operator's own file holding one line.
 const MAX_PASSWORD_FILE_BYTES: u64 = 64 << 10;
 
 /// A user name and password (or token) for one registry.
@@ -60,12 +57,12 @@ pub fn credentials(settings: &DistributionSettings, registry: &str) -> Result<Op
         };
         let password = match &source.password {
             Secret::Env(var) => env(var)?,
-            Secret::File(path) => first_line(path, MAX_PASSWORD_FILE_BYTES).map_err(|m| format!("{ctx} {m}"))?,
+            Secret::File(path) => first_line(path).map_err(|m| format!("{ctx} {m}"))?,
         };
         return Ok(Some(Credentials { username, password }));
     }
     for file in auth_files(settings) {
-        if let Some(found) = from_auth_file(&file, registry)? {
+        if let Some(found) = from_auth_file(&file, registry, settings.max_auth_file_bytes)? {
             return Ok(Some(found));
         }
     }
@@ -82,29 +79,26 @@ pub fn auth_files(settings: &DistributionSettings) -> Vec<PathBuf> {
     files
 }
 
-fn read_capped(path: &Path, max: u64) -> Result<Option<String>, String> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(format!("{}: cannot read: {err}", path.display())),
-    };
-    let mut text = String::new();
-    file.take(max + 1).read_to_string(&mut text).map_err(|err| format!("{}: cannot read: {err}", path.display()))?;
-    if text.len() as u64 > max {
-        return Err(format!("{}: larger than the {max}-byte cap", path.display()));
-    }
-    Ok(Some(text))
+/// The text of `path`, at most `max` bytes (`raise` says what raises the
+/// cap); `None` if there is no such file.
+fn read_capped(path: &Path, max: u64, raise: &str) -> Result<Option<String>, String> {
+    super::store::read_capped_text(path, max, || {
+        format!("{}: larger than the {max}-byte cap ({raise})", path.display())
+    })
 }
 
-fn first_line(path: &Path, max: u64) -> Result<String, String> {
-    let text = read_capped(path, max)?.ok_or_else(|| format!("password_file {} does not exist", path.display()))?;
+fn first_line(path: &Path) -> Result<String, String> {
+    let raise = "fixed: a password file holds one password or token on its first line";
+    let text = read_capped(path, MAX_PASSWORD_FILE_BYTES, raise)?
+        .ok_or_else(|| format!("password_file {} does not exist", path.display()))?;
     Ok(text.lines().next().unwrap_or_default().trim().to_owned())
 }
 
 /// The entry for `registry` in a Docker-style auth file (`auths` keyed by
 /// `host[:port]`, optionally with a scheme and a path).
-fn from_auth_file(path: &Path, registry: &str) -> Result<Option<Credentials>, String> {
-    let Some(text) = read_capped(path, MAX_AUTH_FILE_BYTES)? else { return Ok(None) };
+fn from_auth_file(path: &Path, registry: &str, max: u64) -> Result<Option<Credentials>, String> {
+    let raise = format!("[distribution] max_auth_file_bytes raises it, up to {}", super::settings::MAX_AUTH_FILE_BYTES);
+    let Some(text) = read_capped(path, max, &raise)? else { return Ok(None) };
     let config: Value = serde_json::from_str(&text)
         .map_err(|err| format!("{}: not a Docker auth file (JSON): {err}", path.display()))?;
     let Some(auths) = config.get("auths").and_then(Value::as_object) else { return Ok(None) };
@@ -147,6 +141,37 @@ fn from_auth_file(path: &Path, registry: &str) -> Result<Option<Credentials>, St
 mod tests {
     use super::*;
 
+    const MAX: u64 = crate::distribution::settings::DEFAULT_MAX_AUTH_FILE_BYTES;
+
+    /// `text` padded with trailing spaces to `len` bytes.
+    fn padded(text: &str, len: u64) -> String {
+        text.to_owned() + &" ".repeat(usize::try_from(len).unwrap() - text.len())
+    }
+
+    #[test]
+    fn an_auth_file_of_exactly_max_auth_file_bytes_is_read_and_one_byte_more_is_refused_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.json");
+        let max = 2048;
+        let json = r#"{"auths": {"r.example": {"username": "bob", "password": "pw"}}}"#;
+        std::fs::write(&file, padded(json, max)).unwrap();
+        assert_eq!(from_auth_file(&file, "r.example", max).unwrap().unwrap().username, "bob");
+        std::fs::write(&file, padded(json, max + 1)).unwrap();
+        let err = from_auth_file(&file, "r.example", max).unwrap_err();
+        assert!(err.contains("2048-byte cap") && err.contains("[distribution] max_auth_file_bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_password_file_of_exactly_its_fixed_cap_is_read_and_one_byte_more_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, padded("s3cret\n", MAX_PASSWORD_FILE_BYTES)).unwrap();
+        assert_eq!(first_line(&file).unwrap(), "s3cret");
+        std::fs::write(&file, padded("s3cret\n", MAX_PASSWORD_FILE_BYTES + 1)).unwrap();
+        let err = first_line(&file).unwrap_err();
+        assert!(err.contains(&format!("{MAX_PASSWORD_FILE_BYTES}-byte cap")) && err.contains("one password"), "{err}");
+    }
+
     #[test]
     fn docker_auth_files_are_read_by_registry() {
         let dir = tempfile::tempdir().unwrap();
@@ -157,11 +182,11 @@ mod tests {
             format!(r#"{{"auths": {{"https://ghcr.io": {{"auth": "{auth}"}}, "r.example:5000": {{"username": "bob", "password": "pw"}}}}}}"#),
         )
         .unwrap();
-        let found = from_auth_file(&file, "ghcr.io").unwrap().unwrap();
+        let found = from_auth_file(&file, "ghcr.io", MAX).unwrap().unwrap();
         assert_eq!((found.username.as_str(), found.password.as_str()), ("alice", "s3cret"));
         assert_eq!(found.basic(), format!("Basic {auth}"));
-        assert_eq!(from_auth_file(&file, "r.example:5000").unwrap().unwrap().username, "bob");
-        assert!(from_auth_file(&file, "quay.io").unwrap().is_none());
+        assert_eq!(from_auth_file(&file, "r.example:5000", MAX).unwrap().unwrap().username, "bob");
+        assert!(from_auth_file(&file, "quay.io", MAX).unwrap().is_none());
         assert!(!format!("{found:?}").contains("s3cret"));
     }
 }

@@ -5,9 +5,10 @@
 //! Everything a registry sends is untrusted: every body is read under a cap
 //! (checked against `Content-Length` first, then counted as it arrives),
 //! every wait is bounded (connect timeout, and a read timeout for the
-//! answer's head and for each piece of its body), at most
-//! [`MAX_REDIRECTS`] redirects are followed and only to https (or to a
-//! registry the operator lets speak plain http), and credentials are sent
+//! answer's head and for each piece of its body), at most `[distribution]
+//! max_redirects` redirects are followed and only to https (or to a
+//! registry the operator lets speak plain http), a token answer is read
+//! under `max_token_response_bytes`, and credentials are sent
 //! only to the registry they belong to. Digests are checked by the callers
 //! (`distribution.rs`), never taken from a header.
 
@@ -21,12 +22,9 @@ use std::sync::{Arc, Mutex};
 use tokio_rustls::rustls;
 use wasmtime_wasi_http::io::TokioIo;
 
-/// At most this many redirects per request.
-pub const MAX_REDIRECTS: usize = 5;
-/// The most of an error answer's body kept for the message.
+/// The most of an error answer's body kept for the message (the rest is
+/// not read; nothing is refused).
 const MAX_ERROR_BODY_BYTES: u64 = 4 << 10;
-/// Largest token answer read from an auth server.
-pub const MAX_TOKEN_RESPONSE_BYTES: u64 = 64 << 10;
 /// Longest part of an error answer quoted in a message.
 const MAX_QUOTED_ERROR: usize = 300;
 /// Sent with every request.
@@ -37,8 +35,29 @@ const USER_AGENT: &str = concat!("airlock/", env!("CARGO_PKG_VERSION"));
 pub struct Cap {
     /// Largest body accepted, in bytes.
     pub bytes: u64,
-    /// What raises it, for the message.
-    pub key: &'static str,
+    /// The `[distribution]` key that raises it; `None` for a fixed cap on an
+    /// answer that should carry no body.
+    pub key: Option<&'static str>,
+}
+
+impl Cap {
+    /// A cap of `bytes` that `key` raises.
+    pub fn by(key: &'static str, bytes: u64) -> Cap {
+        Cap { bytes, key: Some(key) }
+    }
+
+    /// A fixed cap of `bytes` on an answer that should carry no body.
+    pub fn fixed(bytes: u64) -> Cap {
+        Cap { bytes, key: None }
+    }
+
+    /// What raises it, for messages.
+    fn raise(&self) -> String {
+        match self.key {
+            Some(key) => format!("{key} raises it"),
+            None => "a fixed cap: this answer should carry no body".to_owned(),
+        }
+    }
 }
 
 /// An answer whose body was read in full under its cap.
@@ -143,8 +162,13 @@ impl Client {
             }
             if answer.status.is_redirection() && matches!(method, Method::GET | Method::HEAD) {
                 redirects += 1;
-                if redirects > MAX_REDIRECTS {
-                    return Err(format!("{}: more than {MAX_REDIRECTS} redirects", target.url()));
+                if redirects > self.settings.max_redirects {
+                    return Err(format!(
+                        "{}: more than {} redirects ([distribution] max_redirects raises it, up to {})",
+                        target.url(),
+                        self.settings.max_redirects,
+                        super::settings::MAX_REDIRECTS
+                    ));
                 }
                 target = self.redirect(&target, &answer)?;
                 continue;
@@ -216,7 +240,7 @@ impl Client {
             ));
         }
         let basic = credentials.as_ref().map(Credentials::basic);
-        let cap = Cap { bytes: MAX_TOKEN_RESPONSE_BYTES, key: "(fixed)" };
+        let cap = Cap::by("[distribution] max_token_response_bytes", self.settings.max_token_response_bytes);
         let answer = self.once(&target, Method::GET, &[], Bytes::new(), basic.as_deref(), cap).await?;
         if !answer.status.is_success() {
             return Err(if credentials.is_none() {
@@ -301,7 +325,7 @@ impl Client {
         let declared =
             parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         let too_large = |size: String| {
-            format!("{url}: the answer is {size} bytes, over the {}-byte cap ({} raises it)", cap.bytes, cap.key)
+            format!("{url}: the answer is {size} bytes, over the {}-byte cap ({})", cap.bytes, cap.raise())
         };
         if head {
             return Ok(Answer { status: parts.status, headers: parts.headers, body: Bytes::new() });
@@ -365,19 +389,10 @@ fn target_of(uri: &http::Uri, https: bool) -> Result<Target, String> {
     Ok(Target { https, host, port, path_and_query })
 }
 
-/// One TLS client configuration (ring, webpki roots) for the process.
+/// The process's one TLS client configuration (ring, webpki roots), the
+/// one tools' outgoing requests use too.
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
-    if let Some(config) = CONFIG.get() {
-        return Ok(config.clone());
-    }
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|err| format!("the host could not set up TLS: {err}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(CONFIG.get_or_init(|| Arc::new(config)).clone())
+    crate::network::send::tls_config().map_err(|err| format!("the host could not set up TLS: {err:?}"))
 }
 
 /// `Bearer realm="…",service="…"` → ("Bearer", {realm, service}).
@@ -421,6 +436,107 @@ fn percent_encode(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::distribution::settings::{CredentialSource, Secret, Secretless};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A loopback server answering each request on a connection of its own:
+    /// `/hop/N` redirects to `/hop/N-1` and `/hop/0` answers 200; `/auth/N`
+    /// asks for a Bearer token from `/token/N`, whose JSON answer is exactly
+    /// N bytes, and answers 200 once a token comes. Its address.
+    async fn serve() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let realm = format!("http://{addr}/token");
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let realm = realm.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        let n = stream.read(&mut buf).await.unwrap();
+                        if n == 0 {
+                            return;
+                        }
+                        head.extend_from_slice(&buf[..n]);
+                    }
+                    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                    // The path without its query.
+                    let path = head.split([' ', '?']).nth(1).unwrap_or("/").to_owned();
+                    let number = |prefix: &str| path.strip_prefix(prefix).and_then(|n| n.parse::<usize>().ok());
+                    let (status, extra, body) = if let Some(n) = number("/hop/") {
+                        match n {
+                            0 => ("200 OK", String::new(), "arrived".to_owned()),
+                            n => ("302 Found", format!("Location: /hop/{}\r\n", n - 1), String::new()),
+                        }
+                    } else if let Some(n) = number("/token/") {
+                        let token = "t".repeat(n - r#"{"token":""}"#.len());
+                        ("200 OK", String::new(), format!(r#"{{"token":"{token}"}}"#))
+                    } else if head.contains("authorization: bearer t") {
+                        ("200 OK", String::new(), "authorized".to_owned())
+                    } else {
+                        let n = number("/auth/").unwrap();
+                        let challenge = format!("WWW-Authenticate: Bearer realm=\"{realm}/{n}\",service=\"test\"\r\n");
+                        ("401 Unauthorized", challenge, String::new())
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        addr
+    }
+
+    async fn get(client: &Client, registry: &str, path: &str) -> Result<String, String> {
+        let cap = Cap::by("[distribution] max_manifest_bytes", 1024);
+        let answer = client.send(registry, Method::GET, path, &[], Bytes::new(), cap).await?;
+        assert_eq!(answer.status, StatusCode::OK);
+        Ok(String::from_utf8_lossy(&answer.body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn exactly_max_redirects_are_followed_and_one_more_is_refused_by_key() {
+        let addr = serve().await;
+        let client =
+            Client::new(Arc::new(DistributionSettings { max_redirects: 2, ..DistributionSettings::default() }));
+        assert_eq!(get(&client, &addr, "/hop/2").await.unwrap(), "arrived");
+        let err = get(&client, &addr, "/hop/3").await.unwrap_err();
+        assert!(err.contains("more than 2 redirects") && err.contains("[distribution] max_redirects"), "{err}");
+        let client =
+            Client::new(Arc::new(DistributionSettings { max_redirects: 0, ..DistributionSettings::default() }));
+        assert_eq!(get(&client, &addr, "/hop/0").await.unwrap(), "arrived");
+        let err = get(&client, &addr, "/hop/1").await.unwrap_err();
+        assert!(err.contains("more than 0 redirects"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_token_answer_of_exactly_max_token_response_bytes_is_read_and_one_byte_more_is_refused_by_key() {
+        let addr = serve().await;
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("password");
+        std::fs::write(&password, "pw\n").unwrap();
+        let credentials = [(
+            addr.clone(),
+            CredentialSource { username: Secretless::Value("u".into()), password: Secret::File(password) },
+        )];
+        let settings = DistributionSettings {
+            max_token_response_bytes: 2048,
+            credentials: credentials.into_iter().collect(),
+            ..DistributionSettings::default()
+        };
+        let client = Client::new(Arc::new(settings));
+        assert_eq!(get(&client, &addr, "/auth/2048").await.unwrap(), "authorized");
+        let client = Client::new(client.settings.clone());
+        let err = get(&client, &addr, "/auth/2049").await.unwrap_err();
+        assert!(
+            err.contains("2049 bytes, over the 2048-byte cap ([distribution] max_token_response_bytes raises it)"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn challenges_parse_with_quoted_commas() {

@@ -5,17 +5,14 @@
 //! `airlock pull --update`.
 //!
 //! The file is the operator's (written by `airlock pull`, reviewed like any
-//! other config); it is still read under a size cap and every entry is
-//! checked.
+//! other config); it is still read under a size cap (`[distribution]
+//! max_lock_bytes`) and every entry is checked.
 
 use super::reference::{OciRef, check_digest};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::Path;
 
-/// Largest lock file read.
-pub const MAX_LOCK_BYTES: u64 = 1 << 20;
 /// The lock file format this host writes and reads.
 const LOCK_VERSION: u32 = 1;
 
@@ -35,24 +32,17 @@ struct RawLock {
 }
 
 impl Lock {
-    /// Read the lock file at `path`; a missing file pins nothing.
+    /// Read the lock file at `path`, at most `max` bytes; a missing file
+    /// pins nothing.
     ///
     /// # Errors
     ///
-    /// It cannot be read, is too large, or has a bad entry (named).
-    pub fn read(path: &Path) -> Result<Lock, String> {
-        let file = match std::fs::File::open(path) {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::default()),
-            Err(err) => return Err(format!("{}: cannot read: {err}", path.display())),
+    /// It cannot be read, is larger than `max` (naming the key that raises
+    /// it), or has a bad entry (named).
+    pub fn read(path: &Path, max: u64) -> Result<Lock, String> {
+        let Some(text) = super::store::read_capped_text(path, max, || too_large(path, max, "is larger than"))? else {
+            return Ok(Lock::default());
         };
-        let mut text = String::new();
-        file.take(MAX_LOCK_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|err| format!("{}: cannot read: {err}", path.display()))?;
-        if text.len() as u64 > MAX_LOCK_BYTES {
-            return Err(format!("{}: larger than the {MAX_LOCK_BYTES}-byte cap for a lock file", path.display()));
-        }
         let raw: RawLock =
             toml::from_str(&text).map_err(|err| format!("{}: {}", path.display(), err.to_string().trim_end()))?;
         if raw.version != LOCK_VERSION {
@@ -71,12 +61,13 @@ impl Lock {
         Ok(Lock { pins: raw.pins })
     }
 
-    /// Write the lock file to `path` (atomically).
+    /// Write the lock file to `path` (atomically), if it fits in `max`
+    /// bytes (else the next read would refuse it).
     ///
     /// # Errors
     ///
-    /// It cannot be written.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    /// It would be larger than `max`, or cannot be written.
+    pub fn write(&self, path: &Path, max: u64) -> Result<(), String> {
         let mut text = String::from(
             "# airlock.lock: the digest each tag in airlock.toml was pinned to by `airlock pull`.\n\
              # A tag that later names another digest is refused until `airlock pull --update`.\n",
@@ -88,8 +79,19 @@ impl Lock {
             let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
             text.push_str(&format!("{} = {}\n", quote(reference), quote(digest)));
         }
+        if text.len() as u64 > max {
+            return Err(too_large(path, max, "would grow to more than"));
+        }
         super::store::write_atomic(path, text.as_bytes())
     }
+}
+
+fn too_large(path: &Path, max: u64, what: &str) -> String {
+    format!(
+        "{}: the lock file {what} the {max}-byte cap ([distribution] max_lock_bytes raises it, up to {})",
+        path.display(),
+        super::settings::MAX_LOCK_BYTES
+    )
 }
 
 #[cfg(test)]
@@ -100,17 +102,47 @@ mod tests {
     fn pins_round_trip_and_bad_entries_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("airlock.lock");
-        assert_eq!(Lock::read(&path).unwrap(), Lock::default());
+        let max = crate::distribution::settings::DEFAULT_MAX_LOCK_BYTES;
+        assert_eq!(Lock::read(&path, max).unwrap(), Lock::default());
         let digest = format!("sha256:{}", "ab".repeat(32));
         let mut lock = Lock::default();
         lock.pins.insert("oci://127.0.0.1:5000/tools/echo:v1".into(), digest.clone());
-        lock.write(&path).unwrap();
-        assert_eq!(Lock::read(&path).unwrap(), lock);
+        lock.write(&path, max).unwrap();
+        assert_eq!(Lock::read(&path, max).unwrap(), lock);
         std::fs::write(&path, "version = 1\n[pins]\n\"oci://r/a:1\" = \"sha256:12\"\n").unwrap();
-        assert!(Lock::read(&path).unwrap_err().contains("64"));
+        assert!(Lock::read(&path, max).unwrap_err().contains("64"));
         std::fs::write(&path, format!("version = 1\n[pins]\n\"oci://r/a@{digest}\" = \"{digest}\"\n")).unwrap();
-        assert!(Lock::read(&path).unwrap_err().contains("not a tag reference"));
+        assert!(Lock::read(&path, max).unwrap_err().contains("not a tag reference"));
         std::fs::write(&path, "version = 2\n").unwrap();
-        assert!(Lock::read(&path).unwrap_err().contains("accepted 1"));
+        assert!(Lock::read(&path, max).unwrap_err().contains("accepted 1"));
+    }
+
+    #[test]
+    fn a_lock_file_of_exactly_max_lock_bytes_is_read_and_one_byte_more_is_refused_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("airlock.lock");
+        let max = 4096;
+        let mut lock = Lock::default();
+        lock.pins.insert("oci://127.0.0.1:5000/tools/echo:v1".into(), format!("sha256:{}", "ab".repeat(32)));
+        lock.write(&path, max).unwrap();
+        // Padded with a comment to exactly the cap.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push('#');
+        text.push_str(&"x".repeat(usize::try_from(max).unwrap() - text.len() - 1));
+        text.push('\n');
+        assert_eq!(text.len() as u64, max);
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(Lock::read(&path, max).unwrap(), lock);
+        text.insert(text.len() - 1, 'x');
+        std::fs::write(&path, &text).unwrap();
+        let err = Lock::read(&path, max).unwrap_err();
+        assert!(err.contains("4096-byte cap") && err.contains("[distribution] max_lock_bytes"), "{err}");
+        // A lock that would not fit is not written (the next read would
+        // refuse it).
+        for i in 0..100 {
+            lock.pins.insert(format!("oci://127.0.0.1:5000/tools/echo:v{i}"), format!("sha256:{}", "cd".repeat(32)));
+        }
+        let err = lock.write(&path, max).unwrap_err();
+        assert!(err.contains("would grow to more than") && err.contains("max_lock_bytes"), "{err}");
     }
 }

@@ -18,8 +18,6 @@ pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// Layer media types of older Wasm-to-OCI tools, accepted when pulling.
 const LEGACY_WASM_LAYER_MEDIA_TYPES: &[&str] = &["application/vnd.wasm.content.layer.v1+wasm"];
-/// At most this many layers in a manifest.
-pub const MAX_LAYERS: usize = 64;
 
 /// A content descriptor.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -56,19 +54,25 @@ pub struct Manifest {
 
 impl Manifest {
     /// Parse manifest bytes (already capped and checked against their
-    /// digest).
+    /// digest) with at most `max_layers` layers.
     ///
     /// # Errors
     ///
-    /// Not an OCI image manifest, or too many layers.
-    pub fn parse(bytes: &[u8], what: &str) -> Result<Manifest, String> {
+    /// Not an OCI image manifest, or more than `max_layers` layers (naming
+    /// the key that raises it).
+    pub fn parse(bytes: &[u8], what: &str, max_layers: usize) -> Result<Manifest, String> {
         let manifest: Manifest = serde_json::from_slice(bytes)
             .map_err(|err| format!("{what} is not an OCI image manifest ({MANIFEST_MEDIA_TYPE}): {err}"))?;
         if manifest.schema_version != 2 {
             return Err(format!("{what} has schemaVersion {}: accepted 2", manifest.schema_version));
         }
-        if manifest.layers.len() > MAX_LAYERS {
-            return Err(format!("{what} has {} layers: at most {MAX_LAYERS} are accepted", manifest.layers.len()));
+        if manifest.layers.len() > max_layers {
+            return Err(format!(
+                "{what} has {} layers: at most {max_layers} are accepted ([distribution] max_layers raises it, up to \
+                 {})",
+                manifest.layers.len(),
+                super::settings::MAX_LAYERS
+            ));
         }
         for descriptor in std::iter::once(&manifest.config).chain(&manifest.layers) {
             super::reference::check_digest(&descriptor.digest).map_err(|m| format!("{what}: {m}"))?;
@@ -140,11 +144,21 @@ mod tests {
     #[test]
     fn the_component_layer_is_the_one_wasm_layer() {
         let bytes = build(d(WASM_CONFIG_MEDIA_TYPE), vec![d(WASM_LAYER_MEDIA_TYPE)]);
-        let manifest = Manifest::parse(&bytes, "m").unwrap();
+        let manifest = Manifest::parse(&bytes, "m", 1).unwrap();
         assert_eq!(manifest.component_layer("m").unwrap().media_type, WASM_LAYER_MEDIA_TYPE);
         let bytes = build(d(WASM_CONFIG_MEDIA_TYPE), vec![d("application/vnd.oci.image.layer.v1.tar+gzip")]);
-        let err = Manifest::parse(&bytes, "m").unwrap().component_layer("m").unwrap_err();
+        let err = Manifest::parse(&bytes, "m", 1).unwrap().component_layer("m").unwrap_err();
         assert!(err.contains("exactly one application/wasm") && err.contains("tar+gzip"), "{err}");
-        assert!(Manifest::parse(b"[]", "m").unwrap_err().contains("not an OCI image manifest"));
+        assert!(Manifest::parse(b"[]", "m", 1).unwrap_err().contains("not an OCI image manifest"));
+    }
+
+    #[test]
+    fn a_manifest_of_exactly_max_layers_layers_parses_and_one_more_is_refused_by_key() {
+        let layers = |n: usize| (0..n).map(|_| d(WASM_LAYER_MEDIA_TYPE)).collect::<Vec<_>>();
+        let max = 5;
+        let manifest = Manifest::parse(&build(d(WASM_CONFIG_MEDIA_TYPE), layers(max)), "m", max).unwrap();
+        assert_eq!(manifest.layers.len(), max);
+        let err = Manifest::parse(&build(d(WASM_CONFIG_MEDIA_TYPE), layers(max + 1)), "m", max).unwrap_err();
+        assert!(err.contains("has 6 layers: at most 5") && err.contains("[distribution] max_layers"), "{err}");
     }
 }

@@ -41,7 +41,7 @@ impl OciRef {
         let shown: String = text.chars().take(80).collect();
         let bad = |what: &str| format!("{shown:?} is not an OCI reference: {what}; {form}");
         if text.len() > MAX_REFERENCE_LEN {
-            return Err(bad(&format!("longer than {MAX_REFERENCE_LEN} bytes")));
+            return Err(bad(&format!("{} bytes long, and at most {MAX_REFERENCE_LEN} are accepted", text.len())));
         }
         let rest = match text.strip_prefix(SCHEME) {
             Some(rest) => rest,
@@ -215,5 +215,18 @@ mod tests {
             assert!(err.contains(needle) && err.contains("expected oci://"), "{text}: {err}");
         }
         assert!(OciRef::parse(&format!("oci://r/{}:1", "a".repeat(600)), true).unwrap_err().contains("512"));
+    }
+
+    #[test]
+    fn references_and_tags_are_accepted_exactly_up_to_their_caps() {
+        // `oci://r/` and `:1` around a repository that fills the rest.
+        let of_len = |len: usize| format!("oci://r/{}:1", "a".repeat(len - "oci://r/:1".len()));
+        assert_eq!(OciRef::parse(&of_len(MAX_REFERENCE_LEN), true).unwrap().tag.as_deref(), Some("1"));
+        let err = OciRef::parse(&of_len(MAX_REFERENCE_LEN + 1), true).unwrap_err();
+        assert!(err.contains("513 bytes long, and at most 512 are accepted"), "{err}");
+        let tag = "t".repeat(MAX_TAG_LEN);
+        assert_eq!(OciRef::parse(&format!("oci://r/a:{tag}"), true).unwrap().tag, Some(tag.clone()));
+        let err = OciRef::parse(&format!("oci://r/a:{tag}t"), true).unwrap_err();
+        assert!(err.contains("must be 1 to 128"), "{err}");
     }
 }

@@ -28,6 +28,42 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The highest connect or read timeout accepted, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// Largest signature payload read from a registry unless
+/// `[distribution] max_signature_payload_bytes` says otherwise (a cosign
+/// simple-signing payload is a few hundred bytes).
+pub const DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES: u64 = 64 << 10;
+/// The highest `max_signature_payload_bytes` accepted.
+pub const MAX_SIGNATURE_PAYLOAD_BYTES: u64 = 1 << 20;
+/// Signatures checked per component unless `[distribution] max_signatures`
+/// says otherwise.
+pub const DEFAULT_MAX_SIGNATURES: usize = 16;
+/// The highest `max_signatures` accepted.
+pub const MAX_SIGNATURES: u64 = 256;
+/// Redirects followed per registry request unless `[distribution]
+/// max_redirects` says otherwise.
+pub const DEFAULT_MAX_REDIRECTS: usize = 5;
+/// The highest `max_redirects` accepted.
+pub const MAX_REDIRECTS: u64 = 20;
+/// Largest token answer read from a registry's auth server unless
+/// `[distribution] max_token_response_bytes` says otherwise.
+pub const DEFAULT_MAX_TOKEN_RESPONSE_BYTES: u64 = 64 << 10;
+/// The highest `max_token_response_bytes` accepted.
+pub const MAX_TOKEN_RESPONSE_BYTES: u64 = 1 << 20;
+/// Largest lock file read unless `[distribution] max_lock_bytes` says
+/// otherwise.
+pub const DEFAULT_MAX_LOCK_BYTES: u64 = 1 << 20;
+/// The highest `max_lock_bytes` accepted.
+pub const MAX_LOCK_BYTES: u64 = 64 << 20;
+/// Largest Docker-style auth file read unless `[distribution]
+/// max_auth_file_bytes` says otherwise.
+pub const DEFAULT_MAX_AUTH_FILE_BYTES: u64 = 1 << 20;
+/// The highest `max_auth_file_bytes` accepted.
+pub const MAX_AUTH_FILE_BYTES: u64 = 64 << 20;
+/// Layers accepted in a manifest from a registry (a component's or a
+/// signature's) unless `[distribution] max_layers` says otherwise.
+pub const DEFAULT_MAX_LAYERS: usize = 64;
+/// The highest `max_layers` accepted.
+pub const MAX_LAYERS: u64 = 1024;
 /// At most this many public keys in one list.
 pub const MAX_KEYS: usize = 32;
 /// The lock file's name next to the config unless `lock_file` says otherwise.
@@ -51,6 +87,13 @@ pub struct RawDistribution {
     max_component_bytes: Option<u64>,
     connect_timeout_secs: Option<u64>,
     read_timeout_secs: Option<u64>,
+    max_signature_payload_bytes: Option<u64>,
+    max_signatures: Option<u64>,
+    max_redirects: Option<u64>,
+    max_token_response_bytes: Option<u64>,
+    max_lock_bytes: Option<u64>,
+    max_auth_file_bytes: Option<u64>,
+    max_layers: Option<u64>,
     auth_file: Option<PathBuf>,
     #[serde(default)]
     credentials: BTreeMap<String, RawCredential>,
@@ -118,6 +161,21 @@ pub struct DistributionSettings {
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes of an answer.
     pub read_timeout: Duration,
+    /// Largest signature payload read.
+    pub max_signature_payload_bytes: u64,
+    /// Signatures checked per component (the first ones of its signature
+    /// manifest).
+    pub max_signatures: usize,
+    /// Redirects followed per request.
+    pub max_redirects: usize,
+    /// Largest token answer read from an auth server.
+    pub max_token_response_bytes: u64,
+    /// Largest lock file read (or written).
+    pub max_lock_bytes: u64,
+    /// Largest Docker-style auth file read.
+    pub max_auth_file_bytes: u64,
+    /// Layers accepted in a manifest.
+    pub max_layers: usize,
     /// A Docker-style auth file named by the config.
     pub auth_file: Option<PathBuf>,
     /// Credentials per registry (`host[:port]`).
@@ -137,6 +195,13 @@ impl Default for DistributionSettings {
             max_component_bytes: DEFAULT_MAX_LAYER_BYTES,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            max_signature_payload_bytes: DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
+            max_signatures: DEFAULT_MAX_SIGNATURES,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
+            max_token_response_bytes: DEFAULT_MAX_TOKEN_RESPONSE_BYTES,
+            max_lock_bytes: DEFAULT_MAX_LOCK_BYTES,
+            max_auth_file_bytes: DEFAULT_MAX_AUTH_FILE_BYTES,
+            max_layers: DEFAULT_MAX_LAYERS,
             auth_file: None,
             credentials: BTreeMap::new(),
         }
@@ -171,6 +236,33 @@ impl DistributionSettings {
         )?;
         let connect = within("connect_timeout_secs", raw.connect_timeout_secs, 10, 1, MAX_TIMEOUT_SECS)?;
         let read = within("read_timeout_secs", raw.read_timeout_secs, 30, 1, MAX_TIMEOUT_SECS)?;
+        let max_signature_payload_bytes = within(
+            "max_signature_payload_bytes",
+            raw.max_signature_payload_bytes,
+            DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
+            1,
+            MAX_SIGNATURE_PAYLOAD_BYTES,
+        )?;
+        let max_signatures =
+            within_count("max_signatures", raw.max_signatures, DEFAULT_MAX_SIGNATURES, 1, MAX_SIGNATURES)?;
+        let max_redirects = within_count("max_redirects", raw.max_redirects, DEFAULT_MAX_REDIRECTS, 0, MAX_REDIRECTS)?;
+        let max_token_response_bytes = within(
+            "max_token_response_bytes",
+            raw.max_token_response_bytes,
+            DEFAULT_MAX_TOKEN_RESPONSE_BYTES,
+            1024,
+            MAX_TOKEN_RESPONSE_BYTES,
+        )?;
+        let max_lock_bytes =
+            within("max_lock_bytes", raw.max_lock_bytes, DEFAULT_MAX_LOCK_BYTES, 1024, MAX_LOCK_BYTES)?;
+        let max_auth_file_bytes = within(
+            "max_auth_file_bytes",
+            raw.max_auth_file_bytes,
+            DEFAULT_MAX_AUTH_FILE_BYTES,
+            1024,
+            MAX_AUTH_FILE_BYTES,
+        )?;
+        let max_layers = within_count("max_layers", raw.max_layers, DEFAULT_MAX_LAYERS, 1, MAX_LAYERS)?;
         check_keys("keys", &raw.keys)?;
         for registry in &raw.insecure_registries {
             OciRef::parse(&format!("oci://{registry}/x:y"), true)
@@ -207,6 +299,13 @@ impl DistributionSettings {
             max_component_bytes,
             connect_timeout: Duration::from_secs(connect),
             read_timeout: Duration::from_secs(read),
+            max_signature_payload_bytes,
+            max_signatures,
+            max_redirects,
+            max_token_response_bytes,
+            max_lock_bytes,
+            max_auth_file_bytes,
+            max_layers,
             auth_file: raw.auth_file.as_deref().map(resolve),
             credentials,
         })
@@ -285,6 +384,7 @@ impl OciSource {
     }
 }
 
+/// `check_keys` refuses a list longer than [`MAX_KEYS`], naming `key`.
 fn check_keys(key: &str, keys: &[PathBuf]) -> Result<(), String> {
     if keys.len() > MAX_KEYS {
         return Err(format!("{key} lists {} public keys; at most {MAX_KEYS} are accepted", keys.len()));
@@ -298,4 +398,88 @@ fn within(key: &str, value: Option<u64>, default: u64, min: u64, max: u64) -> Re
         return Err(format!("{key} = {value} is out of range: accepted {min}..={max}"));
     }
     Ok(value)
+}
+
+/// [`within`] for a count kept as `usize` (every bound here is far below
+/// `usize::MAX`, so the conversion cannot fail on a checked value).
+fn within_count(key: &str, value: Option<u64>, default: usize, min: u64, max: u64) -> Result<usize, String> {
+    let value = within(key, value, default as u64, min, max)?;
+    usize::try_from(value).map_err(|_| format!("{key} = {value} is out of range: accepted {min}..={max}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<DistributionSettings, String> {
+        let raw: RawDistribution = toml::from_str(text).map_err(|err| err.to_string())?;
+        DistributionSettings::from_raw(raw, &|p| p.to_owned())
+    }
+
+    #[test]
+    fn every_cap_has_a_default_and_refuses_values_out_of_its_range_by_name() {
+        let defaults = parse("").unwrap();
+        assert_eq!(defaults, DistributionSettings { store: defaults.store.clone(), ..DistributionSettings::default() });
+        assert_eq!(defaults.max_signature_payload_bytes, 64 << 10);
+        assert_eq!(defaults.max_signatures, 16);
+        assert_eq!(defaults.max_redirects, 5);
+        assert_eq!(defaults.max_token_response_bytes, 64 << 10);
+        assert_eq!(defaults.max_lock_bytes, 1 << 20);
+        assert_eq!(defaults.max_auth_file_bytes, 1 << 20);
+        assert_eq!(defaults.max_layers, 64);
+        // (key, lowest accepted, highest accepted)
+        let caps: [(&str, u64, u64); 11] = [
+            ("max_manifest_bytes", 1024, MAX_MANIFEST_BYTES),
+            ("max_component_bytes", 1, crate::loader::MAX_COMPONENT_BYTES),
+            ("connect_timeout_secs", 1, MAX_TIMEOUT_SECS),
+            ("read_timeout_secs", 1, MAX_TIMEOUT_SECS),
+            ("max_signature_payload_bytes", 1, MAX_SIGNATURE_PAYLOAD_BYTES),
+            ("max_signatures", 1, MAX_SIGNATURES),
+            ("max_redirects", 0, MAX_REDIRECTS),
+            ("max_token_response_bytes", 1024, MAX_TOKEN_RESPONSE_BYTES),
+            ("max_lock_bytes", 1024, MAX_LOCK_BYTES),
+            ("max_auth_file_bytes", 1024, MAX_AUTH_FILE_BYTES),
+            ("max_layers", 1, MAX_LAYERS),
+        ];
+        for (key, min, max) in caps {
+            parse(&format!("{key} = {min}")).unwrap_or_else(|err| panic!("{key} = {min}: {err}"));
+            parse(&format!("{key} = {max}")).unwrap_or_else(|err| panic!("{key} = {max}: {err}"));
+            let accepted = format!("accepted {min}..={max}");
+            for bad in [max + 1].into_iter().chain(min.checked_sub(1)) {
+                let err = parse(&format!("{key} = {bad}")).unwrap_err();
+                assert!(err.contains(&format!("{key} = {bad}")) && err.contains(&accepted), "{err}");
+            }
+        }
+        let set = parse(
+            "max_signature_payload_bytes = 100\nmax_signatures = 2\nmax_redirects = 0\nmax_token_response_bytes = 2048\n\
+             max_lock_bytes = 4096\nmax_auth_file_bytes = 8192\nmax_layers = 3",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                set.max_signature_payload_bytes,
+                set.max_signatures,
+                set.max_redirects,
+                set.max_token_response_bytes,
+                set.max_lock_bytes,
+                set.max_auth_file_bytes,
+                set.max_layers
+            ),
+            (100, 2, 0, 2048, 4096, 8192, 3)
+        );
+    }
+
+    #[test]
+    fn key_lists_are_accepted_up_to_max_keys() {
+        let keys = |n: usize| (0..n).map(|i| format!("\"k{i}.pub\"")).collect::<Vec<_>>().join(", ");
+        assert_eq!(parse(&format!("keys = [{}]", keys(MAX_KEYS))).unwrap().keys.len(), MAX_KEYS);
+        let err = parse(&format!("keys = [{}]", keys(MAX_KEYS + 1))).unwrap_err();
+        assert!(err.contains("lists 33 public keys") && err.contains("at most 32 are accepted"), "{err}");
+        let reference = "oci://r.example/a@sha256:".to_owned() + &"0".repeat(64);
+        let tool_keys = |n: usize| (0..n).map(|i| PathBuf::from(format!("k{i}.pub"))).collect::<Vec<_>>();
+        OciSource::from_raw(&reference, None, None, Some(tool_keys(MAX_KEYS)), &|p| p.to_owned()).unwrap();
+        let err =
+            OciSource::from_raw(&reference, None, None, Some(tool_keys(MAX_KEYS + 1)), &|p| p.to_owned()).unwrap_err();
+        assert!(err.contains("at most 32 are accepted"), "{err}");
+    }
 }

@@ -25,11 +25,7 @@ pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 const PAYLOAD_TYPE: &str = "cosign container image signature";
 /// The config media type of a signature image.
 pub const SIGNATURE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
-/// Largest signature payload read.
-pub const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
-/// At most this many signatures are checked per component.
-pub const MAX_SIGNATURES: usize = 16;
-/// Largest key file read.
+/// Largest key file read: the operator's own PEM file, far smaller.
 const MAX_KEY_FILE_BYTES: u64 = 16 << 10;
 /// The DER prefix of a P-256 SubjectPublicKeyInfo (id-ecPublicKey,
 /// prime256v1, a 66-byte bit string); the 65-byte uncompressed point follows.
@@ -72,19 +68,15 @@ pub struct Signed {
 }
 
 fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|err| format!("key {}: cannot read: {err}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_KEY_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| format!("key {}: cannot read: {err}", path.display()))?;
-    if bytes.len() as u64 > MAX_KEY_FILE_BYTES {
-        return Err(format!(
-            "key {}: larger than {MAX_KEY_FILE_BYTES} bytes; a PEM key is far smaller",
+    let too_large = || {
+        format!(
+            "key {}: larger than the {MAX_KEY_FILE_BYTES}-byte cap for a key file (fixed: a PEM key is far smaller)",
             path.display()
-        ));
-    }
-    Ok(bytes)
+        )
+    };
+    super::store::read_capped(path, MAX_KEY_FILE_BYTES, too_large)
+        .map_err(|m| if m.starts_with("key ") { m } else { format!("key {m}") })?
+        .ok_or_else(|| format!("key {}: no such file", path.display()))
 }
 
 fn name_of(path: &Path) -> String {
@@ -132,6 +124,16 @@ pub fn payload(docker_reference: &str, manifest_digest: &str) -> Vec<u8> {
     serde_json::to_vec(&payload).unwrap_or_default()
 }
 
+/// The config blob of a signature image whose one layer is the payload
+/// `payload_digest`, as cosign writes it.
+pub fn config(payload_digest: &str) -> Vec<u8> {
+    let config = serde_json::json!({
+        "architecture": "", "os": "", "config": {},
+        "rootfs": { "type": "layers", "diff_ids": [payload_digest] },
+    });
+    serde_json::to_vec(&config).unwrap_or_default()
+}
+
 /// Whether `signed` is a signature of `manifest_digest` by `key`.
 fn verifies(signed: &Signed, manifest_digest: &str, key: &PublicKey) -> bool {
     use base64::Engine as _;
@@ -148,9 +150,10 @@ fn verifies(signed: &Signed, manifest_digest: &str, key: &PublicKey) -> bool {
         && payload.pointer("/critical/image/docker-manifest-digest").and_then(Value::as_str) == Some(manifest_digest)
 }
 
-/// The first key that verifies one of `signatures` of `manifest_digest`.
+/// The first key that verifies one of `signatures` of `manifest_digest`
+/// (the caller has cut them to `[distribution] max_signatures`).
 pub fn verify<'k>(signatures: &[Signed], manifest_digest: &str, keys: &'k [PublicKey]) -> Option<&'k PublicKey> {
-    keys.iter().find(|key| signatures.iter().take(MAX_SIGNATURES).any(|s| verifies(s, manifest_digest, key)))
+    keys.iter().find(|key| signatures.iter().any(|s| verifies(s, manifest_digest, key)))
 }
 
 /// A private key for signing: PKCS#8 PEM (`PRIVATE KEY`), ECDSA P-256.
@@ -253,6 +256,21 @@ mod tests {
         tampered.payload = super::payload("127.0.0.1:5000/tools/echo", &elsewhere);
         assert!(verify(&[tampered], &elsewhere, &keys).is_none());
         assert!(public.signer().starts_with("dev.pub sha256:") && public.fingerprint.len() == 23);
+    }
+
+    #[test]
+    fn a_key_file_of_exactly_its_fixed_cap_is_read_and_one_byte_more_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, public) = generate().unwrap();
+        let path = dir.path().join("dev.pub");
+        let cap = usize::try_from(MAX_KEY_FILE_BYTES).unwrap();
+        let padded = |len: usize| public.clone() + &"\n".repeat(len - public.len());
+        std::fs::write(&path, padded(cap)).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), MAX_KEY_FILE_BYTES);
+        assert_eq!(load_keys(std::slice::from_ref(&path)).unwrap()[0].name, "dev.pub");
+        std::fs::write(&path, padded(cap + 1)).unwrap();
+        let err = load_keys(&[path]).unwrap_err();
+        assert!(err.contains(&format!("{MAX_KEY_FILE_BYTES}-byte cap")) && err.contains("dev.pub"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //! `distribution::materialize`), and a signature index only points at blobs
 //! that are verified in turn. Files are written to a temporary name and
 //! renamed, so a crash leaves no half-written blob under a digest.
+//!
+//! The capped file read ([`read_capped`]) and the atomic write here serve
+//! the other files of `distribution/` too (the lock file, auth, password and
+//! key files, a component to push): none is read past its cap.
 
 use super::reference::check_digest;
 use sha2::{Digest as _, Sha256};
@@ -38,22 +42,14 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// It is larger than `max`, cannot be read, or its bytes do not hash to
-    /// `digest` (the store was changed under us).
-    pub fn read(&self, digest: &str, max: u64) -> Result<Option<Vec<u8>>, String> {
+    /// It is larger than `max` (the message names `key`, which raises it),
+    /// cannot be read, or its bytes do not hash to `digest` (the store was
+    /// changed under us).
+    pub fn read(&self, digest: &str, max: u64, key: &str) -> Result<Option<Vec<u8>>, String> {
         let path = self.blob_path(digest)?;
-        let file = match std::fs::File::open(&path) {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(format!("{}: cannot read: {err}", path.display())),
-        };
-        let mut bytes = Vec::new();
-        file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|err| format!("{}: cannot read: {err}", path.display()))?;
-        if bytes.len() as u64 > max {
-            return Err(format!("{}: stored blob {digest} is larger than the {max}-byte cap", path.display()));
-        }
+        let too_large =
+            || format!("{}: stored blob {digest} is larger than the {max}-byte cap ({key} raises it)", path.display());
+        let Some(bytes) = read_capped(&path, max, too_large)? else { return Ok(None) };
         let actual = sha256_digest(&bytes);
         if actual != digest {
             return Err(format!(
@@ -104,6 +100,47 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
+/// The bytes of the file at `path`, or `None` if there is none. At most
+/// `max` bytes are read: a larger file is refused with `too_large()`, which
+/// says which cap it is and what raises it.
+///
+/// # Errors
+///
+/// The file cannot be read (named), or it is larger than `max`.
+pub(crate) fn read_capped(
+    path: &Path,
+    max: u64,
+    too_large: impl FnOnce() -> String,
+) -> Result<Option<Vec<u8>>, String> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(format!("{}: cannot read: {err}", path.display())),
+    };
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("{}: cannot read: {err}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+/// [`read_capped`] for a text file.
+///
+/// # Errors
+///
+/// As [`read_capped`], and a file that is not UTF-8.
+pub(crate) fn read_capped_text(
+    path: &Path,
+    max: u64,
+    too_large: impl FnOnce() -> String,
+) -> Result<Option<String>, String> {
+    let Some(bytes) = read_capped(path, max, too_large)? else { return Ok(None) };
+    String::from_utf8(bytes).map(Some).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
 /// Write `bytes` to `path` through a temporary file in the same directory
 /// and a rename, creating the directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -134,13 +171,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let digest = store.put(b"hello").unwrap();
-        assert_eq!(store.read(&digest, 100).unwrap().as_deref(), Some(&b"hello"[..]));
-        assert!(store.read(&digest, 2).unwrap_err().contains("2-byte cap"));
+        assert_eq!(store.read(&digest, 5, "k").unwrap().as_deref(), Some(&b"hello"[..]));
+        let err = store.read(&digest, 4, "[distribution] k").unwrap_err();
+        assert!(err.contains("4-byte cap ([distribution] k raises it)"), "{err}");
         std::fs::write(store.blob_path(&digest).unwrap(), b"hellO").unwrap();
-        let err = store.read(&digest, 100).unwrap_err();
+        let err = store.read(&digest, 100, "k").unwrap_err();
         assert!(err.contains("store was changed") && err.contains(&digest), "{err}");
         let absent = sha256_digest(b"other");
-        assert_eq!(store.read(&absent, 100).unwrap(), None);
+        assert_eq!(store.read(&absent, 100, "k").unwrap(), None);
         store.set_signature_of(&digest, &absent).unwrap();
         assert_eq!(store.signature_of(&digest).unwrap(), Some(absent));
     }

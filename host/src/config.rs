@@ -8,7 +8,7 @@
 //! sessions to [`crate::session`]), `[engine]` by [`crate::engine`],
 //! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
 //! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
-//! `[fleet]` by [`crate::fleet`].
+//! `[fleet]` by [`crate::fleet`], `[cards]` by [`crate::card`].
 //! `[metrics]`, `[traces]` and `[serve]` by [`crate::service_settings`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
@@ -17,6 +17,7 @@
 
 use crate::audit::{AuditSettings, RawAudit};
 use crate::authorize::RawPolicy;
+use crate::card::{CardSettings, RawCards};
 use crate::distribution::{DistributionSettings, RawDistribution};
 use crate::engine::{EngineSettings, RawEngine};
 use crate::fleet::{FleetSettings, RawFleet};
@@ -85,6 +86,9 @@ pub struct Config {
     pub traces: Option<TraceSettings>,
     /// Service behaviour of `airlock serve` (`[serve]`).
     pub serve: ServeSettings,
+    /// How long confirmation cards and presented results may be
+    /// (`[cards]`).
+    pub cards: CardSettings,
 }
 
 #[derive(Deserialize, Default)]
@@ -119,6 +123,8 @@ struct RawConfig {
     traces: RawTraces,
     #[serde(default)]
     serve: RawServe,
+    #[serde(default)]
+    cards: RawCards,
 }
 
 impl Config {
@@ -248,6 +254,7 @@ impl Config {
         let metrics = MetricsSettings::from_raw(raw.metrics).map_err(error)?;
         let traces = TraceSettings::from_raw(raw.traces).map_err(error)?;
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
+        let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -265,6 +272,7 @@ impl Config {
             metrics,
             traces,
             serve,
+            cards,
         })
     }
 

@@ -129,7 +129,7 @@ pub struct BearerToken {
 }
 
 /// MCP streamable-HTTP settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HttpSettings {
     /// Accepted bearer tokens; empty means no authentication (loopback only).
     pub tokens: Vec<BearerToken>,
@@ -139,12 +139,6 @@ pub struct HttpSettings {
     pub jwt: Option<JwtSettings>,
     /// The caps of the transport.
     pub caps: HttpCaps,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        HttpSettings { tokens: Vec::new(), allowed_origins: Vec::new(), jwt: None, caps: HttpCaps::default() }
-    }
 }
 
 /// What the MCP HTTP transport spends on its clients (`[http]`), read

@@ -105,7 +105,11 @@ mod tests {
                 file: None,
             })
             .collect();
-        Access::new(&HttpSettings { tokens, allowed_origins: vec!["https://App.example.com/".into()], jwt: None })
+        Access::new(&HttpSettings {
+            tokens,
+            allowed_origins: vec!["https://App.example.com/".into()],
+            ..HttpSettings::default()
+        })
     }
 
     #[test]

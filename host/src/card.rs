@@ -31,23 +31,101 @@
 //! characters (newlines included), Unicode line and paragraph separators,
 //! bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069),
 //! directional and zero-width marks are shown escaped (`\n`, `\u{202e}`),
-//! each value is cut at [`MAX_CARD_VALUE_BYTES`] and the whole card at
-//! [`MAX_CARD_BYTES`] (a presented result at [`MAX_PRESENTED_BYTES`]), cuts
-//! marked with `…`. Templates are host-only: they never reach a model.
+//! each value is cut at `[cards] max_value_bytes` and the whole card at
+//! `max_card_bytes` (a presented result at `max_presented_bytes`), cuts
+//! marked with `…` ([`CardSettings`]). Templates are host-only: they never
+//! reach a model.
 
+use serde::Deserialize;
 use serde_json::Value;
 use std::fmt::Write as _;
+use std::ops::RangeInclusive;
 
-/// Longest template accepted in `confirm` or `present_result`.
+/// Longest template accepted in `confirm` or `present_result` (a limit on
+/// the operator's own file).
 pub const MAX_TEMPLATE_BYTES: usize = 2048;
-/// Each inserted value is cut at this many bytes (after escaping).
-pub const MAX_CARD_VALUE_BYTES: usize = 256;
-/// A rendered confirmation card is cut at this many bytes.
-pub const MAX_CARD_BYTES: usize = 2048;
-/// A presented result (one line) is cut at this many bytes.
-pub const MAX_PRESENTED_BYTES: usize = 512;
+/// Each inserted value is cut at this many bytes (after escaping) unless
+/// `[cards] max_value_bytes` says otherwise.
+pub const DEFAULT_MAX_CARD_VALUE_BYTES: usize = 256;
+/// Accepted `[cards] max_value_bytes`.
+pub const MAX_VALUE_BYTES_RANGE: RangeInclusive<usize> = 16..=8192;
+/// A rendered confirmation card is cut at this many bytes unless `[cards]
+/// max_card_bytes` says otherwise.
+pub const DEFAULT_MAX_CARD_BYTES: usize = 2048;
+/// Accepted `[cards] max_card_bytes`.
+pub const MAX_CARD_BYTES_RANGE: RangeInclusive<usize> = 64..=65_536;
+/// A presented result (one line) is cut at this many bytes unless `[cards]
+/// max_presented_bytes` says otherwise.
+pub const DEFAULT_MAX_PRESENTED_BYTES: usize = 512;
+/// Accepted `[cards] max_presented_bytes`.
+pub const MAX_PRESENTED_BYTES_RANGE: RangeInclusive<usize> = 64..=8192;
 /// Most substitutions in one template.
 const MAX_FIELDS: usize = 64;
+
+/// `[cards]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCards {
+    max_card_bytes: Option<usize>,
+    max_presented_bytes: Option<usize>,
+    max_value_bytes: Option<usize>,
+}
+
+/// `[cards]`: how long the cards and presented results rendered from
+/// every tool's templates may be. Read for each call, so a reload applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CardSettings {
+    /// A confirmation card is cut at this many bytes (`max_card_bytes`).
+    pub max_card_bytes: usize,
+    /// A presented result is cut at this many bytes (`max_presented_bytes`).
+    pub max_presented_bytes: usize,
+    /// Each inserted value is cut at this many bytes, after escaping
+    /// (`max_value_bytes`).
+    pub max_value_bytes: usize,
+}
+
+impl Default for CardSettings {
+    fn default() -> Self {
+        CardSettings {
+            max_card_bytes: DEFAULT_MAX_CARD_BYTES,
+            max_presented_bytes: DEFAULT_MAX_PRESENTED_BYTES,
+            max_value_bytes: DEFAULT_MAX_CARD_VALUE_BYTES,
+        }
+    }
+}
+
+impl CardSettings {
+    /// Check `[cards]`: each cap within its range.
+    ///
+    /// # Errors
+    ///
+    /// The key out of range, its value and the accepted range.
+    pub fn from_raw(raw: RawCards) -> Result<CardSettings, String> {
+        let ranged = |key: &str, value: Option<usize>, default: usize, range: RangeInclusive<usize>| {
+            let value = value.unwrap_or(default);
+            if range.contains(&value) {
+                Ok(value)
+            } else {
+                Err(format!("[cards] {key} = {value} is out of range: accepted {}..={}", range.start(), range.end()))
+            }
+        };
+        Ok(CardSettings {
+            max_card_bytes: ranged("max_card_bytes", raw.max_card_bytes, DEFAULT_MAX_CARD_BYTES, MAX_CARD_BYTES_RANGE)?,
+            max_presented_bytes: ranged(
+                "max_presented_bytes",
+                raw.max_presented_bytes,
+                DEFAULT_MAX_PRESENTED_BYTES,
+                MAX_PRESENTED_BYTES_RANGE,
+            )?,
+            max_value_bytes: ranged(
+                "max_value_bytes",
+                raw.max_value_bytes,
+                DEFAULT_MAX_CARD_VALUE_BYTES,
+                MAX_VALUE_BYTES_RANGE,
+            )?,
+        })
+    }
+}
 
 /// A filter applied to a value before it is inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +187,10 @@ impl Template {
     /// What is wrong and at which character (1-based), and what is accepted.
     pub fn parse(source: &str, one_line: bool) -> Result<Template, String> {
         if source.len() > MAX_TEMPLATE_BYTES {
-            return Err(format!("is {} bytes long: accepted at most {MAX_TEMPLATE_BYTES} bytes", source.len()));
+            return Err(format!(
+                "is {} bytes long: accepted at most {MAX_TEMPLATE_BYTES} bytes (MAX_TEMPLATE_BYTES)",
+                source.len()
+            ));
         }
         let mut parts = Vec::new();
         let mut text = String::new();
@@ -170,15 +251,15 @@ impl Template {
         &self.source
     }
 
-    /// Render over `scope`, cut at `max` bytes. Missing fields render as
-    /// `{path?}`.
-    pub fn render(&self, scope: Scope<'_>, max: usize) -> String {
+    /// Render over `scope`, each value cut at `max_value` bytes and the
+    /// whole at `max` bytes. Missing fields render as `{path?}`.
+    pub fn render(&self, scope: Scope<'_>, max: usize, max_value: usize) -> String {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(text) => out.push_str(text),
                 Part::Field { path, filters } => match lookup(scope, path) {
-                    Some(value) => out.push_str(&escape(&apply(value, filters), MAX_CARD_VALUE_BYTES)),
+                    Some(value) => out.push_str(&escape(&apply(value, filters), max_value)),
                     None => {
                         let _ = write!(out, "{{{path}?}}");
                     }
@@ -323,7 +404,11 @@ mod tests {
 
     fn render(template: &str, value: Value) -> String {
         let caller = caller_value("alice", &[("tenant".into(), "\"acme\"".into())]);
-        Template::parse(template, false).unwrap().render(Scope { value: &value, caller: &caller }, MAX_CARD_BYTES)
+        Template::parse(template, false).unwrap().render(
+            Scope { value: &value, caller: &caller },
+            DEFAULT_MAX_CARD_BYTES,
+            DEFAULT_MAX_CARD_VALUE_BYTES,
+        )
     }
 
     #[test]
@@ -362,10 +447,48 @@ mod tests {
     fn values_and_cards_are_capped_with_a_mark() {
         let card = render("[{payee}] end", json!({"payee": "é".repeat(1000)}));
         assert!(card.starts_with("[é") && card.ends_with("…] end"), "{card}");
-        assert!(card.len() <= MAX_CARD_VALUE_BYTES + "[…] end".len(), "{}", card.len());
+        assert!(card.len() <= DEFAULT_MAX_CARD_VALUE_BYTES + "[…] end".len(), "{}", card.len());
         let template = "{a}".repeat(MAX_FIELDS);
         let card = render(&template, json!({"a": "x".repeat(1000)}));
-        assert!(card.len() <= MAX_CARD_BYTES && card.ends_with('…'), "{}", card.len());
+        assert!(card.len() <= DEFAULT_MAX_CARD_BYTES && card.ends_with('…'), "{}", card.len());
+    }
+
+    #[test]
+    fn the_configured_caps_hold_at_the_byte() {
+        let caller = caller_value("alice", &[]);
+        let template = Template::parse("<{v}>", false).unwrap();
+        let at = |v: &str, max: usize, max_value: usize| {
+            template.render(Scope { value: &json!({ "v": v }), caller: &caller }, max, max_value)
+        };
+        // A value of exactly max_value bytes is kept whole; one byte more
+        // is cut, marked.
+        assert_eq!(at(&"x".repeat(16), 1000, 16), format!("<{}>", "x".repeat(16)));
+        assert_eq!(at(&"x".repeat(17), 1000, 16), format!("<{}…>", "x".repeat(16)));
+        // A card of exactly max bytes is kept whole; one byte more is cut to
+        // at most max, marked.
+        assert_eq!(at(&"y".repeat(62), 64, 100).len(), 64);
+        assert!(!at(&"y".repeat(62), 64, 100).contains('…'));
+        let over = at(&"y".repeat(63), 64, 100);
+        assert!(over.len() <= 64 && over.ends_with('…'), "{over}");
+    }
+
+    #[test]
+    fn card_caps_are_ranged() {
+        use crate::config::testing::{check_err, parse};
+        let config = parse("[cards]\nmax_card_bytes = 64\nmax_presented_bytes = 8192\nmax_value_bytes = 16").unwrap();
+        assert_eq!(config.cards, CardSettings { max_card_bytes: 64, max_presented_bytes: 8192, max_value_bytes: 16 });
+        assert_eq!(parse("").unwrap().cards, CardSettings::default());
+        for (key, below, top) in
+            [("max_card_bytes", 63, 65_536), ("max_presented_bytes", 63, 8192), ("max_value_bytes", 15, 8192)]
+        {
+            for value in [below, top + 1] {
+                check_err(
+                    &format!("[cards]\n{key} = {value}"),
+                    &[&format!("[cards] {key} = {value} is out of range: accepted {}..={top}", below + 1)],
+                );
+            }
+        }
+        check_err("[cards]\nbogus = 1", &["bogus", "max_card_bytes"]);
     }
 
     #[test]
@@ -376,7 +499,8 @@ mod tests {
         assert!(err("x {}").contains("no field name"));
         assert!(err("x {a|shout}").contains("unknown filter \"shout\": accepted are last4"));
         assert!(err("x {a b}").contains("' ' in \"a b\""));
-        assert!(err(&"x".repeat(MAX_TEMPLATE_BYTES + 1)).contains("accepted at most"));
+        assert!(err(&"x".repeat(MAX_TEMPLATE_BYTES + 1)).contains("accepted at most 2048 bytes"));
+        assert!(Template::parse(&"x".repeat(MAX_TEMPLATE_BYTES), false).is_ok(), "a template at the cap is accepted");
         assert!(err(&"{a}".repeat(MAX_FIELDS + 1)).contains("fields: accepted at most"));
         let one_line = Template::parse("a\nb", true).unwrap_err();
         assert!(one_line.contains("line break at character 2"), "{one_line}");

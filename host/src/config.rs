@@ -8,7 +8,7 @@
 //! sessions to [`crate::session`]), `[engine]` by [`crate::engine`],
 //! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
 //! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
-//! `[fleet]` by [`crate::fleet`].
+//! `[fleet]` by [`crate::fleet`], `[cards]` by [`crate::card`].
 //! `[metrics]`, `[traces]`, `[serve]` and `[log]` by [`crate::service_settings`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
@@ -17,6 +17,7 @@
 
 use crate::audit::{AuditSettings, RawAudit};
 use crate::authorize::RawPolicy;
+use crate::card::{CardSettings, RawCards};
 use crate::distribution::{DistributionSettings, RawDistribution};
 use crate::engine::{EngineSettings, RawEngine};
 use crate::fleet::{FleetSettings, RawFleet};
@@ -89,6 +90,9 @@ pub struct Config {
     pub serve: ServeSettings,
     /// How errors a client causes are logged (`[log]`).
     pub log: LogSettings,
+    /// How long confirmation cards and presented results may be
+    /// (`[cards]`).
+    pub cards: CardSettings,
 }
 
 #[derive(Deserialize, Default)]
@@ -125,6 +129,8 @@ struct RawConfig {
     serve: RawServe,
     #[serde(default)]
     log: RawLog,
+    #[serde(default)]
+    cards: RawCards,
 }
 
 impl Config {
@@ -255,6 +261,7 @@ impl Config {
         let traces = TraceSettings::from_raw(raw.traces).map_err(error)?;
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
+        let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -273,6 +280,7 @@ impl Config {
             traces,
             serve,
             log,
+            cards,
         })
     }
 

@@ -7,8 +7,16 @@
 //! shorter than [`MIN_TOKEN_LEN`]. The transport (`mcp/http`) compares
 //! presented tokens against these; nothing else reads them, and
 //! `airlock config` shows them redacted.
+//!
+//! The caps of the transport (connections, header and body time, body
+//! size, sessions, waiting confirmations) and of access tokens (token,
+//! principal and key-set sizes, clock skew, fetch time, list claims) are the
+//! operator's to set, each within a range checked here; they are read when
+//! the server starts.
 
 use serde::Deserialize;
+use std::fmt::Display;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,6 +33,88 @@ pub const DEFAULT_JWKS_REFRESH: Duration = Duration::from_secs(3600);
 /// presented (an unknown `kid` asks for a fetch), unless `[http.jwt]
 /// jwks_min_refresh_seconds` says otherwise.
 pub const DEFAULT_JWKS_MIN_REFRESH: Duration = Duration::from_secs(60);
+
+/// How long a connection may take to send a request's headers unless
+/// `[http] header_timeout_secs` says otherwise, counted from when it is
+/// ready for a request: when it is opened, and on a kept-alive connection
+/// when the previous response is written. So this is also how long an idle
+/// kept-alive connection is kept. Past it the connection is closed (hyper's
+/// `header_read_timeout`, which runs in both cases).
+pub const DEFAULT_HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Accepted `[http] header_timeout_secs`.
+pub const HEADER_TIMEOUT_SECS_RANGE: RangeInclusive<u64> = 1..=300;
+/// How long a `POST` body may take to arrive once its headers have, unless
+/// `[http] body_timeout_secs` says otherwise; past it the request is
+/// answered `408` with a JSON-RPC error.
+pub const DEFAULT_HTTP_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Accepted `[http] body_timeout_secs`.
+pub const BODY_TIMEOUT_SECS_RANGE: RangeInclusive<u64> = 1..=600;
+/// Most connections open at once unless `[http] max_connections` says
+/// otherwise; more are accepted and closed at once.
+pub const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 256;
+/// Accepted `[http] max_connections`.
+pub const MAX_CONNECTIONS_RANGE: RangeInclusive<usize> = 1..=65_536;
+/// Most connections open at once from one IPv4 address or IPv6 /64 unless
+/// `[http] max_connections_per_peer` says otherwise (at most
+/// `max_connections`); more are accepted and closed at once.
+pub const DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER: usize = 32;
+/// Largest request body accepted, in bytes, unless `[http] max_body_bytes`
+/// says otherwise (a call's arguments are capped at
+/// [`MAX_ARGUMENT_BYTES`](crate::MAX_ARGUMENT_BYTES); this leaves room for
+/// the envelope).
+pub const DEFAULT_MAX_HTTP_BODY_BYTES: usize = 4 << 20;
+/// Accepted `[http] max_body_bytes`.
+pub const MAX_BODY_BYTES_RANGE: RangeInclusive<usize> = 1024..=(64 << 20);
+/// Most MCP sessions (`initialize`-based revisions) kept open at once
+/// unless `[http] max_sessions` says otherwise.
+pub const DEFAULT_MAX_HTTP_SESSIONS: usize = 1024;
+/// Accepted `[http] max_sessions` (and `[quotas] http_sessions`).
+pub const MAX_SESSIONS_RANGE: RangeInclusive<usize> = 1..=65_536;
+/// Most calls waiting at once for a confirmation answer (MCP
+/// 2026-07-28 `inputRequests`, any transport) unless `[http]
+/// max_pending_confirmations` says otherwise; beyond, a call is declined.
+pub const DEFAULT_MAX_PENDING_CONFIRMATIONS: usize = 256;
+/// Accepted `[http] max_pending_confirmations`.
+pub const MAX_PENDING_CONFIRMATIONS_RANGE: RangeInclusive<usize> = 1..=65_536;
+
+/// Longest access token accepted, in bytes, unless `[http.jwt]
+/// max_token_bytes` says otherwise.
+pub const DEFAULT_MAX_JWT_BYTES: usize = 8 << 10;
+/// Accepted `[http.jwt] max_token_bytes`.
+pub const MAX_TOKEN_BYTES_RANGE: RangeInclusive<usize> = 512..=(64 << 10);
+/// Clock skew allowed when checking `exp` and `nbf` unless `[http.jwt]
+/// leeway_secs` says otherwise.
+pub const DEFAULT_JWT_LEEWAY: Duration = Duration::from_secs(60);
+/// Accepted `[http.jwt] leeway_secs`.
+pub const LEEWAY_SECS_RANGE: RangeInclusive<u64> = 0..=600;
+/// Longest principal a token's principal claim may name, in bytes, unless
+/// `[http.jwt] max_principal_bytes` says otherwise.
+pub const DEFAULT_MAX_PRINCIPAL_BYTES: usize = crate::pipeline::MAX_PRINCIPAL_LEN;
+/// Accepted `[http.jwt] max_principal_bytes`: it can only be lowered, as
+/// the pipeline cuts a longer principal (and two cut ones could be taken
+/// for one another).
+pub const MAX_PRINCIPAL_BYTES_RANGE: RangeInclusive<usize> = 1..=crate::pipeline::MAX_PRINCIPAL_LEN;
+/// Largest JWKS document read (file or URL), in bytes, unless `[http.jwt]
+/// max_jwks_bytes` says otherwise.
+pub const DEFAULT_MAX_JWKS_BYTES: usize = 256 << 10;
+/// Accepted `[http.jwt] max_jwks_bytes`.
+pub const MAX_JWKS_BYTES_RANGE: RangeInclusive<usize> = 1024..=(16 << 20);
+/// Most keys a JWKS document may hold unless `[http.jwt] max_jwks_keys`
+/// says otherwise; a document with more is refused.
+pub const DEFAULT_MAX_JWKS_KEYS: usize = 64;
+/// Accepted `[http.jwt] max_jwks_keys`.
+pub const MAX_JWKS_KEYS_RANGE: RangeInclusive<usize> = 1..=1024;
+/// How long fetching the JWKS URL may take, connecting to the last byte,
+/// unless `[http.jwt] jwks_fetch_timeout_secs` says otherwise.
+pub const DEFAULT_JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Accepted `[http.jwt] jwks_fetch_timeout_secs`.
+pub const JWKS_FETCH_TIMEOUT_SECS_RANGE: RangeInclusive<u64> = 1..=120;
+/// Most items of a list claim that becomes an attribute
+/// (`attribute_claims`) unless `[http.jwt] max_claim_list_items` says
+/// otherwise; a longer list gives no attribute.
+pub const DEFAULT_MAX_CLAIM_LIST_ITEMS: usize = 64;
+/// Accepted `[http.jwt] max_claim_list_items`.
+pub const MAX_CLAIM_LIST_ITEMS_RANGE: RangeInclusive<usize> = 1..=1024;
 
 /// A bearer token accepted by the MCP HTTP transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +137,107 @@ pub struct HttpSettings {
     pub allowed_origins: Vec<String>,
     /// JWT access tokens accepted besides `tokens`.
     pub jwt: Option<JwtSettings>,
+    /// The caps of the transport.
+    pub caps: HttpCaps,
+}
+
+/// What the MCP HTTP transport spends on its clients (`[http]`), read
+/// when the server starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpCaps {
+    /// Time to send a request's headers, also the keep-alive idle time
+    /// (`header_timeout_secs`).
+    pub header_timeout: Duration,
+    /// Time for a `POST` body after its headers (`body_timeout_secs`).
+    pub body_timeout: Duration,
+    /// Connections open at once (`max_connections`).
+    pub max_connections: usize,
+    /// Connections open at once from one IPv4 address or IPv6 /64
+    /// (`max_connections_per_peer`).
+    pub max_connections_per_peer: usize,
+    /// Largest request body, in bytes (`max_body_bytes`).
+    pub max_body_bytes: usize,
+    /// MCP sessions kept at once (`max_sessions`).
+    pub max_sessions: usize,
+    /// Calls waiting at once for a confirmation answer
+    /// (`max_pending_confirmations`).
+    pub max_pending_confirmations: usize,
+}
+
+impl Default for HttpCaps {
+    fn default() -> Self {
+        HttpCaps {
+            header_timeout: DEFAULT_HTTP_HEADER_READ_TIMEOUT,
+            body_timeout: DEFAULT_HTTP_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_HTTP_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER,
+            max_body_bytes: DEFAULT_MAX_HTTP_BODY_BYTES,
+            max_sessions: DEFAULT_MAX_HTTP_SESSIONS,
+            max_pending_confirmations: DEFAULT_MAX_PENDING_CONFIRMATIONS,
+        }
+    }
+}
+
+/// What checking an access token and its key set may cost (`[http.jwt]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JwtCaps {
+    /// Longest token, in bytes (`max_token_bytes`).
+    pub max_token_bytes: usize,
+    /// Clock skew allowed for `exp` and `nbf` (`leeway_secs`).
+    pub leeway: Duration,
+    /// Longest principal, in bytes (`max_principal_bytes`).
+    pub max_principal_bytes: usize,
+    /// Largest JWKS document, in bytes (`max_jwks_bytes`).
+    pub max_jwks_bytes: usize,
+    /// Most keys in a JWKS document (`max_jwks_keys`).
+    pub max_jwks_keys: usize,
+    /// Time to fetch `jwks_url` (`jwks_fetch_timeout_secs`).
+    pub jwks_fetch_timeout: Duration,
+    /// Most items of a list claim that becomes an attribute
+    /// (`max_claim_list_items`).
+    pub max_claim_list_items: usize,
+}
+
+impl Default for JwtCaps {
+    fn default() -> Self {
+        JwtCaps {
+            max_token_bytes: DEFAULT_MAX_JWT_BYTES,
+            leeway: DEFAULT_JWT_LEEWAY,
+            max_principal_bytes: DEFAULT_MAX_PRINCIPAL_BYTES,
+            max_jwks_bytes: DEFAULT_MAX_JWKS_BYTES,
+            max_jwks_keys: DEFAULT_MAX_JWKS_KEYS,
+            jwks_fetch_timeout: DEFAULT_JWKS_FETCH_TIMEOUT,
+            max_claim_list_items: DEFAULT_MAX_CLAIM_LIST_ITEMS,
+        }
+    }
+}
+
+/// `value`, or `default` when not given, if it is in `range`; else an
+/// error naming `ctx key`, the value and the range.
+fn ranged<T: PartialOrd + Display + Copy>(
+    ctx: &str,
+    key: &str,
+    value: Option<T>,
+    default: T,
+    range: &RangeInclusive<T>,
+) -> Result<T, String> {
+    let value = value.unwrap_or(default);
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{ctx} {key} = {value} is out of range: accepted {}..={}", range.start(), range.end()))
+    }
+}
+
+/// Seconds as [`ranged`] checks them, as a duration.
+fn ranged_secs(
+    ctx: &str,
+    key: &str,
+    value: Option<u64>,
+    default: Duration,
+    range: &RangeInclusive<u64>,
+) -> Result<Duration, String> {
+    ranged(ctx, key, value, default.as_secs(), range).map(Duration::from_secs)
 }
 
 /// Where the keys that sign access tokens are read from.
@@ -86,6 +277,8 @@ pub struct JwtSettings {
     /// the principal, for the policy (`principal.ATTRIBUTE`) and for the
     /// tool (`airlock:tool/caller`), sorted by attribute.
     pub attribute_claims: Vec<(String, String)>,
+    /// What checking a token and the key set may cost.
+    pub caps: JwtCaps,
 }
 
 /// `[http]` as written.
@@ -97,6 +290,13 @@ pub struct RawHttp {
     #[serde(default)]
     allowed_origins: Vec<String>,
     jwt: Option<RawJwt>,
+    header_timeout_secs: Option<u64>,
+    body_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
+    max_connections_per_peer: Option<usize>,
+    max_body_bytes: Option<usize>,
+    max_sessions: Option<usize>,
+    max_pending_confirmations: Option<usize>,
 }
 
 /// `[http.jwt]` as written.
@@ -115,6 +315,13 @@ struct RawJwt {
     jwks_min_refresh_seconds: Option<u64>,
     #[serde(default)]
     attribute_claims: std::collections::BTreeMap<String, String>,
+    max_token_bytes: Option<usize>,
+    leeway_secs: Option<u64>,
+    max_principal_bytes: Option<usize>,
+    max_jwks_bytes: Option<usize>,
+    max_jwks_keys: Option<usize>,
+    jwks_fetch_timeout_secs: Option<u64>,
+    max_claim_list_items: Option<usize>,
 }
 
 /// One `[[http.tokens]]` entry as written.
@@ -181,7 +388,59 @@ impl HttpSettings {
             tokens.push(BearerToken { token: value, principal: token.principal, file });
         }
         let jwt = raw.jwt.map(|jwt| JwtSettings::from_raw(jwt, resolve)).transpose()?;
-        Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins, jwt })
+        let ctx = "[http]";
+        let max_connections =
+            ranged(ctx, "max_connections", raw.max_connections, DEFAULT_MAX_HTTP_CONNECTIONS, &MAX_CONNECTIONS_RANGE)?;
+        // One peer may take every connection (a load balancer is one peer),
+        // never more.
+        let per_peer = ranged(
+            ctx,
+            "max_connections_per_peer",
+            raw.max_connections_per_peer,
+            DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER.min(max_connections),
+            &(1..=max_connections),
+        )
+        .map_err(|err| format!("{err} (at most max_connections)"))?;
+        let caps = HttpCaps {
+            header_timeout: ranged_secs(
+                ctx,
+                "header_timeout_secs",
+                raw.header_timeout_secs,
+                DEFAULT_HTTP_HEADER_READ_TIMEOUT,
+                &HEADER_TIMEOUT_SECS_RANGE,
+            )?,
+            body_timeout: ranged_secs(
+                ctx,
+                "body_timeout_secs",
+                raw.body_timeout_secs,
+                DEFAULT_HTTP_BODY_READ_TIMEOUT,
+                &BODY_TIMEOUT_SECS_RANGE,
+            )?,
+            max_connections,
+            max_connections_per_peer: per_peer,
+            max_body_bytes: ranged(
+                ctx,
+                "max_body_bytes",
+                raw.max_body_bytes,
+                DEFAULT_MAX_HTTP_BODY_BYTES,
+                &MAX_BODY_BYTES_RANGE,
+            )?,
+            max_sessions: ranged(
+                ctx,
+                "max_sessions",
+                raw.max_sessions,
+                DEFAULT_MAX_HTTP_SESSIONS,
+                &MAX_SESSIONS_RANGE,
+            )?,
+            max_pending_confirmations: ranged(
+                ctx,
+                "max_pending_confirmations",
+                raw.max_pending_confirmations,
+                DEFAULT_MAX_PENDING_CONFIRMATIONS,
+                &MAX_PENDING_CONFIRMATIONS_RANGE,
+            )?,
+        };
+        Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins, jwt, caps })
     }
 }
 
@@ -234,6 +493,51 @@ impl JwtSettings {
                 ));
             }
         }
+        let caps = JwtCaps {
+            max_token_bytes: ranged(
+                ctx,
+                "max_token_bytes",
+                raw.max_token_bytes,
+                DEFAULT_MAX_JWT_BYTES,
+                &MAX_TOKEN_BYTES_RANGE,
+            )?,
+            leeway: ranged_secs(ctx, "leeway_secs", raw.leeway_secs, DEFAULT_JWT_LEEWAY, &LEEWAY_SECS_RANGE)?,
+            max_principal_bytes: ranged(
+                ctx,
+                "max_principal_bytes",
+                raw.max_principal_bytes,
+                DEFAULT_MAX_PRINCIPAL_BYTES,
+                &MAX_PRINCIPAL_BYTES_RANGE,
+            )?,
+            max_jwks_bytes: ranged(
+                ctx,
+                "max_jwks_bytes",
+                raw.max_jwks_bytes,
+                DEFAULT_MAX_JWKS_BYTES,
+                &MAX_JWKS_BYTES_RANGE,
+            )?,
+            max_jwks_keys: ranged(
+                ctx,
+                "max_jwks_keys",
+                raw.max_jwks_keys,
+                DEFAULT_MAX_JWKS_KEYS,
+                &MAX_JWKS_KEYS_RANGE,
+            )?,
+            jwks_fetch_timeout: ranged_secs(
+                ctx,
+                "jwks_fetch_timeout_secs",
+                raw.jwks_fetch_timeout_secs,
+                DEFAULT_JWKS_FETCH_TIMEOUT,
+                &JWKS_FETCH_TIMEOUT_SECS_RANGE,
+            )?,
+            max_claim_list_items: ranged(
+                ctx,
+                "max_claim_list_items",
+                raw.max_claim_list_items,
+                DEFAULT_MAX_CLAIM_LIST_ITEMS,
+                &MAX_CLAIM_LIST_ITEMS_RANGE,
+            )?,
+        };
         let seconds = |value: Option<u64>, default: Duration, key: &str| match value {
             Some(0) => Err(format!("{ctx} {key} must be at least 1")),
             Some(s) => Ok(Duration::from_secs(s)),
@@ -254,6 +558,7 @@ impl JwtSettings {
                 DEFAULT_JWKS_MIN_REFRESH,
                 "jwks_min_refresh_seconds",
             )?,
+            caps,
         })
     }
 }
@@ -298,6 +603,96 @@ mod tests {
             &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {} }}", many.join(", ")),
             &["names 33 claims", "at most 32"],
         );
+        // Exactly at the caps: 32 mappings, names of 64 bytes.
+        let name = |i: usize| format!("a{i}{}", "x".repeat(MAX_ATTRIBUTE_NAME_BYTES - 1 - i.to_string().len()));
+        let at_cap: Vec<String> = (0..MAX_ATTRIBUTE_CLAIMS).map(|i| format!("{} = \"{}\"", name(i), name(i))).collect();
+        let config =
+            parse(&format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {} }}", at_cap.join(", "))).unwrap();
+        let claims = config.http.jwt.expect("jwt").attribute_claims;
+        assert_eq!(claims.len(), MAX_ATTRIBUTE_CLAIMS);
+        assert!(claims.iter().all(|(a, c)| a.len() == MAX_ATTRIBUTE_NAME_BYTES && c.len() == MAX_ATTRIBUTE_NAME_BYTES));
+        let long = "a".repeat(MAX_ATTRIBUTE_NAME_BYTES + 1);
+        check_err(
+            &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {long} = \"c\" }}"),
+            &["at most 64 bytes"],
+        );
+        check_err(&format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ a = \"{long}\" }}"), &["1 to 64"]);
+    }
+
+    /// Each `(key, below, top)`: `top` (the top of the range) is accepted,
+    /// `top + 1` and `below` are refused naming the key and the range.
+    fn check_ranges(section: &str, prefix: &str, keys: &[(&str, u64, u64)]) {
+        for &(key, below, top) in keys {
+            let at = parse(&format!("{prefix}{key} = {top}")).unwrap_or_else(|e| panic!("{key} = {top}: {e}"));
+            drop(at);
+            for value in [below, top + 1] {
+                check_err(
+                    &format!("{prefix}{key} = {value}"),
+                    &[&format!("{section} {key} = {value} is out of range"), "accepted"],
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn http_caps_are_ranged() {
+        check_ranges(
+            "[http]",
+            "[http]\n",
+            &[
+                ("header_timeout_secs", 0, 300),
+                ("body_timeout_secs", 0, 600),
+                ("max_connections", 0, 65_536),
+                ("max_body_bytes", 1023, 64 << 20),
+                ("max_sessions", 0, 65_536),
+                ("max_pending_confirmations", 0, 65_536),
+            ],
+        );
+        check_err("[http]\nmax_body_bytes = 1023", &["accepted 1024..=67108864"]);
+        // Per peer: at most max_connections (a load balancer may take all).
+        let config = parse("[http]\nmax_connections = 8\nmax_connections_per_peer = 8").unwrap();
+        assert_eq!((config.http.caps.max_connections, config.http.caps.max_connections_per_peer), (8, 8));
+        check_err(
+            "[http]\nmax_connections = 8\nmax_connections_per_peer = 9",
+            &["[http] max_connections_per_peer = 9 is out of range: accepted 1..=8 (at most max_connections)"],
+        );
+        check_err("[http]\nmax_connections_per_peer = 0", &["max_connections_per_peer = 0", "accepted 1..=256"]);
+        // Lowering the total alone lowers the per-peer default with it.
+        let config = parse("[http]\nmax_connections = 4").unwrap();
+        assert_eq!(config.http.caps.max_connections_per_peer, 4);
+        assert_eq!(parse("").unwrap().http.caps, HttpCaps::default());
+        let config = parse("[http]\nheader_timeout_secs = 1\nbody_timeout_secs = 2\nmax_body_bytes = 1024").unwrap();
+        assert_eq!(config.http.caps.header_timeout, Duration::from_secs(1));
+        assert_eq!(config.http.caps.body_timeout, Duration::from_secs(2));
+        assert_eq!(config.http.caps.max_body_bytes, 1024);
+    }
+
+    #[test]
+    fn jwt_caps_are_ranged() {
+        let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_file = \"k.json\"\n";
+        check_ranges(
+            "[http.jwt]",
+            jwt,
+            &[
+                ("max_token_bytes", 511, 64 << 10),
+                ("max_principal_bytes", 0, 256),
+                ("max_jwks_bytes", 1023, 16 << 20),
+                ("max_jwks_keys", 0, 1024),
+                ("jwks_fetch_timeout_secs", 0, 120),
+                ("max_claim_list_items", 0, 1024),
+            ],
+        );
+        // No skew at all is a choice; more than ten minutes is not.
+        let config = parse(&format!("{jwt}leeway_secs = 0")).unwrap();
+        assert_eq!(config.http.jwt.expect("jwt").caps.leeway, Duration::ZERO);
+        check_err(
+            &format!("{jwt}leeway_secs = 601"),
+            &["[http.jwt] leeway_secs = 601 is out of range: accepted 0..=600"],
+        );
+        let config = parse(&format!("{jwt}max_token_bytes = 1024\nmax_claim_list_items = 2")).unwrap();
+        let caps = config.http.jwt.expect("jwt").caps;
+        assert_eq!((caps.max_token_bytes, caps.max_claim_list_items), (1024, 2));
+        assert_eq!(caps.max_jwks_keys, DEFAULT_MAX_JWKS_KEYS);
     }
 
     #[test]
@@ -313,6 +708,7 @@ mod tests {
         assert_eq!(jwt.algorithms, JWT_ALGORITHMS.map(str::to_owned).to_vec());
         assert_eq!(jwt.jwks, JwksSource::Url("https://idp/jwks".into()));
         assert!(jwt.attribute_claims.is_empty());
+        assert_eq!(jwt.caps, JwtCaps::default());
         let mapped = parse(
             "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"\n\
              attribute_claims = { tenant = \"org_id\", accounts = \"accounts\" }",

@@ -74,7 +74,10 @@ pub use authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use bindings::Contract;
 pub use caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
 pub use capture::Captured;
-pub use card::{MAX_CARD_BYTES, MAX_CARD_VALUE_BYTES, MAX_PRESENTED_BYTES, MAX_TEMPLATE_BYTES, Template};
+pub use card::{
+    CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
+    MAX_TEMPLATE_BYTES, Template,
+};
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
@@ -88,7 +91,7 @@ pub use loader::{LoadError, LoadedTool, check_header, load as load_component};
 pub use messages::{read_calls, write_results};
 pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use network::{
-    HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule,
+    DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 pub use otel::{MAX_TRACEPARENT_LEN, TraceParent};

@@ -10,15 +10,15 @@
 //! Not trusted: everything a client sends, and that it reads what it is
 //! sent. rmcp implements the protocol; the framing in front of it is ours.
 //! Each JSON-RPC message is capped in size ([`MAX_STDIO_MESSAGE_BYTES`],
-//! [`MAX_HTTP_BODY_BYTES`]) and nesting ([`MAX_MESSAGE_DEPTH`]) and parsed
+//! `[http] max_body_bytes`) and nesting ([`MAX_MESSAGE_DEPTH`]) and parsed
 //! before rmcp sees it; what is not one message is answered with the
 //! JSON-RPC error for it (`-32700` Parse error, `-32600` Invalid Request,
 //! `"id": null` when the id is unknown) and the connection goes on. On stdio
 //! at most [`MAX_STDIO_REQUESTS_IN_FLIGHT`] requests are read ahead of their
 //! written replies, so a client that does not read stops being read (see
-//! `stdio`). Over HTTP, connections are capped ([`MAX_HTTP_CONNECTIONS`],
-//! [`MAX_HTTP_CONNECTIONS_PER_PEER`]) and must send their headers within
-//! [`HTTP_HEADER_READ_TIMEOUT`] (see `http`). Tool names and arguments go
+//! `stdio`). Over HTTP, connections are capped (`[http] max_connections`,
+//! `max_connections_per_peer`) and must send their headers within
+//! `header_timeout_secs` (see `http`). Tool names and arguments go
 //! to the pipeline as proposed, which resolves, validates and authorizes
 //! them. The HTTP `Authorization`, `Origin`, `Host` and `Mcp-Session-Id`
 //! headers are checked before rmcp sees a request (see `http`). Answers to confirmation requests
@@ -78,10 +78,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use http::{
-    HEALTHZ_PATH, HTTP_BODY_READ_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, HTTP_SHUTDOWN_GRACE, MAX_HTTP_BODY_BYTES,
-    MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER, MAX_HTTP_SESSIONS, METRICS_PATH, READYZ_PATH,
+pub use crate::http_settings::{
+    DEFAULT_HTTP_BODY_READ_TIMEOUT, DEFAULT_HTTP_HEADER_READ_TIMEOUT, DEFAULT_MAX_HTTP_BODY_BYTES,
+    DEFAULT_MAX_HTTP_CONNECTIONS, DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER, DEFAULT_MAX_HTTP_SESSIONS,
+    DEFAULT_MAX_PENDING_CONFIRMATIONS,
 };
+pub use http::{HEALTHZ_PATH, HTTP_SHUTDOWN_GRACE, METRICS_PATH, READYZ_PATH};
 pub use jsonrpc::MAX_MESSAGE_DEPTH;
 pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_IN_FLIGHT};
 /// How long a call waits for the user to answer a confirmation request
@@ -219,7 +221,7 @@ impl Shared {
         let shared = Arc::new(Shared {
             host,
             changes: Changes::default(),
-            confirmations: Arc::new(Confirmations::default()),
+            confirmations: Arc::new(Confirmations::new(config.http.caps.max_pending_confirmations)),
             signed,
             partial_list_sent: AtomicBool::new(false),
             _shipper: shipper,

@@ -24,8 +24,8 @@ pub(crate) mod send;
 mod tests;
 
 pub use grant::{
-    HostPattern, MAX_CREDENTIAL_NAME_BYTES, MAX_SECRET_FILE_BYTES, NetworkGrant, OriginPattern, OriginRule, RawNetwork,
-    RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
+    DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
+    RawNetwork, RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 
 use crate::limits::{OUTGOING_BODY_CHUNK_BYTES, OUTGOING_BODY_CHUNKS};

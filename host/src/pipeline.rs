@@ -15,7 +15,7 @@ use crate::audit::AuditEntry;
 use crate::authorize::{ToolFacts, Verdict};
 use crate::caller::{Caller, TokenAttributes};
 use crate::capture::Captured;
-use crate::card::{self, MAX_CARD_BYTES, MAX_PRESENTED_BYTES};
+use crate::card;
 use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::limits::Limits;
@@ -351,7 +351,9 @@ impl Pipeline {
                     Some(confirmer) => {
                         let card = tool.settings.confirm.as_ref().map(|template| {
                             let caller = Self::caller_value(state, request);
-                            template.render(card::Scope { value: &arguments.value, caller: &caller }, MAX_CARD_BYTES)
+                            let caps = state.config().cards;
+                            let scope = card::Scope { value: &arguments.value, caller: &caller };
+                            template.render(scope, caps.max_card_bytes, caps.max_value_bytes)
                         });
                         let ask = ConfirmRequest {
                             principal: &request.principal,
@@ -470,7 +472,9 @@ impl Pipeline {
         let presented = match (&settings.present_result, &outcome) {
             (Some(template), Ok(success)) => {
                 let caller = Self::caller_value(state, &flight.request);
-                Some(template.render(card::Scope { value: &success.value, caller: &caller }, MAX_PRESENTED_BYTES))
+                let caps = state.config().cards;
+                let scope = card::Scope { value: &success.value, caller: &caller };
+                Some(template.render(scope, caps.max_presented_bytes, caps.max_value_bytes))
             }
             _ => None,
         };

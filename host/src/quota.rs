@@ -32,7 +32,7 @@
 //! principals with nothing in flight are forgotten first (that can only
 //! give such a principal a full bucket again, never a slot in flight).
 
-use crate::mcp::MAX_HTTP_SESSIONS;
+use crate::http_settings::MAX_SESSIONS_RANGE;
 use crate::outcome::{ErrorKind, Failure};
 use crate::pipeline::MAX_PRINCIPAL_LEN;
 use crate::session::MAX_MAX_LIVE;
@@ -123,7 +123,8 @@ impl Quota {
             }
         };
         range("calls_in_flight", quota.calls_in_flight, MAX_CALLS_IN_FLIGHT)?;
-        range("http_sessions", quota.http_sessions, MAX_HTTP_SESSIONS)?;
+        // Past `[http] max_sessions` the table's own cap binds first.
+        range("http_sessions", quota.http_sessions, *MAX_SESSIONS_RANGE.end())?;
         range("sessions_per_tool", quota.sessions_per_tool, MAX_MAX_LIVE)?;
         if quota.calls_per_minute > MAX_CALLS_PER_MINUTE {
             return Err(format!(

@@ -243,6 +243,25 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     check("engine.wasm_stack_kib", (now.wasm_stack_bytes >> 10).to_string(), (new.wasm_stack_bytes >> 10).to_string());
     let dir = |d: &Option<PathBuf>| d.as_ref().map_or_else(|| "none (cache off)".to_owned(), |d| format!("{d:?}"));
     check("engine.cache_dir", dir(&now.cache_dir), dir(&new.cache_dir));
+    // The connection and body caps, the session table and the table of
+    // waiting confirmations are set up when the server starts.
+    let (now, new) = (&current.http.caps, &next.http.caps);
+    let secs = |d: std::time::Duration| format!("{} s", d.as_secs());
+    check("http.header_timeout_secs", secs(now.header_timeout), secs(new.header_timeout));
+    check("http.body_timeout_secs", secs(now.body_timeout), secs(new.body_timeout));
+    check("http.max_connections", now.max_connections.to_string(), new.max_connections.to_string());
+    check(
+        "http.max_connections_per_peer",
+        now.max_connections_per_peer.to_string(),
+        new.max_connections_per_peer.to_string(),
+    );
+    check("http.max_body_bytes", now.max_body_bytes.to_string(), new.max_body_bytes.to_string());
+    check("http.max_sessions", now.max_sessions.to_string(), new.max_sessions.to_string());
+    check(
+        "http.max_pending_confirmations",
+        now.max_pending_confirmations.to_string(),
+        new.max_pending_confirmations.to_string(),
+    );
     // The JWT verifier (and its key cache) is built when the HTTP server
     // starts.
     if current.http.jwt != next.http.jwt {
@@ -294,10 +313,24 @@ mod tests {
     }
 
     #[test]
+    fn an_http_cap_change_is_refused_naming_the_key() {
+        let current = parse("[http]\nmax_connections = 100\n");
+        let next = parse("[http]\nmax_connections = 50\nheader_timeout_secs = 3\n");
+        assert_eq!(
+            needs_restart(&current, &next),
+            vec![
+                "http.header_timeout_secs changed from 10 s to 3 s; restart airlock serve to apply it".to_owned(),
+                "http.max_connections changed from 100 to 50; restart airlock serve to apply it".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
     fn other_changes_need_no_restart() {
         let current = parse("[engine]\nmax_live_instances = 100\n");
         let next = parse(
-            "[engine]\nmax_live_instances = 100\n[quotas]\ncalls_in_flight = 3\n[policy]\npolicies = \"p.cedar\"\n",
+            "[engine]\nmax_live_instances = 100\n[quotas]\ncalls_in_flight = 3\n[policy]\npolicies = \"p.cedar\"\n\
+             [cards]\nmax_card_bytes = 100\n",
         );
         assert!(needs_restart(&current, &next).is_empty());
     }

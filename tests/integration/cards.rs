@@ -3,7 +3,7 @@
 //! text can and cannot do to it, its caps, and the presented result.
 
 use crate::support::{assert_failed, fixture, host};
-use airlock::{CallRequest, ConfirmRequest, FnConfirmer, MAX_CARD_BYTES, MAX_CARD_VALUE_BYTES};
+use airlock::{CallRequest, ConfirmRequest, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, FnConfirmer};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -104,7 +104,7 @@ async fn long_values_and_long_cards_are_cut_with_a_mark() {
         host.call(CallRequest::new("alice", "create_transfer", json!({"to": to, "amount": 50000})), Some(&no)).await;
     let card = cards.lock().expect("lock").pop().flatten().expect("a card was shown");
     let full = card.split("(full: ").nth(1).and_then(|rest| rest.split(')').next()).expect("the full value");
-    assert!(full.ends_with('…') && full.len() <= MAX_CARD_VALUE_BYTES + '…'.len_utf8(), "{}", full.len());
+    assert!(full.ends_with('…') && full.len() <= DEFAULT_MAX_CARD_VALUE_BYTES + '…'.len_utf8(), "{}", full.len());
     assert!(card.contains("Requested by alice"), "the text after a long value stays: {card}");
 
     // A card of many long values is cut as a whole.
@@ -118,7 +118,25 @@ async fn long_values_and_long_cards_are_cut_with_a_mark() {
         .call(CallRequest::new("alice", "create_transfer", json!({"to": "z".repeat(5000), "amount": 1})), Some(&no))
         .await;
     let card = cards.lock().expect("lock").pop().flatten().expect("a card was shown");
-    assert!(card.len() <= MAX_CARD_BYTES && card.ends_with('…'), "{}", card.len());
+    assert!(card.len() <= DEFAULT_MAX_CARD_BYTES && card.ends_with('…'), "{}", card.len());
+
+    // `[cards]` sets the caps: values cut at 16 bytes, the card at 100,
+    // the presented result at 64.
+    let small = format!(
+        "{many}present_result = \"{}\"\n[cards]\nmax_card_bytes = 100\nmax_value_bytes = 16\nmax_presented_bytes = 64\n",
+        "{to} ".repeat(10)
+    );
+    let host = crate::support::host(&small).await;
+    let yes = recording(&cards, true);
+    let result = host
+        .call(CallRequest::new("alice", "create_transfer", json!({"to": "z".repeat(5000), "amount": 1})), Some(&yes))
+        .await;
+    assert!(!result.is_error(), "{}", result.text());
+    let card = cards.lock().expect("lock").pop().flatten().expect("a card was shown");
+    assert!(card.len() <= 100 && card.ends_with('…'), "{}", card.len());
+    assert!(card.starts_with(&format!("{}… ", "z".repeat(16))), "{card}");
+    let presented = result.presented.expect("a result is presented");
+    assert!(presented.len() <= 64 && presented.starts_with(&format!("{}…", "z".repeat(16))), "{presented}");
 }
 
 #[tokio::test]

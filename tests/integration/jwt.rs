@@ -5,7 +5,8 @@
 //! get `401` with the challenge the MCP authorization spec asks for; the
 //! protected-resource metadata document is served; a JWKS URL is fetched,
 //! cached, refreshed on an unknown `kid`, and not fetched faster than
-//! `jwks_min_refresh_seconds` whatever kids clients send.
+//! `jwks_min_refresh_seconds` whatever kids clients send; the token and
+//! principal caps are the configured ones.
 
 use crate::support::{cache_dir, fixture, temp_dir};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -275,7 +276,29 @@ fn jwt_tokens_are_verified_and_name_the_principal() {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
     server.request("POST", "/mcp", &[], &body).assert_refused(None);
     server.initialize("not-a-jwt").assert_refused(Some("accepted algorithm"));
-    server.initialize(&"a".repeat(9000)).assert_refused(Some("at most 8192"));
+    server
+        .initialize(&"a".repeat(9000))
+        .assert_refused(Some("the token is 9000 bytes, over the 8192-byte cap ([http.jwt] max_token_bytes)"));
+}
+
+#[test]
+fn the_token_and_principal_caps_are_the_configured_ones() {
+    let ed = ed25519("ed-1");
+    let server = Server::start(
+        "jwks_file = \"jwks.json\"\nmax_token_bytes = 1024\nmax_principal_bytes = 8",
+        &[("jwks.json", jwks(&[&ed]).as_str())],
+    );
+    let at_cap = server.initialize(&sign(&ed, "ed-1", &claims("abcdefgh")));
+    assert_eq!(at_cap.status, 200, "a principal of max_principal_bytes: {}", at_cap.body);
+    server
+        .initialize(&sign(&ed, "ed-1", &claims("abcdefghi")))
+        .assert_refused(Some("9 bytes: accepted 1 to 8 bytes ([http.jwt] max_principal_bytes)"));
+    let mut padded = claims("alice");
+    padded["pad"] = json!("p".repeat(1000));
+    let token = sign(&ed, "ed-1", &padded);
+    assert!(token.len() > 1024, "{}", token.len());
+    let expected = format!("the token is {} bytes, over the 1024-byte cap ([http.jwt] max_token_bytes)", token.len());
+    server.initialize(&token).assert_refused(Some(&expected));
 }
 
 #[test]

@@ -35,7 +35,7 @@ async fn no_host_only_field_reaches_any_encoding() {
          private_addresses = [\"10.99.88.0/24\"]\nmax_requests = 97\nmax_response_bytes = 8765432\n\
          secret_headers = [{{ origin = \"https://sentinel-origin-x4.example\", header = \"x-sentinel-header-h5\", \
          value_file = {:?} }}, {{ origin = \"https://sentinel-origin-x4.example\", \
-         header = \"x-sentinel-principal-p3\", value_dir = {:?} }}]\n\
+         header = \"x-sentinel-principal-p3\", value_dir = {:?}, max_value_bytes = 24681 }}]\n\
          [tools.echo.sessions]\nmax_live = 97\nidle_secs = 86399\nmemory_mib = 555\n",
         echo.display().to_string(),
         sentinel_dir.display().to_string(),
@@ -74,6 +74,8 @@ async fn no_host_only_field_reaches_any_encoding() {
         "sentinel-credential-value-v6",
         "x-sentinel-principal-p3",
         "value_dir",
+        "24681",
+        "max_value_bytes",
         "network",
         "86399",
         "555",

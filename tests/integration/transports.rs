@@ -6,13 +6,12 @@
 //! read, so the server's memory stays bounded, and gets every reply once it
 //! reads. HTTP: bodies that are not one JSON-RPC message get JSON-RPC
 //! errors; half-open and idle connections are closed; connections beyond
-//! the caps are closed at once while others are served.
+//! the caps are closed at once while others are served. The HTTP caps are
+//! set small in the server's `[http]` section, which proves the keys are
+//! wired and keeps the tests cheap.
 
 use crate::support::{cache_dir, temp_dir, tool};
-use airlock::mcp::{
-    MAX_HTTP_BODY_BYTES, MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER, MAX_MESSAGE_DEPTH,
-    MAX_STDIO_MESSAGE_BYTES,
-};
+use airlock::mcp::{MAX_MESSAGE_DEPTH, MAX_STDIO_MESSAGE_BYTES};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -52,9 +51,16 @@ impl Drop for Server {
 
 impl Server {
     fn start(args: &[&str]) -> Server {
+        Server::start_with(args, "")
+    }
+
+    /// Start with `extra` appended to the config.
+    fn start_with(args: &[&str], extra: &str) -> Server {
         let dir = temp_dir();
-        let config =
-            format!("[tools.echo]\ncomponent = {:?}\nside_effect = false\n", tool("echo").display().to_string());
+        let config = format!(
+            "[tools.echo]\ncomponent = {:?}\nside_effect = false\n{extra}\n",
+            tool("echo").display().to_string()
+        );
         std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
         let child = Command::new(binary())
             .args(args)
@@ -280,8 +286,10 @@ fn stdio_client_that_does_not_read_is_not_read_either() {
 // -- HTTP ---------------------------------------------------------------------
 
 /// Start `airlock serve --http 127.0.0.1:0` and read the bound address.
-fn http_server() -> (Server, SocketAddr) {
-    let mut server = Server::start(&["serve", "--http", "127.0.0.1:0"]);
+/// `airlock serve --http` on a free loopback port, with `extra` in its
+/// config.
+fn http_server(extra: &str) -> (Server, SocketAddr) {
+    let mut server = Server::start_with(&["serve", "--http", "127.0.0.1:0"], extra);
     let stderr = server.child.stderr.take().expect("stderr");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -401,7 +409,10 @@ async fn served(addr: SocketAddr) {
 
 #[tokio::test]
 async fn http_answers_bodies_that_are_not_a_message_with_json_rpc_errors() {
-    let (_server, addr) = http_server();
+    // A small body cap; a short keep-alive (the idle connection below is
+    // closed sooner), with seconds of margin for sending a request.
+    const MAX_BODY: usize = 1024;
+    let (_server, addr) = http_server(&format!("[http]\nmax_body_bytes = {MAX_BODY}\nheader_timeout_secs = 3"));
     for (body, code, says) in [
         (&b"this is not json"[..], -32700, "not JSON"),
         (b"{\"jsonrpc\":\"2.0\",\"id\":1,", -32700, "not JSON"),
@@ -422,19 +433,28 @@ async fn http_answers_bodies_that_are_not_a_message_with_json_rpc_errors() {
     assert_eq!(exchange(addr, &post(addr, deep.as_bytes(), true)).await.json()["error"]["code"], -32700);
 
     // Over the cap, by one byte: read to its end (so that the client can
-    // read the answer), then refused.
+    // read the answer), then refused, naming the key.
     let mut oversized = br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#.to_vec();
-    oversized.resize(MAX_HTTP_BODY_BYTES - 3, b'x');
+    oversized.resize(MAX_BODY - 3, b'x');
     oversized.extend_from_slice(br#""}}"#);
     oversized.push(b' ');
-    assert_eq!(oversized.len(), MAX_HTTP_BODY_BYTES + 1);
+    assert_eq!(oversized.len(), MAX_BODY + 1);
     let reply = exchange(addr, &post(addr, &oversized, true)).await;
     assert_eq!(reply.status, 413);
     assert_eq!(reply.header("content-type"), Some("application/json"));
     let error = reply.json();
     assert_eq!(error["id"], Value::Null);
     assert_eq!(error["error"]["code"], -32600);
-    assert!(error["error"]["message"].as_str().unwrap_or_default().contains("request body is over 4194304 bytes"));
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("request body is over 1024 bytes") && message.contains("[http] max_body_bytes"),
+        "{message}"
+    );
+    // At the cap exactly: served (an initialize padded with spaces).
+    let mut at_cap = initialize_request(1);
+    at_cap.resize(MAX_BODY, b' ');
+    let reply = exchange(addr, &post(addr, &at_cap, true)).await;
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
 
     // A kept-alive connection that goes idle is closed; a valid message is
     // still served.
@@ -447,7 +467,12 @@ async fn http_answers_bodies_that_are_not_a_message_with_json_rpc_errors() {
 
 #[tokio::test]
 async fn http_caps_connections_and_closes_half_open_ones() {
-    let (_server, addr) = http_server();
+    // Small caps; the header timeout leaves seconds for filling them.
+    const MAX_CONNECTIONS: usize = 6;
+    const PER_PEER: usize = 2;
+    let (_server, addr) = http_server(&format!(
+        "[http]\nmax_connections = {MAX_CONNECTIONS}\nmax_connections_per_peer = {PER_PEER}\nheader_timeout_secs = 5"
+    ));
     let partial = b"POST /mcp HTTP/1.1\r\nHost: 127";
     let half_open = |source: Ipv4Addr, count: usize| async move {
         let mut streams = Vec::with_capacity(count);
@@ -468,7 +493,7 @@ async fn http_caps_connections_and_closes_half_open_ones() {
 
     // One peer at its cap: its next connection is closed, others are
     // served. The served connection is kept alive (and so counted).
-    let mut open = half_open(Ipv4Addr::new(127, 0, 0, 2), MAX_HTTP_CONNECTIONS_PER_PEER).await;
+    let mut open = half_open(Ipv4Addr::new(127, 0, 0, 2), PER_PEER).await;
     assert!(refused(Ipv4Addr::new(127, 0, 0, 2)).await, "a connection beyond the per-peer cap is closed");
     let mut kept = connect_from(Ipv4Addr::LOCALHOST, addr).await;
     kept.write_all(&post(addr, b"{}", false)).await.expect("send");
@@ -477,8 +502,8 @@ async fn http_caps_connections_and_closes_half_open_ones() {
 
     // All connections in use: the next one, from anywhere, is closed.
     let mut source = 3u8;
-    while open.len() < MAX_HTTP_CONNECTIONS {
-        let count = (MAX_HTTP_CONNECTIONS - open.len()).min(MAX_HTTP_CONNECTIONS_PER_PEER);
+    while open.len() < MAX_CONNECTIONS {
+        let count = (MAX_CONNECTIONS - open.len()).min(PER_PEER);
         open.extend(half_open(Ipv4Addr::new(127, 0, 0, source), count).await);
         source += 1;
     }

@@ -70,15 +70,15 @@ impl Config {
         }
         self.limits(out, &prefix, &settings.limits, Some(&self.defaults));
         let table = self.layers.table.get("tools").and_then(|t| t.get(name)).and_then(Value::as_table);
-        for (key, value) in table.into_iter().flatten() {
-            if LIMIT_KEYS.contains(&key.as_str()) || matches!(key.as_str(), "side_effect" | "concurrency_safe") {
-                continue;
-            }
-            match value {
-                Value::Table(sub) => self.subtable(out, &format!("{prefix}.{key}"), sub),
-                _ => self.line(out, key, &format!("{prefix}.{key}"), value),
-            }
-        }
+        let rest: Table = table
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| {
+                !LIMIT_KEYS.contains(&key.as_str()) && !matches!(key.as_str(), "side_effect" | "concurrency_safe")
+            })
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        self.members(out, &prefix, &rest);
     }
 
     /// The effective limits, each with its source; `defaults` is given for
@@ -102,20 +102,23 @@ impl Config {
 
     fn section(&self, out: &mut String, name: &str, table: &Table) {
         let _ = writeln!(out, "\n[{}]", layer::key(name));
-        for (key, value) in table {
-            match value {
-                Value::Table(sub) => self.subtable(out, &format!("{name}.{key}"), sub),
-                _ => self.line(out, key, &format!("{name}.{key}"), value),
-            }
-        }
+        self.members(out, name, table);
     }
 
     fn subtable(&self, out: &mut String, path: &str, table: &Table) {
         let _ = writeln!(out, "\n[{path}]");
+        self.members(out, path, table);
+    }
+
+    /// The values of the table at `path`, then its subtables: a value
+    /// printed after a subtable's header would read as the subtable's.
+    fn members(&self, out: &mut String, path: &str, table: &Table) {
+        for (key, value) in table.iter().filter(|(_, v)| !v.is_table()) {
+            self.line(out, key, &format!("{path}.{key}"), value);
+        }
         for (key, value) in table {
-            match value {
-                Value::Table(sub) => self.subtable(out, &format!("{path}.{key}"), sub),
-                _ => self.line(out, key, &format!("{path}.{key}"), value),
+            if let Value::Table(sub) = value {
+                self.subtable(out, &format!("{path}.{key}"), sub);
             }
         }
     }
@@ -195,6 +198,21 @@ mod tests {
         assert!(echo("memory_mib").contains("= 64") && echo("memory_mib").ends_with("# [defaults]"), "{text}");
         assert!(echo("max_output_bytes").ends_with("# default"), "{text}");
         assert!(line_of(&text, "tools.run_js.sessions", "max_live").ends_with("# built-in"), "{text}");
+    }
+
+    #[test]
+    fn caps_set_in_the_file_are_shown() {
+        let text = describe(
+            "[http]\nmax_connections_per_peer = 2\n[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\n\
+             jwks_file = \"k.json\"\nmax_token_bytes = 1024\n[cards]\nmax_card_bytes = 100\n",
+        );
+        assert!(line_of(&text, "http", "max_connections_per_peer").contains("= 2"), "{text}");
+        assert!(line_of(&text, "http.jwt", "max_token_bytes").contains("= 1024"), "{text}");
+        assert!(line_of(&text, "cards", "max_card_bytes").contains("= 100"), "{text}");
+        // A tool's values come before its subtables too.
+        let text =
+            describe("[tools.http_fetch]\npresent_result = \"{status}\"\n[tools.http_fetch.network]\nallow = []\n");
+        assert!(line_of(&text, "tools.http_fetch", "present_result").contains("{status}"), "{text}");
     }
 
     #[test]

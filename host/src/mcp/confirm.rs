@@ -12,7 +12,9 @@
 //! is a random handle to a call waiting here; it is only honoured for the
 //! principal, tool and arguments it was issued for, only once, and only
 //! until the confirmer gives up after [`CONFIRM_TIMEOUT`]. The number of
-//! waiting calls is capped by [`MAX_PENDING_CONFIRMATIONS`]. Arguments shown
+//! waiting calls is capped by `[http] max_pending_confirmations`
+//! ([`DEFAULT_MAX_PENDING_CONFIRMATIONS`](crate::mcp::DEFAULT_MAX_PENDING_CONFIRMATIONS)).
+//! Arguments shown
 //! to the user are JSON-encoded (control characters escaped) and cut at
 //! [`MAX_CONFIRM_ARGUMENT_BYTES`].
 //!
@@ -45,8 +47,6 @@ use tokio_util::sync::CancellationToken;
 /// (to clients that sent a `progressToken`), so that their request timeouts
 /// do not fire while the user reads the question.
 pub const CONFIRM_PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
-/// At most this many calls wait for a confirmation answer (2026-07-28).
-pub const MAX_PENDING_CONFIRMATIONS: usize = 256;
 /// Arguments shown in a confirmation message are cut at this many bytes.
 pub const MAX_CONFIRM_ARGUMENT_BYTES: usize = 2048;
 /// The key of the confirmation in `inputRequests` / `inputResponses`.
@@ -181,9 +181,10 @@ struct Slot {
 }
 
 /// Calls waiting for a confirmation answer (2026-07-28), by `requestState`.
-#[derive(Default)]
 pub struct Confirmations {
     slots: Mutex<HashMap<String, Slot>>,
+    /// Most calls waiting at once (`[http] max_pending_confirmations`).
+    max: usize,
 }
 
 /// How the first round of a call ended.
@@ -246,6 +247,12 @@ impl Confirmer for AskOnce {
 }
 
 impl Confirmations {
+    /// No call waiting yet; at most `max` at once (`[http]
+    /// max_pending_confirmations`).
+    pub fn new(max: usize) -> Self {
+        Confirmations { slots: Mutex::new(HashMap::new()), max }
+    }
+
     /// Run `request`. If the policy asks and `can_elicit`, the call is
     /// parked and [`Started::Ask`] returned; without `can_elicit`, ask
     /// means declined. `cancel` cancels the call while this round runs.
@@ -288,8 +295,9 @@ impl Confirmations {
         }
     }
 
-    /// Park a call under `state`. With [`MAX_PENDING_CONFIRMATIONS`] calls
-    /// already waiting, the call is declined and its result handed back.
+    /// Park a call under `state`. With `[http] max_pending_confirmations`
+    /// calls already waiting, the call is declined and its result handed
+    /// back.
     fn park(
         &self,
         state: &str,
@@ -301,8 +309,11 @@ impl Confirmations {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         // Calls whose confirmer gave up (timeout, cancellation) are gone.
         slots.retain(|_, slot| !slot.answer.is_closed());
-        if slots.len() >= MAX_PENDING_CONFIRMATIONS {
-            tracing::warn!("{MAX_PENDING_CONFIRMATIONS} calls already wait for confirmation; this one is declined");
+        if slots.len() >= self.max {
+            tracing::warn!(
+                "{} calls already wait for confirmation ([http] max_pending_confirmations); this one is declined",
+                self.max
+            );
             let _ = answer.send(false);
             return Err(result);
         }
@@ -341,6 +352,23 @@ impl Confirmations {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pending_confirmations_are_capped_at_the_configured_count() {
+        let confirmations = Confirmations::new(2);
+        let owner = Owner { principal: "alice".into(), tool: "t".into(), arguments: None };
+        let mut answers = Vec::new();
+        let mut park = |state: &str| {
+            let (answer, answered) = oneshot::channel();
+            let (_result, result) = oneshot::channel();
+            answers.push(answered);
+            confirmations.park(state, owner.clone(), answer, result, CancellationToken::new()).is_ok()
+        };
+        assert!(park("a") && park("b"), "two calls wait: the cap");
+        assert!(!park("c"), "a third is declined");
+        let declined = answers.pop().unwrap();
+        assert_eq!(declined.blocking_recv(), Ok(false), "the declined call is told so");
+    }
 
     #[test]
     fn the_form_is_a_valid_elicitation_schema() {

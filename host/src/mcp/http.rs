@@ -14,12 +14,12 @@
 //!    nothing in the body can.
 //! 4. `Mcp-Session-Id`: a session is bound to the principal that opened it;
 //!    another principal presenting its id gets 404, as for an unknown
-//!    session. At most [`MAX_HTTP_SESSIONS`] sessions are kept (503 beyond),
+//!    session. At most `[http] max_sessions` sessions are kept (503 beyond),
 //!    and at most its `[quotas] http_sessions` per principal (429 beyond,
 //!    naming the quota), so one principal cannot take every slot.
 //!
 //! 5. The body of a `POST` (`application/json`) is read, at most
-//!    [`MAX_HTTP_BODY_BYTES`] within [`HTTP_BODY_READ_TIMEOUT`], and must be
+//!    `[http] max_body_bytes` within `body_timeout_secs`, and must be
 //!    one JSON-RPC message (see `jsonrpc`); else it is answered with a
 //!    JSON-RPC error, `"id": null` unless the id could be read: `413`
 //!    (`-32600`) over the cap, `400` with `-32700` when it is not JSON, `400`
@@ -28,12 +28,13 @@
 //!
 //! Nor does it trust a client to use its connection: connections are
 //! served here with hyper, not `axum::serve`, so that at most
-//! [`MAX_HTTP_CONNECTIONS`] are open, at most
-//! [`MAX_HTTP_CONNECTIONS_PER_PEER`] from one address (beyond either, a
-//! connection is accepted and closed at once), and each must finish a
-//! request's headers within [`HTTP_HEADER_READ_TIMEOUT`] of being ready
-//! for one, which also closes idle kept-alive connections. Refusals are
-//! logged at debug, with at most one warning a minute counting them.
+//! `[http] max_connections` are open, at most `max_connections_per_peer`
+//! from one address (beyond either, a connection is accepted and closed at
+//! once), and each must finish a request's headers within
+//! `header_timeout_secs` of being ready for one, which also closes idle
+//! kept-alive connections. Refusals are logged at debug, with at most one
+//! warning a minute counting them. These caps ([`HttpCaps`]) are read when
+//! the server starts; a reload does not change them.
 //!
 //! A client dropping the response stream of a call cancels the call. Tokens
 //! and allowed origins are read from the host state in force for each
@@ -65,6 +66,7 @@ pub use probes::{HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 use super::server::{AirlockServer, Shared};
 use super::shutdown;
 use crate::host::Host;
+use crate::http_settings::HttpCaps;
 use anyhow::Context as _;
 use gate::{Gate, check};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -77,26 +79,6 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Largest request body accepted, in bytes (a call's arguments are capped
-/// at [`MAX_ARGUMENT_BYTES`](crate::MAX_ARGUMENT_BYTES); this leaves room
-/// for the envelope).
-pub const MAX_HTTP_BODY_BYTES: usize = 4 << 20;
-/// Most MCP sessions (`initialize`-based revisions) kept open at once.
-pub const MAX_HTTP_SESSIONS: usize = 1024;
-/// How long a connection may take to send a request's headers, counted
-/// from when it is ready for a request: when it is opened, and on a kept
-/// alive connection when the previous response is written. So this is also
-/// how long an idle kept-alive connection is kept. Past it the connection is
-/// closed (hyper's `header_read_timeout`, which runs in both cases).
-pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a `POST` body may take to arrive once its headers have; past
-/// it the request is answered `408` with a JSON-RPC error.
-pub const HTTP_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Most connections open at once; more are accepted and closed at once.
-pub const MAX_HTTP_CONNECTIONS: usize = 256;
-/// Most connections open at once from one IPv4 address or IPv6 /64; more
-/// are accepted and closed at once.
-pub const MAX_HTTP_CONNECTIONS_PER_PEER: usize = 32;
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 /// At shutdown, once the calls are done, how long connections may take to
@@ -119,7 +101,8 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     }
     let jwt = settings.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
     let manager = Arc::new(LocalSessionManager::default());
-    let gate = gate(&shared.host, jwt.clone(), addr, &principal, manager.clone());
+    let caps = settings.caps;
+    let gate = gate(&shared.host, jwt.clone(), addr, &principal, manager.clone(), caps);
     // Cancelled once the calls are done: ends rmcp's event streams.
     let streams = CancellationToken::new();
     // Host and Origin are checked by `gate` (rmcp's own lists would refuse
@@ -127,7 +110,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
-        .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES)
+        .with_max_request_body_bytes(caps.max_body_bytes)
         .with_cancellation_token(streams.child_token());
     let host = shared.host.clone();
     let metrics_listener = match host.config().metrics.listen {
@@ -164,9 +147,9 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
 
     let stop = CancellationToken::new();
-    let serving = tokio::spawn(connections::serve(listener, app, stop.clone()));
+    let serving = tokio::spawn(connections::serve(listener, app, caps, stop.clone()));
     let metrics_serving =
-        metrics_listener.map(|(listener, app)| tokio::spawn(connections::serve(listener, app, stop.clone())));
+        metrics_listener.map(|(listener, app)| tokio::spawn(connections::serve(listener, app, caps, stop.clone())));
     shutdown::signal().await;
     shutdown::last_resort(shutdown::longest(&host, HTTP_SHUTDOWN_GRACE + HTTP_SHUTDOWN_HARD_STOP));
     // No new connections; idle ones close, busy ones after their response.
@@ -201,6 +184,7 @@ fn gate(
     addr: SocketAddr,
     principal: &str,
     manager: Arc<LocalSessionManager>,
+    caps: HttpCaps,
 ) -> Arc<Gate> {
     Arc::new(Gate {
         access: {
@@ -218,6 +202,7 @@ fn gate(
         },
         metrics: host.metrics().clone(),
         posts: Arc::new(AtomicUsize::new(0)),
+        caps,
     })
 }
 
@@ -237,7 +222,7 @@ async fn bind_metrics(
             );
         }
         let jwt = settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
-        let gate = gate(host, jwt, addr, principal, Arc::new(LocalSessionManager::default()));
+        let gate = gate(host, jwt, addr, principal, Arc::new(LocalSessionManager::default()), settings.http.caps);
         app = app.layer(axum::middleware::from_fn_with_state(gate, check));
     }
     let app = probes::with_probes(app, host);
@@ -258,5 +243,5 @@ pub(super) async fn serve_metrics_only(
     stop: CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
     let (listener, app) = bind_metrics(host, addr, principal).await?;
-    Ok(tokio::spawn(connections::serve(listener, app, stop)))
+    Ok(tokio::spawn(connections::serve(listener, app, host.config().http.caps, stop)))
 }

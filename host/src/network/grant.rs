@@ -17,8 +17,11 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 4 << 20;
 const MAX_REQUESTS_CAP: u32 = 1000;
 /// Most response bytes a grant may allow per call.
 const MAX_RESPONSE_BYTES_CAP: u64 = 1 << 30;
-/// Largest credential file accepted in a secret header's `value_dir`.
-pub const MAX_SECRET_FILE_BYTES: u64 = 16 << 10;
+/// Largest credential file accepted in a secret header's `value_dir`
+/// unless its `max_value_bytes` says otherwise.
+pub const DEFAULT_MAX_SECRET_FILE_BYTES: u64 = 16 << 10;
+/// Accepted `max_value_bytes` of a secret header with a `value_dir`.
+const MAX_VALUE_BYTES_RANGE: std::ops::RangeInclusive<u64> = 8..=(1 << 20);
 /// Longest principal id that can name a credential file (the usual file
 /// name limit).
 pub const MAX_CREDENTIAL_NAME_BYTES: usize = 255;
@@ -55,6 +58,7 @@ struct RawSecret {
     value_env: Option<String>,
     value_file: Option<PathBuf>,
     value_dir: Option<PathBuf>,
+    max_value_bytes: Option<u64>,
     #[serde(default)]
     prefix: String,
 }
@@ -262,6 +266,9 @@ pub enum SecretSource {
         dir: PathBuf,
         /// Written before each value, e.g. `Bearer `.
         prefix: String,
+        /// Largest credential file used (`max_value_bytes`); a larger one
+        /// leaves the principal without a credential.
+        max_bytes: u64,
     },
     /// The call's principal has no usable credential here: requests to the
     /// origin are refused, naming the header and the principal.
@@ -387,8 +394,8 @@ impl NetworkGrant {
         }
         let mut grant = self.clone();
         for secret in &mut grant.secrets {
-            if let SecretSource::PerPrincipal { dir, prefix } = &secret.value {
-                secret.value = match read_credential(dir, prefix, principal, &secret.name) {
+            if let SecretSource::PerPrincipal { dir, prefix, max_bytes } = &secret.value {
+                secret.value = match read_credential(dir, prefix, *max_bytes, principal, &secret.name) {
                     Some(value) => SecretSource::Fixed(value),
                     None => SecretSource::Missing { principal: principal.to_owned() },
                 };
@@ -442,6 +449,9 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
     let name = HeaderName::from_bytes(raw.header.as_bytes())
         .map_err(|_| format!("{ctx}: not a header name, e.g. \"authorization\""))?;
     let mut value_file = None;
+    if raw.max_value_bytes.is_some() && raw.value_dir.is_none() {
+        return Err(format!("{ctx}: max_value_bytes caps the credential files of a `value_dir`; this header has none"));
+    }
     let value = match (&raw.value_env, &raw.value_file, &raw.value_dir) {
         (Some(var), None, None) => {
             std::env::var(var).map_err(|_| format!("{ctx}: value_env = {var:?} is not set in the host environment"))?
@@ -464,10 +474,18 @@ fn secret(raw: RawSecret, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<SecretHe
             if HeaderValue::from_str(&raw.prefix).is_err() {
                 return Err(format!("{ctx}: the prefix is not a valid header value (visible ASCII only)"));
             }
+            let max_bytes = raw.max_value_bytes.unwrap_or(DEFAULT_MAX_SECRET_FILE_BYTES);
+            if !MAX_VALUE_BYTES_RANGE.contains(&max_bytes) {
+                return Err(format!(
+                    "{ctx}: max_value_bytes = {max_bytes} is out of range: accepted {}..={}",
+                    MAX_VALUE_BYTES_RANGE.start(),
+                    MAX_VALUE_BYTES_RANGE.end()
+                ));
+            }
             return Ok(SecretHeader {
                 origin,
                 name,
-                value: SecretSource::PerPrincipal { dir, prefix: raw.prefix },
+                value: SecretSource::PerPrincipal { dir, prefix: raw.prefix, max_bytes },
                 file: None,
             });
         }
@@ -502,10 +520,17 @@ fn credential_name(principal: &str) -> bool {
         && !principal.contains(['/', '\\', '\0'])
 }
 
-/// The credential of `principal` in `dir`, or `None` when it has none
-/// usable. A file that exists but cannot be used is logged (its path and
-/// why, never its content) so the operator can fix it.
-fn read_credential(dir: &Path, prefix: &str, principal: &str, header: &HeaderName) -> Option<SecretValue> {
+/// The credential of `principal` in `dir` (a file of at most `max_bytes`),
+/// or `None` when it has none usable. A file that exists but cannot be used
+/// is logged (its path and why, never its content) so the operator can fix
+/// it.
+fn read_credential(
+    dir: &Path,
+    prefix: &str,
+    max_bytes: u64,
+    principal: &str,
+    header: &HeaderName,
+) -> Option<SecretValue> {
     use std::io::Read as _;
     if !credential_name(principal) {
         return None;
@@ -522,15 +547,18 @@ fn read_credential(dir: &Path, prefix: &str, principal: &str, header: &HeaderNam
     };
     match file.metadata() {
         Ok(meta) if !meta.is_file() => return unusable("not a regular file"),
-        Ok(meta) if meta.len() > MAX_SECRET_FILE_BYTES => {
-            return unusable(&format!("larger than {MAX_SECRET_FILE_BYTES} bytes"));
+        Ok(meta) if meta.len() > max_bytes => {
+            return unusable(&format!(
+                "it is {} bytes, over the {max_bytes}-byte cap (max_value_bytes of this secret header)",
+                meta.len()
+            ));
         }
         Ok(_) => {}
         Err(err) => return unusable(&err.to_string()),
     }
     let mut text = String::new();
     // The cap holds even if the file grows after the size check.
-    if let Err(err) = file.take(MAX_SECRET_FILE_BYTES).read_to_string(&mut text) {
+    if let Err(err) = file.take(max_bytes).read_to_string(&mut text) {
         return unusable(&err.to_string());
     }
     let secret = text.trim_end_matches(['\r', '\n']).to_owned();

@@ -250,7 +250,7 @@ fn per_principal_credentials_are_read_from_the_principal_file_only() {
     std::fs::write(creds.join(".hidden"), "hidden-token-1234").unwrap();
     std::fs::write(dir.path().join("outside"), "outside-token-1234").unwrap();
     std::fs::write(creds.join("short"), "abc").unwrap();
-    std::fs::write(creds.join("huge"), "x".repeat(MAX_SECRET_FILE_BYTES as usize + 1)).unwrap();
+    std::fs::write(creds.join("huge"), "x".repeat(DEFAULT_MAX_SECRET_FILE_BYTES as usize + 1)).unwrap();
     std::fs::create_dir(creds.join("adir")).unwrap();
 
     let SecretSource::Fixed(alice) = resolved(&g, "alice") else { panic!("alice has a credential") };
@@ -289,6 +289,59 @@ fn per_principal_credentials_are_read_from_the_principal_file_only() {
         (dir, g)
     };
     assert!(fixed.for_principal("alice").is_none());
+}
+
+#[tokio::test]
+async fn a_credential_file_of_exactly_max_value_bytes_is_used_and_one_byte_more_is_refused() {
+    use http_body_util::BodyExt;
+    let dir = tempfile::tempdir().unwrap();
+    let creds = dir.path().join("creds");
+    std::fs::create_dir(&creds).unwrap();
+    std::fs::write(creds.join("alice"), "a".repeat(32)).unwrap();
+    std::fs::write(creds.join("bob"), "b".repeat(33)).unwrap();
+    let raw: RawNetwork = toml::from_str(
+        r#"
+        allow = ["http://127.0.0.1:1"]
+        secret_headers = [{ origin = "http://127.0.0.1:1", header = "x-key", value_dir = "creds", max_value_bytes = 32 }]
+        "#,
+    )
+    .unwrap();
+    let g = NetworkGrant::from_raw(raw, &|p: &Path| dir.path().join(p)).unwrap();
+    let SecretSource::Fixed(alice) = resolved(&g, "alice") else { panic!("a file at the cap is used") };
+    assert_eq!(alice.secret(), "a".repeat(32));
+    assert_eq!(resolved(&g, "bob"), SecretSource::Missing { principal: "bob".into() }, "one byte more is not");
+    let request = || {
+        let body = http_body_util::Empty::<bytes::Bytes>::new().map_err(|_| Error::HttpProtocolError).boxed_unsync();
+        Request::builder().method("GET").uri("http://127.0.0.1:1/").body(body).unwrap()
+    };
+    let usage = Usage::default();
+    assert!(check(Some(&g.for_principal("alice").unwrap()), &usage, request()).await.is_ok());
+    let Err(refused) = check(Some(&g.for_principal("bob").unwrap()), &usage, request()).await else {
+        panic!("bob's request was not refused")
+    };
+    assert!(refused.contains("x-key") && refused.contains("principal \"bob\" has none"), "{refused}");
+}
+
+#[test]
+fn max_value_bytes_is_ranged_and_only_for_a_value_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    let with = |extra: &str| {
+        let raw: RawNetwork = toml::from_str(&format!(
+            r#"allow = ["https://a.example"]
+               secret_headers = [{{ origin = "https://a.example", header = "x-key", {extra} }}]"#
+        ))
+        .unwrap();
+        NetworkGrant::from_raw(raw, &|p: &Path| dir.path().join(p))
+    };
+    assert!(with("value_dir = \"d\", max_value_bytes = 8").is_ok());
+    assert!(with("value_dir = \"d\", max_value_bytes = 1048576").is_ok());
+    for value in [7, 1_048_577] {
+        let err = with(&format!("value_dir = \"d\", max_value_bytes = {value}")).unwrap_err();
+        assert!(err.contains(&format!("max_value_bytes = {value} is out of range: accepted 8..=1048576")), "{err}");
+    }
+    let err = with("value_env = \"HOME\", max_value_bytes = 64").unwrap_err();
+    assert!(err.contains("max_value_bytes caps the credential files of a `value_dir`"), "{err}");
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn defaults_and_overrides() {
 #[test]
 fn errors_name_the_section_key_and_range() {
     check_err("calls_in_flight = 0", &["[quotas]", "calls_in_flight = 0", "accepted 1..=10000"]);
-    check_err("http_sessions = 5000", &["[quotas]", "http_sessions", "accepted 1..=1024"]);
+    check_err("http_sessions = 70000", &["[quotas]", "http_sessions", "accepted 1..=65536"]);
     check_err("sessions_per_tool = 0", &["sessions_per_tool", "accepted 1..=1000"]);
     check_err("calls_per_minute = 1000000", &["calls_per_minute", "0 (off)"]);
     check_err("[principals.alice]\ncalls_in_flight = 0", &["[quotas.principals.alice]", "calls_in_flight"]);

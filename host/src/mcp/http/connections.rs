@@ -2,16 +2,15 @@
 //! served with hyper under a header timeout, and closed gracefully when
 //! the server stops.
 //!
-//! Trusts no client to use its connection: at most
-//! [`MAX_HTTP_CONNECTIONS`] are open, at most
-//! [`MAX_HTTP_CONNECTIONS_PER_PEER`] from one address (beyond either, a
-//! connection is accepted and closed at once), and each must finish a
-//! request's headers within [`HTTP_HEADER_READ_TIMEOUT`] of being ready for
-//! one. Refusals are logged at debug, with at most one warning per
+//! Trusts no client to use its connection: at most `[http]
+//! max_connections` are open, at most `max_connections_per_peer` from one
+//! address (beyond either, a connection is accepted and closed at once),
+//! and each must finish a request's headers within `header_timeout_secs`
+//! of being ready for one. Refusals are logged at debug, with at most one warning per
 //! [`REFUSAL_LOG_INTERVAL`] counting them, so that a client cannot flood the
 //! log.
 
-use super::{HTTP_HEADER_READ_TIMEOUT, MAX_HTTP_CONNECTIONS, MAX_HTTP_CONNECTIONS_PER_PEER};
+use crate::http_settings::HttpCaps;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::collections::HashMap;
@@ -31,12 +30,18 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
 /// cancelled; then the listener is closed (new connections are refused),
 /// idle connections are closed, and each busy one closes once its
 /// response is written. Returns the connections still open, to wait for.
-pub(super) async fn serve(listener: TcpListener, app: axum::Router, stop: CancellationToken) -> TaskTracker {
+/// `caps` gives the connection caps and the header timeout.
+pub(super) async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
+    caps: HttpCaps,
+    stop: CancellationToken,
+) -> TaskTracker {
     // Connections are served here rather than by `axum::serve`, which sets
     // no header timeout and caps nothing.
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(HTTP_HEADER_READ_TIMEOUT).keep_alive(true);
-    let connections = Connections::new();
+    http.timer(TokioTimer::new()).header_read_timeout(caps.header_timeout).keep_alive(true);
+    let connections = Connections::new(caps.max_connections, caps.max_connections_per_peer);
     let mut refusals = Refusals::default();
     let tasks = TaskTracker::new();
     loop {
@@ -90,9 +95,13 @@ pub(super) async fn serve(listener: TcpListener, app: axum::Router, stop: Cancel
     tasks
 }
 
-/// Open connections, in total and per peer.
+/// Open connections, in total and per peer, and their caps.
 struct Connections {
     open: Mutex<Open>,
+    /// `[http] max_connections`.
+    max: usize,
+    /// `[http] max_connections_per_peer`.
+    max_per_peer: usize,
 }
 
 #[derive(Default)]
@@ -108,21 +117,22 @@ struct Slot {
 }
 
 impl Connections {
-    fn new() -> Arc<Self> {
-        Arc::new(Connections { open: Mutex::new(Open::default()) })
+    fn new(max: usize, max_per_peer: usize) -> Arc<Self> {
+        Arc::new(Connections { open: Mutex::new(Open::default()), max, max_per_peer })
     }
 
     /// A place for a connection from `ip`, or which cap is reached.
     fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, String> {
         let peer = peer_key(ip);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if open.total >= MAX_HTTP_CONNECTIONS {
-            return Err(format!("{MAX_HTTP_CONNECTIONS} connections are open (MAX_HTTP_CONNECTIONS)"));
+        if open.total >= self.max {
+            return Err(format!("{} connections are open, the cap ([http] max_connections)", self.max));
         }
         let from_peer = open.per_peer.entry(peer).or_default();
-        if *from_peer >= MAX_HTTP_CONNECTIONS_PER_PEER {
+        if *from_peer >= self.max_per_peer {
             return Err(format!(
-                "{MAX_HTTP_CONNECTIONS_PER_PEER} connections from this address are open (MAX_HTTP_CONNECTIONS_PER_PEER)"
+                "{} connections from this address are open, the cap ([http] max_connections_per_peer)",
+                self.max_per_peer
             ));
         }
         *from_peer += 1;
@@ -191,26 +201,31 @@ mod tests {
 
     #[test]
     fn connections_are_capped_in_total_and_per_peer() {
-        let connections = Connections::new();
-        let peer: IpAddr = "10.0.0.1".parse().unwrap();
-        let mut slots: Vec<Slot> =
-            (0..MAX_HTTP_CONNECTIONS_PER_PEER).map(|_| connections.admit(peer).unwrap()).collect();
-        assert!(connections.admit(peer).err().is_some_and(|e| e.contains("MAX_HTTP_CONNECTIONS_PER_PEER")));
-        slots.pop();
-        slots.push(connections.admit(peer).expect("a freed place is reused"));
-        let mut others = 0u32;
-        while slots.len() < MAX_HTTP_CONNECTIONS {
-            others += 1;
-            let other = IpAddr::from(std::net::Ipv4Addr::from(0x0b00_0000 + others / 8));
-            if let Ok(slot) = connections.admit(other) {
-                slots.push(slot);
+        for (max, per_peer) in [(crate::http_settings::DEFAULT_MAX_HTTP_CONNECTIONS, 32), (5, 2)] {
+            let connections = Connections::new(max, per_peer);
+            let peer: IpAddr = "10.0.0.1".parse().unwrap();
+            let mut slots: Vec<Slot> = (0..per_peer).map(|_| connections.admit(peer).unwrap()).collect();
+            let refused = connections.admit(peer).err().unwrap_or_default();
+            assert!(refused.contains("[http] max_connections_per_peer") && refused.starts_with(&per_peer.to_string()));
+            slots.pop();
+            slots.push(connections.admit(peer).expect("a freed place is reused"));
+            let mut others = 0u32;
+            while slots.len() < max {
+                others += 1;
+                let other = IpAddr::from(std::net::Ipv4Addr::from(0x0b00_0000 + others));
+                slots.push(connections.admit(other).expect("below the total cap"));
             }
+            let refused = connections.admit("192.0.2.1".parse().unwrap()).err().unwrap_or_default();
+            assert!(refused.contains("[http] max_connections)") && refused.starts_with(&max.to_string()), "{refused}");
+            drop(slots);
+            let open = connections.open.lock().unwrap();
+            assert_eq!((open.total, open.per_peer.len()), (0, 0), "every place is freed");
         }
-        assert!(
-            connections.admit("192.0.2.1".parse().unwrap()).err().is_some_and(|e| e.contains("MAX_HTTP_CONNECTIONS"))
-        );
-        drop(slots);
-        let open = connections.open.lock().unwrap();
-        assert_eq!((open.total, open.per_peer.len()), (0, 0), "every place is freed");
+        // Behind a load balancer (one peer) the operator lets one address
+        // take every connection.
+        let connections = Connections::new(3, 3);
+        let balancer: IpAddr = "10.0.0.9".parse().unwrap();
+        let _slots: Vec<Slot> = (0..3).map(|_| connections.admit(balancer).unwrap()).collect();
+        assert!(connections.admit(balancer).err().is_some_and(|e| e.contains("[http] max_connections)")));
     }
 }

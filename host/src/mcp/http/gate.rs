@@ -7,11 +7,12 @@
 //! parent module for the order of the checks and what each refusal is).
 
 use super::super::server::Caller;
+use super::MCP_PATH;
 use super::body::read_message;
 use super::jwt::Verifier;
-use super::{MAX_HTTP_SESSIONS, MCP_PATH};
 use crate::access::{Access, normalize_origin};
 use crate::caller::TokenAttributes;
+use crate::http_settings::HttpCaps;
 use crate::metrics::Metrics;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -52,6 +53,8 @@ pub(super) struct Gate {
     /// `POST`s whose responses are not written yet (shutdown waits for
     /// them).
     pub(super) posts: Arc<AtomicUsize>,
+    /// The body and session caps (`[http]`).
+    pub(super) caps: HttpCaps,
 }
 
 /// One `POST` in flight until dropped (with the response body, for a
@@ -74,8 +77,8 @@ impl Drop for Post {
 /// Why a new session was not bound.
 #[derive(Debug, PartialEq, Eq)]
 enum Unbound {
-    /// [`MAX_HTTP_SESSIONS`] sessions are open.
-    Full,
+    /// `[http] max_sessions` sessions are open (that many).
+    Full(usize),
     /// The principal holds `open` sessions, at least its `http_sessions`
     /// quota.
     Quota { principal: String, open: usize, quota: usize },
@@ -84,8 +87,11 @@ enum Unbound {
 impl Unbound {
     fn response(&self) -> Response {
         match self {
-            Unbound::Full => {
-                crate::client_log::refused("HTTP 503", &format!("{MAX_HTTP_SESSIONS} MCP sessions are open"));
+            Unbound::Full(max) => {
+                crate::client_log::refused(
+                    "HTTP 503",
+                    &format!("{max} MCP sessions are open, the cap ([http] max_sessions)"),
+                );
                 refuse(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable: too many sessions; close one and retry")
             }
             Unbound::Quota { principal, open, quota } => {
@@ -149,7 +155,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     {
         return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
     }
-    let mut request = match read_message(request).await {
+    let mut request = match read_message(request, &gate.caps).await {
         Ok(request) => request,
         Err(refused) => return refused,
     };
@@ -273,12 +279,12 @@ impl Gate {
     }
 
     /// Bind a new session to `principal`, unless the principal is at its
-    /// `http_sessions` quota or [`MAX_HTTP_SESSIONS`] are open.
+    /// `http_sessions` quota or `[http] max_sessions` are open.
     async fn bind(&self, id: &str, principal: String) -> Result<(), Unbound> {
         let quota = (self.session_quota)(&principal);
         let (full, at_quota) = {
             let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-            (sessions.len() >= MAX_HTTP_SESSIONS, open_of(&sessions, &principal) >= quota)
+            (sessions.len() >= self.caps.max_sessions, open_of(&sessions, &principal) >= quota)
         };
         if full || at_quota {
             // Forget sessions rmcp has closed (idle timeout, DELETE, errors):
@@ -302,8 +308,8 @@ impl Gate {
         if open >= quota {
             return Err(Unbound::Quota { principal, open, quota });
         }
-        if sessions.len() >= MAX_HTTP_SESSIONS {
-            return Err(Unbound::Full);
+        if sessions.len() >= self.caps.max_sessions {
+            return Err(Unbound::Full(self.caps.max_sessions));
         }
         sessions.insert(id.to_owned(), principal);
         Ok(())
@@ -361,7 +367,11 @@ mod tests {
             .map(|(t, p)| crate::config::BearerToken { token: (*t).into(), principal: (*p).into(), file: None })
             .collect();
         let allowed_origins = origins.iter().map(|o| (*o).to_owned()).collect();
-        Arc::new(Access::new(&crate::config::HttpSettings { tokens, allowed_origins, jwt: None }))
+        Arc::new(Access::new(&crate::config::HttpSettings {
+            tokens,
+            allowed_origins,
+            ..crate::config::HttpSettings::default()
+        }))
     }
 
     fn gate(tokens: &[(&str, &str)], origins: &[&str]) -> Gate {
@@ -376,6 +386,7 @@ mod tests {
             session_quota: Box::new(|principal: &str| if principal == "small" { 1 } else { 3 }),
             metrics: Arc::new(Metrics::new(10)),
             posts: Arc::new(AtomicUsize::new(0)),
+            caps: HttpCaps { max_sessions: 4, ..HttpCaps::default() },
         }
     }
 
@@ -478,7 +489,28 @@ mod tests {
         for needle in ["\"alice\" already has 2 open MCP sessions", "http_sessions = 2", "[quotas.principals.alice]"] {
             assert!(text.contains(needle), "{text:?} should contain {needle:?}");
         }
-        assert_eq!(Unbound::Full.response().status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(Unbound::Full(4).response().status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[tokio::test]
+    async fn sessions_are_capped_at_the_configured_count() {
+        // The gate's `[http] max_sessions` is 4; each principal's quota 3.
+        let gate = gate(&[], &[]);
+        let mut workers = Vec::new();
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let (id, worker) = gate.manager.create_session().await.expect("session");
+            ids.push(id.to_string());
+            workers.push(worker);
+        }
+        for (id, principal) in ids.iter().zip(["alice", "alice", "bob", "carol"]) {
+            assert_eq!(gate.bind(id, principal.into()).await, Ok(()), "at most max_sessions are bound");
+        }
+        assert_eq!(gate.bind(&ids[4], "dave".into()).await, Err(Unbound::Full(4)), "one more is refused");
+        // A closed session frees its place.
+        gate.manager.close_session(&Arc::from(ids[0].as_str())).await.expect("close");
+        assert_eq!(gate.bind(&ids[4], "dave".into()).await, Ok(()));
+        drop(workers);
     }
 
     #[test]

@@ -5,16 +5,17 @@
 //! document (RFC 9728) that tells a client where to get a token.
 //!
 //! Trusts nothing in a token until its signature verifies with a key from
-//! the configured JWKS: its size is capped ([`MAX_JWT_BYTES`]), its `alg`
+//! the configured JWKS: its size is capped (`[http.jwt] max_token_bytes`,
+//! checked before anything is decoded), its `alg`
 //! must be one the operator accepts (asymmetric only, so a public key can
 //! never serve as an HMAC secret and `none` is never accepted), and the key
 //! must be of that algorithm's type. Then `iss`, `aud` and `exp` must be
-//! present and right, `exp`/`nbf` with [`JWT_LEEWAY`], and the principal
-//! claim a string of at most [`MAX_PRINCIPAL_BYTES`].
+//! present and right, `exp`/`nbf` with `leeway_secs` of clock skew, and
+//! the principal claim a string of at most `max_principal_bytes`.
 //!
 //! Nor does it trust the IdP's document: it is capped in bytes
-//! ([`MAX_JWKS_BYTES`]) and keys ([`MAX_JWKS_KEYS`]), fetched within
-//! [`JWKS_FETCH_TIMEOUT`] over HTTPS (plain HTTP only to a loopback
+//! (`max_jwks_bytes`) and keys (`max_jwks_keys`), fetched within
+//! `jwks_fetch_timeout_secs` over HTTPS (plain HTTP only to a loopback
 //! address), and a key it cannot use is skipped. A token naming an unknown
 //! `kid` asks for a fetch, but fetches are at least `jwks_min_refresh`
 //! apart whatever clients send, so random `kid`s cannot make the host
@@ -22,6 +23,7 @@
 
 use crate::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use crate::config::{JwksSource, JwtSettings};
+use crate::http_settings::JwtCaps;
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -31,26 +33,11 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
 use wasmtime_wasi_http::io::TokioIo;
 
-/// Longest access token accepted, in bytes.
-pub const MAX_JWT_BYTES: usize = 8 << 10;
-/// Largest JWKS document read (file or URL), in bytes.
-pub const MAX_JWKS_BYTES: usize = 256 << 10;
-/// Most keys a JWKS document may hold; a document with more is refused.
-pub const MAX_JWKS_KEYS: usize = 64;
-/// Clock skew allowed when checking `exp` and `nbf`.
-pub const JWT_LEEWAY: Duration = Duration::from_secs(60);
-/// How long fetching the JWKS URL may take, connecting to the last byte.
-pub const JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest principal a token's principal claim may name, in bytes.
-pub const MAX_PRINCIPAL_BYTES: usize = 256;
-/// Most items of a list claim that becomes an attribute
-/// (`attribute_claims`); a longer list gives no attribute.
-pub const MAX_CLAIM_LIST_ITEMS: usize = 64;
 /// Where the protected-resource metadata document is served (RFC 9728);
 /// also at this path followed by the MCP path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -100,7 +87,7 @@ impl Verifier {
         if let JwksSource::File(path) = &settings.jwks {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("[http.jwt] jwks_file = {:?}: cannot read it", path.display()))?;
-            keys.keys = parse_jwks(&bytes)
+            keys.keys = parse_jwks(&bytes, &settings.caps)
                 .map_err(|err| anyhow::anyhow!("[http.jwt] jwks_file = {:?}: {err}", path.display()))?;
             if keys.keys.is_empty() {
                 anyhow::bail!(
@@ -137,8 +124,14 @@ impl Verifier {
     /// verified.
     async fn principal(&self, token: &str) -> Result<(String, TokenAttributes), Rejection> {
         let invalid = Rejection::Invalid;
-        if token.len() > MAX_JWT_BYTES {
-            return Err(invalid(format!("the token is {} bytes; at most {MAX_JWT_BYTES} are accepted", token.len())));
+        let caps = &self.settings.caps;
+        // Before anything is decoded: the size is the first thing checked.
+        if token.len() > caps.max_token_bytes {
+            return Err(invalid(format!(
+                "the token is {} bytes, over the {}-byte cap ([http.jwt] max_token_bytes)",
+                token.len(),
+                caps.max_token_bytes
+            )));
         }
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             invalid(format!(
@@ -155,7 +148,7 @@ impl Verifier {
         }
         let key = self.key_for(header.kid.as_deref(), header.alg).await?;
         let mut validation = Validation::new(header.alg);
-        validation.leeway = JWT_LEEWAY.as_secs();
+        validation.leeway = caps.leeway.as_secs();
         validation.validate_nbf = true;
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.audience]);
@@ -164,12 +157,20 @@ impl Verifier {
             .map_err(|err| invalid(self.describe(&err)))?;
         let claim = &self.settings.principal_claim;
         match data.claims.get(claim).and_then(Value::as_str) {
-            Some(principal) if !principal.is_empty() && principal.len() <= MAX_PRINCIPAL_BYTES => {
-                Ok((principal.to_owned(), claim_attributes(&data.claims, &self.settings.attribute_claims, principal)))
+            Some(principal) if !principal.is_empty() && principal.len() <= caps.max_principal_bytes => {
+                let attributes = claim_attributes(
+                    &data.claims,
+                    &self.settings.attribute_claims,
+                    principal,
+                    caps.max_claim_list_items,
+                );
+                Ok((principal.to_owned(), attributes))
             }
-            Some(_) => {
-                Err(invalid(format!("the token's {claim} claim is empty or longer than {MAX_PRINCIPAL_BYTES} bytes")))
-            }
+            Some(principal) => Err(invalid(format!(
+                "the token's {claim} claim is {} bytes: accepted 1 to {} bytes ([http.jwt] max_principal_bytes)",
+                principal.len(),
+                caps.max_principal_bytes
+            ))),
             None => Err(invalid(format!("the token has no string {claim} claim to name the principal"))),
         }
     }
@@ -203,11 +204,15 @@ impl Verifier {
     /// Fetch the JWKS URL into `keys`; on failure keep the keys held.
     async fn fetch_into(&self, url: &str, keys: &mut Keys) {
         keys.tried = Some(Instant::now());
-        let fetched = match tokio::time::timeout(JWKS_FETCH_TIMEOUT, fetch(url)).await {
+        let caps = &self.settings.caps;
+        let fetched = match tokio::time::timeout(caps.jwks_fetch_timeout, fetch(url, caps.max_jwks_bytes)).await {
             Ok(result) => result,
-            Err(_) => Err(format!("it took longer than {JWKS_FETCH_TIMEOUT:?}")),
+            Err(_) => Err(format!(
+                "it took longer than {} s ([http.jwt] jwks_fetch_timeout_secs)",
+                caps.jwks_fetch_timeout.as_secs()
+            )),
         };
-        match fetched.and_then(|bytes| parse_jwks(&bytes)) {
+        match fetched.and_then(|bytes| parse_jwks(&bytes, caps)) {
             Ok(fresh) => {
                 tracing::info!(url, keys = fresh.len(), "fetched the JWKS");
                 keys.keys = fresh;
@@ -223,7 +228,10 @@ impl Verifier {
         use jsonwebtoken::errors::ErrorKind;
         match err.kind() {
             ErrorKind::ExpiredSignature => {
-                format!("the token has expired (exp is past, allowing {} s of clock skew)", JWT_LEEWAY.as_secs())
+                format!(
+                    "the token has expired (exp is past, allowing {} s of clock skew, [http.jwt] leeway_secs)",
+                    self.settings.caps.leeway.as_secs()
+                )
             }
             ErrorKind::ImmatureSignature => "the token is not valid yet (nbf is in the future)".to_owned(),
             ErrorKind::InvalidAudience => format!("wrong audience: aud must include {}", self.settings.audience),
@@ -281,10 +289,15 @@ impl Verifier {
 /// (RFC 6750 §3: printable ASCII but `"` and `\`).
 /// The attributes `mapping` (`(attribute, claim)`) takes from a verified
 /// token's `claims`. A claim that is absent, or is not a string, boolean,
-/// integer or flat list of those within [`MAX_CALLER_ATTRIBUTE_BYTES`] and
-/// [`MAX_CLAIM_LIST_ITEMS`], gives no attribute (a policy reads it with
-/// `principal has NAME`); the token is still accepted.
-fn claim_attributes(claims: &Map<String, Value>, mapping: &[(String, String)], principal: &str) -> TokenAttributes {
+/// integer or flat list of at most `max_items` of those, within
+/// [`MAX_CALLER_ATTRIBUTE_BYTES`], gives no attribute (a policy reads it
+/// with `principal has NAME`); the token is still accepted.
+fn claim_attributes(
+    claims: &Map<String, Value>,
+    mapping: &[(String, String)],
+    principal: &str,
+    max_items: usize,
+) -> TokenAttributes {
     let scalar = |value: &Value| match value {
         Value::String(_) | Value::Bool(_) => true,
         Value::Number(n) => n.is_i64(),
@@ -294,7 +307,7 @@ fn claim_attributes(claims: &Map<String, Value>, mapping: &[(String, String)], p
     for (attribute, claim) in mapping {
         let Some(value) = claims.get(claim) else { continue };
         let usable = match value {
-            Value::Array(items) => items.len() <= MAX_CLAIM_LIST_ITEMS && items.iter().all(scalar),
+            Value::Array(items) => items.len() <= max_items && items.iter().all(scalar),
             other => scalar(other),
         };
         if usable && value.to_string().len() <= MAX_CALLER_ATTRIBUTE_BYTES {
@@ -303,8 +316,10 @@ fn claim_attributes(claims: &Map<String, Value>, mapping: &[(String, String)], p
             tracing::debug!(
                 principal,
                 claim = claim.as_str(),
+                max_items,
                 "the token's claim is not a string, boolean, integer or list of those within \
-                 {MAX_CALLER_ATTRIBUTE_BYTES} bytes and {MAX_CLAIM_LIST_ITEMS} items: no attribute"
+                 {MAX_CALLER_ATTRIBUTE_BYTES} bytes and max_items items ([http.jwt] max_claim_list_items): no \
+                 attribute"
             );
         }
     }
@@ -345,20 +360,29 @@ fn find<'a>(keys: &'a [Key], kid: Option<&str>, alg: Algorithm) -> Option<&'a De
     }
 }
 
-/// The usable signing keys of a JWKS document; keys of other types, for
+/// The usable signing keys of a JWKS document of at most
+/// `caps.max_jwks_bytes` and `caps.max_jwks_keys`; keys of other types, for
 /// encryption, or that do not parse are skipped.
-fn parse_jwks(bytes: &[u8]) -> Result<Vec<Key>, String> {
+fn parse_jwks(bytes: &[u8], caps: &JwtCaps) -> Result<Vec<Key>, String> {
     #[derive(serde::Deserialize)]
     struct Document {
         keys: Vec<Value>,
     }
-    if bytes.len() > MAX_JWKS_BYTES {
-        return Err(format!("the JWKS is {} bytes; at most {MAX_JWKS_BYTES} are read", bytes.len()));
+    if bytes.len() > caps.max_jwks_bytes {
+        return Err(format!(
+            "the JWKS is {} bytes, over the {}-byte cap ([http.jwt] max_jwks_bytes)",
+            bytes.len(),
+            caps.max_jwks_bytes
+        ));
     }
     let document: Document = serde_json::from_slice(bytes)
         .map_err(|err| format!("the JWKS is not a {{\"keys\": [...]}} document: {err}"))?;
-    if document.keys.len() > MAX_JWKS_KEYS {
-        return Err(format!("the JWKS has {} keys; at most {MAX_JWKS_KEYS} are accepted", document.keys.len()));
+    if document.keys.len() > caps.max_jwks_keys {
+        return Err(format!(
+            "the JWKS has {} keys; at most {} are accepted ([http.jwt] max_jwks_keys)",
+            document.keys.len(),
+            caps.max_jwks_keys
+        ));
     }
     let mut keys = Vec::new();
     for value in document.keys {
@@ -385,9 +409,8 @@ fn parse_jwks(bytes: &[u8]) -> Result<Vec<Key>, String> {
 }
 
 /// GET `url`: HTTPS with the host's TLS setup (ring, webpki roots), or
-/// plain HTTP to a loopback address; the body capped at
-/// [`MAX_JWKS_BYTES`].
-async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+/// plain HTTP to a loopback address; the body capped at `max_bytes`.
+async fn fetch(url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
     let uri: http::Uri = url.parse().map_err(|err| format!("not a URL: {err}"))?;
     let https = match uri.scheme_str() {
         Some("https") => true,
@@ -414,9 +437,9 @@ async fn fetch(url: &str) -> Result<Vec<u8>, String> {
             .connect(name, tcp)
             .await
             .map_err(|err| format!("TLS with {host} failed: {err}"))?;
-        get(tls, &authority, &path).await
+        get(tls, &authority, &path, max_bytes).await
     } else {
-        get(tcp, &authority, &path).await
+        get(tcp, &authority, &path, max_bytes).await
     }
 }
 
@@ -424,6 +447,7 @@ async fn get<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     stream: S,
     authority: &str,
     path: &str,
+    max_bytes: usize,
 ) -> Result<Vec<u8>, String> {
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -439,15 +463,18 @@ async fn get<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
         driver.abort();
         return Err(format!("the server answered {}", response.status()));
     }
-    let body = http_body_util::Limited::new(response.into_body(), MAX_JWKS_BYTES).collect().await;
+    let body = http_body_util::Limited::new(response.into_body(), max_bytes).collect().await;
     driver.abort();
-    let body = body.map_err(|err| format!("cannot read the JWKS (at most {MAX_JWKS_BYTES} bytes): {err}"))?;
+    let body = body
+        .map_err(|err| format!("cannot read the JWKS (at most {max_bytes} bytes, [http.jwt] max_jwks_bytes): {err}"))?;
     Ok(body.to_bytes().to_vec())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http_settings::{DEFAULT_MAX_CLAIM_LIST_ITEMS, DEFAULT_MAX_JWKS_BYTES, DEFAULT_MAX_JWKS_KEYS};
+    use std::time::Duration;
 
     fn settings(resource: &str) -> JwtSettings {
         JwtSettings {
@@ -461,7 +488,90 @@ mod tests {
             jwks_refresh: Duration::from_secs(3600),
             jwks_min_refresh: Duration::from_secs(60),
             attribute_claims: Vec::new(),
+            caps: JwtCaps::default(),
         }
+    }
+
+    /// A verifier holding one fresh Ed25519 key (kid `k`), with `caps`, and
+    /// a signer for that key.
+    fn with_key(caps: JwtCaps) -> (Verifier, impl Fn(&Value) -> String) {
+        use ring::signature::{Ed25519KeyPair, KeyPair as _};
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let key = Key {
+            kid: Some("k".into()),
+            algorithm: Algorithm::EdDSA,
+            key: DecodingKey::from_ed_der(pair.public_key().as_ref()),
+        };
+        let settings = JwtSettings { jwks: JwksSource::File("unused.json".into()), caps, ..settings("https://a/mcp") };
+        let keys = Keys { keys: vec![key], loaded: Some(Instant::now()), tried: None };
+        let verifier = Verifier { settings, algorithms: vec![Algorithm::EdDSA], keys: Mutex::new(keys) };
+        let private = jsonwebtoken::EncodingKey::from_ed_der(pkcs8.as_ref());
+        let sign = move |claims: &Value| {
+            let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+            header.kid = Some("k".into());
+            jsonwebtoken::encode(&header, claims, &private).unwrap()
+        };
+        (verifier, sign)
+    }
+
+    fn now() -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    }
+
+    fn claims(sub: &str, pad: usize) -> Value {
+        json!({"iss": "https://idp", "aud": "aud", "sub": sub, "exp": now() + 600, "pad": "p".repeat(pad)})
+    }
+
+    fn refusal(result: Result<(String, TokenAttributes), Rejection>) -> String {
+        match result {
+            Err(Rejection::Invalid(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_token_size_cap_holds_at_the_byte_before_decoding() {
+        let (mut verifier, sign) = with_key(JwtCaps::default());
+        let token = sign(&claims("alice", 100));
+        verifier.settings.caps.max_token_bytes = token.len();
+        assert_eq!(verifier.principal(&token).await.map(|(p, _)| p).ok().as_deref(), Some("alice"), "at the cap");
+        let longer = sign(&claims("alice", 101));
+        assert!(longer.len() > token.len());
+        let why = refusal(verifier.principal(&longer).await);
+        let expected = format!(
+            "the token is {} bytes, over the {}-byte cap ([http.jwt] max_token_bytes)",
+            longer.len(),
+            token.len()
+        );
+        assert_eq!(why, expected);
+        // Garbage at the cap is decoded (and refused for what it is); one
+        // byte more is refused for its size alone.
+        let cap = token.len();
+        assert!(refusal(verifier.principal(&"a".repeat(cap)).await).contains("not a JWT"));
+        assert!(refusal(verifier.principal(&"a".repeat(cap + 1)).await).contains("max_token_bytes"));
+    }
+
+    #[tokio::test]
+    async fn the_principal_cap_holds_at_the_byte() {
+        let (verifier, sign) = with_key(JwtCaps { max_principal_bytes: 8, ..JwtCaps::default() });
+        let accepted = verifier.principal(&sign(&claims("abcdefgh", 0))).await;
+        assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some("abcdefgh"));
+        let why = refusal(verifier.principal(&sign(&claims("abcdefghi", 0))).await);
+        assert!(why.contains("9 bytes: accepted 1 to 8 bytes ([http.jwt] max_principal_bytes)"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn the_leeway_is_the_configured_one() {
+        // Expired 30 s ago: refused with no skew allowed, accepted with ten
+        // minutes (a margin of minutes, not a timing bound).
+        let mut late = claims("alice", 0);
+        late["exp"] = json!(now() - 30);
+        let (strict, sign) = with_key(JwtCaps { leeway: Duration::ZERO, ..JwtCaps::default() });
+        let why = refusal(strict.principal(&sign(&late)).await);
+        assert!(why.contains("allowing 0 s of clock skew, [http.jwt] leeway_secs"), "{why}");
+        let (lenient, sign) = with_key(JwtCaps { leeway: Duration::from_secs(600), ..JwtCaps::default() });
+        assert!(lenient.principal(&sign(&late)).await.is_ok());
     }
 
     #[test]
@@ -469,17 +579,27 @@ mod tests {
         let claims = json!({"org": "acme", "roles": ["teller", "auditor"], "level": 3, "admin": false,
                             "ratio": 0.5, "nested": {"a": 1}, "mixed": ["a", {"b": 1}],
                             "long": "x".repeat(MAX_CALLER_ATTRIBUTE_BYTES + 1),
-                            "many": vec![1; MAX_CLAIM_LIST_ITEMS + 1]});
+                            "many": vec![1; DEFAULT_MAX_CLAIM_LIST_ITEMS + 1]});
         let Value::Object(claims) = claims else { unreachable!() };
         let mapping: Vec<(String, String)> =
             ["admin", "level", "long", "many", "mixed", "missing", "nested", "org", "ratio", "roles"]
                 .iter()
                 .map(|c| ((*c).to_owned() + "_attr", (*c).to_owned()))
                 .collect();
-        let attributes = claim_attributes(&claims, &mapping, "alice");
+        let attributes = claim_attributes(&claims, &mapping, "alice", DEFAULT_MAX_CLAIM_LIST_ITEMS);
         let names: Vec<&str> = attributes.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(names, ["admin_attr", "level_attr", "org_attr", "roles_attr"]);
         assert_eq!(attributes[3].1, json!(["teller", "auditor"]));
+    }
+
+    #[test]
+    fn list_claims_are_capped_at_the_configured_count() {
+        let claims = json!({"two": ["a", "b"], "three": ["a", "b", "c"]});
+        let Value::Object(claims) = claims else { unreachable!() };
+        let mapping = [("two".to_owned(), "two".to_owned()), ("three".to_owned(), "three".to_owned())];
+        let attributes = claim_attributes(&claims, &mapping, "alice", 2);
+        let names: Vec<&str> = attributes.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["two"], "a list of max_claim_list_items is kept, one more item gives no attribute");
     }
 
     #[test]
@@ -497,10 +617,11 @@ mod tests {
 
     #[test]
     fn jwks_documents_are_capped_and_unusable_keys_skipped() {
-        let too_many: Vec<Value> = (0..=MAX_JWKS_KEYS).map(|_| json!({})).collect();
-        let err = parse_jwks(json!({ "keys": too_many }).to_string().as_bytes()).err().unwrap();
+        let defaults = JwtCaps::default();
+        let too_many: Vec<Value> = (0..=DEFAULT_MAX_JWKS_KEYS).map(|_| json!({})).collect();
+        let err = parse_jwks(json!({ "keys": too_many }).to_string().as_bytes(), &defaults).err().unwrap();
         assert!(err.contains("at most 64"), "{err}");
-        assert!(parse_jwks(&vec![b' '; MAX_JWKS_BYTES + 1]).is_err());
+        assert!(parse_jwks(&vec![b' '; DEFAULT_MAX_JWKS_BYTES + 1], &defaults).is_err());
         let keys = parse_jwks(
             json!({ "keys": [
                 { "kty": "oct", "k": "c2VjcmV0" },
@@ -510,6 +631,7 @@ mod tests {
             ]})
             .to_string()
             .as_bytes(),
+            &defaults,
         )
         .unwrap();
         assert_eq!(keys.len(), 1, "only the Ed25519 signing key is usable");
@@ -517,5 +639,22 @@ mod tests {
         assert!(find(&keys, None, Algorithm::EdDSA).is_some(), "the only key serves a token without kid");
         assert!(find(&keys, Some("b"), Algorithm::EdDSA).is_none());
         assert!(find(&keys, Some("a"), Algorithm::ES256).is_none());
+    }
+
+    #[test]
+    fn jwks_caps_hold_at_the_configured_values() {
+        let caps = JwtCaps { max_jwks_keys: 2, max_jwks_bytes: 1024, ..JwtCaps::default() };
+        let document = |keys: usize| {
+            let mut text = json!({ "keys": vec![json!({}); keys] }).to_string();
+            text.push_str(&" ".repeat(1024 - text.len()));
+            text
+        };
+        assert_eq!(document(2).len(), 1024);
+        assert!(parse_jwks(document(2).as_bytes(), &caps).is_ok(), "2 keys in 1024 bytes: at both caps");
+        let err = parse_jwks(document(3).as_bytes(), &caps).err().unwrap();
+        assert!(err.contains("has 3 keys; at most 2 are accepted ([http.jwt] max_jwks_keys)"), "{err}");
+        let over = document(2) + " ";
+        let err = parse_jwks(over.as_bytes(), &caps).err().unwrap();
+        assert!(err.contains("1025 bytes, over the 1024-byte cap ([http.jwt] max_jwks_bytes)"), "{err}");
     }
 }

@@ -152,7 +152,9 @@ async fn check(
             SecretSource::Fixed(_) => {}
             SecretSource::Missing { principal } => {
                 return Err(format!(
-                    "{origin} was refused: this tool sends header `{}` to {origin} with a credential of the                      principal it acts for, and principal {principal:?} has none; an operator can add one (a file                      named after the principal in the `value_dir` of this tool's `network.secret_headers`)",
+                    "{origin} was refused: this tool sends header `{}` to {origin} with a credential of the \
+                     principal it acts for, and principal {principal:?} has none; an operator can add one (a file \
+                     named after the principal in the `value_dir` of this tool's `network.secret_headers`)",
                     secret.name
                 ));
             }

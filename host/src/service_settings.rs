@@ -29,7 +29,15 @@ pub(crate) struct RawMetrics {
     public: Option<bool>,
     max_principals: Option<usize>,
     max_tool_labels: Option<usize>,
+    #[serde(default)]
+    readers: Vec<String>,
 }
+
+/// Most principals `[metrics] readers` may name.
+pub const MAX_METRICS_READERS: usize = 64;
+/// Longest principal name in `[metrics] readers` (as long as a principal
+/// the pipeline accepts).
+pub const MAX_METRICS_READER_BYTES: usize = 256;
 
 /// Where and how `/metrics` is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +54,12 @@ pub struct MetricsSettings {
     /// Most tool names labelled; the others are counted under `other`
     /// (`[metrics] max_tool_labels`).
     pub max_tool_labels: usize,
+    /// The principals that may read `/metrics` when the server
+    /// authenticates its clients (`[metrics] readers`). The series name
+    /// principals and tools, so an ordinary client (any holder of a valid
+    /// JWT) must not read them; empty means nobody, unless the server has
+    /// no tokens at all (loopback only, every client is the local one).
+    pub readers: Vec<String>,
 }
 
 impl Default for MetricsSettings {
@@ -55,6 +69,7 @@ impl Default for MetricsSettings {
             public: false,
             max_principals: DEFAULT_METRICS_MAX_PRINCIPALS,
             max_tool_labels: DEFAULT_MAX_TOOL_LABELS,
+            readers: Vec::new(),
         }
     }
 }
@@ -91,7 +106,20 @@ impl MetricsSettings {
             None => DEFAULT_MAX_TOOL_LABELS,
             Some(n) => in_range("[metrics] max_tool_labels", n, 0, MAX_TOOL_LABELS_CEILING)?,
         };
-        Ok(Self { listen, public, max_principals, max_tool_labels })
+        if raw.readers.len() > MAX_METRICS_READERS {
+            return Err(format!(
+                "[metrics] readers names {} principals, over the {MAX_METRICS_READERS} accepted: give the scrapers \
+                 one principal (one token each maps to it)",
+                raw.readers.len()
+            ));
+        }
+        if let Some(bad) = raw.readers.iter().find(|r| r.is_empty() || r.len() > MAX_METRICS_READER_BYTES) {
+            return Err(format!(
+                "[metrics] readers: {bad:?} is not a principal name: write 1 to {MAX_METRICS_READER_BYTES} bytes, \
+                 the principal a scraper's token maps to (e.g. \"prometheus\")"
+            ));
+        }
+        Ok(Self { listen, public, max_principals, max_tool_labels, readers: raw.readers })
     }
 }
 
@@ -313,6 +341,23 @@ mod tests {
             (traces.max_queued_spans, traces.export_timeout),
             (DEFAULT_MAX_QUEUED_SPANS, DEFAULT_OTLP_EXPORT_TIMEOUT)
         );
+    }
+
+    #[test]
+    fn metrics_readers_are_capped_in_count_and_length() {
+        let list = |names: Vec<String>| {
+            let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+            format!("[metrics]\nreaders = [{}]", quoted.join(", "))
+        };
+        let at_cap: Vec<String> = (0..MAX_METRICS_READERS).map(|i| format!("scraper{i}")).collect();
+        assert_eq!(parse(&list(at_cap.clone())).unwrap().metrics.readers, at_cap);
+        let mut over = at_cap;
+        over.push("one-more".into());
+        check_err(&list(over), &["[metrics] readers names 65 principals", "64 accepted"]);
+        let longest = "p".repeat(MAX_METRICS_READER_BYTES);
+        assert_eq!(parse(&list(vec![longest.clone()])).unwrap().metrics.readers, [longest.clone()]);
+        check_err(&list(vec![format!("{longest}p")]), &["[metrics] readers", "1 to 256 bytes"]);
+        check_err(&list(vec![String::new()]), &["[metrics] readers", "1 to 256 bytes"]);
     }
 
     #[test]

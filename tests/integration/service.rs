@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 /// Liveness bound for anything the server must eventually do.
 const DEADLINE: Duration = Duration::from_secs(60);
 const TOKEN: &str = "service-test-token-0123456789abcdef";
+/// A second client's token (principal `bob`, not a metrics reader).
+const OTHER_TOKEN: &str = "service-test-other-token-0123456789";
 
 pub(crate) fn binary() -> PathBuf {
     std::env::var_os("AIRLOCK_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_airlock")), PathBuf::from)
@@ -245,7 +247,8 @@ fn metrics_count_calls_by_tool_and_outcome_and_readyz_follows_start_up() {
     // is not finished before then, whatever the machine.
     let config = echo_config(&format!(
         "[tools.slow_metadata]\ncomponent = {:?}\ntimeout_ms = 15000\n[http]\ntokens = [{{ token = \"{TOKEN}\", \
-         principal = \"alice\" }}]\n",
+         principal = \"alice\" }}, {{ token = \"{OTHER_TOKEN}\", principal = \"bob\" }}]\n[metrics]\n\
+         readers = [\"alice\"]\n",
         fixture("slow_metadata").display().to_string()
     ));
     let server = Served::start(&config, &["serve", "--http", "127.0.0.1:0"]);
@@ -258,6 +261,12 @@ fn metrics_count_calls_by_tool_and_outcome_and_readyz_follows_start_up() {
     assert_eq!((health.status, health.body.as_str()), (200, "ok\n"), "alive at once, without a token");
     let refused = request(&addr, "GET", "/metrics", &[], "");
     assert_eq!(refused.status, 401, "/metrics is protected like /mcp: {}", refused.body);
+    // Another client with a valid token is not a reader: the series name
+    // principals and tools.
+    let bob = format!("Bearer {OTHER_TOKEN}");
+    let forbidden = request(&addr, "GET", "/metrics", &[("Authorization", &bob)], "");
+    assert_eq!(forbidden.status, 403, "only [metrics] readers read /metrics: {}", forbidden.body);
+    assert!(forbidden.body.contains("[metrics] readers"), "{}", forbidden.body);
 
     let mcp = Mcp::connect(&addr, Some(TOKEN));
     for i in 0..3 {
@@ -338,8 +347,13 @@ fn sigterm_lets_calls_in_flight_finish_cancels_the_rest_and_exits_0() {
     let audit = dir.path().join("audit.jsonl");
     // A call that sleeps 10 minutes outlasts the 5 s grace whatever the
     // machine; one that sleeps 1 s finishes well within it.
-    let config =
-        sleeper_config(&audit, 5, &format!("[http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n"));
+    let config = sleeper_config(
+        &audit,
+        5,
+        &format!(
+            "[http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n[metrics]\nreaders = [\"alice\"]\n"
+        ),
+    );
     let mut server = Served::start(&config, &["serve", "--http", "127.0.0.1:0"]);
     let addr = server.announced("serving MCP");
     let (tx, rx) = mpsc::channel();

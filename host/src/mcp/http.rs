@@ -120,8 +120,13 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     let server = AirlockServer::new(shared, principal);
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
     let posts = gate.posts.clone();
-    let mut app = probes::with_metrics(axum::Router::new().route_service(MCP_PATH, service), &host)
-        .layer(axum::middleware::from_fn_with_state(gate, check));
+    // With `[metrics] listen`, `/metrics` is served there only: an
+    // operator who moved it off the MCP port does not want it on both.
+    let mut app = axum::Router::new().route_service(MCP_PATH, service);
+    if metrics_listener.is_none() {
+        app = probes::with_metrics(app, &host);
+    }
+    let mut app = app.layer(axum::middleware::from_fn_with_state(gate, check));
     app = probes::with_probes(app, &host);
     if let Some(jwt) = jwt {
         // The metadata document is public (a client reads it before it has
@@ -203,6 +208,7 @@ fn gate(
         metrics: host.metrics().clone(),
         posts: Arc::new(AtomicUsize::new(0)),
         caps,
+        metrics_readers: host.config().metrics.readers.clone(),
     })
 }
 
@@ -218,7 +224,10 @@ async fn bind_metrics(
     if !settings.metrics.public {
         if !addr.ip().is_loopback() && host.require_http_tokens(addr).is_err() {
             anyhow::bail!(
-                "refusing to serve /metrics on {addr}: it is not a loopback address and the config has no bearer                  tokens and no [http.jwt] to protect it. Add `[http] tokens` (a scraper sends one as a bearer token),                  or listen on a loopback address (with `[metrics] public = true` if the scraper sends no token)"
+                "refusing to serve /metrics on {addr}: it is not a loopback address and the config has no bearer \
+                 tokens and no [http.jwt] to protect it. Add `[http] tokens` (a scraper sends one as a bearer \
+                 token, and `[metrics] readers` names its principal), or listen on a loopback address (with \
+                 `[metrics] public = true` if the scraper sends no token)"
             );
         }
         let jwt = settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);

@@ -10,6 +10,7 @@ use super::super::server::Caller;
 use super::MCP_PATH;
 use super::body::read_message;
 use super::jwt::Verifier;
+use super::probes::METRICS_PATH;
 use crate::access::{Access, normalize_origin};
 use crate::caller::TokenAttributes;
 use crate::http_settings::HttpCaps;
@@ -55,6 +56,8 @@ pub(super) struct Gate {
     pub(super) posts: Arc<AtomicUsize>,
     /// The body and session caps (`[http]`).
     pub(super) caps: HttpCaps,
+    /// The principals that may read `/metrics` (`[metrics] readers`).
+    pub(super) metrics_readers: Vec<String>,
 }
 
 /// One `POST` in flight until dropped (with the response body, for a
@@ -134,7 +137,10 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         (None, Some(jwt)) => match jwt.authenticate(headers).await {
             Ok(authenticated) => authenticated,
             Err(rejection) => {
-                crate::client_log::refused("HTTP 401", "no valid bearer token or JWT");
+                // An invalid token was logged (capped) by the verifier.
+                if matches!(rejection, super::jwt::Rejection::Missing) {
+                    crate::client_log::refused("HTTP 401", "no bearer token");
+                }
                 return jwt.unauthorized(&rejection);
             }
         },
@@ -143,8 +149,21 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
             return unauthorized();
         }
     };
-    // Everything else behind the gate (`/metrics`) needs only the checks
-    // above.
+    // `/metrics` names principals and tools: when clients authenticate,
+    // only the principals `[metrics] readers` lists may read it (any end
+    // user with a valid JWT would otherwise see the others).
+    if request.uri().path() == METRICS_PATH
+        && (access.has_tokens() || gate.jwt.is_some())
+        && !gate.metrics_readers.iter().any(|reader| *reader == principal)
+    {
+        crate::client_log::refused("HTTP 403", "a principal not in [metrics] readers asked for /metrics");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Forbidden: this principal may not read /metrics; the operator lists the scrapers' principals in \
+             [metrics] readers",
+        );
+    }
+    // Everything else behind the gate needs only the checks above.
     if request.uri().path() != MCP_PATH {
         return next.run(request).await;
     }
@@ -387,6 +406,7 @@ mod tests {
             metrics: Arc::new(Metrics::new(10)),
             posts: Arc::new(AtomicUsize::new(0)),
             caps: HttpCaps { max_sessions: 4, ..HttpCaps::default() },
+            metrics_readers: Vec::new(),
         }
     }
 

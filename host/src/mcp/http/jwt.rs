@@ -114,8 +114,11 @@ impl Verifier {
             .map(|(_, token)| token.trim())
             .ok_or_else(|| Rejection::Invalid("send the token as Authorization: Bearer <token>".into()))?;
         let result = self.principal(token).await;
+        // Logged like every client error: capped and at debug, summed up in
+        // one warning a minute (a flood of bad tokens is not a flood of
+        // log lines; a `kid` is the client's text).
         if let Err(Rejection::Invalid(why)) = &result {
-            tracing::info!(reason = why.as_str(), "refused an HTTP request's access token");
+            crate::client_log::refused("an access token", why);
         }
         result
     }
@@ -285,12 +288,11 @@ impl Verifier {
     }
 }
 
-/// `text` with only the characters a quoted `error_description` may hold
-/// (RFC 6750 §3: printable ASCII but `"` and `\`).
 /// The attributes `mapping` (`(attribute, claim)`) takes from a verified
 /// token's `claims`. A claim that is absent, or is not a string, boolean,
 /// integer or flat list of at most `max_items` of those, within
-/// [`MAX_CALLER_ATTRIBUTE_BYTES`], gives no attribute (a policy reads it
+/// [`MAX_CALLER_ATTRIBUTE_BYTES`] with the attribute's name (the cap the
+/// tool's view applies, so policy and tool see the same), gives no attribute (a policy reads it
 /// with `principal has NAME`); the token is still accepted.
 fn claim_attributes(
     claims: &Map<String, Value>,
@@ -310,7 +312,7 @@ fn claim_attributes(
             Value::Array(items) => items.len() <= max_items && items.iter().all(scalar),
             other => scalar(other),
         };
-        if usable && value.to_string().len() <= MAX_CALLER_ATTRIBUTE_BYTES {
+        if usable && attribute.len().saturating_add(value.to_string().len()) <= MAX_CALLER_ATTRIBUTE_BYTES {
             attributes.push((attribute.clone(), value.clone()));
         } else {
             tracing::debug!(
@@ -326,6 +328,8 @@ fn claim_attributes(
     attributes.into()
 }
 
+/// `text` with only the characters a quoted `error_description` may hold
+/// (RFC 6750 §3: printable ASCII but `"` and `\`).
 fn header_safe(text: &str) -> String {
     text.chars()
         .map(|c| match c {
@@ -590,6 +594,22 @@ mod tests {
         let names: Vec<&str> = attributes.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(names, ["admin_attr", "level_attr", "org_attr", "roles_attr"]);
         assert_eq!(attributes[3].1, json!(["teller", "auditor"]));
+    }
+
+    #[test]
+    fn a_claim_fits_with_its_attribute_name_as_the_tool_sees_it() {
+        // The cap counts the name with the JSON value, as the tool's view
+        // (`PrincipalFacts::with_token_attributes`) does: policy and tool
+        // see the same attributes.
+        let name = "tenant_name";
+        let fits = MAX_CALLER_ATTRIBUTE_BYTES - name.len() - 2;
+        for (len, kept) in [(fits, true), (fits + 1, false)] {
+            let Value::Object(claims) = json!({"t": "x".repeat(len)}) else { unreachable!() };
+            let attributes = claim_attributes(&claims, &[(name.to_owned(), "t".to_owned())], "alice", 4);
+            assert_eq!(attributes.len() == 1, kept, "a {len}-byte claim");
+            let facts = crate::caller::PrincipalFacts::default().with_token_attributes(&attributes);
+            assert_eq!(facts.attributes.len() == 1, kept, "the tool sees what the policy sees");
+        }
     }
 
     #[test]

@@ -26,7 +26,9 @@
 //! clock skew allowed between replicas (`max_clock_skew_secs`) and how long
 //! and how many redemptions may wait for Redis (`redis_connect_timeout_ms`,
 //! `redis_response_timeout_ms`, `max_pending_redemptions`), each within a
-//! range checked here.
+//! range checked here. The connection to Redis is plaintext, so
+//! `redis_url` must name a loopback host unless `allow_plaintext = true`
+//! (`plaintext.rs`); a `rediss://` URL is refused.
 
 pub mod redeem;
 pub mod token;
@@ -36,6 +38,7 @@ use crate::limits::{
     DEFAULT_REDIS_RESPONSE_TIMEOUT, DEFAULT_STATE_TTL, MAX_CLOCK_SKEW_CEILING, MAX_PENDING_REDEMPTIONS_CEILING,
     MAX_REDIS_TIMEOUT, MAX_STATE_TTL, in_range,
 };
+use crate::plaintext;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -104,6 +107,9 @@ pub struct FleetSettings {
     pub redis_response_timeout: Duration,
     /// Redemptions waiting for Redis at once (`max_pending_redemptions`).
     pub max_pending_redemptions: usize,
+    /// Whether `redis_url` may name a host other than loopback, to which
+    /// the connection is plaintext (`allow_plaintext`, default false).
+    pub allow_plaintext: bool,
 }
 
 /// `[fleet]` as written.
@@ -117,6 +123,7 @@ pub struct RawFleet {
     redis_connect_timeout_ms: Option<u64>,
     redis_response_timeout_ms: Option<u64>,
     max_pending_redemptions: Option<usize>,
+    allow_plaintext: Option<bool>,
 }
 
 impl FleetSettings {
@@ -126,14 +133,15 @@ impl FleetSettings {
     /// # Errors
     ///
     /// The key file cannot be read, is too large or too short, the Redis
-    /// URL is not one, or a duration or count is out of its range (the
-    /// message names the key and the range).
+    /// URL is not one, asks for TLS (`rediss://`) or names a host that is
+    /// not loopback without `allow_plaintext` (see `plaintext.rs`), or a
+    /// duration or count is out of its range (the message names the key and
+    /// the range).
     pub fn from_raw(raw: RawFleet, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
         let path = resolve(&raw.state_key_file);
         let state_key = read_key(&path).map_err(|m| format!("state_key_file = {:?}: {m}", path.display()))?;
-        if let Err(err) = redis::Client::open(raw.redis_url.as_str()) {
-            return Err(format!("redis_url is not a Redis URL ({err}); write it as redis://HOST:PORT/DB"));
-        }
+        let allow_plaintext = raw.allow_plaintext.unwrap_or(false);
+        check_redis_url(&raw.redis_url, allow_plaintext)?;
         let secs = |key: &str, value: Option<u64>, default: Duration, min: u64, max: Duration| match value {
             None => Ok(default),
             Some(v) => in_range(key, v, min, max.as_secs()).map(Duration::from_secs),
@@ -171,7 +179,29 @@ impl FleetSettings {
                 None => DEFAULT_MAX_PENDING_REDEMPTIONS,
                 Some(n) => in_range("max_pending_redemptions", n, 1, MAX_PENDING_REDEMPTIONS_CEILING)?,
             },
+            allow_plaintext,
         })
+    }
+}
+
+/// Refuse a `redis_url` that is not one, that asks for TLS (which this
+/// build cannot give), or whose host is not loopback unless
+/// `allow_plaintext`.
+fn check_redis_url(url: &str, allow_plaintext: bool) -> Result<(), String> {
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme).to_ascii_lowercase();
+    if scheme == "rediss" || scheme == "valkeys" {
+        return Err(plaintext::tls_refusal("[fleet]", "redis_url", &format!("a {scheme}:// URL asks for TLS")));
+    }
+    let client = redis::Client::open(url)
+        .map_err(|err| format!("redis_url is not a Redis URL ({err}); write it as redis://HOST:PORT/DB"))?;
+    match client.get_connection_info().addr() {
+        redis::ConnectionAddr::Tcp(host, _) if !allow_plaintext && !plaintext::is_loopback(host) => {
+            Err(plaintext::refusal("[fleet]", "redis_url", &format!("its host {host:?} is not loopback")))
+        }
+        redis::ConnectionAddr::TcpTls { .. } => {
+            Err(plaintext::tls_refusal("[fleet]", "redis_url", "the URL asks for TLS"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -203,6 +233,7 @@ mod tests {
             redis_connect_timeout_ms: None,
             redis_response_timeout_ms: None,
             max_pending_redemptions: None,
+            allow_plaintext: None,
         }
     }
 
@@ -279,5 +310,35 @@ mod tests {
         assert!(!format!("{settings:?}").contains("kkkk"), "the key never appears in debug output");
         let bad = RawFleet { redis_url: "not a url".into(), ..raw_fleet(&path) };
         assert!(FleetSettings::from_raw(bad, &|p: &Path| p.to_owned()).unwrap_err().contains("redis_url"));
+    }
+
+    #[test]
+    fn a_redis_url_off_this_machine_is_refused_unless_plaintext_is_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_file(dir.path(), 40);
+        let settings = |url: &str, allow: Option<bool>| {
+            let raw = RawFleet { redis_url: url.to_owned(), allow_plaintext: allow, ..raw_fleet(&key) };
+            FleetSettings::from_raw(raw, &|p: &Path| p.to_owned())
+        };
+        for url in
+            ["redis://127.0.0.1:6379/0", "redis://localhost/0", "redis://[::1]:6379/0", "redis+unix:///run/r.sock"]
+        {
+            assert!(!settings(url, None).unwrap().allow_plaintext, "{url}");
+        }
+        for url in ["redis://redis.example:6379/0", "redis://:pw@10.0.0.7/0", "redis://[2001:db8::1]:6379/0"] {
+            let err = settings(url, None).unwrap_err();
+            for needle in ["redis_url", "is not loopback", "unencrypted", "TLS", "stunnel", "allow_plaintext = true"] {
+                assert!(err.contains(needle), "{url}: {err:?} should contain {needle:?}");
+            }
+            assert!(!err.contains("pw"), "the URL's password is not repeated: {err}");
+            assert!(settings(url, Some(true)).unwrap().allow_plaintext, "{url}");
+        }
+        // TLS is refused with the same explanation, allowed plaintext or not.
+        for allow in [None, Some(true)] {
+            let err = settings("rediss://redis.example:6380/0", allow).unwrap_err();
+            for needle in ["asks for TLS", "does not support TLS", "stunnel", "loopback"] {
+                assert!(err.contains(needle), "{err:?} should contain {needle:?}");
+            }
+        }
     }
 }

@@ -46,6 +46,7 @@ mod optional_null;
 mod otel;
 mod outcome;
 mod pipeline;
+mod plaintext;
 mod projection;
 mod quota;
 mod registry;

@@ -187,6 +187,13 @@ pub const MAX_SHIP_MAX_BACKOFF: Duration = Duration::from_secs(3600);
 pub const DEFAULT_POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most `[audit.postgres] connect_timeout_secs` accepted.
 pub const MAX_POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default of `[audit.postgres] statement_timeout_secs`: how long one
+/// statement (creating the table, reading the last shipped record, an
+/// insert, a page of `audit verify --postgres`) may take before the
+/// shipper drops the connection and backs off.
+pub const DEFAULT_POSTGRES_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most `[audit.postgres] statement_timeout_secs` accepted.
+pub const MAX_POSTGRES_STATEMENT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// `value` if it is within `min..=max`; else an error naming `key` and the
 /// range accepted (for the service-wide settings, whose keys are named

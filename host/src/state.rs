@@ -276,6 +276,17 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     if postgres(current) != postgres(next) {
         changed.push("audit.postgres changed; restart airlock serve to apply it".to_owned());
     }
+    // The shipper follows the file it was started with: a new `[audit] file`
+    // would be written but never shipped.
+    let shipped_file = |c: &Config| c.audit.as_ref().filter(|a| a.postgres.is_some()).map(|a| a.file.clone());
+    if let Some(shipped) = shipped_file(current) {
+        let next_file = next.audit.as_ref().map(|a| a.file.clone());
+        if next_file.as_ref().is_some_and(|file| *file != shipped) {
+            changed.push(format!(
+                "audit.file changed from {shipped:?} while [audit.postgres] ships it; restart airlock serve to apply it"
+            ));
+        }
+    }
     // The metrics registry, its listener and the span exporter are built
     // when the host starts.
     if current.metrics != next.metrics {
@@ -333,6 +344,20 @@ mod tests {
              [cards]\nmax_card_bytes = 100\n",
         );
         assert!(needs_restart(&current, &next).is_empty());
+    }
+
+    #[test]
+    fn a_new_audit_file_needs_a_restart_while_it_is_shipped() {
+        let audit = |file: &str, postgres: bool| {
+            let shipped = "[audit.postgres]\nurl = \"postgresql://a@127.0.0.1/db\"\nreplica = \"r1\"\n";
+            parse(&format!("[audit]\nfile = \"{file}\"\n{}", if postgres { shipped } else { "" }))
+        };
+        let refused = needs_restart(&audit("a.jsonl", true), &audit("b.jsonl", true));
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("audit.file changed") && refused[0].contains("restart"), "{refused:?}");
+        assert!(needs_restart(&audit("a.jsonl", true), &audit("a.jsonl", true)).is_empty());
+        // Without shipping, the log's file may change on a reload.
+        assert!(needs_restart(&audit("a.jsonl", false), &audit("b.jsonl", false)).is_empty());
     }
 
     #[test]

@@ -11,23 +11,31 @@
 //! in the file and is shipped after the restart.
 //!
 //! Trusts the file only as far as `audit verify` does: every line is
-//! checked (hash and form) before it is shipped, lines are read at most
-//! [`SHIP_READ_BYTES`] at a time, batches hold at most `batch_rows`
-//! records, and a failure backs off from `poll_interval_ms` to
-//! `max_backoff_secs` (`[audit.postgres]`; defaults `DEFAULT_MAX_SHIP_BATCH`,
-//! `DEFAULT_SHIP_POLL_INTERVAL`, `DEFAULT_SHIP_MAX_BACKOFF` in `limits.rs`,
-//! each range-checked here). A line that does not
-//! verify stops shipping (it is logged, and retried after the backoff):
-//! damage is not copied into the fleet's record.
+//! checked (hash and form, and that its `prev` is the `hash` of the record
+//! shipped before it, the database's last one at start) before it is
+//! shipped, lines are read at most [`SHIP_READ_BYTES`] at a time, batches
+//! hold at most `batch_rows` records, every statement is bounded by
+//! `statement_timeout_secs`, and a failure backs off from
+//! `poll_interval_ms` to `max_backoff_secs`, back to the start once a batch
+//! is shipped (`[audit.postgres]`; defaults `DEFAULT_MAX_SHIP_BATCH`,
+//! `DEFAULT_SHIP_POLL_INTERVAL`, `DEFAULT_SHIP_MAX_BACKOFF`,
+//! `DEFAULT_POSTGRES_STATEMENT_TIMEOUT` in `limits.rs`, each range-checked
+//! here). A line that does not verify or does not follow the one before
+//! stops shipping before it (what precedes it is shipped; it is logged as
+//! an error and looked at again after the backoff, never skipped): damage
+//! is not copied into the fleet's record. The connection is plaintext, so
+//! the URL must name a loopback host unless `allow_plaintext = true`
+//! (`plaintext.rs`).
 
 use super::postgres::{self, Row};
 use super::verify::check_line;
-use super::{AuditSettings, MAX_LINE_BYTES};
+use super::{AuditSettings, GENESIS, MAX_LINE_BYTES};
 use crate::limits::{
-    DEFAULT_MAX_SHIP_BATCH, DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_SHIP_MAX_BACKOFF, DEFAULT_SHIP_POLL_INTERVAL,
-    MAX_POSTGRES_CONNECT_TIMEOUT, MAX_SHIP_BATCH_CEILING, MAX_SHIP_MAX_BACKOFF, MAX_SHIP_POLL_INTERVAL,
-    MIN_SHIP_POLL_INTERVAL, in_range,
+    DEFAULT_MAX_SHIP_BATCH, DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_STATEMENT_TIMEOUT,
+    DEFAULT_SHIP_MAX_BACKOFF, DEFAULT_SHIP_POLL_INTERVAL, MAX_POSTGRES_CONNECT_TIMEOUT, MAX_POSTGRES_STATEMENT_TIMEOUT,
+    MAX_SHIP_BATCH_CEILING, MAX_SHIP_MAX_BACKOFF, MAX_SHIP_POLL_INTERVAL, MIN_SHIP_POLL_INTERVAL, in_range,
 };
+use crate::plaintext;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -59,6 +67,12 @@ pub struct PostgresSettings {
     pub max_backoff: Duration,
     /// How long connecting to PostgreSQL may take (`connect_timeout_secs`).
     pub connect_timeout: Duration,
+    /// How long one statement may take (`statement_timeout_secs`); one that
+    /// takes longer fails, and the shipper reconnects after its backoff.
+    pub statement_timeout: Duration,
+    /// Whether the URL may name a host other than loopback, to which the
+    /// connection is plaintext (`allow_plaintext`, default false).
+    pub allow_plaintext: bool,
 }
 
 impl fmt::Debug for PostgresSettings {
@@ -70,6 +84,8 @@ impl fmt::Debug for PostgresSettings {
             .field("poll_interval", &self.poll_interval)
             .field("max_backoff", &self.max_backoff)
             .field("connect_timeout", &self.connect_timeout)
+            .field("statement_timeout", &self.statement_timeout)
+            .field("allow_plaintext", &self.allow_plaintext)
             .finish()
     }
 }
@@ -85,6 +101,8 @@ pub struct RawPostgres {
     poll_interval_ms: Option<u64>,
     max_backoff_secs: Option<u64>,
     connect_timeout_secs: Option<u64>,
+    statement_timeout_secs: Option<u64>,
+    allow_plaintext: Option<bool>,
 }
 
 impl PostgresSettings {
@@ -93,19 +111,18 @@ impl PostgresSettings {
     /// # Errors
     ///
     /// Neither or both of `url` and `url_file`, an unreadable `url_file`, a
-    /// URL PostgreSQL would not take, a replica id that is not one, or a
-    /// batch size or duration out of its range (named with the range).
+    /// URL PostgreSQL would not take, one that asks for TLS (`sslmode=require`
+    /// or `verify-*`) or names a host that is not loopback without
+    /// `allow_plaintext` (see `plaintext.rs`), a replica id that is not one,
+    /// or a batch size or duration out of its range (named with the range).
     pub fn from_raw(raw: RawPostgres, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
         let url = match (raw.url, raw.url_file) {
             (Some(url), None) => url,
             (None, Some(file)) => read_url(&resolve(&file))?,
             _ => return Err("postgres: give exactly one of `url` and `url_file`".to_owned()),
         };
-        if let Err(err) = url.parse::<tokio_postgres::Config>() {
-            return Err(format!(
-                "postgres: the URL is not a PostgreSQL URL ({err}); write postgresql://USER@HOST:PORT/DB"
-            ));
-        }
+        let allow_plaintext = raw.allow_plaintext.unwrap_or(false);
+        check_url(&url, allow_plaintext)?;
         let valid = |b: u8| b.is_ascii_alphanumeric() || b"_.-".contains(&b);
         if raw.replica.is_empty() || raw.replica.len() > MAX_REPLICA_ID_BYTES || !raw.replica.bytes().all(valid) {
             return Err(format!(
@@ -147,7 +164,63 @@ impl PostgresSettings {
             DEFAULT_POSTGRES_CONNECT_TIMEOUT,
             MAX_POSTGRES_CONNECT_TIMEOUT,
         )?;
-        Ok(Self { url, replica: raw.replica, batch_rows, poll_interval, max_backoff, connect_timeout })
+        let statement_timeout = secs(
+            "postgres: statement_timeout_secs",
+            raw.statement_timeout_secs,
+            DEFAULT_POSTGRES_STATEMENT_TIMEOUT,
+            MAX_POSTGRES_STATEMENT_TIMEOUT,
+        )?;
+        Ok(Self {
+            url,
+            replica: raw.replica,
+            batch_rows,
+            poll_interval,
+            max_backoff,
+            connect_timeout,
+            statement_timeout,
+            allow_plaintext,
+        })
+    }
+}
+
+/// Refuse a URL PostgreSQL would not take, one that asks for TLS (which
+/// this build cannot give), or one whose hosts are not all loopback unless
+/// `allow_plaintext`. The URL itself is never repeated: it may hold a
+/// password.
+fn check_url(url: &str, allow_plaintext: bool) -> Result<(), String> {
+    let key = "postgres: url";
+    let config = match url.parse::<tokio_postgres::Config>() {
+        Ok(config) => config,
+        // tokio-postgres knows no `verify-ca` / `verify-full` and fails to
+        // parse them; say why rather than that the URL is not one.
+        Err(_) if url.to_ascii_lowercase().contains("sslmode=verify-") => {
+            return Err(plaintext::tls_refusal("[audit.postgres]", key, "sslmode=verify-* asks for TLS"));
+        }
+        Err(err) => {
+            return Err(format!(
+                "postgres: the URL is not a PostgreSQL URL ({err}); write postgresql://USER@HOST:PORT/DB"
+            ));
+        }
+    };
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Err(plaintext::tls_refusal("[audit.postgres]", key, "sslmode=require asks for TLS"));
+    }
+    if allow_plaintext {
+        return Ok(());
+    }
+    // With `hostaddr` the connection goes to those addresses; otherwise to
+    // the hosts (a Unix socket is on this machine).
+    let remote = if config.get_hostaddrs().is_empty() {
+        config.get_hosts().iter().find_map(|host| match host {
+            tokio_postgres::config::Host::Tcp(name) if !plaintext::is_loopback(name) => Some(name.clone()),
+            _ => None,
+        })
+    } else {
+        config.get_hostaddrs().iter().find(|ip| !ip.is_loopback()).map(ToString::to_string)
+    };
+    match remote {
+        Some(host) => Err(plaintext::refusal("[audit.postgres]", key, &format!("its host {host:?} is not loopback"))),
+        None => Ok(()),
     }
 }
 
@@ -195,6 +268,11 @@ struct Position {
     offset: u64,
     /// `seq` of the last record shipped or skipped.
     seq: u64,
+    /// The `hash` of the last record shipped or skipped (at start the
+    /// database's last record's, or the genesis hash when it has none): the
+    /// next record's `prev` must be it. `None` only before the database was
+    /// asked (and in tests), when no record is checked against it.
+    head: Option<String>,
     /// The database's last record for this replica, until the file has been
     /// read up to it; `None` once the skipping is done.
     skip_to: Option<(u64, String)>,
@@ -202,115 +280,228 @@ struct Position {
     started: bool,
 }
 
-async fn run(file: PathBuf, settings: PostgresSettings) {
-    let mut position = Position::default();
-    let mut backoff = settings.poll_interval;
-    loop {
-        match ship_while_connected(&file, &settings, &mut position).await {
-            Ok(()) => backoff = settings.poll_interval,
-            Err(err) => {
-                tracing::warn!(replica = %settings.replica, "audit shipping paused for {backoff:?}: {err}");
-                tokio::time::sleep(backoff).await;
-                backoff = backoff.saturating_mul(2).min(settings.max_backoff);
-            }
-        }
+impl Position {
+    /// Move past `batch` (once its rows, if any, are shipped).
+    fn passed(&mut self, batch: Batch) {
+        self.offset = batch.offset;
+        self.seq = batch.rows.last().map_or(self.seq, |r| r.seq);
+        self.head = batch.head;
+        self.skip_to = batch.skip_to;
     }
 }
 
-/// Connect and ship until something fails.
-async fn ship_while_connected(file: &Path, settings: &PostgresSettings, position: &mut Position) -> Result<(), String> {
-    let client = postgres::connect(&settings.url, settings.connect_timeout).await.map_err(|e| e.0)?;
-    postgres::ensure_table(&client).await.map_err(|e| e.0)?;
+/// The wait between attempts while shipping fails: `poll_interval_ms` at
+/// first, doubled after each failure up to `max_backoff_secs`, and back to
+/// the first once a batch is shipped.
+#[derive(Debug)]
+struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    fn new(first: Duration, max: Duration) -> Self {
+        Self { first, max, next: first }
+    }
+
+    /// An attempt failed: how long to wait before the next one.
+    fn failed(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        wait
+    }
+
+    /// A batch was shipped: the next failure waits the shortest time again.
+    fn shipped(&mut self) {
+        self.next = self.first;
+    }
+}
+
+/// Why shipping stopped.
+#[derive(Debug)]
+enum Paused {
+    /// The database or the log could not be used: retried after the backoff.
+    Failed(String),
+    /// The log holds a record that must not be shipped as it is (it does not
+    /// verify, does not follow the record before it, or differs from what
+    /// the database holds): logged as an error and retried after the
+    /// backoff, never skipped.
+    Refused(String),
+}
+
+impl From<postgres::PostgresError> for Paused {
+    fn from(err: postgres::PostgresError) -> Self {
+        Self::Failed(err.0)
+    }
+}
+
+async fn run(file: PathBuf, settings: PostgresSettings) {
+    let mut position = Position::default();
+    let mut backoff = Backoff::new(settings.poll_interval, settings.max_backoff);
+    loop {
+        let paused = match ship_while_connected(&file, &settings, &mut position, &mut backoff).await {
+            Ok(never) => match never {},
+            Err(paused) => paused,
+        };
+        let wait = backoff.failed();
+        match paused {
+            Paused::Failed(why) => {
+                tracing::warn!(replica = %settings.replica, "audit shipping paused for {wait:?}: {why}");
+            }
+            Paused::Refused(why) => {
+                tracing::error!(replica = %settings.replica, "audit shipping stopped (looked at again in {wait:?}): {why}");
+            }
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Connect and ship until something fails (the connection is dropped with
+/// it); each batch shipped resets `backoff`.
+async fn ship_while_connected(
+    file: &Path,
+    settings: &PostgresSettings,
+    position: &mut Position,
+    backoff: &mut Backoff,
+) -> Result<std::convert::Infallible, Paused> {
+    let timeout = settings.statement_timeout;
+    let client = postgres::connect(&settings.url, settings.connect_timeout).await?;
+    postgres::ensure_table(&client, timeout).await?;
     if !position.started {
-        position.skip_to = postgres::last_shipped(&client, &settings.replica).await.map_err(|e| e.0)?;
+        let last = postgres::last_shipped(&client, &settings.replica, timeout).await?;
+        position.head = Some(last.as_ref().map_or_else(|| GENESIS.to_owned(), |(_, hash)| hash.clone()));
+        position.skip_to = last;
         position.started = true;
     }
-    let mut log = tokio::fs::File::open(file).await.map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+    let mut log = tokio::fs::File::open(file)
+        .await
+        .map_err(|e| Paused::Failed(format!("cannot open {}: {e}", file.display())))?;
     let mut buf = Vec::new();
     loop {
-        let rows = read_batch(&mut log, position, &mut buf, settings.batch_rows).await?;
-        if rows.rows.is_empty() {
-            position.offset = rows.offset;
-            if rows.more {
-                continue;
+        let batch = read_batch(&mut log, position, &mut buf, settings.batch_rows).await?;
+        if batch.rows.is_empty() {
+            let more = batch.more;
+            position.passed(batch);
+            if !more {
+                tokio::time::sleep(settings.poll_interval).await;
             }
-            tokio::time::sleep(settings.poll_interval).await;
             continue;
         }
-        postgres::insert(&client, &settings.replica, &rows.rows).await.map_err(|e| e.0)?;
-        position.offset = rows.offset;
-        position.seq = rows.rows.last().map_or(position.seq, |r| r.seq);
+        postgres::insert(&client, &settings.replica, &batch.rows, timeout).await?;
+        position.passed(batch);
+        backoff.shipped();
     }
 }
 
 /// Records read from the log past the position.
+#[derive(Debug)]
 struct Batch {
     rows: Vec<Row>,
     /// The offset after them (and after records skipped as shipped).
     offset: u64,
-    /// Whether complete lines were left unread (the batch is full).
+    /// Whether complete lines were left unread (the batch is full, or ends
+    /// before a record that is refused).
     more: bool,
+    /// The hash of the last record read (shipped or skipped).
+    head: Option<String>,
+    /// What is left of the position's `skip_to`.
+    skip_to: Option<(u64, String)>,
 }
 
 /// Read up to `batch_rows` complete records after `position`, skipping
-/// those the database already has.
+/// those the database already has. A record that is refused ends the batch
+/// before it; when it is the first, it is the error.
 async fn read_batch(
     log: &mut tokio::fs::File,
-    position: &mut Position,
+    position: &Position,
     buf: &mut Vec<u8>,
     batch_rows: usize,
-) -> Result<Batch, String> {
-    log.seek(std::io::SeekFrom::Start(position.offset)).await.map_err(|e| format!("cannot seek the log: {e}"))?;
+) -> Result<Batch, Paused> {
+    let failed = |what: &str, e: std::io::Error| Paused::Failed(format!("cannot {what} the log: {e}"));
+    log.seek(std::io::SeekFrom::Start(position.offset)).await.map_err(|e| failed("seek", e))?;
     buf.clear();
     buf.resize(SHIP_READ_BYTES, 0);
     let mut filled = 0;
     while filled < buf.len() {
         let Some(room) = buf.get_mut(filled..) else { break };
-        let read = log.read(room).await.map_err(|e| format!("cannot read the log: {e}"))?;
+        let read = log.read(room).await.map_err(|e| failed("read", e))?;
         if read == 0 {
             break;
         }
         filled += read;
     }
     let data = buf.get(..filled).unwrap_or_default();
-    let mut rows = Vec::new();
-    let mut offset = position.offset;
+    let mut batch = Batch {
+        rows: Vec::new(),
+        offset: position.offset,
+        more: false,
+        head: position.head.clone(),
+        skip_to: position.skip_to.clone(),
+    };
+    // Ends the batch before the record at `offset`, or fails with `why` when
+    // nothing comes before it.
+    let refuse = |batch: Batch, why: String| {
+        if batch.rows.is_empty() { Err(Paused::Refused(why)) } else { Ok(Batch { more: true, ..batch }) }
+    };
     let mut rest = data;
     while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-        if rows.len() >= batch_rows {
-            return Ok(Batch { rows, offset, more: true });
+        if batch.rows.len() >= batch_rows {
+            return Ok(Batch { more: true, ..batch });
         }
         let (line, after) = rest.split_at(end);
         rest = after.get(1..).unwrap_or_default();
-        let line_offset = offset;
-        offset += line.len() as u64 + 1;
-        let checked = check_line(line).map_err(|why| {
-            format!("the log's record at byte {line_offset} does not verify, so it is not shipped: {why}")
-        })?;
-        if let Some((last, hash)) = &position.skip_to {
-            if checked.seq < *last {
-                continue;
+        let line_offset = batch.offset;
+        let checked = match check_line(line) {
+            Ok(checked) => checked,
+            Err(why) => {
+                let why =
+                    format!("the log's record at byte {line_offset} does not verify, so it is not shipped: {why}");
+                return refuse(batch, why);
             }
-            if checked.seq == *last && checked.hash != *hash {
-                return Err(format!(
-                    "PostgreSQL holds a different record {last} for this replica id: is another log shipping under \
-                     the same [audit.postgres] replica?"
-                ));
+        };
+        if let Some((last, hash)) = &batch.skip_to {
+            if checked.seq < *last {
+                batch.offset += line.len() as u64 + 1;
+                continue;
             }
             if checked.seq == *last {
-                position.skip_to = None;
+                if checked.hash != *hash {
+                    return Err(Paused::Refused(format!(
+                        "PostgreSQL holds a different record {last} for this replica id: is another log shipping \
+                         under the same [audit.postgres] replica?"
+                    )));
+                }
+                batch.offset += line.len() as u64 + 1;
+                batch.head = Some(checked.hash);
+                batch.skip_to = None;
                 continue;
             }
-            position.skip_to = None;
+            batch.skip_to = None;
         }
-        let text = String::from_utf8(line.to_vec()).map_err(|_| "a log line is not UTF-8".to_owned())?;
-        rows.push(Row { seq: checked.seq, prev: checked.prev, hash: checked.hash, line: text });
+        if let Some(head) = batch.head.as_ref().filter(|head| **head != checked.prev) {
+            let why = format!(
+                "the log's record {} at byte {line_offset} names {:?} as \"prev\", not {head:?}, the hash of the \
+                 record shipped before it: a record was removed, replaced or reordered, so nothing from here on \
+                 is shipped (check the log with `airlock audit verify`)",
+                checked.seq, checked.prev
+            );
+            return refuse(batch, why);
+        }
+        let text =
+            String::from_utf8(line.to_vec()).map_err(|_| Paused::Refused("a log line is not UTF-8".to_owned()))?;
+        batch.offset += line.len() as u64 + 1;
+        batch.head = Some(checked.hash.clone());
+        batch.rows.push(Row { seq: checked.seq, prev: checked.prev, hash: checked.hash, line: text });
     }
-    if rows.is_empty() && offset == position.offset && filled == SHIP_READ_BYTES {
-        return Err(format!("a line of the log at byte {offset} is longer than {MAX_LINE_BYTES} bytes"));
+    if batch.rows.is_empty() && batch.offset == position.offset && filled == SHIP_READ_BYTES {
+        return Err(Paused::Refused(format!(
+            "a line of the log at byte {} is longer than {MAX_LINE_BYTES} bytes",
+            batch.offset
+        )));
     }
-    let more = filled == SHIP_READ_BYTES;
-    Ok(Batch { rows, offset, more })
+    batch.more = filled == SHIP_READ_BYTES;
+    Ok(batch)
 }
 
 #[cfg(test)]
@@ -361,6 +552,15 @@ mod tests {
         batch_of(path, position, DEFAULT_MAX_SHIP_BATCH).await
     }
 
+    /// Why the next batch after `position` is refused.
+    async fn refused(path: &Path, position: &Position) -> String {
+        let mut file = tokio::fs::File::open(path).await.unwrap();
+        match read_batch(&mut file, position, &mut Vec::new(), DEFAULT_MAX_SHIP_BATCH).await {
+            Err(Paused::Refused(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn batches_hold_at_most_batch_rows_records() {
         for batch_rows in [1, 3] {
@@ -395,8 +595,14 @@ mod tests {
         assert_eq!(defaults.poll_interval, DEFAULT_SHIP_POLL_INTERVAL);
         assert_eq!(defaults.max_backoff, DEFAULT_SHIP_MAX_BACKOFF);
         assert_eq!(defaults.connect_timeout, DEFAULT_POSTGRES_CONNECT_TIMEOUT);
-        let set =
-            postgres("batch_rows = 10000\npoll_interval_ms = 10\nmax_backoff_secs = 3600\nconnect_timeout_secs = 1");
+        assert_eq!(defaults.statement_timeout, DEFAULT_POSTGRES_STATEMENT_TIMEOUT);
+        assert!(!defaults.allow_plaintext);
+        let set = postgres(
+            "batch_rows = 10000\npoll_interval_ms = 10\nmax_backoff_secs = 3600\nconnect_timeout_secs = 1\n\
+             statement_timeout_secs = 3600",
+        );
+        assert_eq!(set.statement_timeout, MAX_POSTGRES_STATEMENT_TIMEOUT);
+        assert_eq!(postgres("statement_timeout_secs = 1").statement_timeout, Duration::from_secs(1));
         assert_eq!(set.batch_rows, MAX_SHIP_BATCH_CEILING);
         assert_eq!(set.poll_interval, MIN_SHIP_POLL_INTERVAL);
         assert_eq!(set.max_backoff, MAX_SHIP_MAX_BACKOFF);
@@ -408,6 +614,8 @@ mod tests {
             ("max_backoff_secs = 0", "max_backoff_secs = 0 is out of range: accepted 1..=3600"),
             ("poll_interval_ms = 5000\nmax_backoff_secs = 2", "max_backoff_secs = 2 is shorter than poll_interval_ms"),
             ("connect_timeout_secs = 301", "connect_timeout_secs = 301 is out of range: accepted 1..=300"),
+            ("statement_timeout_secs = 0", "statement_timeout_secs = 0 is out of range: accepted 1..=3600"),
+            ("statement_timeout_secs = 3601", "statement_timeout_secs = 3601 is out of range: accepted 1..=3600"),
         ] {
             crate::config::testing::check_err(&section(bad), &[expect]);
         }
@@ -440,10 +648,10 @@ mod tests {
         let mut position = Position { skip_to: Some((3, hash)), ..Position::default() };
         let rest = batch(&path, &mut position).await;
         assert_eq!(rest.rows.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
-        assert!(position.skip_to.is_none());
-        let mut position = Position { skip_to: Some((3, "f".repeat(64))), ..Position::default() };
-        let mut file = tokio::fs::File::open(&path).await.unwrap();
-        let err = read_batch(&mut file, &mut position, &mut Vec::new(), DEFAULT_MAX_SHIP_BATCH).await.err().unwrap();
+        assert!(rest.skip_to.is_none());
+        assert!(position.skip_to.is_some(), "the position moves only once the batch is shipped");
+        let position = Position { skip_to: Some((3, "f".repeat(64))), ..Position::default() };
+        let err = refused(&path, &position).await;
         assert!(err.contains("another log"), "{err}");
     }
 
@@ -452,11 +660,7 @@ mod tests {
         let (_dir, path) = log_with(3);
         let text = std::fs::read_to_string(&path).unwrap().replacen("\"alice\"", "\"mallory\"", 1);
         std::fs::write(&path, text).unwrap();
-        let mut file = tokio::fs::File::open(&path).await.unwrap();
-        let err = read_batch(&mut file, &mut Position::default(), &mut Vec::new(), DEFAULT_MAX_SHIP_BATCH)
-            .await
-            .err()
-            .unwrap();
+        let err = refused(&path, &Position::default()).await;
         assert!(err.contains("does not verify"), "{err}");
     }
 
@@ -470,6 +674,8 @@ mod tests {
             poll_interval_ms: None,
             max_backoff_secs: None,
             connect_timeout_secs: None,
+            statement_timeout_secs: None,
+            allow_plaintext: None,
         };
         let resolve = |p: &Path| p.to_owned();
         let ok = PostgresSettings::from_raw(raw(Some("postgresql://a@127.0.0.1:5432/db"), "r-1"), &resolve).unwrap();
@@ -477,8 +683,112 @@ mod tests {
         assert!(PostgresSettings::from_raw(raw(None, "r1"), &resolve).unwrap_err().contains("exactly one"));
         let long = "r".repeat(MAX_REPLICA_ID_BYTES + 1);
         for bad in ["", "a/b", long.as_str()] {
-            let err = PostgresSettings::from_raw(raw(Some("postgresql://a@h/db"), bad), &resolve).unwrap_err();
+            let err = PostgresSettings::from_raw(raw(Some("postgresql://a@127.0.0.1/db"), bad), &resolve).unwrap_err();
             assert!(err.contains("replica"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_cap_and_resets_once_a_batch_is_shipped() {
+        let ms = Duration::from_millis;
+        let mut backoff = Backoff::new(ms(200), ms(1000));
+        let waits: Vec<Duration> = (0..5).map(|_| backoff.failed()).collect();
+        assert_eq!(waits, [ms(200), ms(400), ms(800), ms(1000), ms(1000)]);
+        backoff.shipped();
+        assert_eq!(backoff.failed(), ms(200), "a shipped batch starts the backoff over");
+        assert_eq!(backoff.failed(), ms(400));
+    }
+
+    #[tokio::test]
+    async fn a_log_with_a_record_removed_is_shipped_up_to_the_gap_and_no_further() {
+        let (_dir, path) = log_with(5);
+        let mut lines: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(str::to_owned).collect();
+        lines.remove(2);
+        std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+        // As the shipper starts on an empty database: the chain starts at the
+        // genesis hash. Ship batch after batch as the shipper does.
+        let mut position = Position { head: Some(GENESIS.to_owned()), ..Position::default() };
+        let mut shipped = Vec::new();
+        let why = loop {
+            let mut file = tokio::fs::File::open(&path).await.unwrap();
+            match read_batch(&mut file, &position, &mut Vec::new(), DEFAULT_MAX_SHIP_BATCH).await {
+                Ok(batch) => {
+                    assert!(!batch.rows.is_empty(), "the refused record is never passed over");
+                    shipped.extend(batch.rows.iter().map(|r| r.seq));
+                    position.passed(batch);
+                }
+                Err(Paused::Refused(why)) => break why,
+                Err(other) => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(shipped, [1, 2], "records 1 and 2 chain; record 4 names record 3, which is gone");
+        assert!(why.contains("record 4") && why.contains("\"prev\"") && why.contains("removed"), "{why}");
+        // Asked again (after the backoff), it is refused again: never skipped.
+        assert_eq!(refused(&path, &position).await, why);
+        assert_eq!(position.seq, 2);
+    }
+
+    #[tokio::test]
+    async fn a_log_that_does_not_follow_the_database_is_refused() {
+        // The database's last record is record 2 of this log; the file's
+        // record 3 must name its hash.
+        let (_dir, path) = log_with(4);
+        let lines: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(str::to_owned).collect();
+        let second: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+        let hash = second["hash"].as_str().unwrap().to_owned();
+        let mut position = Position { head: Some(hash.clone()), skip_to: Some((2, hash)), ..Position::default() };
+        assert_eq!(batch(&path, &mut position).await.rows.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
+        // Without records 1 and 2 in the file, record 3 is checked against
+        // the database's hash of record 2 alone: a different one is refused.
+        let position =
+            Position { head: Some("e".repeat(64)), skip_to: Some((2, "e".repeat(64))), ..Position::default() };
+        let err = refused(&path, &position).await;
+        assert!(err.contains("another log"), "{err}");
+    }
+
+    #[test]
+    fn a_postgres_url_off_this_machine_or_asking_for_tls_is_refused() {
+        let section = |url: &str, extra: &str| {
+            format!("[audit]\nfile = \"audit.jsonl\"\n[audit.postgres]\nurl = \"{url}\"\nreplica = \"r1\"\n{extra}")
+        };
+        let parse = |url: &str, extra: &str| crate::config::testing::parse(&section(url, extra));
+        for url in [
+            "postgresql://a@127.0.0.1:5432/db",
+            "postgresql://a@localhost/db",
+            "postgresql://a@[::1]:5432/db",
+            "postgresql://a@db.example/db?hostaddr=127.0.0.1",
+            "postgresql://a@%2Frun%2Fpostgresql/db",
+            "postgresql://a@127.0.0.1/db?sslmode=disable",
+        ] {
+            let postgres = parse(url, "").unwrap().audit.unwrap().postgres.unwrap();
+            assert!(!postgres.allow_plaintext, "{url}");
+        }
+        for url in [
+            "postgresql://a:pw@db.example:5432/db",
+            "postgresql://a@10.1.2.3/db",
+            "postgresql://a@127.0.0.1,db.example/db",
+        ] {
+            let err = parse(url, "").unwrap_err().to_string();
+            for needle in
+                ["[audit] postgres: url", "is not loopback", "unencrypted", "TLS", "stunnel", "allow_plaintext = true"]
+            {
+                assert!(err.contains(needle), "{url}: {err:?} should contain {needle:?}");
+            }
+            assert!(!err.contains("pw"), "the URL's password is not repeated: {err}");
+            let postgres = parse(url, "allow_plaintext = true").unwrap().audit.unwrap().postgres.unwrap();
+            assert!(postgres.allow_plaintext, "{url}");
+        }
+        for (url, asks) in [
+            ("postgresql://a@127.0.0.1/db?sslmode=require", "sslmode=require"),
+            ("postgresql://a@db.example/db?sslmode=verify-full", "sslmode=verify-*"),
+            ("postgresql://a@127.0.0.1/db?sslmode=verify-ca", "sslmode=verify-*"),
+        ] {
+            for extra in ["", "allow_plaintext = true"] {
+                let err = parse(url, extra).unwrap_err().to_string();
+                for needle in [asks, "asks for TLS", "does not support TLS", "stunnel", "loopback"] {
+                    assert!(err.contains(needle), "{url}: {err:?} should contain {needle:?}");
+                }
+            }
         }
     }
 }

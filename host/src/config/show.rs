@@ -221,7 +221,7 @@ mod tests {
         assert!(!text.contains("0123456789abcdef-secret"), "{text}");
         assert!(text.contains("<redacted>") && text.contains("alice"), "{text}");
         let text = describe(
-            "[audit]\nfile = \"a.jsonl\"\n[audit.postgres]\nurl = \"postgresql://u:pw-secret@h/db\"\nreplica = \"r1\"\n",
+            "[audit]\nfile = \"a.jsonl\"\n[audit.postgres]\nurl = \"postgresql://u:pw-secret@127.0.0.1/db\"\nreplica = \"r1\"\n",
         );
         assert!(!text.contains("pw-secret") && text.contains("r1"), "{text}");
     }

@@ -17,6 +17,11 @@
 //! refused as already used, never run twice.) One multiplexed connection
 //! serves every call; a connection that failed is dropped and the next
 //! redemption connects anew.
+//!
+//! What Redis or the network reports (`WRONGPASS …`, a host name that does
+//! not resolve, a refused address) is kept in [`StoreUnavailable::detail`]
+//! for the host's log; the client is shown a fixed sentence naming the
+//! shared store.
 
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
@@ -36,9 +41,25 @@ pub enum Redeemed {
 }
 
 /// The store could not say whether the state was used: nothing may run.
+///
+/// Displays only [`reason`](Self::reason), a fixed sentence that is safe to
+/// hand to the client; what Redis or the network said (which can name
+/// hosts, users or addresses of the infrastructure) is in
+/// [`detail`](Self::detail), for the host's log only.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreUnavailable(pub String);
+#[error("{reason}")]
+pub struct StoreUnavailable {
+    /// What went wrong, in words the client may read.
+    pub reason: String,
+    /// What the Redis client reported, for the host's log; empty when
+    /// there is nothing more to say than `reason`.
+    pub detail: String,
+}
+
+/// The client's reason when Redis cannot be reached.
+pub const UNREACHABLE: &str = "the shared store (Redis) cannot be reached";
+/// The client's reason when Redis did not answer the redemption.
+pub const NOT_RECORDED: &str = "the shared store (Redis) did not record the confirmation";
 
 /// The fleet's record of redeemed states.
 pub struct Redeemer {
@@ -90,11 +111,14 @@ impl Redeemer {
     /// run the call.
     pub async fn redeem(&self, id: &str, ttl: Duration) -> Result<Redeemed, StoreUnavailable> {
         let Ok(_permit) = self.pending.try_acquire() else {
-            return Err(StoreUnavailable(format!(
-                "{} confirmations are already waiting for the shared store (Redis), the most [fleet] \
-                 max_pending_redemptions allows",
-                self.max_pending
-            )));
+            return Err(StoreUnavailable {
+                reason: format!(
+                    "{} confirmations are already waiting for the shared store (Redis), the most [fleet] \
+                     max_pending_redemptions allows",
+                    self.max_pending
+                ),
+                detail: String::new(),
+            });
         };
         let mut connection = self.connection().await?;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
@@ -114,7 +138,7 @@ impl Redeemer {
                 {
                     *self.connection.lock().await = None;
                 }
-                Err(StoreUnavailable(format!("the shared store (Redis) did not record the confirmation: {err}")))
+                Err(StoreUnavailable { reason: NOT_RECORDED.to_owned(), detail: err.to_string() })
             }
         }
     }
@@ -132,7 +156,7 @@ impl Redeemer {
             .client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| StoreUnavailable(format!("the shared store (Redis) cannot be reached: {e}")))?;
+            .map_err(|e| StoreUnavailable { reason: UNREACHABLE.to_owned(), detail: e.to_string() })?;
         *slot = Some(connection.clone());
         Ok(connection)
     }
@@ -163,7 +187,50 @@ mod tests {
         let redeemer =
             Redeemer::new(&format!("redis://127.0.0.1:{port}/0"), limits(Duration::from_secs(2), 4)).unwrap();
         let err = redeemer.redeem("0123", Duration::from_secs(1)).await.unwrap_err();
-        assert!(err.0.contains("cannot be reached"), "{err}");
+        assert_eq!(err.reason, UNREACHABLE);
+        assert!(!err.detail.is_empty(), "the cause is kept for the host's log");
+    }
+
+    /// A Redis that answers every command with an error naming the
+    /// infrastructure, and its URL.
+    fn refusing_store() -> (tokio::task::JoinHandle<()>, String) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("redis://127.0.0.1:{}/0", listener.local_addr().unwrap().port());
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        let task = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    while let Ok(read @ 1..) = socket.read(&mut buf).await {
+                        // One error per command in what was read (each
+                        // command is an array: a line starting with `*`).
+                        let data = &buf[..read];
+                        let commands = data.split(|&b| b == b'\n').filter(|l| l.first() == Some(&b'*')).count();
+                        let reply = "-WRONGPASS invalid password for user ops at redis.internal.example\r\n";
+                        if socket.write_all(reply.repeat(commands.max(1)).as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        (task, url)
+    }
+
+    #[tokio::test]
+    async fn what_redis_says_is_logged_but_never_handed_to_the_client() {
+        let (store, url) = refusing_store();
+        let redeemer = Redeemer::new(&url, limits(Duration::from_secs(30), 4)).unwrap();
+        let err = redeemer.redeem("0123", Duration::from_secs(1)).await.unwrap_err();
+        let shown = err.to_string();
+        assert!(shown == UNREACHABLE || shown == NOT_RECORDED, "{shown}");
+        for secret in ["WRONGPASS", "ops", "redis.internal.example", "127.0.0.1"] {
+            assert!(!shown.contains(secret), "{shown:?} names {secret:?}");
+        }
+        assert!(err.detail.contains("WRONGPASS"), "the cause is kept for the log: {err:?}");
+        store.abort();
     }
 
     #[tokio::test]
@@ -193,7 +260,8 @@ mod tests {
         }
         let err = redeemer.redeem("c", Duration::from_secs(1)).await.unwrap_err();
         assert!(
-            err.0.contains("2 confirmations are already waiting") && err.0.contains("max_pending_redemptions"),
+            err.reason.contains("2 confirmations are already waiting")
+                && err.reason.contains("max_pending_redemptions"),
             "{err}"
         );
         for task in waiting {

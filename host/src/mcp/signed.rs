@@ -130,8 +130,15 @@ impl SignedConfirmations {
             Ok(Redeemed::First) => {}
             Ok(Redeemed::AlreadyUsed) => return Resumed::Unknown,
             Err(err) => {
-                tracing::warn!("a confirmation was refused because the shared store is unavailable: {err}");
-                return Resumed::Unavailable(err.0);
+                // What Redis said stays in the host's log: it can name the
+                // infrastructure (hosts, users), and the client is shown
+                // only the fixed reason.
+                tracing::warn!(
+                    detail = %err.detail,
+                    "a confirmation was refused because the shared store is unavailable: {}",
+                    err.reason
+                );
+                return Resumed::Unavailable(err.reason);
             }
         }
         let (run_cancel, _link) = linked(cancel);

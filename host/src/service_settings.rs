@@ -355,7 +355,7 @@ mod tests {
         over.push("one-more".into());
         check_err(&list(over), &["[metrics] readers names 65 principals", "64 accepted"]);
         let longest = "p".repeat(MAX_METRICS_READER_BYTES);
-        assert_eq!(parse(&list(vec![longest.clone()])).unwrap().metrics.readers, [longest.clone()]);
+        assert_eq!(parse(&list(vec![longest.clone()])).unwrap().metrics.readers, std::slice::from_ref(&longest));
         check_err(&list(vec![format!("{longest}p")]), &["[metrics] readers", "1 to 256 bytes"]);
         check_err(&list(vec![String::new()]), &["[metrics] readers", "1 to 256 bytes"]);
     }

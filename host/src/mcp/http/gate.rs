@@ -154,7 +154,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     // user with a valid JWT would otherwise see the others).
     if request.uri().path() == METRICS_PATH
         && (access.has_tokens() || gate.jwt.is_some())
-        && !gate.metrics_readers.iter().any(|reader| *reader == principal)
+        && !gate.metrics_readers.contains(&principal)
     {
         crate::client_log::refused("HTTP 403", "a principal not in [metrics] readers asked for /metrics");
         return refuse(

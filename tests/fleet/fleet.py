@@ -809,8 +809,13 @@ def main() -> int:
         # No approved side effect ran twice.
         ledger = services.root / "ledger"
         lines = {int(p.stem.split("-")[1]): p.read_text().count("\n") for p in ledger.glob("t-*.txt")}
-        assert all(count == 1 for count in lines.values()), {n: c for n, c in lines.items() if c != 1}
-        assert t.approved <= set(lines), sorted(t.approved - set(lines))[:10]
+        assert all(count <= 1 for count in lines.values()), {n: c for n, c in lines.items() if c > 1}
+        # A replica killed between opening a transfer's file and writing its
+        # line leaves the file empty: only a transfer whose replica died
+        # mid-answer may have one.
+        empty = {n for n, count in lines.items() if count == 0}
+        assert empty <= t.uncertain, sorted(empty - t.uncertain)[:10]
+        assert t.approved <= set(lines) - empty, sorted(t.approved - (set(lines) - empty))[:10]
         assert not (t.declined & set(lines)), sorted(t.declined & set(lines))[:10]
         assert set(lines) <= t.approved | t.uncertain, sorted(set(lines) - t.approved - t.uncertain)[:10]
 

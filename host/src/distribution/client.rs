@@ -13,7 +13,7 @@
 //! (`distribution.rs`), never taken from a header.
 
 use super::auth::{self, Credentials};
-use super::settings::DistributionSettings;
+use super::settings::{DistributionSettings, is_loopback};
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, header};
 use http_body_util::{BodyExt as _, Full};
@@ -190,10 +190,21 @@ impl Client {
             return Ok(Target { path_and_query: path, ..from.clone() });
         }
         let target = target_of(&uri, uri.scheme_str() == Some("https"))?;
-        if !target.https && !self.settings.plain_http(&target.authority()) {
+        // A remote registry may not point the host at this machine's own
+        // services (the MCP port, a metrics port, Redis), nor downgrade an
+        // https exchange to plain http.
+        if !is_loopback(&from.authority()) && is_loopback(&target.authority()) {
+            return Err(format!(
+                "{}: redirect to this machine ({}) refused: a registry that is not on loopback may only redirect \
+                 to other hosts",
+                from.url(),
+                target.url()
+            ));
+        }
+        if !target.https && (from.https || !self.settings.plain_http(&target.authority())) {
             return Err(format!(
                 "{}: redirect to plain http ({}) refused: only loopback registries and [distribution] \
-                 insecure_registries are spoken to without TLS",
+                 insecure_registries are spoken to without TLS, and an https registry never redirects to http",
                 from.url(),
                 target.url()
             ));
@@ -234,9 +245,12 @@ impl Client {
         let uri: http::Uri =
             url.parse().map_err(|_| format!("registry {registry}: token realm {realm:?} is not a URL"))?;
         let target = target_of(&uri, uri.scheme_str() == Some("https"))?;
-        if !target.https && !self.settings.plain_http(&target.authority()) {
+        if !target.https && !self.settings.plain_http(&target.authority())
+            || !is_loopback(registry) && is_loopback(&target.authority())
+        {
             return Err(format!(
-                "registry {registry}: token realm {realm} is plain http; refused (credentials would travel unencrypted)"
+                "registry {registry}: token realm {realm} refused: it must be https (credentials would travel \
+                 unencrypted) and, for a registry that is not on loopback, not on this machine"
             ));
         }
         let basic = credentials.as_ref().map(Credentials::basic);
@@ -496,6 +510,39 @@ mod tests {
         let answer = client.send(registry, Method::GET, path, &[], Bytes::new(), cap).await?;
         assert_eq!(answer.status, StatusCode::OK);
         Ok(String::from_utf8_lossy(&answer.body).into_owned())
+    }
+
+    #[test]
+    fn a_remote_registry_cannot_redirect_to_this_machine_or_to_plain_http() {
+        let client = Client::new(Arc::new(DistributionSettings {
+            insecure_registries: vec!["mirror.internal:5000".into()],
+            ..DistributionSettings::default()
+        }));
+        let to = |location: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::LOCATION, location.parse().unwrap());
+            Answer { status: StatusCode::FOUND, headers, body: Bytes::new() }
+        };
+        let at =
+            |https: bool, host: &str, port: u16| Target { https, host: host.into(), port, path_and_query: "/".into() };
+        let remote = at(true, "registry.example", 443);
+        // Another host over https is an ordinary blob redirect (a CDN).
+        assert!(client.redirect(&remote, &to("https://cdn.example/blob")).is_ok());
+        for refused in
+            ["http://127.0.0.1:6379/", "https://127.0.0.1:8080/mcp", "http://localhost/x", "http://[::1]:9464/"]
+        {
+            let err = client.redirect(&remote, &to(refused)).unwrap_err();
+            assert!(err.contains("to this machine"), "{refused}: {err}");
+        }
+        // https never downgrades, even to a registry allowed plain http.
+        let err = client.redirect(&remote, &to("http://mirror.internal:5000/blob")).unwrap_err();
+        assert!(err.contains("never redirects to http"), "{err}");
+        // A plain-http insecure registry may redirect to another one, and a
+        // loopback registry (a local test registry) to loopback.
+        let insecure = at(false, "mirror.internal", 5000);
+        assert!(client.redirect(&insecure, &to("http://mirror.internal:5000/other")).is_ok());
+        let local = at(false, "127.0.0.1", 5000);
+        assert!(client.redirect(&local, &to("http://127.0.0.1:5001/blob")).is_ok());
     }
 
     #[tokio::test]

@@ -315,8 +315,7 @@ impl DistributionSettings {
     /// one the operator listed in `insecure_registries`.
     pub fn plain_http(&self, registry: &str) -> bool {
         let host = super::reference::host_of(registry);
-        let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-        loopback || self.insecure_registries.iter().any(|r| r == registry || r == host)
+        is_loopback(registry) || self.insecure_registries.iter().any(|r| r == registry || r == host)
     }
 
     /// What a tool from a registry must satisfy: the tool's own keys, else
@@ -482,4 +481,11 @@ mod tests {
             OciSource::from_raw(&reference, None, None, Some(tool_keys(MAX_KEYS + 1)), &|p| p.to_owned()).unwrap_err();
         assert!(err.contains("at most 32 are accepted"), "{err}");
     }
+}
+
+/// Whether `authority` (`HOST[:PORT]`) names this machine: `localhost` or a
+/// loopback address. A name that merely resolves to one is not seen here.
+pub fn is_loopback(authority: &str) -> bool {
+    let host = super::reference::host_of(authority);
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }

@@ -119,6 +119,9 @@ impl Unbound {
 /// The axum middleware: origin, host, token, session binding, body; then
 /// rmcp.
 pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    // Counted from the start (a JWT check may wait for the issuer's keys):
+    // shutdown waits for every POST it has begun to answer.
+    let post = (request.method() == Method::POST && request.uri().path() == MCP_PATH).then(|| Post::new(&gate.posts));
     let headers = request.headers();
     // One reading of the tokens and origins in force serves the whole request.
     let access = (gate.access)();
@@ -167,7 +170,6 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if request.uri().path() != MCP_PATH {
         return next.run(request).await;
     }
-    let post = (request.method() == Method::POST).then(|| Post::new(&gate.posts));
     let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(id) = &session
         && !gate.session_belongs_to(id, &principal)

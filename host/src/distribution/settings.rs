@@ -406,6 +406,13 @@ fn within_count(key: &str, value: Option<u64>, default: usize, min: u64, max: u6
     usize::try_from(value).map_err(|_| format!("{key} = {value} is out of range: accepted {min}..={max}"))
 }
 
+/// Whether `authority` (`HOST[:PORT]`) names this machine: `localhost` or a
+/// loopback address. A name that merely resolves to one is not seen here.
+pub fn is_loopback(authority: &str) -> bool {
+    let host = super::reference::host_of(authority);
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,11 +488,4 @@ mod tests {
             OciSource::from_raw(&reference, None, None, Some(tool_keys(MAX_KEYS + 1)), &|p| p.to_owned()).unwrap_err();
         assert!(err.contains("at most 32 are accepted"), "{err}");
     }
-}
-
-/// Whether `authority` (`HOST[:PORT]`) names this machine: `localhost` or a
-/// loopback address. A name that merely resolves to one is not seen here.
-pub fn is_loopback(authority: &str) -> bool {
-    let host = super::reference::host_of(authority);
-    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }

@@ -335,9 +335,11 @@ pub(crate) fn spawn_http(setup: &Setup, config: &Path) -> (Killed, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(rest) = text.split("on http://").nth(1) {
-            let addr = rest.split('/').next().unwrap_or_default().to_owned();
-            return (child, addr);
+        // Only a whole address: the line may be read while it is written.
+        if let Some(rest) = text.split("on http://").nth(1)
+            && let Some((addr, _)) = rest.split_once('/')
+        {
+            return (child, addr.to_owned());
         }
         assert!(Instant::now() < deadline, "airlock serve --http did not start: {text}");
         std::thread::sleep(Duration::from_millis(5));

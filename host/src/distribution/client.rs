@@ -142,6 +142,27 @@ impl Client {
         body: Bytes,
         cap: Cap,
     ) -> Result<Answer, String> {
+        let limit = self.settings.request_timeout;
+        let exchange = self.exchange(registry, method, path_and_query, headers, body, cap);
+        tokio::time::timeout(limit, exchange).await.unwrap_or_else(|_| {
+            Err(format!(
+                "registry {registry}: {path_and_query} was not answered in full within {}s ([distribution] \
+                 request_timeout_secs raises it)",
+                limit.as_secs()
+            ))
+        })
+    }
+
+    /// [`Client::send`] without its overall deadline.
+    async fn exchange(
+        &self,
+        registry: &str,
+        method: Method,
+        path_and_query: &str,
+        headers: &[(header::HeaderName, String)],
+        body: Bytes,
+        cap: Cap,
+    ) -> Result<Answer, String> {
         let mut target = self.target(registry, path_and_query)?;
         let origin = (target.host.clone(), target.port);
         let mut authorization = self.authorization.lock().map(|a| a.get(registry).cloned()).unwrap_or_default();
@@ -510,6 +531,36 @@ mod tests {
         let answer = client.send(registry, Method::GET, path, &[], Bytes::new(), cap).await?;
         assert_eq!(answer.status, StatusCode::OK);
         Ok(String::from_utf8_lossy(&answer.body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_registry_that_drips_its_answer_is_cut_off_by_the_request_timeout() {
+        // One byte of a 1 MB body every 100 ms: no read timeout (30 s) ever
+        // fires, only the whole request's deadline.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let _ = stream.read(&mut buf).await;
+                    let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n";
+                    if stream.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    while stream.write_all(b"x").await.is_ok() {
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                });
+            }
+        });
+        let client = Client::new(Arc::new(DistributionSettings {
+            request_timeout: std::time::Duration::from_secs(1),
+            ..DistributionSettings::default()
+        }));
+        let cap = Cap::by("[distribution] max_component_bytes", 2_000_000);
+        let err = client.send(&addr, Method::GET, "/v2/", &[], Bytes::new(), cap).await.unwrap_err();
+        assert!(err.contains("within 1s") && err.contains("[distribution] request_timeout_secs"), "{err}");
     }
 
     #[test]

@@ -28,6 +28,13 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The highest connect or read timeout accepted, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// Longest a whole registry request may take (redirects, the token
+/// exchange and the whole body) unless `request_timeout_secs` says
+/// otherwise: a registry that sends a byte just within every read timeout
+/// cannot hold a load for longer (256 MiB at 0.5 MB/s).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// The highest `request_timeout_secs` accepted.
+pub const MAX_REQUEST_TIMEOUT_SECS: u64 = 86_400;
 /// Largest signature payload read from a registry unless
 /// `[distribution] max_signature_payload_bytes` says otherwise (a cosign
 /// simple-signing payload is a few hundred bytes).
@@ -87,6 +94,7 @@ pub struct RawDistribution {
     max_component_bytes: Option<u64>,
     connect_timeout_secs: Option<u64>,
     read_timeout_secs: Option<u64>,
+    request_timeout_secs: Option<u64>,
     max_signature_payload_bytes: Option<u64>,
     max_signatures: Option<u64>,
     max_redirects: Option<u64>,
@@ -161,6 +169,8 @@ pub struct DistributionSettings {
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes of an answer.
     pub read_timeout: Duration,
+    /// Longest a whole request may take, its body included.
+    pub request_timeout: Duration,
     /// Largest signature payload read.
     pub max_signature_payload_bytes: u64,
     /// Signatures checked per component (the first ones of its signature
@@ -195,6 +205,7 @@ impl Default for DistributionSettings {
             max_component_bytes: DEFAULT_MAX_LAYER_BYTES,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_signature_payload_bytes: DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
             max_signatures: DEFAULT_MAX_SIGNATURES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
@@ -236,6 +247,13 @@ impl DistributionSettings {
         )?;
         let connect = within("connect_timeout_secs", raw.connect_timeout_secs, 10, 1, MAX_TIMEOUT_SECS)?;
         let read = within("read_timeout_secs", raw.read_timeout_secs, 30, 1, MAX_TIMEOUT_SECS)?;
+        let request = within(
+            "request_timeout_secs",
+            raw.request_timeout_secs,
+            DEFAULT_REQUEST_TIMEOUT.as_secs(),
+            1,
+            MAX_REQUEST_TIMEOUT_SECS,
+        )?;
         let max_signature_payload_bytes = within(
             "max_signature_payload_bytes",
             raw.max_signature_payload_bytes,
@@ -299,6 +317,7 @@ impl DistributionSettings {
             max_component_bytes,
             connect_timeout: Duration::from_secs(connect),
             read_timeout: Duration::from_secs(read),
+            request_timeout: Duration::from_secs(request),
             max_signature_payload_bytes,
             max_signatures,
             max_redirects,
@@ -434,7 +453,8 @@ mod tests {
         assert_eq!(defaults.max_auth_file_bytes, 1 << 20);
         assert_eq!(defaults.max_layers, 64);
         // (key, lowest accepted, highest accepted)
-        let caps: [(&str, u64, u64); 11] = [
+        let caps: [(&str, u64, u64); 12] = [
+            ("request_timeout_secs", 1, MAX_REQUEST_TIMEOUT_SECS),
             ("max_manifest_bytes", 1024, MAX_MANIFEST_BYTES),
             ("max_component_bytes", 1, crate::loader::MAX_COMPONENT_BYTES),
             ("connect_timeout_secs", 1, MAX_TIMEOUT_SECS),

@@ -410,12 +410,10 @@ fn check_keys(key: &str, keys: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+/// `value`, or `default` when not given, within `min..=max`
+/// ([`in_range`](crate::limits::in_range)'s message names `key`).
 fn within(key: &str, value: Option<u64>, default: u64, min: u64, max: u64) -> Result<u64, String> {
-    let value = value.unwrap_or(default);
-    if !(min..=max).contains(&value) {
-        return Err(format!("{key} = {value} is out of range: accepted {min}..={max}"));
-    }
-    Ok(value)
+    crate::limits::in_range(key, value.unwrap_or(default), min, max)
 }
 
 /// [`within`] for a count kept as `usize` (every bound here is far below
@@ -428,8 +426,7 @@ fn within_count(key: &str, value: Option<u64>, default: usize, min: u64, max: u6
 /// Whether `authority` (`HOST[:PORT]`) names this machine: `localhost` or a
 /// loopback address. A name that merely resolves to one is not seen here.
 pub fn is_loopback(authority: &str) -> bool {
-    let host = super::reference::host_of(authority);
-    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    crate::plaintext::is_loopback(super::reference::host_of(authority))
 }
 
 #[cfg(test)]

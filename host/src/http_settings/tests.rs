@@ -1,0 +1,155 @@
+//! Unit tests of `http_settings`.
+
+use super::*;
+use crate::config::testing::{check_err, parse};
+
+#[test]
+fn config_errors_name_the_token_and_what_is_accepted() {
+    check_err("[[http.tokens]]\ntoken = \"short\"\nprincipal = \"a\"", &["[[http.tokens]] #1", "at least 16"]);
+    check_err("[[http.tokens]]\nprincipal = \"a\"", &["exactly one of"]);
+    check_err("[[http.tokens]]\ntoken_file = \"/no/such/token\"\nprincipal = \"a\"", &["token_file", "/no/such/token"]);
+    check_err(
+        "[[http.tokens]]\ntoken_env = \"AIRLOCK_SURELY_UNSET_VAR\"\nprincipal = \"a\"",
+        &["AIRLOCK_SURELY_UNSET_VAR", "not set"],
+    );
+    check_err("[http]\nbogus = 1", &["bogus", "allowed_origins"]);
+    let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\n";
+    check_err(jwt, &["[http.jwt]", "exactly one of `jwks_file` or `jwks_url`"]);
+    check_err(&format!("{jwt}jwks_file = \"k.json\"\nalgorithms = [\"HS256\"]"), &["\"HS256\"", "RS256"]);
+    check_err(&format!("{jwt}jwks_url = \"ftp://x\""), &["https://"]);
+    check_err(&format!("{jwt}jwks_file = \"k.json\"\njwks_min_refresh_seconds = 0"), &["at least 1"]);
+    check_err(
+        &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ \"has\" = \"x\" }}"),
+        &["\"has\"", "letters"],
+    );
+    check_err(
+        &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ \"1a\" = \"x\" }}"),
+        &["not an attribute name"],
+    );
+    check_err(
+        &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ a = \"\" }}"),
+        &["attribute_claims.a", "1 to 64"],
+    );
+    let many: Vec<String> = (0..=MAX_ATTRIBUTE_CLAIMS).map(|i| format!("a{i} = \"c{i}\"")).collect();
+    check_err(
+        &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {} }}", many.join(", ")),
+        &["names 33 claims", "at most 32"],
+    );
+    // Exactly at the caps: 32 mappings, names of 64 bytes.
+    let name = |i: usize| format!("a{i}{}", "x".repeat(MAX_ATTRIBUTE_NAME_BYTES - 1 - i.to_string().len()));
+    let at_cap: Vec<String> = (0..MAX_ATTRIBUTE_CLAIMS).map(|i| format!("{} = \"{}\"", name(i), name(i))).collect();
+    let config =
+        parse(&format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {} }}", at_cap.join(", "))).unwrap();
+    let claims = config.http.jwt.expect("jwt").attribute_claims;
+    assert_eq!(claims.len(), MAX_ATTRIBUTE_CLAIMS);
+    assert!(claims.iter().all(|(a, c)| a.len() == MAX_ATTRIBUTE_NAME_BYTES && c.len() == MAX_ATTRIBUTE_NAME_BYTES));
+    let long = "a".repeat(MAX_ATTRIBUTE_NAME_BYTES + 1);
+    check_err(&format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {long} = \"c\" }}"), &["at most 64 bytes"]);
+    check_err(&format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ a = \"{long}\" }}"), &["1 to 64"]);
+}
+
+/// Each `(key, below, top)`: `top` (the top of the range) is accepted,
+/// `top + 1` and `below` are refused naming the key and the range.
+fn check_ranges(section: &str, prefix: &str, keys: &[(&str, u64, u64)]) {
+    for &(key, below, top) in keys {
+        let at = parse(&format!("{prefix}{key} = {top}")).unwrap_or_else(|e| panic!("{key} = {top}: {e}"));
+        drop(at);
+        for value in [below, top + 1] {
+            check_err(
+                &format!("{prefix}{key} = {value}"),
+                &[&format!("{section} {key} = {value} is out of range"), "accepted"],
+            );
+        }
+    }
+}
+
+#[test]
+fn http_caps_are_ranged() {
+    check_ranges(
+        "[http]",
+        "[http]\n",
+        &[
+            ("header_timeout_secs", 0, 300),
+            ("body_timeout_secs", 0, 600),
+            ("max_connections", 0, 65_536),
+            ("max_body_bytes", 1023, 64 << 20),
+            ("max_sessions", 0, 65_536),
+            ("max_pending_confirmations", 0, 65_536),
+        ],
+    );
+    check_err("[http]\nmax_body_bytes = 1023", &["accepted 1024..=67108864"]);
+    // Per peer: at most max_connections (a load balancer may take all).
+    let config = parse("[http]\nmax_connections = 8\nmax_connections_per_peer = 8").unwrap();
+    assert_eq!((config.http.caps.max_connections, config.http.caps.max_connections_per_peer), (8, 8));
+    check_err(
+        "[http]\nmax_connections = 8\nmax_connections_per_peer = 9",
+        &["[http] max_connections_per_peer = 9 is out of range: accepted 1..=8 (at most max_connections)"],
+    );
+    check_err("[http]\nmax_connections_per_peer = 0", &["max_connections_per_peer = 0", "accepted 1..=256"]);
+    // Lowering the total alone lowers the per-peer default with it.
+    let config = parse("[http]\nmax_connections = 4").unwrap();
+    assert_eq!(config.http.caps.max_connections_per_peer, 4);
+    assert_eq!(parse("").unwrap().http.caps, HttpCaps::default());
+    let config = parse("[http]\nheader_timeout_secs = 1\nbody_timeout_secs = 2\nmax_body_bytes = 1024").unwrap();
+    assert_eq!(config.http.caps.header_timeout, Duration::from_secs(1));
+    assert_eq!(config.http.caps.body_timeout, Duration::from_secs(2));
+    assert_eq!(config.http.caps.max_body_bytes, 1024);
+}
+
+#[test]
+fn jwt_caps_are_ranged() {
+    let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_file = \"k.json\"\n";
+    check_ranges(
+        "[http.jwt]",
+        jwt,
+        &[
+            ("max_token_bytes", 511, 64 << 10),
+            ("max_principal_bytes", 0, 256),
+            ("max_jwks_bytes", 1023, 16 << 20),
+            ("max_jwks_keys", 0, 1024),
+            ("jwks_fetch_timeout_secs", 0, 120),
+            ("max_claim_list_items", 0, 1024),
+        ],
+    );
+    // No skew at all is a choice; more than ten minutes is not.
+    let config = parse(&format!("{jwt}leeway_secs = 0")).unwrap();
+    assert_eq!(config.http.jwt.expect("jwt").caps.leeway, Duration::ZERO);
+    check_err(&format!("{jwt}leeway_secs = 601"), &["[http.jwt] leeway_secs = 601 is out of range: accepted 0..=600"]);
+    let config = parse(&format!("{jwt}max_token_bytes = 1024\nmax_claim_list_items = 2")).unwrap();
+    let caps = config.http.jwt.expect("jwt").caps;
+    assert_eq!((caps.max_token_bytes, caps.max_claim_list_items), (1024, 2));
+    assert_eq!(caps.max_jwks_keys, DEFAULT_MAX_JWKS_KEYS);
+}
+
+#[test]
+fn jwt_defaults() {
+    let config =
+        parse("[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"")
+            .unwrap();
+    let jwt = config.http.jwt.expect("jwt");
+    assert_eq!(jwt.principal_claim, "sub");
+    assert_eq!(jwt.authorization_servers, vec!["https://idp".to_owned()]);
+    assert_eq!(jwt.resource, "https://a/mcp");
+    assert_eq!(jwt.algorithms, JWT_ALGORITHMS.map(str::to_owned).to_vec());
+    assert_eq!(jwt.jwks, JwksSource::Url("https://idp/jwks".into()));
+    assert!(jwt.attribute_claims.is_empty());
+    assert_eq!(jwt.caps, JwtCaps::default());
+    let mapped = parse(
+        "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"\n\
+         attribute_claims = { tenant = \"org_id\", accounts = \"accounts\" }",
+    )
+    .unwrap();
+    let claims = mapped.http.jwt.expect("jwt").attribute_claims;
+    assert_eq!(claims, [("accounts".to_owned(), "accounts".to_owned()), ("tenant".to_owned(), "org_id".to_owned())]);
+}
+
+#[test]
+fn tokens_map_to_principals() {
+    let config = parse(
+        "[http]\nallowed_origins = [\"https://app.example.com\"]\n[[http.tokens]]\ntoken = \"0123456789abcdef\"\nprincipal = \"alice\"",
+    )
+    .unwrap();
+    let expected = BearerToken { token: "0123456789abcdef".into(), principal: "alice".into(), file: None };
+    assert_eq!(config.http.tokens, vec![expected]);
+    assert_eq!(config.http.allowed_origins, vec!["https://app.example.com".to_owned()]);
+}

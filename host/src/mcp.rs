@@ -134,19 +134,22 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     let (reader, writer) = rmcp::transport::stdio_pipes();
     let transport = stdio::StdioTransport::new(reader, writer);
     let unanswered = transport.unanswered();
+    let direct = transport.opener();
     // Clients on the initialize-based revisions are registered for
     // list_changed by `notifications/initialized`; 2026-07-28 clients
     // subscribe with `subscriptions/listen`. The client connecting is
     // raced against a signal, so that SIGTERM stops a server whose client
     // never spoke.
     let running = tokio::select! {
-        running = server.serve(transport) => running.context("the MCP client did not connect on stdio")?,
+        running = server.clone().serve(transport) => running.context("the MCP client did not connect on stdio")?,
         () = shutdown::signal() => {
             host.begin_shutdown();
             host.finish().await;
             return Ok(());
         }
     };
+    // The session is up: calls are answered beside rmcp's loop from now on.
+    direct.open(server, running.peer().clone());
     let service = running.cancellation_token();
     let waiting = running.waiting();
     tokio::pin!(waiting);

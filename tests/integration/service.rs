@@ -446,6 +446,57 @@ fn stdio_sigterm_cancels_calls_past_the_grace_answers_them_and_exits_0() {
     assert_eq!(audit_outcomes(&audit), ["cancelled"]);
 }
 
+/// Calls on stdio are answered beside rmcp's service loop; this checks
+/// what that path owes the client: a cancelled call is interrupted and
+/// gets no answer, its id is free at once (the answer that comes for it is
+/// the new request's), and a call in flight when stdin closes is still
+/// answered before the server exits.
+#[test]
+fn stdio_cancelled_calls_get_no_answer_their_id_is_free_and_end_of_input_answers_calls_in_flight() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let config = sleeper_config(&audit, 1, "[metrics]\nlisten = \"127.0.0.1:0\"\npublic = true\n");
+    let mut server = Served::start(&config, &["serve", "--stdio"]);
+    let metrics = server.announced("serving metrics");
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    stdio_initialize(&mut stdin, &lines);
+    let sleep = |id: u64, ms: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params":
+            {"name": "hostile", "arguments": {"attack": "sleep", "ms": ms}}})
+        .to_string()
+    };
+    write_line(&mut stdin, &sleep(7, 600_000));
+    wait_metrics(&metrics, |m| sample(m, "airlock_calls_in_flight") == Some(1.0));
+    write_line(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}).to_string(),
+    );
+    // The same id again at once, before the cancelled call has returned.
+    write_line(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params":
+            {"name": "echo", "arguments": {"text": "the new request"}}})
+        .to_string(),
+    );
+    let reply = lines.recv_timeout(DEADLINE).expect("the new request is answered");
+    assert_eq!(reply["id"], 7, "{reply}");
+    assert_eq!(reply["result"]["structuredContent"]["text"], "the new request", "{reply}");
+    wait_metrics(&metrics, |m| sample(m, "airlock_calls_total{tool=\"hostile\",outcome=\"cancelled\"}") == Some(1.0));
+    // A call in flight when stdin closes is answered, then the server exits.
+    write_line(&mut stdin, &sleep(8, 200));
+    drop(stdin);
+    let reply = lines.recv_timeout(DEADLINE).expect("the call in flight at end of input is answered");
+    assert_eq!(reply["id"], 8, "{reply}");
+    assert_eq!(kind(&reply["result"]), "ok", "{reply}");
+    assert_eq!(server.exit_code(), Some(0), "{}", server.stderr.lock().unwrap());
+    let rest: Vec<Value> = lines.iter().collect();
+    assert!(rest.is_empty(), "nothing else was written, no answer for the cancelled call: {rest:?}");
+    let mut outcomes = audit_outcomes(&audit);
+    outcomes.sort();
+    assert_eq!(outcomes, ["cancelled", "ok", "ok"]);
+}
+
 #[test]
 fn json_logs_parse_and_a_flood_of_bad_requests_logs_a_bounded_number_of_lines() {
     let config = echo_config("");

@@ -106,12 +106,13 @@ fn machine() -> String {
 fn targets(report: &Report) -> String {
     let mut lines = vec!["| target | measured | bound | verdict |".to_owned(), "|---|---|---|---|".to_owned()];
     // The targets of issue 17, each against a figure of this run.
-    let checks: [(&str, &str, f64, &str, bool); 16] = [
+    let checks: [(&str, &str, f64, &str, bool); 17] = [
         ("(10) fresh `run_python` `print(1+1)` p50", "python_fresh_ms", 1.0, "ms", false),
         ("(10) fresh `run_js` `1+1` p50", "js_fresh_ms", 0.3, "ms", false),
         ("(10) `run_python` call inside a session p50", "python_session_ms", 0.2, "ms", false),
         ("(10) `run_js` call inside a session p50", "js_session_ms", 0.05, "ms", false),
         ("(3) MCP stdio raw round trip p50", "stdio_p50_us", 60.0, "µs", false),
+        ("(3) MCP stdio round trip / in-process full pipeline, p50", "stdio_over_call", 2.0, "×", false),
         ("(3) server CPU per stdio call", "stdio_cpu_us", 50.0, "µs", false),
         ("(3) MCP streamable HTTP round trip p50", "http_p50_us", 120.0, "µs", false),
         ("(3) stdio, 8 calls in flight", "stdio_8_calls_s", 40000.0, "calls/s", true),
@@ -124,8 +125,14 @@ fn targets(report: &Report) -> String {
         ("(4) 1 cached tool ready, p50", "ready_one_ms", 5.0, "ms", false),
         ("(4) bundled tools ready, p50", "ready_bundled_ms", 25.0, "ms", false),
     ];
+    // Ratios of two figures of this run.
+    let ratio = |over: &str, under: &str| Some(report.get(over)? / report.get(under)?);
+    let get = |key: &str| match key {
+        "stdio_over_call" => ratio("stdio_p50_us", "full_p50_us"),
+        key => report.get(key),
+    };
     for (what, key, bound, unit, at_least) in checks {
-        match report.get(key) {
+        match get(key) {
             Some(value) => lines.push(stats::target(what, value, bound, unit, at_least)),
             None => lines.push(format!("| {what} | not measured in this run | | |")),
         }

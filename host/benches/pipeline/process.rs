@@ -37,12 +37,17 @@ pub(crate) fn airlock(setup: &Setup, config: Option<&Path>) -> Command {
 
 impl StdioServer {
     pub(crate) fn spawn(setup: &Setup, config: Option<&Path>) -> Self {
-        let mut child = airlock(setup, config)
+        let child = airlock(setup, config)
             .args(["serve", "--stdio"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .expect("airlock starts");
+        Self::over(child)
+    }
+
+    /// The same client over any child with piped stdin and stdout.
+    fn over(mut child: Child) -> Self {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         Self { child, stdin, stdout, next_id: 1 }
@@ -304,6 +309,26 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats, Duration) {
     (sequential, rate, stats::stats(batches), cpu_per_call)
 }
 
+/// The floor of any stdio server on this machine: the same client's
+/// `tools/call` lines echoed back by `cat` (two pipes, two process
+/// wake-ups, the client's own JSON work; nothing parsed on the far side).
+fn pipe_floor(setup: &Setup) -> Stats {
+    let child = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("cat starts");
+    let mut cat = StdioServer::over(child);
+    let n = setup.mcp_iterations;
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n + n / 10 {
+        let started = Instant::now();
+        cat.call("echo", json!({"text": "hi"}));
+        let echoed = cat.message();
+        assert_eq!(echoed["method"], "tools/call", "cat echoes the line");
+        if i >= n / 10 {
+            samples.push(started.elapsed());
+        }
+    }
+    stats::stats(samples)
+}
+
 /// A child process killed when dropped, also when a measurement panics.
 pub(crate) struct Killed(Child);
 
@@ -505,10 +530,12 @@ fn memory(setup: &Setup) -> (u64, u64, u64, Duration) {
 /// Runs the process-level items and adds their sections to `report`.
 pub fn run(setup: &Setup, report: &mut Report) {
     let config = echo_config(setup);
+    let floor = pipe_floor(setup);
     let (stdio, stdio_rate, batches, stdio_cpu) = mcp_stdio(setup, &config);
     let (http, http_rate) = mcp_http(setup, &config);
     let mut s = format!(
-        "## 3. MCP `tools/call` round trip (`airlock serve`, `echo`, audit flush)\n\n{HEADER_US}\n{}\n{}\n{}\n\n",
+        "## 3. MCP `tools/call` round trip (`airlock serve`, `echo`, audit flush)\n\n{HEADER_US}\n{}\n{}\n{}\n{}\n\n",
+        row_us("the floor: the same lines echoed by `cat` (no server)", &floor),
         row_us("stdio, raw JSON-RPC client, one call at a time", &stdio),
         row_us("stdio, 8 calls in flight (time for all 8)", &batches),
         row_us("streamable HTTP, raw HTTP/1.1 keep-alive client, one call at a time", &http),
@@ -522,6 +549,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
     s +=
         &format!("Server CPU (user + system, from /proc) per stdio call, one at a time: **{} µs**.\n\n", us(stdio_cpu));
     report.figure("stdio_p50_us", stdio.p50.as_secs_f64() * 1e6);
+    report.figure("pipe_floor_p50_us", floor.p50.as_secs_f64() * 1e6);
     report.figure("stdio_cpu_us", stdio_cpu.as_secs_f64() * 1e6);
     report.figure("stdio_8_calls_s", stdio_rate);
     report.figure("http_p50_us", http.p50.as_secs_f64() * 1e6);

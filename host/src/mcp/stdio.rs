@@ -29,7 +29,11 @@
 //! What is trusted: rmcp, to send at most one reply per request it was
 //! given, and to send none for a request the client cancelled.
 
+mod direct;
+
 use super::jsonrpc::{self, Rejection};
+use direct::Direct;
+pub(super) use direct::Opener;
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -69,6 +73,7 @@ const READ_BUFFER_BYTES: usize = 64 << 10;
 pub(super) struct StdioTransport {
     incoming: mpsc::Receiver<ClientJsonRpcMessage>,
     in_flight: Arc<InFlight>,
+    direct: Arc<Direct>,
     outgoing: Option<mpsc::Sender<Outgoing>>,
     stop: CancellationToken,
     writer: Option<JoinHandle<()>>,
@@ -120,11 +125,24 @@ impl StdioTransport {
             held: Mutex::new(HashMap::new()),
         });
         let stop = CancellationToken::new();
-        let reader =
-            Reader { parsed: parsed_tx, replies: outgoing.clone(), in_flight: in_flight.clone(), stop: stop.clone() };
+        let direct = Direct::new();
+        let reader = Reader {
+            parsed: parsed_tx,
+            replies: outgoing.clone(),
+            in_flight: in_flight.clone(),
+            direct: direct.clone(),
+            stop: stop.clone(),
+        };
         tokio::spawn(reader.run(BufReader::with_capacity(READ_BUFFER_BYTES, read)));
         let writer = tokio::spawn(write_all(write, queue, in_flight.clone(), stop.clone()));
-        StdioTransport { incoming, in_flight: in_flight.clone(), outgoing: Some(outgoing), stop, writer: Some(writer) }
+        StdioTransport {
+            incoming,
+            in_flight: in_flight.clone(),
+            direct,
+            outgoing: Some(outgoing),
+            stop,
+            writer: Some(writer),
+        }
     }
 }
 
@@ -149,11 +167,18 @@ impl StdioTransport {
     pub(super) fn unanswered(&self) -> Unanswered {
         Unanswered(self.in_flight.clone())
     }
+
+    /// A handle that, once rmcp has set the session up, has `tools/call`
+    /// requests answered beside rmcp's loop (see `direct`).
+    pub(super) fn opener(&self) -> Opener {
+        self.direct.opener()
+    }
 }
 
 impl Drop for StdioTransport {
     fn drop(&mut self) {
         self.stop.cancel();
+        self.direct.abort();
     }
 }
 
@@ -191,6 +216,9 @@ impl Transport<RoleServer> for StdioTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        // rmcp has drained its own handlers; the calls taken beside it get
+        // the same time to answer.
+        self.direct.close().await;
         self.stop.cancel();
         self.incoming.close();
         drop(self.outgoing.take());
@@ -209,6 +237,7 @@ struct Reader {
     parsed: mpsc::Sender<ClientJsonRpcMessage>,
     replies: mpsc::Sender<Outgoing>,
     in_flight: Arc<InFlight>,
+    direct: Arc<Direct>,
     stop: CancellationToken,
 }
 
@@ -274,12 +303,20 @@ impl Reader {
                         ))
                         .await;
                 }
+                if call && self.direct.is_open() {
+                    if let JsonRpcMessage::Request(request) = message {
+                        self.direct.start(request, self.replies.clone());
+                    }
+                    return true;
+                }
             }
             JsonRpcMessage::Notification(notification) => {
-                // rmcp sends no reply for a cancelled request.
+                // rmcp sends no reply for a cancelled request, nor is one
+                // sent for a call taken beside it.
                 if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
+                    self.direct.cancel(id);
                     self.in_flight.release(id);
                 }
             }

@@ -312,21 +312,28 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats, Duration) {
 /// The floor of any stdio server on this machine: the same client's
 /// `tools/call` lines echoed back by `cat` (two pipes, two process
 /// wake-ups, the client's own JSON work; nothing parsed on the far side).
-fn pipe_floor(setup: &Setup) -> Stats {
+/// Returns the round trips and `cat`'s CPU time per line.
+fn pipe_floor(setup: &Setup) -> (Stats, Duration) {
     let child = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("cat starts");
     let mut cat = StdioServer::over(child);
-    let n = setup.mcp_iterations;
-    let mut samples = Vec::with_capacity(n);
-    for i in 0..n + n / 10 {
-        let started = Instant::now();
+    let echo = |cat: &mut StdioServer| {
         cat.call("echo", json!({"text": "hi"}));
         let echoed = cat.message();
         assert_eq!(echoed["method"], "tools/call", "cat echoes the line");
-        if i >= n / 10 {
-            samples.push(started.elapsed());
-        }
+    };
+    let n = setup.mcp_iterations;
+    for _ in 0..n / 10 {
+        echo(&mut cat);
     }
-    stats::stats(samples)
+    let mut samples = Vec::with_capacity(n);
+    let cpu_before = cpu_time(cat.pid());
+    for _ in 0..n {
+        let started = Instant::now();
+        echo(&mut cat);
+        samples.push(started.elapsed());
+    }
+    let cpu_per_line = cpu_time(cat.pid()).saturating_sub(cpu_before) / n.max(1) as u32;
+    (stats::stats(samples), cpu_per_line)
 }
 
 /// A child process killed when dropped, also when a measurement panics.
@@ -530,7 +537,7 @@ fn memory(setup: &Setup) -> (u64, u64, u64, Duration) {
 /// Runs the process-level items and adds their sections to `report`.
 pub fn run(setup: &Setup, report: &mut Report) {
     let config = echo_config(setup);
-    let floor = pipe_floor(setup);
+    let (floor, floor_cpu) = pipe_floor(setup);
     let (stdio, stdio_rate, batches, stdio_cpu) = mcp_stdio(setup, &config);
     let (http, http_rate) = mcp_http(setup, &config);
     let mut s = format!(
@@ -546,8 +553,12 @@ pub fn run(setup: &Setup, report: &mut Report) {
         1.0 / stdio.mean.as_secs_f64(),
         1.0 / http.mean.as_secs_f64(),
     );
-    s +=
-        &format!("Server CPU (user + system, from /proc) per stdio call, one at a time: **{} µs**.\n\n", us(stdio_cpu));
+    s += &format!(
+        "Server CPU (user + system, from /proc) per stdio call, one at a time: **{} µs**; `cat`'s per line, the \
+         floor: {} µs.\n\n",
+        us(stdio_cpu),
+        us(floor_cpu)
+    );
     report.figure("stdio_p50_us", stdio.p50.as_secs_f64() * 1e6);
     report.figure("pipe_floor_p50_us", floor.p50.as_secs_f64() * 1e6);
     report.figure("stdio_cpu_us", stdio_cpu.as_secs_f64() * 1e6);

@@ -26,6 +26,11 @@
 //! - A request whose id is that of a request still in flight is refused
 //!   (`-32600` with that id): its reply could not be told apart.
 //!
+//! - Once rmcp has set the session up, a `tools/call` is not handed to
+//!   rmcp's service loop: it runs in a task of its own through rmcp's
+//!   request handling and its answer is queued for stdout directly (see
+//!   `direct`). It holds its permit the same way.
+//!
 //! What is trusted: rmcp, to send at most one reply per request it was
 //! given, and to send none for a request the client cancelled.
 

@@ -289,16 +289,17 @@ impl Reader {
         if line.iter().all(u8::is_ascii_whitespace) {
             return true;
         }
-        let message = match jsonrpc::parse(line) {
+        let mut message = match jsonrpc::parse(line) {
             Ok(message) => message,
             Err(rejection) => return self.reject(rejection).await,
         };
+        let mut call = false;
         match &message {
             JsonRpcMessage::Request(request) => {
                 let Some(Ok(permit)) = self.unless_stopped(self.in_flight.permits.clone().acquire_owned()).await else {
                     return false;
                 };
-                let call = matches!(request.request, ClientRequest::CallToolRequest(_));
+                call = matches!(request.request, ClientRequest::CallToolRequest(_));
                 if !self.in_flight.hold(request.id.clone(), permit, call) {
                     let id = request.id.clone();
                     return self
@@ -307,12 +308,6 @@ impl Reader {
                             format!("request id {id} is already in use by a request in progress; use a new id"),
                         ))
                         .await;
-                }
-                if call && self.direct.is_open() {
-                    if let JsonRpcMessage::Request(request) = message {
-                        self.direct.start(request, self.replies.clone());
-                    }
-                    return true;
                 }
             }
             JsonRpcMessage::Notification(notification) => {
@@ -326,6 +321,13 @@ impl Reader {
                 }
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        // A call is run here once the session is up; before, rmcp runs it.
+        if call && let JsonRpcMessage::Request(request) = message {
+            match self.direct.start(request, self.replies.clone()) {
+                None => return true,
+                Some(request) => message = JsonRpcMessage::Request(request),
+            }
         }
         matches!(self.unless_stopped(self.parsed.send(message)).await, Some(Ok(())))
     }

@@ -31,7 +31,7 @@ use super::Outgoing;
 use crate::mcp::server::AirlockServer;
 use rmcp::model::{ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcRequest, RequestId};
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
-use rmcp::{Peer, RoleServer, Service as _};
+use rmcp::{ErrorData, Peer, RoleServer, Service as _};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -92,17 +92,16 @@ impl Direct {
         Opener(self.clone())
     }
 
-    /// Whether a `tools/call` read now is taken here.
-    pub(super) fn is_open(&self) -> bool {
-        self.handler.get().is_some()
-    }
-
     /// Run the call `request` in a task of its own; its answer goes to
-    /// `replies`. The caller checked [`is_open`](Self::is_open) and holds
-    /// the request's permit (freed when the answer is written, or by the
-    /// client's cancellation).
-    pub(super) fn start(self: &Arc<Self>, request: JsonRpcRequest<ClientRequest>, replies: mpsc::Sender<Outgoing>) {
-        let Some(handler) = self.handler.get() else { return };
+    /// `replies`. The caller holds the request's permit (freed when the
+    /// answer is written, or by the client's cancellation). Before the
+    /// session is up the request is given back, for rmcp.
+    pub(super) fn start(
+        self: &Arc<Self>,
+        request: JsonRpcRequest<ClientRequest>,
+        replies: mpsc::Sender<Outgoing>,
+    ) -> Option<JsonRpcRequest<ClientRequest>> {
+        let Some(handler) = self.handler.get() else { return Some(request) };
         let JsonRpcRequest { id, mut request, .. } = request;
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
         let cancel = self.stop.child_token();
@@ -121,19 +120,20 @@ impl Direct {
                 // Cancelled by the client: rmcp sends no answer either.
                 return;
             }
-            let message: TxJsonRpcMessage<RoleServer> = match result {
+            let message = match result {
                 Ok(result) => TxJsonRpcMessage::<RoleServer>::response(result, id.clone()),
                 Err(error) => TxJsonRpcMessage::<RoleServer>::error(error, Some(id.clone())),
             };
-            match serde_json::to_vec(&message) {
-                Ok(mut line) => {
-                    line.push(b'\n');
-                    // Waits while the queue is full: the client is not reading.
-                    let _ = replies.send(Outgoing { line, answers: Some(id) }).await;
-                }
-                Err(err) => tracing::error!(%id, "cannot serialize the answer to a call: {err}"),
-            }
+            let mut line = serde_json::to_vec(&message).unwrap_or_else(|err| {
+                tracing::error!(%id, "cannot serialize the answer to a call: {err}");
+                let error = ErrorData::internal_error("the answer to this call could not be serialized", None);
+                serde_json::to_vec(&TxJsonRpcMessage::<RoleServer>::error(error, Some(id.clone()))).unwrap_or_default()
+            });
+            line.push(b'\n');
+            // Waits while the queue is full: the client is not reading.
+            let _ = replies.send(Outgoing { line, answers: Some(id) }).await;
         });
+        None
     }
 
     /// The client cancelled request `id`: cancel it if it runs here.

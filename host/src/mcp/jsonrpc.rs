@@ -18,7 +18,9 @@
 //! (an error without an id answers nothing), so rejections cannot loop.
 
 use crate::arguments::{kind_of, text_depth};
-use rmcp::model::{ClientJsonRpcMessage, ErrorCode, RequestId};
+use rmcp::model::{
+    CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcMessage, JsonRpcRequest, RequestId,
+};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
@@ -98,6 +100,9 @@ pub(super) fn parse(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
             "the message nests arrays and objects more than {MAX_MESSAGE_DEPTH} levels deep; at most {MAX_MESSAGE_DEPTH} are accepted"
         )));
     }
+    if let Some(call) = as_call(text) {
+        return Ok(call);
+    }
     // The common case parses once; the value is built only to explain a
     // failure.
     let err = match serde_json::from_str::<ClientJsonRpcMessage>(text) {
@@ -133,10 +138,63 @@ pub(super) fn parse(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
     })
 }
 
+/// A `tools/call` request, parsed as that type directly. rmcp's message
+/// type is an untagged enum of every message kind and method: it buffers
+/// the message and tries each in turn, and for the message sent most that
+/// was the largest part of reading it. The pieces are rmcp's own types and
+/// their `Deserialize`, so the value is the one the general path builds;
+/// what this does not parse (another method, a malformed call) takes the
+/// general path, which accepts or explains it.
+fn as_call(text: &str) -> Option<ClientJsonRpcMessage> {
+    if !text.contains("\"tools/call\"") {
+        return None;
+    }
+    let call = serde_json::from_str::<JsonRpcRequest<CallToolRequest>>(text).ok()?;
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(call.id, ClientRequest::CallToolRequest(call.request))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage};
+    use rmcp::model::ClientNotification;
+
+    #[test]
+    fn a_call_parsed_directly_is_the_message_the_general_path_builds() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+            r#"{"id":"a","method":"tools/call","jsonrpc":"2.0","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"a":[1,{"b":null}]},"_meta":{"progressToken":"p","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"extra":true}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{},"requestState":"s","inputResponses":{"confirm":{"action":"accept"}}}}"#,
+        ];
+        for line in lines {
+            let direct = as_call(line).unwrap_or_else(|| panic!("parsed directly: {line}"));
+            let general = serde_json::from_str::<ClientJsonRpcMessage>(line).expect("the general path reads it");
+            assert!(
+                matches!(&direct, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_)))
+            );
+            assert!(
+                matches!(&general, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_)))
+            );
+            assert_eq!(serde_json::to_value(&direct).unwrap(), serde_json::to_value(&general).unwrap(), "{line}");
+            assert_eq!(format!("{direct:?}"), format!("{general:?}"), "{line}");
+        }
+        // What is not a well-formed call is left to the general path.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":{"name":"echo"}}"#,
+        ] {
+            assert!(as_call(line).is_none(), "{line}");
+            assert_eq!(
+                parse(line.as_bytes()).is_ok(),
+                serde_json::from_str::<ClientJsonRpcMessage>(line).is_ok(),
+                "{line}"
+            );
+        }
+    }
 
     fn rejected(bytes: &[u8]) -> Value {
         match parse(bytes) {

@@ -497,6 +497,31 @@ fn stdio_cancelled_calls_get_no_answer_their_id_is_free_and_end_of_input_answers
     assert_eq!(outcomes, ["cancelled", "ok", "ok"]);
 }
 
+/// At the end of input, a call gets 5 s (rmcp's own drain) to answer; one
+/// that runs longer is cancelled, and its `cancelled` result is written
+/// before the server exits.
+#[test]
+fn stdio_end_of_input_cancels_a_call_still_running_after_the_drain_and_answers_it() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let config = sleeper_config(&audit, 1, "[metrics]\nlisten = \"127.0.0.1:0\"\npublic = true\n");
+    let mut server = Served::start(&config, &["serve", "--stdio"]);
+    let metrics = server.announced("serving metrics");
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    stdio_initialize(&mut stdin, &lines);
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params":
+        {"name": "hostile", "arguments": {"attack": "sleep", "ms": 600_000}}});
+    write_line(&mut stdin, &call.to_string());
+    wait_metrics(&metrics, |m| sample(m, "airlock_calls_in_flight") == Some(1.0));
+    drop(stdin);
+    let reply = lines.recv_timeout(DEADLINE).expect("the call is answered");
+    assert_eq!(reply["id"], 9, "{reply}");
+    assert_eq!(kind(&reply["result"]), "cancelled", "{reply}");
+    assert_eq!(server.exit_code(), Some(0), "{}", server.stderr.lock().unwrap());
+    assert_eq!(audit_outcomes(&audit), ["cancelled"]);
+}
+
 #[test]
 fn json_logs_parse_and_a_flood_of_bad_requests_logs_a_bounded_number_of_lines() {
     let config = echo_config("");

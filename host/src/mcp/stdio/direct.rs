@@ -42,7 +42,7 @@ use tokio_util::task::TaskTracker;
 
 /// How long closing the transport waits for calls in flight to answer
 /// before it cancels them: rmcp's own drain at the end of input.
-pub(super) const CLOSE_DRAIN: Duration = Duration::from_secs(5);
+const CLOSE_DRAIN: Duration = Duration::from_secs(5);
 
 /// The handler and the session's peer, once rmcp has set the session up.
 struct Handler {

@@ -278,20 +278,10 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats, Duration) {
     let mut server = StdioServer::spawn(setup, Some(config));
     server.initialize();
     let n = setup.mcp_iterations;
-    for _ in 0..n / 10 {
+    let (sequential, cpu_per_call) = round_trips(&mut server, n, |server| {
         server.call("echo", json!({"text": "hi"}));
         assert_ok(&server.response());
-    }
-    let mut samples = Vec::with_capacity(n);
-    let cpu_before = cpu_time(server.child.id());
-    for _ in 0..n {
-        let started = Instant::now();
-        server.call("echo", json!({"text": "hi"}));
-        assert_ok(&server.response());
-        samples.push(started.elapsed());
-    }
-    let cpu_per_call = cpu_time(server.child.id()).saturating_sub(cpu_before) / n.max(1) as u32;
-    let sequential = stats::stats(samples);
+    });
     let rounds = n / 8;
     let mut batches = Vec::with_capacity(rounds);
     let started = Instant::now();
@@ -316,24 +306,28 @@ fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats, Duration) {
 fn pipe_floor(setup: &Setup) -> (Stats, Duration) {
     let child = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("cat starts");
     let mut cat = StdioServer::over(child);
-    let echo = |cat: &mut StdioServer| {
+    round_trips(&mut cat, setup.mcp_iterations, |cat| {
         cat.call("echo", json!({"text": "hi"}));
         let echoed = cat.message();
         assert_eq!(echoed["method"], "tools/call", "cat echoes the line");
-    };
-    let n = setup.mcp_iterations;
+    })
+}
+
+/// `n` sequential round trips (`one`) after `n / 10` of warm-up: their
+/// times and the peer's CPU time per round trip.
+fn round_trips(peer: &mut StdioServer, n: usize, one: impl Fn(&mut StdioServer)) -> (Stats, Duration) {
     for _ in 0..n / 10 {
-        echo(&mut cat);
+        one(peer);
     }
     let mut samples = Vec::with_capacity(n);
-    let cpu_before = cpu_time(cat.pid());
+    let cpu_before = cpu_time(peer.pid());
     for _ in 0..n {
         let started = Instant::now();
-        echo(&mut cat);
+        one(peer);
         samples.push(started.elapsed());
     }
-    let cpu_per_line = cpu_time(cat.pid()).saturating_sub(cpu_before) / n.max(1) as u32;
-    (stats::stats(samples), cpu_per_line)
+    let cpu_per_trip = cpu_time(peer.pid()).saturating_sub(cpu_before) / n.max(1) as u32;
+    (stats::stats(samples), cpu_per_trip)
 }
 
 /// A child process killed when dropped, also when a measurement panics.

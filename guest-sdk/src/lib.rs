@@ -198,6 +198,10 @@ impl ToolError {
     }
 
     /// An error with a message and a machine-readable code.
+    ///
+    /// The Airlock host shows a code only when it is 1 to 64 characters of
+    /// `a-z`, `0-9`, `_`, `.` and `-` (e.g. `not_found`); any other code is
+    /// shown as `invalid_code`. The model reads `tool error (CODE): message`.
     pub fn with_code(code: impl Into<String>, message: impl Into<String>) -> Self {
         Self { message: message.into(), code: Some(code.into()) }
     }

@@ -3,8 +3,11 @@
 //! Trusts nothing: arguments come from a model (through a client). They
 //! arrive as a JSON value or as JSON text (OpenAI sends a string); the size
 //! and nesting depth are capped before and while parsing, and anything but
-//! an object is refused with a message saying what is accepted.
+//! an object is refused with a message saying what is accepted. An integer
+//! the host would have to round (beyond the 64-bit range, see
+//! `integers.rs`) is refused with its JSON pointer, never passed on rounded.
 
+use crate::integers::{self, EXACT_RANGE, Inexact};
 use crate::outcome::{ErrorKind, Failure};
 use serde_json::Value;
 
@@ -39,6 +42,16 @@ fn invalid(message: String) -> Failure {
 
 fn too_large(bytes: usize) -> Failure {
     invalid(format!("the arguments are {bytes} bytes; at most {MAX_ARGUMENT_BYTES} are accepted"))
+}
+
+fn inexact(found: &Inexact, written: bool) -> Failure {
+    let how = if written { "" } else { ", read as a whole number too large to be exact" };
+    invalid(format!(
+        "the arguments hold the integer {} at {}{how}: integers are accepted from {EXACT_RANGE}, beyond that they \
+         would be rounded; send a larger value as a string",
+        found.shown,
+        found.at()
+    ))
 }
 
 fn too_deep(depth: usize) -> Failure {
@@ -79,6 +92,11 @@ pub fn parse(raw: &RawArguments) -> Result<Parsed, Failure> {
                     "the arguments are not valid JSON ({err}); send a JSON object such as {{\"path\": \"notes.txt\"}}"
                 ))
             })?;
+            if integers::has_float(&value)
+                && let Some(found) = integers::inexact_in_text(text)
+            {
+                return Err(inexact(&found, true));
+            }
             // Re-serialized, not passed through: duplicate keys, for one,
             // must reach the guest as the one value that was checked.
             let text = if value.is_object() { value.to_string() } else { String::new() };
@@ -88,6 +106,11 @@ pub fn parse(raw: &RawArguments) -> Result<Parsed, Failure> {
             let depth = value_depth(value, 0);
             if depth > MAX_ARGUMENT_DEPTH {
                 return Err(too_deep(depth));
+            }
+            // The literal is gone (a front end parsed it): a whole number
+            // beyond the 64-bit range may have been rounded.
+            if let Some(found) = integers::rounded_in_value(value) {
+                return Err(inexact(&found, false));
             }
             // The text the size is measured on is the one the guest gets.
             let text = value.to_string();
@@ -204,5 +227,17 @@ mod tests {
             deep = json!([deep]);
         }
         check(Json(json!({ "a": deep })), Err("levels deep"));
+    }
+
+    #[test]
+    fn integers_the_host_would_round_are_refused_with_their_pointer() {
+        use RawArguments::{Json, Text};
+        check(Text(r#"{"amount":18446744073709551617}"#.into()), Err("integer 18446744073709551617 at /amount"));
+        check(Text(r#"{"a":[-9223372036854775809]}"#.into()), Err("at /a/0"));
+        check(Text(r#"{"a":[-9223372036854775809]}"#.into()), Err(EXACT_RANGE));
+        check(Json(json!({"a": {"b": 1.8446744073709552e19}})), Err("at /a/b, read as a whole number"));
+        // What fits, and floats, pass unchanged.
+        check(Text(r#"{"a":18446744073709551615,"b":1e20,"c":0.5}"#.into()), Ok(json!({"a":u64::MAX,"b":1e20,"c":0.5})));
+        check(Json(json!({"a": 9007199254740993u64, "b": 1e15})), Ok(json!({"a": 9007199254740993u64, "b": 1e15})));
     }
 }

@@ -10,7 +10,7 @@
 //! world a component targets is found by binding its exports, newest
 //! first.
 
-use crate::outcome::{ErrorKind, Failure};
+use crate::outcome::Failure;
 use crate::sandbox::{CallCtx, RawMetadata};
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
@@ -121,13 +121,15 @@ pub(crate) enum Tool {
 
 impl Tool {
     /// `handler.call`: the tool's JSON text, or its own error as a
-    /// [`ErrorKind::ToolError`] failure. `Err` is a trap.
+    /// [`crate::outcome::ErrorKind::ToolError`] failure. `Err` is a trap.
     pub(crate) async fn call(
         &self,
         store: &mut Store<CallCtx>,
         arguments: &str,
     ) -> wasmtime::Result<Result<String, Failure>> {
-        let tool_error = |message, code| Failure { kind: ErrorKind::ToolError, message, code };
+        // The guest's code and message are checked and cleaned here, where
+        // they first become host data.
+        let tool_error = |message: String, code: Option<String>| Failure::tool_error(&message, code.as_deref());
         Ok(match self {
             Self::V0_1(tool) => tool
                 .airlock_tool_handler()

@@ -39,6 +39,22 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
     let value: Value = serde_json::from_str(text).map_err(|err| {
         Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err}); this is a fault of the tool, not of your arguments"))
     })?;
+    // An integer serde_json would have rounded is refused, not shown rounded.
+    if crate::integers::has_float(&value)
+        && let Some(found) = crate::integers::inexact_in_text(text)
+    {
+        return Err(Failure::new(
+            ErrorKind::InvalidOutput,
+            format!(
+                "the tool returned the integer {} at {}, beyond the integers the host holds exactly ({}), so it \
+                 would have been rounded; this is a fault of the tool (it should send such a value as a string), \
+                 retrying the same call will not help",
+                found.shown,
+                found.at(),
+                crate::integers::EXACT_RANGE
+            ),
+        ));
+    }
     let Some(schema) = &tool.output_check else { return Ok(value) };
     match validate::check(schema, &value, text.len(), deadline, "the tool's result").await {
         Ok(Ok(())) => Ok(value),

@@ -613,8 +613,16 @@ pub mod bench {
         let settings = &tool.settings;
         let caller = std::sync::Arc::new(crate::caller::Caller { principal: "bench".to_owned(), ..Default::default() });
         Some(
-            sandbox::call(&tool.pre, &settings.limits, &settings.grants, &caller, arguments, &CancellationToken::new())
-                .await,
+            sandbox::call(
+                &tool.pre,
+                &settings.limits,
+                settings.limits.timeout,
+                &settings.grants,
+                &caller,
+                arguments,
+                &CancellationToken::new(),
+            )
+            .await,
         )
     }
 }

@@ -35,6 +35,7 @@ mod grants;
 mod host;
 mod http_settings;
 mod inspect;
+mod integers;
 mod limits;
 mod loader;
 pub mod mcp;
@@ -96,7 +97,9 @@ pub use network::{
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 pub use otel::{MAX_TRACEPARENT_LEN, TraceParent};
-pub use outcome::{Decision, ErrorKind, Failure, Success};
+pub use outcome::{
+    Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE, MAX_TOOL_ERROR_MESSAGE, Success,
+};
 pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};

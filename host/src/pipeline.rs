@@ -167,7 +167,8 @@ impl ToolResult {
     }
 
     /// What the model reads in a provider's tool-result message: the
-    /// result, or `error (kind): message`, cut at 32 KiB with a note.
+    /// result, or `error (kind): message` (`tool error (code): message` for
+    /// a tool's own error), cut at 32 KiB with a note.
     pub fn text(&self) -> String {
         render::model_text(&self.outcome)
     }
@@ -445,7 +446,10 @@ impl Pipeline {
             }
             _ => {
                 let caller = Self::caller(state, &flight.request, None);
-                let call = sandbox::call(&tool.pre, &limits, &settings.grants, &caller, &arguments, cancel);
+                // The timeout names the tool's `timeout_ms`, not what the
+                // host's checks left of it.
+                let stated = settings.limits.timeout;
+                let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &caller, &arguments, cancel);
                 (self.scheduler.run(settings.concurrency_safe, call).await, None)
             }
         };

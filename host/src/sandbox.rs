@@ -276,11 +276,15 @@ fn unprepared(err: &anyhow::Error) -> Failure {
 /// Run `work` on `live` (instantiating `pre` first if needed) under
 /// `limits` until it finishes, the deadline passes or `cancel` fires. Also
 /// says whether the instance is spent. Every guest call, in a fresh
-/// instance or a session's, runs here.
+/// instance or a session's, runs here. `stated` is the deadline as the
+/// operator configured it (`timeout_ms`), which a timeout message names:
+/// `limits.timeout` may be less, when the host's own checks took part of
+/// it.
 async fn run_on<R, F>(
     live: &mut LiveInstance,
     pre: &ToolPre,
     limits: &Limits,
+    stated: Duration,
     caller: Option<&Arc<Caller>>,
     cancel: &CancellationToken,
     work: F,
@@ -311,7 +315,7 @@ where
             result = tokio::time::timeout(limits.timeout, call) => match result {
                 Ok(Ok(inner)) => Ended::Returned(inner),
                 Ok(Err(err)) => Ended::Faulted(err),
-                Err(_elapsed) => Ended::Stopped(timeout_failure(limits)),
+                Err(_elapsed) => Ended::Stopped(timeout_failure(stated)),
             },
         }
     };
@@ -319,7 +323,7 @@ where
     let finished = matches!(ended, Ended::Returned(_));
     let outcome = match ended {
         Ended::Returned(inner) => inner,
-        Ended::Faulted(err) => Err(classify(&err, limits, memory_capped, &stderr.snapshot())),
+        Ended::Faulted(err) => Err(classify(&err, limits, stated, memory_capped, &stderr.snapshot())),
         Ended::Stopped(failure) => Err(failure),
     };
     // A host refusal the guest turned into its own error (or a crash) is
@@ -370,16 +374,19 @@ where
         Ok(live) => live,
         Err(failure) => return (Err(failure.clone()), Execution::failed(failure, started)),
     };
-    let (outcome, mut execution, _) = run_on(&mut live, pre, limits, caller, cancel, work).await;
+    let (outcome, mut execution, _) = run_on(&mut live, pre, limits, limits.timeout, caller, cancel, work).await;
     drop(live);
     execution.duration = started.elapsed();
     (outcome, execution)
 }
 
-/// Call the tool's handler once in a fresh instance, for `caller`.
+/// Call the tool's handler once in a fresh instance, for `caller`, within
+/// `limits.timeout`; a timeout names `stated`, the tool's `timeout_ms` (see
+/// [`run_on`]).
 pub(crate) async fn call(
     pre: &ToolPre,
     limits: &Limits,
+    stated: Duration,
     grants: &Grants,
     caller: &Arc<Caller>,
     arguments: &str,
@@ -392,7 +399,7 @@ pub(crate) async fn call(
         Ok(live) => live,
         Err(failure) => return Execution::failed(failure, started),
     };
-    let (mut execution, _) = call_on(&mut live, pre, limits, caller, arguments, cancel).await;
+    let (mut execution, _) = call_within(&mut live, pre, limits, stated, caller, arguments, cancel).await;
     drop(live);
     execution.duration = started.elapsed();
     execution
@@ -410,8 +417,21 @@ pub(crate) async fn call_on(
     arguments: &str,
     cancel: &CancellationToken,
 ) -> (Execution, Option<Spent>) {
+    call_within(live, pre, limits, limits.timeout, caller, arguments, cancel).await
+}
+
+/// [`call_on`] within `limits.timeout`, naming `stated` in a timeout.
+async fn call_within(
+    live: &mut LiveInstance,
+    pre: &ToolPre,
+    limits: &Limits,
+    stated: Duration,
+    caller: &Arc<Caller>,
+    arguments: &str,
+    cancel: &CancellationToken,
+) -> (Execution, Option<Spent>) {
     let arguments = arguments.to_owned();
-    let (result, mut execution, spent) = run_on(live, pre, limits, Some(caller), cancel, move |tool, store| {
+    let (result, mut execution, spent) = run_on(live, pre, limits, stated, Some(caller), cancel, move |tool, store| {
         Box::pin(async move { tool.call(store, &arguments).await })
     })
     .await;
@@ -434,6 +454,8 @@ fn scrub_secrets(network: &NetworkGrant, execution: &mut Execution) {
             crate::network::scrub(network, &mut failure.message);
             if let Some(code) = &mut failure.code {
                 crate::network::scrub(network, code);
+                // A code with a secret withheld is no longer a valid code.
+                *code = crate::outcome::tool_code(code);
             }
         }
     }
@@ -464,12 +486,15 @@ pub(crate) async fn metadata(pre: &ToolPre, limits: &Limits) -> Result<RawMetada
     result
 }
 
-fn timeout_failure(limits: &Limits) -> Failure {
+/// The failure of a call stopped at its deadline; `stated` is the tool's
+/// `timeout_ms` as configured, whatever part of it the host's own checks
+/// took.
+fn timeout_failure(stated: Duration) -> Failure {
     Failure::new(
         ErrorKind::Timeout,
         format!(
             "the tool did not finish within its {} ms deadline and was stopped; try a smaller input or a narrower request",
-            limits.timeout.as_millis()
+            stated.as_millis()
         ),
     )
 }
@@ -478,12 +503,12 @@ fn timeout_failure(limits: &Limits) -> Failure {
 /// `memory_capped` is the limiter's record that it refused a memory or
 /// table growth during the call: whatever the guest did next (a Rust guest
 /// aborts, an allocator traps), the call failed for want of memory.
-fn classify(err: &wasmtime::Error, limits: &Limits, memory_capped: bool, stderr: &Captured) -> Failure {
+fn classify(err: &wasmtime::Error, limits: &Limits, stated: Duration, memory_capped: bool, stderr: &Captured) -> Failure {
     let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
     let text = chain.join(": ");
     let panic_message = panic_message(&stderr.text);
     match err.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => return timeout_failure(limits),
+        Some(Trap::Interrupt) => return timeout_failure(stated),
         Some(Trap::OutOfFuel) => {
             return Failure::new(
                 ErrorKind::OutOfFuel,
@@ -631,15 +656,20 @@ mod tests {
         let quiet = Captured::default();
         // A Rust guest aborting after a refused growth traps as unreachable.
         let abort = wasmtime::Error::from(Trap::UnreachableCodeReached);
-        assert_eq!(classify(&abort, &limits, true, &quiet).kind, ErrorKind::OutOfMemory);
-        assert_eq!(classify(&abort, &limits, false, &quiet).kind, ErrorKind::Trapped);
+        assert_eq!(classify(&abort, &limits, limits.timeout, true, &quiet).kind, ErrorKind::OutOfMemory);
+        assert_eq!(classify(&abort, &limits, limits.timeout, false, &quiet).kind, ErrorKind::Trapped);
         // Text that looks like a memory failure, with no refused growth, is a trap.
         let lookalike = Captured { text: "memory allocation of 1024 bytes failed".into(), dropped: 0 };
-        assert_eq!(classify(&abort, &limits, false, &lookalike).kind, ErrorKind::Trapped);
+        assert_eq!(classify(&abort, &limits, limits.timeout, false, &lookalike).kind, ErrorKind::Trapped);
         // What stopped the guest wins over an earlier refused growth.
         let interrupt = wasmtime::Error::from(Trap::Interrupt);
-        assert_eq!(classify(&interrupt, &limits, true, &quiet).kind, ErrorKind::Timeout);
+        assert_eq!(classify(&interrupt, &limits, limits.timeout, true, &quiet).kind, ErrorKind::Timeout);
+        // The message names the deadline as configured, not what was left
+        // of it after the host's own checks.
+        let left = Limits { timeout: Duration::from_millis(998), ..limits };
+        let late = classify(&interrupt, &left, Duration::from_millis(1000), false, &quiet);
+        assert!(late.message.contains("within its 1000 ms deadline"), "{}", late.message);
         let fuel = wasmtime::Error::from(Trap::OutOfFuel);
-        assert_eq!(classify(&fuel, &limits, true, &quiet).kind, ErrorKind::OutOfFuel);
+        assert_eq!(classify(&fuel, &limits, limits.timeout, true, &quiet).kind, ErrorKind::OutOfFuel);
     }
 }

@@ -26,12 +26,21 @@
 //! - A session idle for longer than `idle_secs` is dropped, lazily when the
 //!   tool's sessions are looked up and by a periodic sweep; a busy session
 //!   never expires.
-//! - At `max_live` sessions of a tool, a new one is refused (nothing is
-//!   evicted, so no principal can push out another's state); the message
-//!   names the limit and the idle expiry. Under that ceiling, a principal
-//!   holding its quota of sessions of the tool (`[quotas]
+//! - A principal holding its quota of sessions of the tool (`[quotas]
 //!   sessions_per_tool`) is refused a new one as `quota_exceeded`, so one
 //!   principal cannot take every slot.
+//! - At `max_live` sessions of a tool, a principal below its quota still
+//!   gets a session when it holds fewer than its **fair share**:
+//!   `max_live / P` (rounded down, at least 1), where P is the number of
+//!   principals holding sessions of the tool, the one asking included. One
+//!   idle session (not in a call) of a principal holding more than the fair
+//!   share is then closed to make room: of the principal holding the most,
+//!   its least recently used. That principal's next call with the closed
+//!   session's id runs in a fresh interpreter and says so (the state is
+//!   lost, as after a reset). When the principal asking already holds its
+//!   fair share, or every session above a share is in a call, the new
+//!   session is refused as `denied`; the message names `[tools.NAME.sessions]
+//!   max_live`, `[quotas] sessions_per_tool` and the idle expiry.
 //! - A reload keeps the sessions of tools it left unchanged (same
 //!   component, same settings) and drops the others; a session created for
 //!   a tool version that has since been replaced is never reused.
@@ -45,7 +54,7 @@ use crate::quota::raise_hint;
 use crate::registry::Registry;
 use crate::sandbox::{self, Execution, LiveInstance, Spent};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -58,6 +67,11 @@ pub use settings::{MAX_MAX_LIVE, RawSessions, SessionSettings};
 pub const MAX_SESSION_ID_LEN: usize = 64;
 /// How often idle sessions are swept even when no call comes in.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+/// Most sessions closed for fairness whose keys are remembered, so that
+/// the next call in one says its state was lost; past this, the record is
+/// started afresh (those calls then run in a fresh interpreter without the
+/// note).
+pub const MAX_REMEMBERED_EVICTIONS: usize = 4096;
 
 /// A session id as the model gave it, checked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -177,6 +191,17 @@ impl Session {
 #[derive(Default)]
 pub struct Sessions {
     table: Mutex<HashMap<Key, Arc<Session>>>,
+    /// Keys of sessions closed for fairness whose owner has not called in
+    /// them since (at most [`MAX_REMEMBERED_EVICTIONS`]); locked after
+    /// `table`, never before it.
+    evicted: Mutex<HashSet<Key>>,
+}
+
+/// A session checked out for a call.
+struct Checkout {
+    session: Arc<Session>,
+    /// The session was created in place of one closed for fairness.
+    replaces_evicted: bool,
 }
 
 impl Sessions {
@@ -205,8 +230,8 @@ impl Sessions {
         let started = Instant::now();
         let refused = |failure: Failure| SessionRun { execution: Execution::failed(failure, started), reset: None };
         let key = Key { principal: caller.principal.clone(), tool: tool.name.clone(), id: id.clone() };
-        let session = match self.checkout(&key, tool, settings, sessions_per_tool) {
-            Ok(session) => session,
+        let Checkout { session, replaces_evicted } = match self.checkout(&key, tool, settings, sessions_per_tool) {
+            Ok(checkout) => checkout,
             Err(failure) => return refused(failure),
         };
         // The session's memory cap holds for the store's whole life; fuel and
@@ -256,6 +281,16 @@ impl Sessions {
                 reset = Some(reset_note(id, spent, settings));
             }
         }
+        if replaces_evicted && reset.is_none() {
+            reset = Some(format!(
+                "Session {:?} had been closed to make room for another principal's session ({} keeps at most \
+                 {} sessions, shared fairly between principals, and you held more than your share), so this call \
+                 ran in a fresh interpreter: every variable, function and import defined in it before is lost.",
+                id.as_str(),
+                key.tool,
+                settings.max_live
+            ));
+        }
         if lost && reset.is_none() {
             reset = Some(format!(
                 "Session {:?} had lost its state (its previous call was abandoned before it finished), so this \
@@ -270,22 +305,24 @@ impl Sessions {
     }
 
     /// The session for `key`, created if there is room under the tool's
-    /// `max_live` and the principal's `sessions_per_tool`. Expired sessions
-    /// and sessions of a replaced tool version are dropped first.
+    /// `max_live` and the principal's `sessions_per_tool`, closing an idle
+    /// session of a principal above its fair share when the tool is at
+    /// `max_live` (see the module docs). Expired sessions and sessions of a
+    /// replaced tool version are dropped first.
     fn checkout(
         &self,
         key: &Key,
         tool: &Arc<LoadedTool>,
         settings: SessionSettings,
         sessions_per_tool: usize,
-    ) -> Result<Arc<Session>, Failure> {
+    ) -> Result<Checkout, Failure> {
         let now = Instant::now();
         let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         table.retain(|k, s| !(s.expired(now) || (k.tool == key.tool && !Arc::ptr_eq(&s.tool, tool))));
         if let Some(session) = table.get(key) {
             // Touched now, so a sweep cannot drop it before the call locks it.
             session.touch();
-            return Ok(session.clone());
+            return Ok(Checkout { session: session.clone(), replaces_evicted: false });
         }
         let held = table.keys().filter(|k| k.tool == key.tool && k.principal == key.principal).count();
         if held >= sessions_per_tool {
@@ -305,18 +342,27 @@ impl Sessions {
         }
         let live = table.keys().filter(|k| k.tool == key.tool).count();
         if live >= settings.max_live {
-            return Err(Failure::new(
-                ErrorKind::Denied,
-                format!(
-                    "{} already has {live} live sessions, the most this host keeps (max_live = {}); a session \
-                     expires after {} s without calls. Continue in one of your existing sessions, call without \
-                     `session` for a fresh interpreter, or try again later",
-                    key.tool,
-                    settings.max_live,
-                    settings.idle.as_secs()
-                ),
-            ));
+            let holdings: Vec<Holding<'_>> = table
+                .iter()
+                .filter(|(k, _)| k.tool == key.tool)
+                .map(|(k, session)| Holding {
+                    key: k,
+                    // A session in a call holds its slot; a call is never cut.
+                    idle: session.slot.try_lock().is_ok(),
+                    last_used: *session.last_used.lock().unwrap_or_else(PoisonError::into_inner),
+                })
+                .collect();
+            let victim = fair_share_victim(&holdings, key, settings.max_live, held)
+                .map_err(|share| full(key, settings, sessions_per_tool, live, held, share))?;
+            drop(holdings);
+            table.remove(&victim);
+            let mut evicted = self.evicted.lock().unwrap_or_else(PoisonError::into_inner);
+            if evicted.len() >= MAX_REMEMBERED_EVICTIONS {
+                evicted.clear();
+            }
+            evicted.insert(victim);
         }
+        let replaces_evicted = self.evicted.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
         let session = Arc::new(Session {
             tool: tool.clone(),
             settings,
@@ -324,7 +370,7 @@ impl Sessions {
             last_used: Mutex::new(now),
         });
         table.insert(key.clone(), session.clone());
-        Ok(session)
+        Ok(Checkout { session, replaces_evicted })
     }
 
     /// Forget `session` if it is still the one stored under `key`.
@@ -380,6 +426,85 @@ impl Sessions {
             }
         });
     }
+}
+
+/// The share of a tool's `max_live` sessions each principal holding
+/// sessions of it may keep when it is full: `max_live / principals`,
+/// rounded down, at least 1.
+fn fair_share(max_live: usize, principals: usize) -> usize {
+    (max_live / principals.max(1)).max(1)
+}
+
+/// One live session of a tool, as the fair-share rule sees it.
+struct Holding<'a> {
+    key: &'a Key,
+    /// Not in a call: it may be closed.
+    idle: bool,
+    last_used: Instant,
+}
+
+/// Which session to close so that `key`'s principal, holding `held`
+/// sessions of the tool, can open one at `max_live`, out of `sessions`
+/// (every live session of the tool): an idle session of the principal
+/// holding the most sessions above the fair share, its least recently
+/// used. `Err` carries the fair share when there is none: the principal
+/// asking already holds its share, or every session above a share is in a
+/// call.
+fn fair_share_victim(sessions: &[Holding<'_>], key: &Key, max_live: usize, held: usize) -> Result<Key, usize> {
+    let mut per_principal: HashMap<&str, usize> = HashMap::new();
+    for holding in sessions {
+        *per_principal.entry(holding.key.principal.as_str()).or_default() += 1;
+    }
+    let principals = per_principal.len() + usize::from(held == 0);
+    let share = fair_share(max_live, principals);
+    if held >= share {
+        return Err(share);
+    }
+    sessions
+        .iter()
+        .filter(|holding| holding.idle && holding.key.principal != key.principal)
+        .filter_map(|holding| {
+            let count = per_principal.get(holding.key.principal.as_str()).copied().unwrap_or_default();
+            (count > share).then_some((count, std::cmp::Reverse(holding.last_used), holding.key))
+        })
+        .max_by(|a, b| {
+            (a.0, a.1)
+                .cmp(&(b.0, b.1))
+                .then_with(|| b.2.principal.cmp(&a.2.principal))
+                .then_with(|| b.2.id.as_str().cmp(a.2.id.as_str()))
+        })
+        .map(|(_, _, victim)| victim.clone())
+        .ok_or(share)
+}
+
+/// The refusal of a new session when the tool is at `max_live` and no
+/// session can be closed for the principal asking.
+fn full(key: &Key, settings: SessionSettings, sessions_per_tool: usize, live: usize, held: usize, share: usize) -> Failure {
+    let why = if held >= share {
+        format!(
+            "principal {:?} already holds {held} of them, its fair share when the tool is full ({share}: max_live \
+             divided between the principals holding sessions)",
+            key.principal
+        )
+    } else {
+        format!(
+            "every session of a principal holding more than its fair share ({share}) is in a call, and a call is \
+             never cut short"
+        )
+    };
+    Failure::new(
+        ErrorKind::Denied,
+        format!(
+            "{tool} already has {live} live sessions, the most this host keeps (`[tools.{tool}.sessions] max_live = \
+             {max_live}`), and none can be closed for this one: {why}. A session expires after {idle} s without \
+             calls. Continue in one of your existing sessions, call without `session` for a fresh interpreter, or \
+             try again later; the operator can raise `max_live` in [tools.{tool}.sessions] or lower \
+             `sessions_per_tool` (now {sessions_per_tool}) in [quotas]",
+            tool = key.tool,
+            max_live = settings.max_live,
+            idle = settings.idle.as_secs(),
+        ),
+    )
 }
 
 /// The sentence telling the model its session was reset, and why.

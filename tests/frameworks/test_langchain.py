@@ -94,7 +94,7 @@ async def test_error_results_reach_the_caller_as_readable_text(transport: str, s
         declined = await call(tools["create_transfer"], {"to": "acct-2", "amount": 10})
         assert declined.status == "error" and "error (declined)" in text(declined), text(declined)
         failed = await call(tools["hostile"], {"attack": "tool_error"})
-        assert failed.status == "error" and text(failed) == "error (not_found): the thing was not found"
+        assert failed.status == "error" and text(failed) == "tool error (not_found): the thing was not found"
 
 
 async def test_a_persistent_session_keeps_interpreter_sessions(setup: Setup) -> None:

@@ -151,7 +151,7 @@ async def test_error_results_reach_the_model_with_airlocks_message(transport: st
         invalid, declined, tool_error = model.outputs()
         assert "error (invalid_arguments)" in invalid and '5 is not of type "string"' in invalid, invalid
         assert "error (declined)" in declined, declined
-        assert tool_error == "error (not_found): the thing was not found", tool_error
+        assert tool_error == "tool error (not_found): the thing was not found", tool_error
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -107,7 +107,7 @@ async def test_error_results_reach_the_model_with_airlocks_message(transport: st
     invalid, declined, failed = (error_text(part) for part in script.answers())
     assert invalid.startswith("error (invalid_arguments)") and '5 is not of type "string"' in invalid, invalid
     assert declined.startswith("error (declined)"), declined
-    assert failed == "error (not_found): the thing was not found", failed
+    assert failed == "tool error (not_found): the thing was not found", failed
 
 
 async def test_an_unknown_tool_names_the_available_ones(setup: Setup) -> None:

@@ -109,12 +109,12 @@ fn check_example(tool: &str) {
     assert_eq!((code, out["kind"].as_str()), (Some(1), Some("tool_error")), "{out}");
     assert_eq!(
         out["content"],
-        "error (incompatible_units): cannot convert kg (mass) to mi (length): pick two units of one dimension"
+        "tool error (incompatible_units): cannot convert kg (mass) to mi (length): pick two units of one dimension"
     );
     let (code, out) = call(dir.path(), tool, json!({"value": 1, "from_unit": "parsec", "to_unit": "m"}));
     assert_eq!((code, out["kind"].as_str()), (Some(1), Some("tool_error")), "{out}");
     assert!(
-        out["content"].as_str().unwrap().starts_with("error (unknown_unit): unknown unit 'parsec'; known units: m, km")
+        out["content"].as_str().unwrap().starts_with("tool error (unknown_unit): unknown unit 'parsec'; known units: m, km")
     );
 }
 

@@ -45,9 +45,15 @@ async fn exceptions_come_back_with_a_traceback() {
 #[tokio::test]
 async fn runaway_loops_stop_at_the_deadline() {
     let host = host(&config("")).await;
-    let py = call(&host, "run_python", json!({"code": "while True: pass"})).await;
+    // A large argument (a long comment): checking it takes part of the
+    // deadline, and the message still names `timeout_ms` as configured
+    // (it once named what was left, "999 ms", whenever the check took a
+    // millisecond). Whether the loop or the check runs out the clock, the
+    // message names 1000 ms.
+    let padding = "x".repeat(256 << 10);
+    let py = call(&host, "run_python", json!({"code": format!("while True: pass\n# {padding}")})).await;
     assert_failed(&py, "timeout", "1000 ms deadline");
-    let js = call(&host, "run_js", json!({"code": "for (;;) {}"})).await;
+    let js = call(&host, "run_js", json!({"code": format!("for (;;) {{}}\n// {padding}")})).await;
     assert_failed(&js, "timeout", "1000 ms deadline");
 }
 

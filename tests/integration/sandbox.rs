@@ -98,7 +98,7 @@ async fn tool_errors_and_lying_output_are_results() {
     ))
     .await;
     let result = call(&host, "hostile", json!({"attack": "tool_error"})).await;
-    assert_failed(&result, "tool_error", "error (not_found): the thing was not found");
+    assert_failed(&result, "tool_error", "tool error (not_found): the thing was not found");
     let result = call(&host, "hostile", json!({"attack": "bad_output"})).await;
     assert_failed(&result, "invalid_output", "output schema");
     let result = call(&host, "liar", json!({})).await;

@@ -126,6 +126,50 @@ async fn a_new_session_past_max_live_is_refused() {
 }
 
 #[tokio::test]
+async fn a_principal_below_its_share_gets_a_session_when_max_live_is_reached() {
+    // The issue's numbers: max_live = 8, a quota of 4, two principals
+    // holding all 8.
+    let text = format!(
+        "[tools.run_js]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\ntimeout_ms = 2000\n\
+         [tools.run_js.sessions]\nmax_live = 8\nidle_secs = 600\n[quotas]\nsessions_per_tool = 4\n",
+        tool("run_js").display().to_string()
+    );
+    let host = host(&text).await;
+    let run = |principal: &'static str, code: &'static str, id: &'static str| run_as(&host, principal, "run_js", code, Some(id));
+    for principal in ["alice", "bob"] {
+        for id in ["s1", "s2", "s3", "s4"] {
+            let made = run(principal, "globalThis.x = 7", id).await;
+            assert!(!made.is_error(), "{principal} {id}: {}", made.text());
+        }
+    }
+    assert_eq!(host.live_sessions(), 8);
+    // A third principal is below its share (8 / 3 = 2) and gets a session:
+    // an idle session of a principal above it is closed, the least
+    // recently used of the largest holders (alice's s1).
+    let carol = run("carol", "globalThis.x = 1; 1", "s1").await;
+    assert!(!carol.is_error(), "{}", carol.text());
+    assert_eq!(host.live_sessions(), 8);
+    for (principal, id) in [("alice", "s2"), ("alice", "s3"), ("alice", "s4"), ("bob", "s1"), ("bob", "s4")] {
+        assert_eq!(field(&run(principal, "x", id).await, "result"), 7, "{principal} {id} kept its state");
+    }
+    // alice now holds 3, above her share: her closed session is not
+    // reopened by closing someone else's, and the refusal names the keys.
+    let refused = run("alice", "x", "s1").await;
+    assert_failed(&refused, "denied", "[tools.run_js.sessions] max_live = 8");
+    for needle in ["sessions_per_tool` (now 4) in [quotas]", "\"alice\" already holds 3", "fair share", "600 s"] {
+        assert!(refused.text().contains(needle), "{needle}: {}", refused.text());
+    }
+    // Once there is room, the closed session's next call says its state is lost.
+    assert_failed(&run("bob", "for (;;) {}", "s2").await, "timeout", "was reset");
+    let reopened = run("alice", "typeof x", "s1").await;
+    assert_eq!(field(&reopened, "result"), "undefined", "{}", reopened.text());
+    assert!(reopened.text().contains("\"s1\" had been closed to make room"), "{}", reopened.text());
+    // Said once: the session is an ordinary one again.
+    let again = run("alice", "1", "s1").await;
+    assert!(!again.text().contains("closed"), "{}", again.text());
+}
+
+#[tokio::test]
 async fn hitting_the_session_memory_cap_resets_the_session() {
     let host_small = host(&config("memory_mib = 48", "")).await;
     py(&host_small, "keep = 1", Some("m")).await;

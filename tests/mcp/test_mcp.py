@@ -149,7 +149,7 @@ async def test_guest_failures_name_their_kind(transport: str, mode: str, setup: 
     async with connect(transport, mode, setup) as client:
         result = await client.call_tool("hostile", {"attack": "tool_error"})
         assert result.is_error
-        assert text_of(result).startswith("error (not_found)"), text_of(result)
+        assert text_of(result).startswith("tool error (not_found)"), text_of(result)
         assert result.meta == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, result
         # hostile declares an output schema: an error result carries no
         # structured content that would have to match it.

@@ -42,7 +42,7 @@ def test_legacy_handshake_and_results(setup: Setup) -> None:
         assert failed["_meta"] == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, failed
         # On the wire, the text names the code as every front end's text does.
         assert failed["isError"] is True and "structuredContent" not in failed, failed
-        assert failed["content"] == [{"type": "text", "text": "error (not_found): the thing was not found"}], failed
+        assert failed["content"] == [{"type": "text", "text": "tool error (not_found): the thing was not found"}], failed
         # An unknown tool is a result the model reads, naming the tools closest first.
         unknown = server.request("tools/call", {"name": "ech", "arguments": {}})["result"]
         assert unknown["isError"] is True and unknown["_meta"] == {"airlock/kind": "unknown_tool"}, unknown

@@ -36,7 +36,7 @@ check() {
 	out=$(cd "$dir" && "$AIRLOCK" call "$name" '{"text": 3}') && fail "$name: a number for text was accepted: $out"
 	grep -q '"kind": "invalid_arguments"' <<<"$out" || fail "$name: a bad argument gave: $out"
 	out=$(cd "$dir" && "$AIRLOCK" call "$name" '{"text": "  "}') && fail "$name: empty text was accepted: $out"
-	grep -q 'error (empty_text): `text` is empty' <<<"$out" || fail "$name: the tool error gave: $out"
+	grep -q 'tool error (empty_text): `text` is empty' <<<"$out" || fail "$name: the tool error gave: $out"
 	echo "new_projects.sh: $name ok"
 }
 

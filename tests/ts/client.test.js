@@ -59,7 +59,7 @@ for (const transport of ['stdio', 'http']) {
       ['a denial', 'create_transfer', { to: 'mallory', amount: 1 }, 'denied', /^error \(denied\): .*mallory/],
       ['a declined confirmation (no elicitation capability)', 'create_transfer', TRANSFER, 'declined', /^error \(declined\): /],
       ['a timeout', 'hostile', { attack: 'loop' }, 'timeout', /^error \(timeout\): /],
-      ['a tool error (tool with an output schema)', 'hostile', { attack: 'tool_error' }, 'tool_error', /^error \(not_found\): /],
+      ['a tool error (tool with an output schema)', 'hostile', { attack: 'tool_error' }, 'tool_error', /^tool error \(not_found\): /],
       ['a trap', 'hostile', { attack: 'panic', marker: 'boom' }, 'trapped', /^error \(trapped\): /],
       ['an output that fails the output schema', 'hostile', { attack: 'bad_output' }, 'invalid_output', /^error \(invalid_output\): /],
       ['an unknown tool', 'ehco', { text: 'hi' }, 'unknown_tool', /^error \(unknown_tool\): .*echo/s],

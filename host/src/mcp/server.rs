@@ -385,7 +385,7 @@ mod tests {
             Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
         let out = complete(to_response(result(Err(failed))));
         assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
-        assert_eq!(text(&out), "error (not_found): no such file");
+        assert_eq!(text(&out), "tool error (not_found): no such file");
         // A message that looks like another kind changes nothing: the kind is data.
         let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged")))));
         assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));

@@ -237,7 +237,10 @@ mod tests {
         check(Text(r#"{"a":[-9223372036854775809]}"#.into()), Err(EXACT_RANGE));
         check(Json(json!({"a": {"b": 1.8446744073709552e19}})), Err("at /a/b, read as a whole number"));
         // What fits, and floats, pass unchanged.
-        check(Text(r#"{"a":18446744073709551615,"b":1e20,"c":0.5}"#.into()), Ok(json!({"a":u64::MAX,"b":1e20,"c":0.5})));
+        check(
+            Text(r#"{"a":18446744073709551615,"b":1e20,"c":0.5}"#.into()),
+            Ok(json!({"a":u64::MAX,"b":1e20,"c":0.5})),
+        );
         check(Json(json!({"a": 9007199254740993u64, "b": 1e15})), Ok(json!({"a": 9007199254740993u64, "b": 1e15})));
     }
 }

@@ -104,7 +104,7 @@ pub fn inexact_in_text(text: &str) -> Option<Inexact> {
             }
             b'-' | b'0'..=b'9' => {
                 let start = i;
-                while bytes.get(i + 1).is_some_and(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+                while bytes.get(i + 1).is_some_and(|&b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
                     i += 1;
                 }
                 let literal = text.get(start..=i).unwrap_or_default();
@@ -181,8 +181,14 @@ mod tests {
         let pair = |p: &str, s: &str| Some((p.to_owned(), s.to_owned()));
         assert_eq!(text(r#"{"a":18446744073709551616}"#), pair("/a", "18446744073709551616"));
         assert_eq!(text(r#"{"a":-9223372036854775809}"#), pair("/a", "-9223372036854775809"));
-        assert_eq!(text(r#"{"a":[1, 2.5, {"b/~c": 99999999999999999999999}]}"#), pair("/a/2/b~1~0c", "99999999999999999999999"));
-        assert_eq!(text(r#"{"x\"y,[": "{[,", "k": [[], [0, 1e300, 18446744073709551616]]}"#), pair("/k/1/2", "18446744073709551616"));
+        assert_eq!(
+            text(r#"{"a":[1, 2.5, {"b/~c": 99999999999999999999999}]}"#),
+            pair("/a/2/b~1~0c", "99999999999999999999999")
+        );
+        assert_eq!(
+            text(r#"{"x\"y,[": "{[,", "k": [[], [0, 1e300, 18446744073709551616]]}"#),
+            pair("/k/1/2", "18446744073709551616")
+        );
         assert_eq!(text("18446744073709551616"), pair("", "18446744073709551616"));
         let long = format!(r#"{{"a":{}}}"#, "9".repeat(1000));
         assert_eq!(text(&long).unwrap().1.len(), MAX_SHOWN_LITERAL);

@@ -503,7 +503,13 @@ fn timeout_failure(stated: Duration) -> Failure {
 /// `memory_capped` is the limiter's record that it refused a memory or
 /// table growth during the call: whatever the guest did next (a Rust guest
 /// aborts, an allocator traps), the call failed for want of memory.
-fn classify(err: &wasmtime::Error, limits: &Limits, stated: Duration, memory_capped: bool, stderr: &Captured) -> Failure {
+fn classify(
+    err: &wasmtime::Error,
+    limits: &Limits,
+    stated: Duration,
+    memory_capped: bool,
+    stderr: &Captured,
+) -> Failure {
     let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
     let text = chain.join(": ");
     let panic_message = panic_message(&stderr.text);

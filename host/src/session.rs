@@ -479,7 +479,14 @@ fn fair_share_victim(sessions: &[Holding<'_>], key: &Key, max_live: usize, held:
 
 /// The refusal of a new session when the tool is at `max_live` and no
 /// session can be closed for the principal asking.
-fn full(key: &Key, settings: SessionSettings, sessions_per_tool: usize, live: usize, held: usize, share: usize) -> Failure {
+fn full(
+    key: &Key,
+    settings: SessionSettings,
+    sessions_per_tool: usize,
+    live: usize,
+    held: usize,
+    share: usize,
+) -> Failure {
     let why = if held >= share {
         format!(
             "principal {:?} already holds {held} of them, its fair share when the tool is full ({share}: max_live \

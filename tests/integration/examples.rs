@@ -114,7 +114,10 @@ fn check_example(tool: &str) {
     let (code, out) = call(dir.path(), tool, json!({"value": 1, "from_unit": "parsec", "to_unit": "m"}));
     assert_eq!((code, out["kind"].as_str()), (Some(1), Some("tool_error")), "{out}");
     assert!(
-        out["content"].as_str().unwrap().starts_with("tool error (unknown_unit): unknown unit 'parsec'; known units: m, km")
+        out["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("tool error (unknown_unit): unknown unit 'parsec'; known units: m, km")
     );
 }
 

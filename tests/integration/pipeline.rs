@@ -401,7 +401,8 @@ async fn integers_the_host_would_round_are_refused_not_rounded() {
     let host = host(&liar_config("")).await;
     // Arguments as JSON text (OpenAI, the CLI): the literal names the pointer.
     let text = r#"{"lie": "negative", "repeat": 18446744073709551617}"#;
-    let request = CallRequest { arguments: RawArguments::Text(text.into()), ..CallRequest::new("t", "liar", json!({})) };
+    let request =
+        CallRequest { arguments: RawArguments::Text(text.into()), ..CallRequest::new("t", "liar", json!({})) };
     let refused = host.call(request, None).await;
     assert_failed(&refused, "invalid_arguments", "integer 18446744073709551617 at /repeat");
     assert!(refused.text().contains("-9223372036854775808 to 18446744073709551615"), "{}", refused.text());
@@ -410,7 +411,8 @@ async fn integers_the_host_would_round_are_refused_not_rounded() {
     assert_failed(&parsed, "invalid_arguments", "at /repeat");
     // What fits passes on exactly.
     let fits = r#"{"lie": "tool_error", "code": "c", "repeat": 2}"#;
-    let request = CallRequest { arguments: RawArguments::Text(fits.into()), ..CallRequest::new("t", "liar", json!({})) };
+    let request =
+        CallRequest { arguments: RawArguments::Text(fits.into()), ..CallRequest::new("t", "liar", json!({})) };
     assert_eq!(host.call(request, None).await.code(), Some("cc"));
     // A tool's result with such an integer is refused as the tool's fault.
     let result = call(&host, "liar", json!({"lie": "big_integer"})).await;

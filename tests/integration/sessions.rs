@@ -135,7 +135,9 @@ async fn a_principal_below_its_share_gets_a_session_when_max_live_is_reached() {
         tool("run_js").display().to_string()
     );
     let host = host(&text).await;
-    let run = |principal: &'static str, code: &'static str, id: &'static str| run_as(&host, principal, "run_js", code, Some(id));
+    let run = |principal: &'static str, code: &'static str, id: &'static str| {
+        run_as(&host, principal, "run_js", code, Some(id))
+    };
     for principal in ["alice", "bob"] {
         for id in ["s1", "s2", "s3", "s4"] {
             let made = run(principal, "globalThis.x = 7", id).await;

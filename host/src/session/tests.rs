@@ -66,8 +66,11 @@ fn a_principal_below_its_share_takes_an_idle_session_of_the_largest_holder() {
     // alice holds 5, bob 3; every session idle, a1 the least recently used
     // of alice's but a2 older than it is busy.
     let at = |i: usize| start + Duration::from_millis(u64::try_from(i).unwrap() * 10);
-    let holdings: Vec<Holding<'_>> =
-        keys.iter().enumerate().map(|(i, k)| Holding { key: k, idle: k.id.as_str() != "a1", last_used: at(i) }).collect();
+    let holdings: Vec<Holding<'_>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Holding { key: k, idle: k.id.as_str() != "a1", last_used: at(i) })
+        .collect();
     let carol = key("carol", "c1");
     // Three principals with carol: a share of 8 / 3 = 2; alice (5) holds
     // the most above it; a1 is in a call, so a2 (the next oldest) closes.
@@ -86,7 +89,9 @@ fn the_refusal_names_the_keys() {
     let settings = SessionSettings { max_live: 8, idle: DEFAULT_IDLE, memory_bytes: 64 << 20 };
     let refusal = full(&key("carol", "c1"), settings, 4, 8, 0, 2);
     assert_eq!(refusal.kind, ErrorKind::Denied);
-    for needle in ["[tools.run_python.sessions] max_live = 8", "sessions_per_tool` (now 4) in [quotas]", "is in a call", "300 s"] {
+    for needle in
+        ["[tools.run_python.sessions] max_live = 8", "sessions_per_tool` (now 4) in [quotas]", "is in a call", "300 s"]
+    {
         assert!(refusal.message.contains(needle), "{needle}: {}", refusal.message);
     }
     let refusal = full(&key("carol", "c1"), settings, 4, 8, 2, 2);

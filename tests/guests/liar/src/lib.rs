@@ -54,7 +54,7 @@ impl handler::Guest for Liar {
         let arguments: serde_json::Value = serde_json::from_str(&arguments).unwrap_or_default();
         let lie = arguments.get("lie").and_then(serde_json::Value::as_str);
         if lie == Some("tool_error") {
-            let text = |key| arguments.get(key).and_then(serde_json::Value::as_str).map(str::to_owned);
+            let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str).map(str::to_owned);
             let repeat = arguments.get("repeat").and_then(serde_json::Value::as_u64).unwrap_or(1);
             let code = text("code").map(|code| code.repeat(usize::try_from(repeat).unwrap_or(1)));
             return Err(handler::ToolError { message: text("message").unwrap_or_default(), code });

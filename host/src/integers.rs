@@ -190,7 +190,7 @@ mod tests {
             pair("/k/1/2", "18446744073709551616")
         );
         assert_eq!(text("18446744073709551616"), pair("", "18446744073709551616"));
-        let long = format!(r#"{{"a":{}}}"#, "9".repeat(1000));
+        let long = format!(r#"{{"a":{}}}"#, "9".repeat(300));
         assert_eq!(text(&long).unwrap().1.len(), MAX_SHOWN_LITERAL);
     }
 
@@ -209,7 +209,7 @@ mod tests {
     #[test]
     fn parsed_values_refuse_whole_numbers_beyond_64_bits() {
         let found = rounded_in_value(&json!({"a": [1, {"b": 1.8446744073709552e19}]})).unwrap();
-        assert_eq!((found.at(), found.shown.as_str()), ("/a/1/b", "1.8446744073709552e19"));
+        assert_eq!((found.at(), found.shown.as_str()), ("/a/1/b", "1.8446744073709552e+19"));
         assert_eq!(rounded_in_value(&json!(-1e19)).unwrap().at(), "(root)");
         assert_eq!(rounded_in_value(&json!({"a": u64::MAX, "b": i64::MIN, "c": 1.5, "d": 1e15})), None);
         // The literal is gone: a float written 1.5e300 is refused too.

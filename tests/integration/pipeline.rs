@@ -389,7 +389,8 @@ async fn a_tool_error_cannot_read_as_the_host() {
     // Control characters are removed and a long message is capped.
     let result =
         call(&host, "liar", json!({"lie": "tool_error", "message": "a\u{1b}[2Jb\r\u{202e}c", "code": "e1"})).await;
-    assert_eq!(result.text(), "tool error (e1): abc");
+    // The escape character is gone, so what followed it is plain text.
+    assert_eq!(result.text(), "tool error (e1): a[2Jbc");
     let long = call(&host, "liar", json!({"lie": "tool_error", "message": "m".repeat(500_000)})).await;
     assert!(long.text().starts_with("tool error: mmm"), "no code: {}", &long.text()[..40]);
     assert!(long.text().len() < airlock::MAX_TOOL_ERROR_MESSAGE + 200, "{}", long.text().len());

@@ -38,7 +38,7 @@ pub const MAX_COMPILE_TIMEOUT_SECS: u64 = 3600;
 /// compiling process, in MiB.
 pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 4096;
 /// Smallest `[engine] compile_memory_mib` accepted.
-pub const MIN_COMPILE_MEMORY_MIB: u64 = 64;
+pub const MIN_COMPILE_MEMORY_MIB: u64 = 256;
 /// Largest `[engine] compile_memory_mib` accepted.
 pub const MAX_COMPILE_MEMORY_MIB: u64 = 64 * 1024;
 /// The wall-clock deadline of one compilation is this many times

@@ -423,10 +423,10 @@ mod tests {
         let engine = parse("").unwrap().engine;
         assert_eq!((engine.compile_timeout_secs, engine.compile_memory_mib), (300, 4096));
         assert_eq!(engine.compiler, None, "the library compiles nothing unless told which executable compiles");
-        let engine = parse("[engine]\ncompile_timeout_secs = 3600\ncompile_memory_mib = 64").unwrap().engine;
-        assert_eq!((engine.compile_timeout_secs, engine.compile_memory_mib), (3600, 64));
+        let engine = parse("[engine]\ncompile_timeout_secs = 3600\ncompile_memory_mib = 256").unwrap().engine;
+        assert_eq!((engine.compile_timeout_secs, engine.compile_memory_mib), (3600, 256));
         check_err("[engine]\ncompile_timeout_secs = 0", &["[engine]", "compile_timeout_secs = 0", "accepted 1..=3600"]);
-        check_err("[engine]\ncompile_memory_mib = 65537", &["compile_memory_mib = 65537", "accepted 64..=65536"]);
+        check_err("[engine]\ncompile_memory_mib = 65537", &["compile_memory_mib = 65537", "accepted 256..=65536"]);
     }
 
     #[test]

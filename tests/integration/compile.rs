@@ -117,8 +117,8 @@ async fn a_component_over_the_compile_memory_limit_is_refused() {
     let file = dir.path().join("big.wasm");
     std::fs::write(&file, component(&hostile_module(1, 20_000, 10))).expect("write");
     let cache = dir.path().join("cache");
-    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 64").await;
-    assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 64"), "{err}");
+    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256").await;
+    assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 256"), "{err}");
     assert!(took < Duration::from_secs(300), "refused after {took:?}");
     assert_eq!(cached(&cache), Vec::<String>::new());
 }
@@ -168,7 +168,7 @@ fn compile_limits_out_of_range_are_config_errors() {
     for (text, needle) in [
         ("compile_timeout_secs = 0", "accepted 1..=3600"),
         ("compile_timeout_secs = 3601", "accepted 1..=3600"),
-        ("compile_memory_mib = 63", "accepted 64..=65536"),
+        ("compile_memory_mib = 255", "accepted 256..=65536"),
     ] {
         let err = airlock::Config::parse(&format!("[engine]\n{text}\n"), "airlock.toml", Path::new("."))
             .map(|_| ())

@@ -406,6 +406,9 @@ fn set_limits(cpu_secs: u64, memory_mib: u64) -> std::io::Result<()> {
     set(libc::RLIMIT_CPU, cpu_secs, cpu_secs.saturating_add(1))?;
     let bytes = memory_mib.saturating_mul(1 << 20);
     set(libc::RLIMIT_AS, bytes, bytes)?;
+    // The parent-death signal follows the thread that started this process:
+    // that thread waits for it until it exits (`run_child`), so it fires
+    // only when the host itself dies.
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_PDEATHSIG takes a signal number and changes only this
     // process's parent-death signal.

@@ -4,7 +4,14 @@
 //!
 //! This module owns `[engine]`: [`RawEngine`] is it as written,
 //! [`EngineSettings::from_raw`] checks it.
+//!
+//! Components are compiled in a metered child process (`compiler.rs`); an
+//! artifact enters the cache only once its component was accepted.
 
+use crate::compiler::{
+    Artifact, CompileFailure, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, MAX_COMPILE_MEMORY_MIB,
+    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB, Meter,
+};
 use crate::limits::{DEFAULT_WASM_STACK_BYTES, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
 use crate::sandbox::CallCtx;
 use anyhow::Context as _;
@@ -37,6 +44,8 @@ pub struct RawEngine {
     cache_dir: Option<PathBuf>,
     wasm_stack_kib: Option<usize>,
     max_live_instances: Option<u32>,
+    compile_timeout_secs: Option<u64>,
+    compile_memory_mib: Option<u64>,
 }
 
 /// Engine-wide settings (per-call limits live in [`crate::Limits`]).
@@ -54,11 +63,37 @@ pub struct EngineSettings {
     pub cache_dir: Option<PathBuf>,
     /// Instances that can be alive at once (calls in flight + sessions).
     pub max_live_instances: u32,
+    /// Seconds of CPU one component may take to compile
+    /// (`[engine] compile_timeout_secs`).
+    pub compile_timeout_secs: u64,
+    /// Address space of the process compiling one component, in MiB
+    /// (`[engine] compile_memory_mib`).
+    pub compile_memory_mib: u64,
+    /// The `airlock` executable that compiles components, each in a child
+    /// process (`airlock __compile`) under `compile_timeout_secs` and
+    /// `compile_memory_mib`. Not an operator key: the `airlock` binary sets
+    /// itself; a program using the library sets the path of an installed
+    /// `airlock` binary of the same version.
+    ///
+    /// # Security
+    ///
+    /// `None` (the default) compiles nothing: a component whose artifact is
+    /// not in the cache is refused with a load error. Compiling untrusted
+    /// bytes in the host's own process would have no bound on its CPU time
+    /// or memory, so there is no unmetered fallback.
+    pub compiler: Option<PathBuf>,
 }
 
 impl Default for EngineSettings {
     fn default() -> Self {
-        Self { wasm_stack_bytes: DEFAULT_WASM_STACK_BYTES, cache_dir: None, max_live_instances: 256 }
+        Self {
+            wasm_stack_bytes: DEFAULT_WASM_STACK_BYTES,
+            cache_dir: None,
+            max_live_instances: 256,
+            compile_timeout_secs: DEFAULT_COMPILE_TIMEOUT_SECS,
+            compile_memory_mib: DEFAULT_COMPILE_MEMORY_MIB,
+            compiler: None,
+        }
     }
 }
 
@@ -88,11 +123,39 @@ impl EngineSettings {
             Some(n) => n,
             None => defaults.max_live_instances,
         };
+        let compile_timeout_secs = match raw.compile_timeout_secs {
+            Some(n) if !(1..=MAX_COMPILE_TIMEOUT_SECS).contains(&n) => {
+                return Err(format!(
+                    "compile_timeout_secs = {n} is out of range: accepted 1..={MAX_COMPILE_TIMEOUT_SECS} (seconds \
+                     of CPU to compile one component)"
+                ));
+            }
+            Some(n) => n,
+            None => defaults.compile_timeout_secs,
+        };
+        let compile_memory_mib = match raw.compile_memory_mib {
+            Some(n) if !(MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB).contains(&n) => {
+                return Err(format!(
+                    "compile_memory_mib = {n} is out of range: accepted \
+                     {MIN_COMPILE_MEMORY_MIB}..={MAX_COMPILE_MEMORY_MIB} (MiB of address space to compile one \
+                     component)"
+                ));
+            }
+            Some(n) => n,
+            None => defaults.compile_memory_mib,
+        };
         let cache_dir = match raw.cache {
             Some(false) => None,
             _ => raw.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
         };
-        Ok(EngineSettings { wasm_stack_bytes, cache_dir, max_live_instances })
+        Ok(EngineSettings {
+            wasm_stack_bytes,
+            cache_dir,
+            max_live_instances,
+            compile_timeout_secs,
+            compile_memory_mib,
+            compiler: None,
+        })
     }
 }
 
@@ -112,6 +175,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<CallCtx>,
     cache_dir: Option<PathBuf>,
+    meter: Meter,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -129,7 +193,7 @@ impl Runtime {
     /// The pooling allocator cannot reserve its address space, or the cache
     /// directory cannot be created.
     pub fn new(settings: &EngineSettings) -> anyhow::Result<Self> {
-        let engine = Engine::new(&engine_config(settings)?)
+        let engine = Engine::new(&engine_config(settings, true))
             .map_err(anyhow::Error::from)
             .context("configuring the wasmtime engine")?;
         let mut linker = Linker::new(&engine);
@@ -154,7 +218,7 @@ impl Runtime {
         }
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone())?;
-        Ok(Self { engine, linker, cache_dir: settings.cache_dir.clone(), ticker_stop })
+        Ok(Self { engine, linker, cache_dir: settings.cache_dir.clone(), meter: Meter::new(settings), ticker_stop })
     }
 
     /// The engine.
@@ -167,40 +231,58 @@ impl Runtime {
         &self.linker
     }
 
-    /// Compile a component, or load it from the cache when an artifact for
-    /// the same bytes and the same engine configuration exists. Returns the
-    /// component and whether it came from the cache.
+    /// Compile a component in a metered child process, or load it from the
+    /// cache when an artifact for the same bytes and the same engine
+    /// configuration exists. Returns the component and whether it came
+    /// from the cache. The artifact is cached at once: a load that checks
+    /// the component further caches it only once accepted.
     ///
     /// # Errors
     ///
-    /// The bytes are not a valid component (the caller checked the binary
-    /// header first, so text formats never reach the compiler).
+    /// The bytes are not a valid component, compiling them went over
+    /// `[engine] compile_timeout_secs` or `compile_memory_mib`, or no
+    /// compiler is set ([`EngineSettings::compiler`]).
     pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<(Component, bool)> {
         let compiler = self.compiler();
         if let Some(component) = compiler.cached(digest) {
             return Ok((component, true));
         }
-        Ok((compiler.compile(bytes, digest)?, false))
+        match compiler.compile(bytes, digest) {
+            Ok(fresh) => {
+                fresh.artifact.keep();
+                Ok((fresh.component, false))
+            }
+            Err(CompileFailure::Invalid(why)) => Err(anyhow::anyhow!("invalid component: {why}")),
+            Err(CompileFailure::Refused(why)) => Err(anyhow::anyhow!(why)),
+        }
     }
 
     /// The part of the runtime that compiles, to hand to a blocking task.
-    pub fn compiler(&self) -> Compiler {
-        Compiler { engine: self.engine.clone(), cache_dir: self.cache_dir.clone() }
+    pub(crate) fn compiler(&self) -> Compiler {
+        Compiler { engine: self.engine.clone(), cache_dir: self.cache_dir.clone(), meter: self.meter.clone() }
     }
 }
 
-/// Compiles components for one engine and keeps the artifacts in its
-/// cache. Cheap to clone (the engine is shared).
+/// A component compiled just now: its artifact waits in a temporary file
+/// until the load accepts the component ([`Artifact::keep`]).
+pub(crate) struct Fresh {
+    pub(crate) component: Component,
+    pub(crate) artifact: Artifact,
+}
+
+/// Compiles components for one engine, in metered child processes, and
+/// keeps the artifacts in its cache. Cheap to clone (the engine is shared).
 #[derive(Clone)]
-pub struct Compiler {
+pub(crate) struct Compiler {
     engine: Engine,
     cache_dir: Option<PathBuf>,
+    meter: Meter,
 }
 
 impl Compiler {
     /// The cached artifact of the component with this digest, if there is a
     /// usable one. Fast (the file is mapped, not compiled).
-    pub fn cached(&self, digest: &str) -> Option<Component> {
+    pub(crate) fn cached(&self, digest: &str) -> Option<Component> {
         let path = self.cache_path(digest)?;
         if !path.is_file() {
             return None;
@@ -218,20 +300,27 @@ impl Compiler {
         }
     }
 
-    /// Compile a component (slow: seconds for a large one; call it from a
-    /// blocking task) and write the artifact to the cache.
+    /// Compile a component in a metered child process (slow: seconds for a
+    /// large one; call it from a blocking task). The artifact goes into the
+    /// cache only when the caller keeps it ([`Artifact::keep`]).
     ///
     /// # Errors
     ///
-    /// The bytes are not a valid component.
-    pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<Component> {
-        let component = Component::new(&self.engine, bytes)?;
-        if let Some(path) = self.cache_path(digest)
-            && let Err(err) = write_atomically(&path, &component.serialize()?)
-        {
-            tracing::warn!(path = %path.display(), "cannot write compiled artifact to the cache: {err:#}");
-        }
-        Ok(component)
+    /// The bytes are not a valid component, or compiling them went over
+    /// `[engine] compile_timeout_secs` or `compile_memory_mib`.
+    pub(crate) fn compile(&self, bytes: &[u8], digest: &str) -> Result<Fresh, CompileFailure> {
+        let artifact = crate::compiler::compile(&self.meter, bytes, self.cache_path(digest))?;
+        let Some(path) = artifact.temp_path() else {
+            return Err(CompileFailure::Refused("the compiled artifact is gone".into()));
+        };
+        // SAFETY: the file was written by our own compiler process, in the
+        // operator-owned cache directory or in a directory only this user
+        // can enter, and not yet used by anyone; wasmtime checks that it was
+        // compiled for an engine compatible with this one.
+        let component = unsafe { Component::deserialize_file(&self.engine, &path) }.map_err(|err| {
+            CompileFailure::Refused(format!("the compiler's artifact cannot be loaded: {:#}", anyhow::Error::from(err)))
+        })?;
+        Ok(Fresh { component, artifact })
     }
 
     fn cache_path(&self, digest: &str) -> Option<PathBuf> {
@@ -243,7 +332,22 @@ impl Compiler {
     }
 }
 
-fn engine_config(settings: &EngineSettings) -> anyhow::Result<Config> {
+/// The engine of the compiler process: configured like the host's, so
+/// that its artifacts load there, but without the pooling allocator (it
+/// instantiates nothing, and the pool would reserve far more address space
+/// than `compile_memory_mib` allows).
+///
+/// # Errors
+///
+/// wasmtime refuses the configuration.
+pub(crate) fn compile_only_engine(settings: &EngineSettings) -> anyhow::Result<Engine> {
+    Engine::new(&engine_config(settings, false)).map_err(anyhow::Error::from)
+}
+
+/// The engine configuration; `pooling` only for the engine that runs
+/// tools. The allocation strategy is not part of an artifact's
+/// compatibility, so the compiler's artifacts load into the host's engine.
+fn engine_config(settings: &EngineSettings, pooling: bool) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.consume_fuel(true);
@@ -252,6 +356,9 @@ fn engine_config(settings: &EngineSettings) -> anyhow::Result<Config> {
     // The async stack must hold the wasm stack plus host frames.
     config.async_stack_size(settings.wasm_stack_bytes + (1 << 20));
     config.parallel_compilation(true);
+    if !pooling {
+        return config;
+    }
 
     let instances = settings.max_live_instances;
     let mut pool = PoolingAllocationConfig::default();
@@ -274,7 +381,7 @@ fn engine_config(settings: &EngineSettings) -> anyhow::Result<Config> {
         .async_stack_keep_resident(64 << 10)
         .pagemap_scan(Enabled::Auto);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Ok(config)
+    config
 }
 
 fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
@@ -287,13 +394,6 @@ fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
             }
         })
         .context("starting the epoch ticker thread")?;
-    Ok(())
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 
@@ -315,6 +415,18 @@ mod tests {
         check_err("[engine]\nbogus = 1", &["bogus", "cache_dir"]);
         let engine = parse("[engine]\nwasm_stack_kib = 128\ncache = false\ncache_dir = \"c\"").unwrap().engine;
         assert_eq!((engine.wasm_stack_bytes, engine.cache_dir), (128 << 10, None), "cache = false wins");
+    }
+
+    #[test]
+    fn compile_limits_are_parsed_and_bounded() {
+        use crate::config::testing::{check_err, parse};
+        let engine = parse("").unwrap().engine;
+        assert_eq!((engine.compile_timeout_secs, engine.compile_memory_mib), (300, 4096));
+        assert_eq!(engine.compiler, None, "the library compiles nothing unless told which executable compiles");
+        let engine = parse("[engine]\ncompile_timeout_secs = 3600\ncompile_memory_mib = 256").unwrap().engine;
+        assert_eq!((engine.compile_timeout_secs, engine.compile_memory_mib), (3600, 256));
+        check_err("[engine]\ncompile_timeout_secs = 0", &["[engine]", "compile_timeout_secs = 0", "accepted 1..=3600"]);
+        check_err("[engine]\ncompile_memory_mib = 65537", &["compile_memory_mib = 65537", "accepted 256..=65536"]);
     }
 
     #[test]

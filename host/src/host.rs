@@ -28,7 +28,7 @@ use crate::state::{LoadErrors, State, needs_restart};
 use crate::strict::{self, Provider};
 use serde_json::Value;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -66,7 +66,9 @@ pub enum HostError {
 /// ```no_run
 /// # async fn demo() -> Result<(), airlock::HostError> {
 /// use airlock::{CallRequest, Host};
-/// let host = Host::builder().config_file("airlock.toml")?.build().await?;
+/// // Components are compiled by an `airlock` executable, in metered child
+/// // processes (see `EngineSettings::compiler`).
+/// let host = Host::builder().config_file("airlock.toml")?.compiler("/usr/local/bin/airlock").build().await?;
 /// let result = host.call(CallRequest::new("alice", "echo", serde_json::json!({"text": "hi"})), None).await;
 /// match &result.outcome {
 ///     Ok(success) => println!("{}", success.value),
@@ -80,9 +82,22 @@ pub struct HostBuilder {
     progress: Option<Box<dyn LoadProgress>>,
     allow_load_errors: bool,
     background: bool,
+    compiler: Option<PathBuf>,
 }
 
 impl HostBuilder {
+    /// Compile components with this `airlock` executable, each in a child
+    /// process under `[engine] compile_timeout_secs` and
+    /// `compile_memory_mib` (sets [`EngineSettings::compiler`] of the
+    /// configuration). Without one, components not in the compile cache
+    /// are refused.
+    ///
+    /// [`EngineSettings::compiler`]: crate::EngineSettings::compiler
+    pub fn compiler(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.compiler = Some(exe.into());
+        self
+    }
+
     /// Use this configuration.
     pub fn config(mut self, config: Config) -> Self {
         self.config = Some(config);
@@ -129,10 +144,13 @@ impl HostBuilder {
     ///
     /// See [`HostError`].
     pub async fn build(self) -> Result<Host, HostError> {
-        let config = match self.config {
+        let mut config = match self.config {
             Some(config) => config,
             None => Config::parse("", "<empty>", Path::new("."))?,
         };
+        if let Some(exe) = self.compiler {
+            config.engine.compiler = Some(exe);
+        }
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
         crate::client_log::configure(&config.log);
         // Metrics and the span exporter live as long as the host: their

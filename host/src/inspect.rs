@@ -60,14 +60,34 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
         rejected_because: None,
         origin: None,
     };
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    // The size cap holds before anything is read or compiled.
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > loader::MAX_COMPONENT_BYTES => {
+            report.size = meta.len();
+            let error = loader::LoadError::TooLarge { path: path.to_owned(), size: meta.len() };
+            report.rejected_because = Some(error.to_string());
+            return report;
+        }
+        Ok(_) => {}
         Err(err) => {
             report.rejected_because = Some(format!("cannot read: {err}"));
             return report;
         }
-    };
+    }
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|file| {
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, loader::MAX_COMPONENT_BYTES + 1), &mut bytes)
+    });
+    if let Err(err) = read {
+        report.rejected_because = Some(format!("cannot read: {err}"));
+        return report;
+    }
     report.size = bytes.len() as u64;
+    if report.size > loader::MAX_COMPONENT_BYTES {
+        let error = loader::LoadError::TooLarge { path: path.to_owned(), size: report.size };
+        report.rejected_because = Some(error.to_string());
+        return report;
+    }
     report.sha256 = digest(&bytes);
     if let Err(why) = loader::check_header(&bytes) {
         report.kind =
@@ -76,30 +96,32 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
         return report;
     }
     report.kind = "component".into();
-    match wasmtime::component::Component::new(runtime.engine(), &bytes) {
-        Ok(component) => {
-            let ty = component.component_type();
-            report.imports = ty.imports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
-            report.exports = ty.exports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
-            // Each export names its version (`airlock:tool/handler@0.2.0`);
-            // the newest version whose interfaces are all exported is the
-            // world the component targets.
-            report.world = [Contract::V0_2, Contract::V0_1]
-                .into_iter()
-                .find(|contract| {
-                    ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|interface| {
-                        let want = format!("{interface}@{}", contract.version());
-                        report.exports.contains(&want)
-                    })
-                })
-                .map(|contract| contract.world().to_owned());
-        }
+    // Compiled in the metered child process like any load (never in this
+    // process), then described from the same compilation.
+    let settings = ToolSettings::default();
+    let built = match loader::compile_bytes(runtime, path, &bytes, &settings).await {
+        Ok(built) => built,
         Err(err) => {
-            report.rejected_because = Some(format!("invalid component: {err:#}"));
+            report.rejected_because = Some(err.to_string());
             return report;
         }
-    }
-    match loader::load_bytes(runtime, path, &bytes, ToolSettings::default()).await {
+    };
+    let ty = built.component.component_type();
+    report.imports = ty.imports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
+    report.exports = ty.exports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
+    // Each export names its version (`airlock:tool/handler@0.2.0`); the
+    // newest version whose interfaces are all exported is the world the
+    // component targets.
+    report.world = [Contract::V0_2, Contract::V0_1]
+        .into_iter()
+        .find(|contract| {
+            ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|interface| {
+                let want = format!("{interface}@{}", contract.version());
+                report.exports.contains(&want)
+            })
+        })
+        .map(|contract| contract.world().to_owned());
+    match loader::describe(runtime, path.to_owned(), built, settings).await {
         Ok(tool) => {
             report.metadata = Some(json!({
                 "name": tool.name,

@@ -25,6 +25,7 @@ mod capture;
 mod card;
 mod check;
 pub mod client_log;
+mod compiler;
 mod config;
 mod confirm;
 pub mod distribution;
@@ -80,6 +81,10 @@ pub use card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
 };
+pub use compiler::{
+    COMPILE_SUBCOMMAND, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, MAX_COMPILE_MEMORY_MIB,
+    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB, child_main as compile_child_main,
+};
 pub use config::{BearerToken, Config, ConfigError, HttpSettings};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
@@ -89,7 +94,7 @@ pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
 pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
-pub use loader::{LoadError, LoadedTool, check_header, load as load_component};
+pub use loader::{LoadError, LoadedTool, MAX_COMPONENT_BYTES, check_header, load as load_component};
 pub use messages::{read_calls, write_results};
 pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use network::{

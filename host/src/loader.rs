@@ -8,6 +8,7 @@
 //! component declares is capped and every schema is compiled before use.
 
 use crate::bindings::{Contract, ToolPre};
+use crate::compiler::{Artifact, CompileFailure};
 use crate::engine::{Runtime, digest};
 use crate::outcome::{ErrorKind, Failure};
 use crate::sandbox::{self, RawMetadata};
@@ -112,6 +113,16 @@ pub enum LoadError {
         /// Its size.
         size: u64,
     },
+    /// Compiling the component went over `[engine] compile_timeout_secs`
+    /// or `compile_memory_mib`, or could not run (the message names the
+    /// key).
+    #[error("{path}: {why}")]
+    Compile {
+        /// The file.
+        path: PathBuf,
+        /// Which limit, and how to raise it.
+        why: String,
+    },
     /// The bytes are not a WebAssembly component.
     #[error("{path}: {why}")]
     NotAComponent {
@@ -196,18 +207,23 @@ pub fn with_settings(mut tool: LoadedTool, settings: ToolSettings) -> Result<Loa
     Ok(tool)
 }
 
-/// [`load`] for bytes already in memory; `path` names them in errors.
+/// Check the size, header and pin of bytes already in memory and compile
+/// them (metered, on the blocking pool), or take them from the cache.
 ///
 /// # Errors
 ///
-/// See [`LoadError`].
-pub async fn load_bytes(
+/// Too large, not a component, a pin mismatch, or over a compile limit.
+pub(crate) async fn compile_bytes(
     runtime: &Runtime,
     path: &Path,
     bytes: &[u8],
-    settings: ToolSettings,
-) -> Result<LoadedTool, LoadError> {
+    settings: &ToolSettings,
+) -> Result<Built, LoadError> {
     let path_buf = path.to_owned();
+    let size = bytes.len() as u64;
+    if size > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path_buf, size });
+    }
     check_header(bytes).map_err(|why| LoadError::NotAComponent { path: path_buf.clone(), why })?;
     let digest = digest(bytes);
     if let Some(expected) = &settings.sha256
@@ -215,31 +231,43 @@ pub async fn load_bytes(
     {
         return Err(LoadError::PinMismatch { path: path_buf, expected: expected.clone(), actual: digest });
     }
-    let (component, from_cache) = runtime.compile(bytes, &digest).map_err(|err| LoadError::NotAComponent {
-        path: path_buf.clone(),
-        why: format!("invalid component: {err:#}"),
-    })?;
-    let size = bytes.len() as u64;
-    describe(runtime, path_buf, Built { component, from_cache, digest, size }, settings).await
+    let outcome = CompileOnce::default().get(runtime, Arc::new(bytes.to_vec()), &digest, &|| {}).await;
+    let (component, from_cache, artifact) = outcome.map_err(|failure| failure.into_load_error(path))?;
+    Ok(Built { component, from_cache, artifact, digest, size })
 }
 
 /// A compiled component and what is known of its bytes.
-struct Built {
-    component: Component,
+pub(crate) struct Built {
+    /// The compiled component.
+    pub(crate) component: Component,
     from_cache: bool,
+    /// The artifact of a component compiled just now, kept in the cache
+    /// only if the load accepts the component.
+    artifact: Option<Arc<Artifact>>,
     digest: String,
     size: u64,
 }
 
+impl CompileFailure {
+    fn into_load_error(self, path: &Path) -> LoadError {
+        match self {
+            CompileFailure::Invalid(why) => {
+                LoadError::NotAComponent { path: path.to_owned(), why: format!("invalid component: {why}") }
+            }
+            CompileFailure::Refused(why) => LoadError::Compile { path: path.to_owned(), why },
+        }
+    }
+}
+
 /// Bind a compiled component to the tool world and read its metadata under
-/// its limits.
-async fn describe(
+/// its limits. Only an accepted component's artifact is kept in the cache.
+pub(crate) async fn describe(
     runtime: &Runtime,
     path_buf: PathBuf,
     compiled: Built,
     settings: ToolSettings,
 ) -> Result<LoadedTool, LoadError> {
-    let Built { component, from_cache, digest, size } = compiled;
+    let Built { component, from_cache, artifact, digest, size } = compiled;
     let instance_pre = runtime.linker().instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
         path: path_buf.clone(),
         why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
@@ -262,6 +290,9 @@ async fn describe(
         LoadError::Metadata { path: path_buf.clone(), failure }
     })?;
     let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
+    if let Some(artifact) = artifact {
+        artifact.keep();
+    }
     Ok(LoadedTool {
         name: checked.name,
         description: checked.description,
@@ -279,9 +310,9 @@ async fn describe(
     })
 }
 
-/// What compiling one digest gave: the component and whether it came from
-/// the cache, or why it is not a component.
-type CompileOutcome = Result<(Component, bool), String>;
+/// What compiling one digest gave: the component, whether it came from
+/// the cache and the artifact waiting to be kept, or why it was refused.
+type CompileOutcome = Result<(Component, bool, Option<Arc<Artifact>>), CompileFailure>;
 
 /// Compiled components by digest, shared by the loads of one registry
 /// build: files with the same bytes are compiled once, even when their
@@ -312,16 +343,16 @@ impl CompileOnce {
                 let (cache, key) = (compiler.clone(), digest.to_owned());
                 // Mapping a cached artifact is file I/O: off the async threads too.
                 match tokio::task::spawn_blocking(move || cache.cached(&key)).await {
-                    Ok(Some(component)) => return Ok((component, true)),
+                    Ok(Some(component)) => return Ok((component, true, None)),
                     Ok(None) => {}
-                    Err(err) => return Err(format!("the cache lookup stopped: {err}")),
+                    Err(err) => return Err(CompileFailure::Refused(format!("the cache lookup stopped: {err}"))),
                 }
                 compiling();
                 let key = digest.to_owned();
                 match tokio::task::spawn_blocking(move || compiler.compile(&bytes, &key)).await {
-                    Ok(Ok(component)) => Ok((component, false)),
-                    Ok(Err(err)) => Err(format!("invalid component: {err:#}")),
-                    Err(err) => Err(format!("the compilation stopped: {err}")),
+                    Ok(Ok(fresh)) => Ok((fresh.component, false, Some(Arc::new(fresh.artifact)))),
+                    Ok(Err(failure)) => Err(failure),
+                    Err(err) => Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
                 }
             })
             .await;
@@ -355,11 +386,9 @@ pub(crate) async fn load_shared(
         return Err(LoadError::PinMismatch { path: path.to_owned(), expected: expected.clone(), actual: digest });
     }
     let size = bytes.len() as u64;
-    let (component, from_cache) = once
-        .get(runtime, bytes, &digest, compiling)
-        .await
-        .map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why })?;
-    describe(runtime, path.to_owned(), Built { component, from_cache, digest, size }, settings).await
+    let (component, from_cache, artifact) =
+        once.get(runtime, bytes, &digest, compiling).await.map_err(|failure| failure.into_load_error(path))?;
+    describe(runtime, path.to_owned(), Built { component, from_cache, artifact, digest, size }, settings).await
 }
 
 /// Read a component file under [`MAX_COMPONENT_BYTES`], check its header
@@ -370,7 +399,16 @@ fn read_component(path: &Path) -> Result<(Arc<Vec<u8>>, String), LoadError> {
     if size > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge { path: path.to_owned(), size });
     }
-    let bytes = std::fs::read(path).map_err(io)?;
+    // The file may have grown since: read at most one byte over the cap.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_COMPONENT_BYTES + 1), &mut bytes)
+        })
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path.to_owned(), size: bytes.len() as u64 });
+    }
     check_header(&bytes).map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why })?;
     let digest = digest(&bytes);
     Ok((Arc::new(bytes), digest))

@@ -133,6 +133,12 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
+    // `airlock __compile …`: the metered compiler process the host starts
+    // for each component (no logging, no async runtime, no clap).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|arg| arg == airlock::COMPILE_SUBCOMMAND) {
+        return airlock::compile_child_main(args.get(2..).unwrap_or_default());
+    }
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -171,10 +177,12 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Keygen(args) => return distribution::keygen(&args),
         _ => {}
     }
-    let config = match load_config(cli.config.as_deref()) {
+    let mut config = match load_config(cli.config.as_deref()) {
         Ok(config) => config,
         Err(err) => return usage_error(err),
     };
+    // Components are compiled by this executable, in metered child processes.
+    config.engine.compiler = compiler_exe();
     match &cli.command {
         Command::Config => {
             let text = config.describe();
@@ -221,6 +229,13 @@ async fn run(cli: Cli) -> ExitCode {
         | Command::Push(_)
         | Command::Keygen(_) => unreachable!("handled above"),
     }
+}
+
+/// This executable, which compiles components when started as
+/// `airlock __compile` (`None` if it cannot be found: then nothing is
+/// compiled and components not in the cache are refused).
+pub(crate) fn compiler_exe() -> Option<PathBuf> {
+    std::env::current_exe().ok()
 }
 
 /// The config in force: `--config`, else `./airlock.toml`, else the built-in

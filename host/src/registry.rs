@@ -145,12 +145,13 @@ pub(crate) fn plan(config: &Config) -> (Vec<Planned>, Vec<RegistryError>) {
 /// file first, and hand each outcome to `each` as it finishes. Files with
 /// the same bytes are compiled once.
 ///
-/// Smallest first because wasmtime compiles a component's functions on the
-/// one shared rayon pool, first come first served: started first, a large
-/// interpreter's thousands of functions would queue ahead of every small
-/// tool (measured on two cores: no tool ready before 33 s). Small ones
-/// first are ready within seconds, and the whole load takes as long either
-/// way (the pool keeps every core busy).
+/// Smallest first: started first, a large interpreter's thousands of
+/// functions would hold the cores ahead of every small tool (measured on
+/// two cores with one shared compile pool: no tool ready before 33 s).
+/// Small ones first are ready within seconds, and the whole load takes as
+/// long either way. Each compilation runs in its own metered child process
+/// (`compiler.rs`) with wasmtime's parallel compilation inside it; the
+/// kernel shares the cores between the children.
 pub(crate) async fn load_planned(
     runtime: &Runtime,
     config: &Config,

@@ -243,6 +243,8 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
     check("engine.wasm_stack_kib", (now.wasm_stack_bytes >> 10).to_string(), (new.wasm_stack_bytes >> 10).to_string());
     let dir = |d: &Option<PathBuf>| d.as_ref().map_or_else(|| "none (cache off)".to_owned(), |d| format!("{d:?}"));
     check("engine.cache_dir", dir(&now.cache_dir), dir(&new.cache_dir));
+    check("engine.compile_timeout_secs", now.compile_timeout_secs.to_string(), new.compile_timeout_secs.to_string());
+    check("engine.compile_memory_mib", now.compile_memory_mib.to_string(), new.compile_memory_mib.to_string());
     // The connection and body caps, the session table and the table of
     // waiting confirmations are set up when the server starts.
     let (now, new) = (&current.http.caps, &next.http.caps);

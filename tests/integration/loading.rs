@@ -75,7 +75,12 @@ async fn duplicate_and_mismatched_names_are_refused() {
 
 #[tokio::test]
 async fn bundled_tools_load_from_a_directory_with_builtin_settings() {
-    let host = Host::builder().config(airlock::Config::builtin(&guests())).build().await.expect("bundled tools load");
+    let host = Host::builder()
+        .compiler(crate::support::compiler())
+        .config(airlock::Config::builtin(&guests()))
+        .build()
+        .await
+        .expect("bundled tools load");
     let registry = host.tools();
     for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"] {
         let tool = registry.get(name).unwrap_or_else(|| panic!("{name} is not loaded"));

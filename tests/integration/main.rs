@@ -7,6 +7,7 @@
 
 mod cards;
 mod cli;
+mod compile;
 mod distribution;
 mod examples;
 mod host_limits;

@@ -261,7 +261,7 @@ async fn same_bytes_are_compiled_once_and_the_earlier_file_wins_a_duplicate_name
     // A host with no tools, for its runtime (and the same empty cache).
     let engine = format!("[engine]\ncache_dir = {:?}\n", dir.path().join("cache").display().to_string());
     let empty = airlock::Config::parse(&engine, "engine.toml", dir.path()).expect("config");
-    let host = airlock::Host::builder().config(empty).build().await.expect("host");
+    let host = airlock::Host::builder().compiler(crate::support::compiler()).config(empty).build().await.expect("host");
     let (registry, errors) = airlock::Registry::load(host.runtime(), &config, &counting).await;
     assert_eq!(
         counting.compiled.load(std::sync::atomic::Ordering::SeqCst),
@@ -282,7 +282,13 @@ async fn a_background_host_answers_at_once_and_a_call_waits_for_its_tool() {
     let dir = temp_dir();
     let text = copies(dir.path(), &[("echo.wasm", "echo")]);
     let config = airlock::Config::parse(&text, "test.toml", dir.path()).expect("config");
-    let host = airlock::Host::builder().config(config).load_in_background(true).build().await.expect("host");
+    let host = airlock::Host::builder()
+        .compiler(crate::support::compiler())
+        .config(config)
+        .load_in_background(true)
+        .build()
+        .await
+        .expect("host");
     assert_eq!(host.readiness().total, 1);
     let result = crate::support::call(&host, "echo", json!({"text": "hi"})).await;
     assert!(!result.is_error(), "{}", result.text());
@@ -299,7 +305,13 @@ async fn a_refused_component_is_left_out_and_a_reload_during_start_up_waits_for_
     let config_file = dir.path().join("airlock.toml");
     std::fs::write(&config_file, &text).expect("config");
     let config = airlock::Config::from_file(&config_file).expect("config");
-    let host = airlock::Host::builder().config(config).load_in_background(true).build().await.expect("host");
+    let host = airlock::Host::builder()
+        .compiler(crate::support::compiler())
+        .config(config)
+        .load_in_background(true)
+        .build()
+        .await
+        .expect("host");
     // The file now adds a tool; the reload waits for start-up, then reads it.
     std::fs::copy(crate::support::tool("json_query"), dir.path().join("tools/json_query.wasm")).expect("copy");
     text.push('\n');

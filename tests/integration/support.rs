@@ -53,9 +53,18 @@ pub fn config(text: &str) -> Config {
         format!("{text}\n[engine]\ncache_dir = {:?}\n", cache_dir().display().to_string())
     };
     match Config::parse(&text, "test.toml", Path::new(".")) {
-        Ok(config) => config,
+        Ok(mut config) => {
+            config.engine.compiler = Some(compiler());
+            config
+        }
         Err(err) => panic!("bad test config: {err}\n{text}"),
     }
+}
+
+/// The `airlock` binary of this build, which compiles components in
+/// metered child processes.
+pub fn compiler() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_airlock"))
 }
 
 /// A host from config text (see [`config`]).

@@ -160,8 +160,12 @@ pub fn run(setup: &Setup, report: &mut Report) {
     // the host's own `Runtime::compile`.
     let echo = std::fs::read(setup.guests.join("echo.wasm")).expect("echo.wasm");
     let digest = ::airlock::digest(&echo);
-    let uncached =
-        ::airlock::Runtime::new(&::airlock::EngineSettings { cache_dir: None, ..Default::default() }).expect("runtime");
+    let uncached = ::airlock::Runtime::new(&::airlock::EngineSettings {
+        cache_dir: None,
+        compiler: Some(env!("CARGO_BIN_EXE_airlock").into()),
+        ..Default::default()
+    })
+    .expect("runtime");
     let compile: Stats = stats::stats(
         (0..setup.compile_iterations)
             .map(|_| {
@@ -174,9 +178,12 @@ pub fn run(setup: &Setup, report: &mut Report) {
     );
     let cache_dir = setup.scratch.join("compile-cache");
     let _ = std::fs::remove_dir_all(&cache_dir);
-    let cached_runtime =
-        ::airlock::Runtime::new(&::airlock::EngineSettings { cache_dir: Some(cache_dir), ..Default::default() })
-            .expect("runtime");
+    let cached_runtime = ::airlock::Runtime::new(&::airlock::EngineSettings {
+        cache_dir: Some(cache_dir),
+        compiler: Some(env!("CARGO_BIN_EXE_airlock").into()),
+        ..Default::default()
+    })
+    .expect("runtime");
     cached_runtime.compile(&echo, &digest).expect("compiles");
     let load: Stats = stats::stats(
         (0..setup.compile_iterations * 10)

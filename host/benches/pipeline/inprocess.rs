@@ -34,7 +34,12 @@ pub async fn echo_host(setup: &Setup, durability: Option<&str>) -> Host {
         text.push_str(&format!("[audit]\nfile = {:?}\ndurability = {durability:?}\n", file.display().to_string()));
     }
     let config = Config::parse(&text, "bench.toml", Path::new(".")).expect("bench config");
-    Host::builder().config(config).build().await.expect("host loads echo and hostile")
+    Host::builder()
+        .compiler(env!("CARGO_BIN_EXE_airlock"))
+        .config(config)
+        .build()
+        .await
+        .expect("host loads echo and hostile")
 }
 
 async fn echo_call(host: &Host) {

@@ -34,7 +34,12 @@ async fn interpreter_host(setup: &Setup) -> Host {
         setup.guests.join("run_js.wasm").display().to_string(),
     );
     let config = Config::parse(&text, "bench.toml", Path::new(".")).expect("bench config");
-    Host::builder().config(config).build().await.expect("host loads run_python and run_js")
+    Host::builder()
+        .compiler(env!("CARGO_BIN_EXE_airlock"))
+        .config(config)
+        .build()
+        .await
+        .expect("host loads run_python and run_js")
 }
 
 /// Time this thread has spent on a CPU (user and kernel), from the

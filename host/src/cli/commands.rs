@@ -134,7 +134,8 @@ pub async fn dispatch(host: &Host, format: Format, who: &Who) -> std::io::Result
 
 /// `airlock inspect FILE`: the report on a local component file.
 pub async fn inspect(file: &Path) -> std::io::Result<ExitCode> {
-    let runtime = match airlock::Runtime::new(&airlock::EngineSettings::default()) {
+    let settings = airlock::EngineSettings { compiler: crate::compiler_exe(), ..airlock::EngineSettings::default() };
+    let runtime = match airlock::Runtime::new(&settings) {
         Ok(runtime) => runtime,
         Err(err) => return Ok(usage_error(format!("{err:#}"))),
     };

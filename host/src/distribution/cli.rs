@@ -189,7 +189,14 @@ pub async fn inspect(config: &Config, reference: &Path) -> ExitCode {
         Ok(pulled) => pulled,
         Err(err) => return refused(&err),
     };
-    let runtime = match crate::engine::Runtime::new(&crate::engine::EngineSettings::default()) {
+    // Compiled under the config's meter, by the config's compiler; not cached.
+    let settings = crate::engine::EngineSettings {
+        compiler: config.engine.compiler.clone(),
+        compile_timeout_secs: config.engine.compile_timeout_secs,
+        compile_memory_mib: config.engine.compile_memory_mib,
+        ..crate::engine::EngineSettings::default()
+    };
+    let runtime = match crate::engine::Runtime::new(&settings) {
         Ok(runtime) => runtime,
         Err(err) => return usage(&format!("{err:#}")),
     };

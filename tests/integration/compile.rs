@@ -1,0 +1,201 @@
+//! Compilation under a meter: a component built to be expensive to
+//! compile is refused at `[engine] compile_timeout_secs` or
+//! `compile_memory_mib`, within a bounded time, and a refused component
+//! (at compilation or at a later check) leaves nothing in the cache.
+
+use crate::support::{config, temp_dir, tool};
+use airlock::Host;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn leb(mut n: u64, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn section(id: u8, contents: &[u8], out: &mut Vec<u8>) {
+    out.push(id);
+    leb(contents.len() as u64, out);
+    out.extend_from_slice(contents);
+}
+
+/// A core module of `functions` functions, each with `locals` i32 locals
+/// all updated inside `depth` nested loops (every local is live across
+/// every loop: compile time grows with locals² × depth).
+fn hostile_module(functions: u32, locals: u32, depth: u32) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.push(1); // one group of locals
+    leb(u64::from(locals), &mut body);
+    body.push(0x7f); // i32
+    for _ in 0..depth {
+        body.extend_from_slice(&[0x03, 0x40]); // loop
+    }
+    for i in 0..locals {
+        body.push(0x20); // local.get i
+        leb(u64::from(i), &mut body);
+        body.extend_from_slice(&[0x41, 0x01, 0x6a]); // i32.const 1; i32.add
+        body.push(0x21); // local.set i
+        leb(u64::from(i), &mut body);
+    }
+    for _ in 0..depth {
+        body.extend_from_slice(&[0x20, 0x00, 0x0d, 0x00, 0x0b]); // local.get 0; br_if 0; end
+    }
+    body.push(0x0b); // end of the function
+
+    let mut module = b"\0asm\x01\0\0\0".to_vec();
+    section(1, &[1, 0x60, 0, 0], &mut module); // one type: [] -> []
+    let mut funcs = Vec::new();
+    leb(u64::from(functions), &mut funcs);
+    funcs.resize(funcs.len() + functions as usize, 0); // each of type 0
+    section(3, &funcs, &mut module);
+    let mut code = Vec::new();
+    leb(u64::from(functions), &mut code);
+    for _ in 0..functions {
+        leb(body.len() as u64, &mut code);
+        code.extend_from_slice(&body);
+    }
+    section(10, &code, &mut module);
+    module
+}
+
+/// A component holding one core module (it exports nothing: once
+/// compiled, it is refused as not of the tool world).
+fn component(module: &[u8]) -> Vec<u8> {
+    let mut bytes = b"\0asm\x0d\0\x01\0".to_vec();
+    section(1, module, &mut bytes); // core module section
+    bytes
+}
+
+/// Load `file` with `engine` settings (and an empty cache in `cache`);
+/// the load error and how long it took.
+async fn load_error(file: &Path, cache: &Path, engine: &str) -> (String, Duration) {
+    let text = format!(
+        "[engine]\ncache_dir = {:?}\n{engine}\n[tools.hostile]\ncomponent = {:?}\n",
+        cache.display().to_string(),
+        file.display().to_string()
+    );
+    let started = Instant::now();
+    let err = match Host::builder().config(config(&text)).build().await {
+        Ok(_) => panic!("{} should be refused", file.display()),
+        Err(err) => err.to_string(),
+    };
+    (err, started.elapsed())
+}
+
+/// Files left in the cache directory (artifacts or temporary files).
+fn cached(cache: &Path) -> Vec<String> {
+    match std::fs::read_dir(cache) {
+        Ok(entries) => entries.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
+    let dir = temp_dir();
+    let file = dir.path().join("slow.wasm");
+    // One function, 20 000 locals in 10 nested loops: minutes of CPU.
+    std::fs::write(&file, component(&hostile_module(1, 20_000, 10))).expect("write");
+    let cache = dir.path().join("cache");
+    let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1").await;
+    assert!(err.contains("slow.wasm") && err.contains("[engine] compile_timeout_secs = 1"), "{err}");
+    // 1 s of CPU; the wall-clock backstop is 3 × 1 + 10 s. Wide margin.
+    assert!(took < Duration::from_secs(30), "refused after {took:?}");
+    assert_eq!(cached(&cache), Vec::<String>::new(), "a refused component leaves nothing in the cache");
+}
+
+#[tokio::test]
+async fn a_component_over_the_compile_memory_limit_is_refused() {
+    let dir = temp_dir();
+    let file = dir.path().join("big.wasm");
+    std::fs::write(&file, component(&hostile_module(1, 20_000, 10))).expect("write");
+    let cache = dir.path().join("cache");
+    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256").await;
+    assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 256"), "{err}");
+    assert!(took < Duration::from_secs(300), "refused after {took:?}");
+    assert_eq!(cached(&cache), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_component_refused_after_compiling_is_not_cached_and_an_accepted_one_is() {
+    let dir = temp_dir();
+    let cache = dir.path().join("cache");
+    // Compiles in no time, then fails the world check.
+    let file = dir.path().join("no_exports.wasm");
+    std::fs::write(&file, component(&hostile_module(1, 2, 1))).expect("write");
+    let (err, _) = load_error(&file, &cache, "").await;
+    assert!(err.contains("not an airlock:tool component"), "{err}");
+    assert_eq!(cached(&cache), Vec::<String>::new(), "a refused component leaves nothing in the cache");
+
+    // The compiler process's artifact loads into the host's engine and is
+    // kept once accepted.
+    let text = format!(
+        "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\n",
+        cache.display().to_string(),
+        tool("echo").display().to_string()
+    );
+    let host = Host::builder().config(config(&text)).build().await.expect("echo loads");
+    assert!(!host.tools().get("echo").expect("echo").from_cache);
+    let files = cached(&cache);
+    assert!(files.len() == 1 && files[0].ends_with(".cwasm"), "{files:?}");
+    let again = Host::builder().config(config(&text)).build().await.expect("echo loads");
+    assert!(again.tools().get("echo").expect("echo").from_cache);
+}
+
+#[tokio::test]
+async fn without_a_compiler_nothing_is_compiled() {
+    let dir = temp_dir();
+    let text = format!(
+        "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\n",
+        dir.path().join("cache").display().to_string(),
+        tool("echo").display().to_string()
+    );
+    let mut settings = config(&text);
+    settings.engine.compiler = None;
+    let err = Host::builder().config(settings).build().await.map(|_| ()).expect_err("refused");
+    assert!(err.to_string().contains("no compiler is set"), "{err}");
+}
+
+#[test]
+fn compile_limits_out_of_range_are_config_errors() {
+    for (text, needle) in [
+        ("compile_timeout_secs = 0", "accepted 1..=3600"),
+        ("compile_timeout_secs = 3601", "accepted 1..=3600"),
+        ("compile_memory_mib = 255", "accepted 256..=65536"),
+    ] {
+        let err = airlock::Config::parse(&format!("[engine]\n{text}\n"), "airlock.toml", Path::new("."))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[engine]") && err.contains(text) && err.contains(needle), "{err}");
+    }
+}
+
+#[test]
+fn inspect_refuses_a_component_over_the_size_cap_without_compiling() {
+    let dir = temp_dir();
+    let file = dir.path().join("huge.wasm");
+    // A sparse file one byte over the cap, with a component header.
+    let handle = std::fs::File::create(&file).expect("create");
+    std::io::Write::write_all(&mut &handle, b"\0asm\x0d\0\x01\0").expect("header");
+    handle.set_len(airlock::MAX_COMPONENT_BYTES + 1).expect("grow");
+    let started = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .args(["inspect", &file.display().to_string()])
+        .current_dir(dir.path())
+        .output()
+        .expect("airlock runs");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let why = report["rejected_because"].as_str().unwrap_or_default();
+    assert!(why.contains("larger than the 268435456-byte limit"), "{report}");
+    assert_eq!(report["accepted"], false);
+    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+}

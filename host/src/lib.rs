@@ -79,7 +79,7 @@ pub use card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
 };
-pub use config::{BearerToken, Config, ConfigError, HttpSettings};
+pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, TOOLS_DIR_ENV};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
 pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
@@ -88,7 +88,9 @@ pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
 pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
-pub use loader::{LoadError, LoadedTool, check_header, load as load_component};
+pub use loader::{
+    LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, check_header, description_too_long, load as load_component,
+};
 pub use messages::{read_calls, write_results};
 pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use network::{

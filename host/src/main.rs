@@ -13,7 +13,7 @@
 
 use airlock::distribution::cli as distribution;
 use airlock::{Config, Format, Host};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use cli::confirm::Who;
 use cli::logging::{LogFormat, init_logging};
 use cli::output::{Out, finish, usage_error};
@@ -107,6 +107,15 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Print a shell completion script (used by `make install`).
+    #[command(hide = true)]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page, in roff (used by `make install`).
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -169,6 +178,8 @@ async fn run(cli: Cli) -> ExitCode {
             };
         }
         Command::Keygen(args) => return distribution::keygen(&args),
+        Command::Completions { shell } => return finish(commands::completions(shell, &mut Cli::command())),
+        Command::Man => return finish(commands::man(Cli::command())),
         _ => {}
     }
     let config = match load_config(cli.config.as_deref()) {
@@ -196,6 +207,12 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(host) => host,
         Err(err) => return usage_error(err),
     };
+    // An empty tool list is almost always a missing directory: say where
+    // Airlock looked and which key names it (`serve` logs it instead, as
+    // its tools may still be loading).
+    if !matches!(cli.command, Command::Serve { .. }) && host.tools().is_empty() {
+        eprintln!("airlock: no tools are loaded: {}", host.config().no_tools_hint());
+    }
     match cli.command {
         Command::Tools => finish(commands::tools(&host)),
         Command::Schema { format, strict } => finish(commands::schema(&host, format, strict)),
@@ -219,12 +236,15 @@ async fn run(cli: Cli) -> ExitCode {
         | Command::Config
         | Command::Pull(_)
         | Command::Push(_)
-        | Command::Keygen(_) => unreachable!("handled above"),
+        | Command::Keygen(_)
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("handled above"),
     }
 }
 
 /// The config in force: `--config`, else `./airlock.toml`, else the built-in
-/// configuration over the bundled tools.
+/// configuration over the bundled tools (wherever
+/// [`airlock::BundledTools::find`] finds them).
 fn load_config(path: Option<&Path>) -> Result<Config, String> {
     if let Some(path) = path {
         return Config::from_file(path).map_err(|e| e.to_string());
@@ -233,19 +253,5 @@ fn load_config(path: Option<&Path>) -> Result<Config, String> {
     if local.is_file() {
         return Config::from_file(local).map_err(|e| e.to_string());
     }
-    Ok(Config::builtin(&bundled_tools_dir()))
-}
-
-/// Where the bundled tools are: `$AIRLOCK_TOOLS_DIR`, else `guests/` beside
-/// the binary's directory (`target/guests` for `target/release/airlock`),
-/// else `./target/guests`.
-fn bundled_tools_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AIRLOCK_TOOLS_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.join("guests")));
-    match beside {
-        Some(dir) if dir.is_dir() => dir,
-        _ => PathBuf::from("target/guests"),
-    }
+    Ok(Config::builtin_bundled())
 }

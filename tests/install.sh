@@ -16,7 +16,10 @@ mkdir -p "$tmp/home" "$tmp/elsewhere"
 fail() { echo "tests/install.sh: $*" >&2; exit 1; }
 
 # install-files: the copying of `make install` (its build step is done).
+# The Makefile asks rustup about the toolchain while it reads itself: keep
+# the toolchain where it is, so that only the install could write in HOME.
 env -u AIRLOCK_TOOLS_DIR -u AIRLOCK_CONFIG HOME="$tmp/home" \
+	RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" \
 	"${MAKE:-make}" --no-print-directory -C "$root" install-files PREFIX="$prefix" \
 	CARGO_TARGET_DIR="$CARGO_TARGET_DIR" GUEST_OUT="$GUEST_OUT" >/dev/null
 [[ -z $(ls -A "$tmp/home") ]] || fail "make install wrote into HOME: $(ls -A "$tmp/home")"

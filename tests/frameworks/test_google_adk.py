@@ -3,7 +3,7 @@
 ADK turns each MCP tool's input schema into a Gemini `Schema`
 (`_to_gemini_schema`, what it sends Gemini without the JSON-schema feature
 flag): every bundled tool must convert, `json_query.json` staying an object
-or an array or a string. A scripted `BaseLlm` stands in for Gemini inside
+or a string. A scripted `BaseLlm` stands in for Gemini inside
 ADK's own runner: it asks for one call of every bundled tool and reads what
 ADK hands back, results and error results alike. Nothing leaves the machine.
 
@@ -71,7 +71,7 @@ async def test_every_bundled_tool_converts_to_a_gemini_schema(tmp_path: Path) ->
             declaration = tool._get_declaration()
             assert declaration.name == name and len(declaration.description or "") <= 1024, name
         document = _to_gemini_schema(listed["json_query"].raw_mcp_tool.inputSchema).properties["json"]
-        assert [s.type for s in document.any_of or []] == [types.Type.OBJECT, types.Type.ARRAY, types.Type.STRING]
+        assert [s.type for s in document.any_of or []] == [types.Type.OBJECT, types.Type.STRING]
     finally:
         await tools.close()
 

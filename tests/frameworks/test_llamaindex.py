@@ -41,21 +41,21 @@ async def test_every_bundled_tool_converts_and_is_called(tmp_path: Path) -> None
     for name, tool in listed.items():
         function = tool.metadata.to_openai_tool()["function"]
         assert function["name"] == name
-        assert set(function["parameters"]["properties"]) == set(raw[name].inputSchema["properties"]), name
+        assert set(function["parameters"]["properties"]) == set(raw[name].input_schema["properties"]), name
     document = listed["json_query"].metadata.to_openai_tool()["function"]["parameters"]["properties"]["json"]
     assert {"object", "string"} <= {option.get("type") for option in document["anyOf"]}, document
 
     for name, (args, succeeds) in CALLS.items():
         output = await listed[name].acall(**args)
         result = output.raw_output
-        assert result.isError is not succeeds, f"{name}: {result}"
+        assert result.is_error is not succeeds, f"{name}: {result}"
         if not succeeds:
             assert "declined" in result.content[0].text, f"{name}: {result}"
     result = (await listed["json_query"].acall(**CALLS["json_query"][0])).raw_output
-    assert result.structuredContent["values"] == [2], "an object argument reaches Airlock as an object"
+    assert result.structured_content["values"] == [2], "an object argument reaches Airlock as an object"
 
     invalid = (await listed["echo"].acall()).raw_output
-    assert invalid.isError and "invalid_arguments" in invalid.content[0].text, invalid
+    assert invalid.is_error and "invalid_arguments" in invalid.content[0].text, invalid
 
 
 async def test_a_session_is_lost_over_stdio_and_kept_over_http(tmp_path: Path) -> None:
@@ -63,10 +63,10 @@ async def test_a_session_is_lost_over_stdio_and_kept_over_http(tmp_path: Path) -
     stdio = stdio_client(config)
     await stdio.call_tool("run_python", {"code": "x = 41", "session": "s"})
     lost = await stdio.call_tool("run_python", {"code": "x + 1", "session": "s"})
-    assert "NameError" in str(lost.structuredContent or lost.content), lost
+    assert "NameError" in str(lost.structured_content or lost.content), lost
 
     with http_server(Setup(dir=tmp_path, config=config)) as server:
         http = BasicMCPClient(server.url, timeout=CALL_TIMEOUT_SECS)
         await http.call_tool("run_python", {"code": "x = 41", "session": "s"})
         kept = await http.call_tool("run_python", {"code": "x + 1", "session": "s"})
-        assert not kept.isError and kept.structuredContent["result"] == 42, kept
+        assert not kept.is_error and kept.structured_content["result"] == 42, kept

@@ -27,8 +27,8 @@ pub const MAX_RESULTS: usize = 1000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The JSON document: an object or an array, or a string holding JSON
-    /// text, which is parsed first (at most 4 MiB).
+    /// The JSON document: an object, or a string holding JSON text (any
+    /// JSON value, an array too), which is parsed first (at most 4 MiB).
     #[schemars(schema_with = "document_schema")]
     pub json: Value,
     /// Path expression. `$` is the whole document (and may start a path);
@@ -53,16 +53,16 @@ pub struct QueryResult {
 }
 
 /// `json`'s schema: typed, so that client converters keep an object an
-/// object (an untyped member becomes a string in some, e.g. mcpadapt), and
-/// with object subschemas only (`items: {}`, never `items: true`), which
-/// every converter reads.
+/// object (an untyped member becomes a string in some, e.g. mcpadapt). An
+/// array travels as JSON text: an array branch needs an `items` schema,
+/// and "any value" there is refused by strict converters (Pydantic AI) or
+/// narrowed to strings by others (LlamaIndex, Gemini).
 fn document_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "description": "The JSON document: an object or an array, or a string holding JSON text, which is parsed \
-                        first (at most 4 MiB).",
+        "description": "The JSON document: an object, or a string holding JSON text (any JSON value, an array \
+                        too), which is parsed first (at most 4 MiB).",
         "anyOf": [
             { "type": "object" },
-            { "type": "array", "items": {} },
             { "type": "string" }
         ]
     })

@@ -208,9 +208,17 @@ async fn run(cli: Cli) -> ExitCode {
         Err(err) => return usage_error(err),
     };
     // An empty tool list is almost always a missing directory: say where
-    // Airlock looked and which key names it (`serve` logs it instead, as
-    // its tools may still be loading).
-    if !matches!(cli.command, Command::Serve { .. }) && host.tools().is_empty() {
+    // Airlock looked and which key names it (`serve` logs it once its
+    // background load is done).
+    if matches!(cli.command, Command::Serve { .. }) {
+        let loading = host.clone();
+        tokio::spawn(async move {
+            loading.ready().await;
+            if loading.tools().is_empty() {
+                tracing::warn!("no tools are loaded: {}", loading.config().no_tools_hint());
+            }
+        });
+    } else if host.tools().is_empty() {
         eprintln!("airlock: no tools are loaded: {}", host.config().no_tools_hint());
     }
     match cli.command {

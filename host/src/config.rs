@@ -32,8 +32,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod bundled;
 mod layer;
 mod show;
+
+pub use bundled::{BundledTools, TOOLS_DIR_ENV};
 
 pub use crate::authorize::PolicyFiles;
 pub use crate::http_settings::{BearerToken, HttpSettings, JwksSource, JwtSettings};
@@ -60,6 +63,10 @@ pub struct Config {
     pub file: Option<PathBuf>,
     /// Directories whose `*.wasm` files are all loaded.
     pub tool_dirs: Vec<PathBuf>,
+    /// Where the bundled tools were looked for, when `tool_dirs` is theirs
+    /// (the built-in configuration, or a file over it that names no
+    /// directory or component of its own); `None` otherwise.
+    pub bundled: Option<BundledTools>,
     /// Engine-wide settings.
     pub engine: EngineSettings,
     /// Limits of tools that do not override them.
@@ -148,7 +155,59 @@ impl Config {
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let mut config = Self::layered(&text, &path.display().to_string(), base)?;
         config.file = Some(path.to_owned());
+        if config.keeps_bundled_tools() {
+            config.use_bundled(BundledTools::find());
+        }
         Ok(config)
+    }
+
+    /// Whether the bundled tools stay loaded under this file: it is layered
+    /// over the built-in settings and names no `tool_dirs` and no
+    /// `component` of its own. A file that names its own components has
+    /// chosen its tools (add the bundled directory to `tool_dirs` to keep
+    /// them too).
+    fn keeps_bundled_tools(&self) -> bool {
+        let table = &self.layers.table;
+        let layered_over_builtin = self.layers.origins.values().any(|source| *source == layer::Source::BuiltIn);
+        layered_over_builtin
+            && !table.contains_key("tool_dirs")
+            && self.tools.values().all(|t| t.component.is_none() && t.oci.is_none())
+    }
+
+    /// Load the bundled tools from where `found` says they are.
+    fn use_bundled(&mut self, found: BundledTools) {
+        self.tool_dirs = found.dir.iter().cloned().collect();
+        self.bundled = Some(found);
+    }
+
+    /// The built-in configuration over the bundled tools wherever
+    /// [`BundledTools::find`] finds them (no directory when none exists).
+    pub fn builtin_bundled() -> Self {
+        let mut config = Self::builtin(Path::new("."));
+        config.use_bundled(BundledTools::find());
+        config
+    }
+
+    /// What to tell an operator when no tool is loaded: the directories
+    /// this configuration looked in and the keys that name them.
+    pub fn no_tools_hint(&self) -> String {
+        match &self.bundled {
+            Some(found) => found.explain(),
+            None if self.tool_dirs.is_empty() => {
+                let file = self.file.as_ref().map_or_else(|| "<built-in>".to_owned(), |f| f.display().to_string());
+                format!(
+                    "{file} names no tool directory and no loadable component: set tool_dirs = [\"DIR\"] or \
+                     [tools.NAME] component = \"FILE.wasm\""
+                )
+            }
+            None => {
+                let dirs: Vec<String> = self.tool_dirs.iter().map(|d| d.display().to_string()).collect();
+                format!(
+                    "no loadable tool in tool_dirs = [{}]: put .wasm components there or change tool_dirs",
+                    dirs.join(", ")
+                )
+            }
+        }
     }
 
     /// Config text over the built-in settings of the bundled tools, as
@@ -266,6 +325,7 @@ impl Config {
         Ok(Config {
             file: None,
             tool_dirs: raw.tool_dirs.iter().map(|p| resolve(p)).collect(),
+            bundled: None,
             engine,
             defaults,
             tools,

@@ -85,7 +85,7 @@ pub use compiler::{
     COMPILE_SUBCOMMAND, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, MAX_COMPILE_MEMORY_MIB,
     MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB, child_main as compile_child_main,
 };
-pub use config::{BearerToken, Config, ConfigError, HttpSettings};
+pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, TOOLS_DIR_ENV};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use engine::{EngineSettings, Runtime, digest};
 pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
@@ -94,7 +94,10 @@ pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
 pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
-pub use loader::{LoadError, LoadedTool, MAX_COMPONENT_BYTES, check_header, load as load_component};
+pub use loader::{
+    LoadError, LoadedTool, MAX_COMPONENT_BYTES, PORTABLE_DESCRIPTION_CHARS, check_header, description_too_long,
+    load as load_component,
+};
 pub use messages::{read_calls, write_results};
 pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use network::{

@@ -26,6 +26,26 @@ use wasmtime::component::Component;
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 /// Largest tool description accepted.
 pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+/// Longest description, in characters, that every client converter
+/// accepts: LlamaIndex's `to_openai_tool()` refuses a longer one, and
+/// OpenAI-compatible endpoints have refused `tools[i].function.description`
+/// above it (`string_above_max_length`). A longer one loads, with a
+/// warning.
+pub const PORTABLE_DESCRIPTION_CHARS: usize = 1024;
+
+/// The warning for a description longer than
+/// [`PORTABLE_DESCRIPTION_CHARS`]; `None` when it fits.
+pub fn description_too_long(name: &str, description: &str) -> Option<String> {
+    let chars = description.chars().count();
+    (chars > PORTABLE_DESCRIPTION_CHARS).then(|| {
+        format!(
+            "the description of {name:?} is {chars} characters; some clients refuse more than \
+             {PORTABLE_DESCRIPTION_CHARS} (LlamaIndex's to_openai_tool(), OpenAI-compatible endpoints): move detail \
+             into the parameters' descriptions"
+        )
+    })
+}
+
 /// Largest parameters or output schema accepted.
 pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
 /// Largest compiled size of one `pattern` / `patternProperties` regex
@@ -290,6 +310,9 @@ pub(crate) async fn describe(
         LoadError::Metadata { path: path_buf.clone(), failure }
     })?;
     let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
+    if let Some(problem) = description_too_long(&checked.name, &checked.description) {
+        tracing::warn!(component = %path_buf.display(), "{problem}");
+    }
     if let Some(artifact) = artifact {
         artifact.keep();
     }
@@ -523,6 +546,13 @@ mod tests {
         assert!(err(r#"{"type":"string"}"#, None).contains("\"type\": \"object\""));
         assert!(err(r#"{"type":"object","minProperties":"x"}"#, None).contains("not a valid JSON Schema"));
         assert!(err(r#"{"type":"object"}"#, Some("true")).contains("output schema"));
+    }
+
+    #[test]
+    fn a_description_over_the_portable_length_is_named() {
+        assert_eq!(description_too_long("t", &"é".repeat(PORTABLE_DESCRIPTION_CHARS)), None);
+        let warning = description_too_long("t", &"x".repeat(PORTABLE_DESCRIPTION_CHARS + 1)).unwrap();
+        assert!(warning.contains("1025 characters") && warning.contains("1024"), "{warning}");
     }
 
     #[test]

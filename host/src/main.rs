@@ -13,7 +13,7 @@
 
 use airlock::distribution::cli as distribution;
 use airlock::{Config, Format, Host};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use cli::confirm::Who;
 use cli::logging::{LogFormat, init_logging};
 use cli::output::{Out, finish, usage_error};
@@ -107,6 +107,15 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Print a shell completion script (used by `make install`).
+    #[command(hide = true)]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page, in roff (used by `make install`).
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -175,6 +184,8 @@ async fn run(cli: Cli) -> ExitCode {
             };
         }
         Command::Keygen(args) => return distribution::keygen(&args),
+        Command::Completions { shell } => return finish(commands::completions(shell, &mut Cli::command())),
+        Command::Man => return finish(commands::man(Cli::command())),
         _ => {}
     }
     let mut config = match load_config(cli.config.as_deref()) {
@@ -204,6 +215,20 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(host) => host,
         Err(err) => return usage_error(err),
     };
+    // An empty tool list is almost always a missing directory: say where
+    // Airlock looked and which key names it (`serve` logs it once its
+    // background load is done).
+    if matches!(cli.command, Command::Serve { .. }) {
+        let loading = host.clone();
+        tokio::spawn(async move {
+            loading.ready().await;
+            if loading.tools().is_empty() {
+                tracing::warn!("no tools are loaded: {}", loading.config().no_tools_hint());
+            }
+        });
+    } else if host.tools().is_empty() {
+        eprintln!("airlock: no tools are loaded: {}", host.config().no_tools_hint());
+    }
     match cli.command {
         Command::Tools => finish(commands::tools(&host)),
         Command::Schema { format, strict } => finish(commands::schema(&host, format, strict)),
@@ -227,7 +252,9 @@ async fn run(cli: Cli) -> ExitCode {
         | Command::Config
         | Command::Pull(_)
         | Command::Push(_)
-        | Command::Keygen(_) => unreachable!("handled above"),
+        | Command::Keygen(_)
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("handled above"),
     }
 }
 
@@ -239,7 +266,8 @@ pub(crate) fn compiler_exe() -> Option<PathBuf> {
 }
 
 /// The config in force: `--config`, else `./airlock.toml`, else the built-in
-/// configuration over the bundled tools.
+/// configuration over the bundled tools (wherever
+/// [`airlock::BundledTools::find`] finds them).
 fn load_config(path: Option<&Path>) -> Result<Config, String> {
     if let Some(path) = path {
         return Config::from_file(path).map_err(|e| e.to_string());
@@ -248,19 +276,5 @@ fn load_config(path: Option<&Path>) -> Result<Config, String> {
     if local.is_file() {
         return Config::from_file(local).map_err(|e| e.to_string());
     }
-    Ok(Config::builtin(&bundled_tools_dir()))
-}
-
-/// Where the bundled tools are: `$AIRLOCK_TOOLS_DIR`, else `guests/` beside
-/// the binary's directory (`target/guests` for `target/release/airlock`),
-/// else `./target/guests`.
-fn bundled_tools_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AIRLOCK_TOOLS_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.join("guests")));
-    match beside {
-        Some(dir) if dir.is_dir() => dir,
-        _ => PathBuf::from("target/guests"),
-    }
+    Ok(Config::builtin_bundled())
 }

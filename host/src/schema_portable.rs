@@ -13,6 +13,13 @@
 //!   `type` and `description`) with distinct values becomes
 //!   `{"enum": [...]}`; the members' descriptions move into the
 //!   description. Strict-mode converters expect `enum` there.
+//! - A boolean schema where a subschema is expected (`items: true`, a
+//!   `true` property, an `anyOf` member) becomes its object form (`{}` for
+//!   `true`, `{"not": {}}` for `false`): converters that turn schemas into
+//!   types (the MCP Inspector's strict validation, Gemini's schema,
+//!   pydantic models) expect an object there. `additionalProperties` and
+//!   `unevaluatedProperties` keep their booleans, which every converter
+//!   knows (strict modes require `additionalProperties: false`).
 //!
 //! Trusts nothing in the schema (it is the tool's): the walk is bounded by
 //! [`MAX_PORTABLE_DEPTH`] and leaves anything it does not recognize as it is.
@@ -62,26 +69,33 @@ fn rewrite(schema: &mut Value, depth: usize) {
     for (key, sub) in object.iter_mut() {
         match (key.as_str(), sub) {
             ("properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas", Value::Object(map)) => {
-                map.values_mut().for_each(|s| rewrite(s, depth + 1));
+                map.values_mut().for_each(|s| {
+                    unbool(s);
+                    rewrite(s, depth + 1);
+                });
             }
             ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(list)) => {
-                list.iter_mut().for_each(|s| rewrite(s, depth + 1));
+                list.iter_mut().for_each(|s| {
+                    unbool(s);
+                    rewrite(s, depth + 1);
+                });
             }
-            (
-                "items"
-                | "additionalProperties"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "contains"
-                | "propertyNames"
-                | "unevaluatedItems"
-                | "unevaluatedProperties",
-                sub @ Value::Object(_),
-            ) => rewrite(sub, depth + 1),
+            ("items" | "not" | "if" | "then" | "else" | "contains" | "propertyNames" | "unevaluatedItems", sub) => {
+                unbool(sub);
+                rewrite(sub, depth + 1);
+            }
+            ("additionalProperties" | "unevaluatedProperties", sub @ Value::Object(_)) => rewrite(sub, depth + 1),
             _ => {}
         }
+    }
+}
+
+/// A boolean schema as the object schema that accepts the same instances.
+fn unbool(schema: &mut Value) {
+    match schema {
+        Value::Bool(true) => *schema = json!({}),
+        Value::Bool(false) => *schema = json!({ "not": {} }),
+        _ => {}
     }
 }
 
@@ -172,6 +186,30 @@ fn json_type(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boolean_subschemas_become_objects_and_additional_properties_keeps_its() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "values": { "type": "array", "items": true },
+                "any": true,
+                "never": { "anyOf": [false, { "type": "string" }] }
+            },
+            "additionalProperties": false
+        });
+        let out = portable(&schema);
+        assert_eq!(out["properties"]["values"]["items"], json!({}));
+        assert_eq!(out["properties"]["any"], json!({}));
+        assert_eq!(out["properties"]["never"]["anyOf"][0], json!({ "not": {} }));
+        assert_eq!(out["additionalProperties"], json!(false));
+        // The rewrite accepts exactly what the original accepts.
+        let (original, rewritten) =
+            (jsonschema::validator_for(&schema).unwrap(), jsonschema::validator_for(&out).unwrap());
+        for instance in [json!({ "values": [1, "a"] }), json!({ "never": 1 }), json!({ "never": "s", "any": [] })] {
+            assert_eq!(original.is_valid(&instance), rewritten.is_valid(&instance), "{instance}");
+        }
+    }
 
     #[test]
     fn formats_and_constants() {

@@ -47,6 +47,50 @@ CACHE_DIR = Path(tempfile.gettempdir()) / f"airlock-mcp-tests-cache-{os.getuid()
 BUNDLED = ["echo", "http_fetch", "json_query", "list_dir", "read_file", "run_js", "run_python", "search_files", "write_file"]
 
 
+# One call of every bundled tool, and whether Airlock answers with a result
+# (True) or an error result (False). The three file tools read a granted
+# directory; write_file and http_fetch have side effects, which the default
+# policy asks about, and these clients confirm nothing: declined (before
+# anything runs; the URL is a closed local port all the same).
+CALLS: dict[str, tuple[dict[str, Any], bool]] = {
+    "echo": ({"text": "hi"}, True),
+    "json_query": ({"json": {"a": [1, 2]}, "query": "a[1]"}, True),
+    "run_python": ({"code": "6 * 7"}, True),
+    "run_js": ({"code": "6 * 7"}, True),
+    "read_file": ({"path": "/data/note.txt"}, True),
+    "list_dir": ({"path": "/data"}, True),
+    "search_files": ({"path": "/data", "pattern": "granted"}, True),
+    "write_file": ({"path": "/data/new.txt", "content": "x"}, False),
+    "http_fetch": ({"url": "http://127.0.0.1:9/"}, False),
+}
+
+
+def write_granted_config(dir: Path) -> Path:
+    """The bundled tools, the file tools granted `/data` (a note in it)."""
+    data = dir / "data"
+    data.mkdir()
+    (data / "note.txt").write_text("granted text\n")
+    grant = f'dirs = [{{ host = "{data}", guest = "/data" }}]'
+    text = f"""
+        tool_dirs = ["{TOOLS_DIR}"]
+
+        [engine]
+        cache_dir = "{CACHE_DIR}"
+
+        [tools.read_file]
+        {grant}
+
+        [tools.list_dir]
+        {grant}
+
+        [tools.search_files]
+        {grant}
+    """
+    config = dir / "airlock.toml"
+    config.write_text(textwrap.dedent(text))
+    return config
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     missing = [p for p in (BIN, TOOLS_DIR / "echo.wasm", TEST_GUESTS / "hostile.wasm") if not p.exists()]
     if missing:

@@ -1,7 +1,7 @@
 //! The `airlock` binary, run as a user would: exit codes, JSON output,
 //! dispatch round trips, inspect and audit.
 
-use crate::support::{fixture, guests, temp_dir, tool};
+use crate::support::{cache_dir, fixture, guests, temp_dir, tool};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -325,4 +325,138 @@ fn cards_are_presented_in_the_log_line_listed_by_tools_and_shown_by_config() {
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(text.contains("confirm = \"Transfer {amount} to {to}\""), "{text}");
     assert!(text.contains("present_result = \"Transfer to {to}: {status|upper}\""), "{text}");
+}
+
+/// `airlock ARGS` as a new user runs it: `exe` from `cwd`, with a clean
+/// `HOME` (`cwd`) and no `AIRLOCK_*` variable but the compile cache.
+fn as_a_new_user(exe: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(exe)
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", cwd)
+        .env("AIRLOCK_CACHE_DIR", cache_dir())
+        .output()
+        .expect("airlock runs")
+}
+
+/// The binary laid out as `make install` lays it out (PREFIX/bin/airlock,
+/// PREFIX/share/airlock/tools), run from another directory: it finds the
+/// bundled tools; a config that only adds a grant keeps them. With no
+/// bundled tools anywhere, it says where it looked and what to set.
+#[test]
+fn an_installed_binary_finds_the_bundled_tools_from_any_directory() {
+    let prefix = temp_dir();
+    let (bin, share) = (prefix.path().join("bin"), prefix.path().join("share/airlock/tools"));
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::fs::create_dir_all(&share).expect("mkdir");
+    std::fs::copy(binary(), bin.join("airlock")).expect("copy the binary");
+    for name in ["echo", "read_file"] {
+        std::fs::copy(tool(name), share.join(format!("{name}.wasm"))).expect("copy a tool");
+    }
+    let installed = bin.join("airlock");
+    let elsewhere = temp_dir();
+    let echo = as_a_new_user(&installed, elsewhere.path(), &["call", "echo", r#"{"text":"hi"}"#]);
+    assert_eq!(json_out(&echo)["content"], json!({"text": "hi"}), "{}", String::from_utf8_lossy(&echo.stderr));
+
+    // The README's layering example: a file with one grant and nothing else.
+    std::fs::write(
+        elsewhere.path().join("airlock.toml"),
+        "[tools.read_file]\ndirs = [{ host = \".\", guest = \"/w\" }]\n",
+    )
+    .expect("config");
+    std::fs::write(elsewhere.path().join("note.txt"), "granted").expect("write");
+    let read = as_a_new_user(&installed, elsewhere.path(), &["call", "read_file", r#"{"path":"/w/note.txt"}"#]);
+    assert_eq!(json_out(&read)["kind"], "ok", "{}", String::from_utf8_lossy(&read.stderr));
+    assert!(json_out(&read)["content"].to_string().contains("granted"), "{:?}", json_out(&read));
+    let echo = as_a_new_user(&installed, elsewhere.path(), &["call", "echo", r#"{"text":"hi"}"#]);
+    assert_eq!(json_out(&echo)["kind"], "ok", "the built-in settings of echo are kept too");
+    let config = as_a_new_user(&installed, elsewhere.path(), &["config"]);
+    assert!(String::from_utf8_lossy(&config.stdout).contains("share/airlock/tools"), "{config:?}");
+
+    // The binary alone: nothing found, and the message says where it looked.
+    let bare = temp_dir();
+    std::fs::create_dir(bare.path().join("bin")).expect("mkdir");
+    std::fs::copy(binary(), bare.path().join("bin/airlock")).expect("copy the binary");
+    let nowhere = temp_dir();
+    let out = as_a_new_user(&bare.path().join("bin/airlock"), nowhere.path(), &["call", "echo", r#"{"text":"hi"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let places = [bare.path().join("guests"), bare.path().join("share/airlock/tools")];
+    for needle in places.iter().map(|p| p.display().to_string()).chain(["AIRLOCK_TOOLS_DIR".into(), "tool_dirs".into()])
+    {
+        assert!(stderr.contains(&needle), "{stderr} should name {needle}");
+    }
+}
+
+/// `make install`'s completions and man page come from the CLI definition.
+#[test]
+fn completions_and_the_man_page_are_generated() {
+    let dir = temp_dir();
+    let man = airlock(dir.path(), &["man"], "");
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert_eq!(man.status.code(), Some(0));
+    assert!(page.starts_with(".ie") || page.contains(".TH airlock"), "{page}");
+    assert!(page.contains("serve") && !page.contains("completions"), "hidden commands stay hidden: {page}");
+    for (shell, needle) in [("bash", "_airlock()"), ("zsh", "#compdef airlock"), ("fish", "complete -c airlock")] {
+        let out = airlock(dir.path(), &["completions", shell], "");
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(needle), "{shell}");
+    }
+    assert_eq!(airlock(dir.path(), &["completions", "tcsh"], "").status.code(), Some(2));
+}
+
+/// Every bundled tool's metadata is what the strictest converters accept:
+/// a description of at most 1024 characters, no boolean schema where a
+/// subschema is expected, `json_query.json` typed.
+#[test]
+fn bundled_tools_have_portable_metadata() {
+    fn no_boolean_subschemas(schema: &Value, at: &str) {
+        let Some(object) = schema.as_object() else { return };
+        for (key, sub) in object {
+            let here = format!("{at}/{key}");
+            match (key.as_str(), sub) {
+                ("properties" | "$defs" | "definitions" | "patternProperties", Value::Object(map)) => {
+                    for (name, s) in map {
+                        assert!(s.is_object(), "{here}/{name} is {s}");
+                        no_boolean_subschemas(s, &format!("{here}/{name}"));
+                    }
+                }
+                ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(list)) => {
+                    for (i, s) in list.iter().enumerate() {
+                        assert!(s.is_object(), "{here}/{i} is {s}");
+                        no_boolean_subschemas(s, &format!("{here}/{i}"));
+                    }
+                }
+                ("items" | "not" | "if" | "then" | "else" | "contains" | "propertyNames", s) => {
+                    assert!(s.is_object(), "{here} is {s}");
+                    no_boolean_subschemas(s, &here);
+                }
+                _ => {}
+            }
+        }
+    }
+    let dir = temp_dir();
+    let mcp = json_out(&airlock(dir.path(), &["schema", "--format", "mcp"], ""));
+    let tools = mcp.as_array().expect("a list");
+    assert!(tools.len() >= 9, "every bundled tool: {mcp}");
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap_or_default();
+        let chars = tool["description"].as_str().unwrap_or_default().chars().count();
+        assert!((1..=1024).contains(&chars), "{name}: {chars} characters");
+        no_boolean_subschemas(&tool["inputSchema"], &format!("{name}/inputSchema"));
+        no_boolean_subschemas(&tool["outputSchema"], &format!("{name}/outputSchema"));
+    }
+    let json_query = tools.iter().find(|t| t["name"] == "json_query").expect("json_query");
+    let types: Vec<&Value> = json_query["inputSchema"]["properties"]["json"]["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .map(|s| &s["type"])
+        .collect();
+    assert_eq!(types, [&json!("object"), &json!("string")]);
+    let openai = airlock(dir.path(), &["schema", "--format", "openai"], "");
+    let stderr = String::from_utf8_lossy(&openai.stderr);
+    assert!(!stderr.contains("characters; some clients refuse"), "{stderr}");
 }

@@ -26,13 +26,16 @@ const TOOLS: &[&str] = &[
 ];
 
 /// Tools without a strict form, per provider, and why: `headers` is a map
-/// with arbitrary keys; `json` is any JSON value (OpenAI needs a type).
+/// with arbitrary keys; `json` is any JSON document, among its forms an
+/// object with arbitrary keys (typed so that client converters keep it an
+/// object).
 const NOT_STRICT: &[(Format, &str)] = &[
     (Format::OpenAi, "http_fetch"),
     (Format::OpenAi, "json_query"),
     (Format::OpenAiResponses, "http_fetch"),
     (Format::OpenAiResponses, "json_query"),
     (Format::Anthropic, "http_fetch"),
+    (Format::Anthropic, "json_query"),
 ];
 
 /// Formats of the JSON Schema vocabulary.

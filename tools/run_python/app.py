@@ -43,24 +43,33 @@ NAMESPACE = runner.new_namespace()
 
 PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 
+# At most 1024 characters (some clients refuse longer descriptions): the
+# detail is in the parameters' descriptions (`parameters_schema`).
 DESCRIPTION = (
     f"Runs Python {PYTHON_VERSION} (CPython) in an isolated sandbox and returns what it printed and "
-    "the value of its last expression. Only the standard library is available, and only these "
-    f"modules: {OFFERED_MODULES} (no pip packages such as numpy or requests). There is no "
-    "filesystem, no network, no subprocesses and no threads. "
-    "Output: print() and sys.stdout go to `stdout`, sys.stderr to `stderr` (each capped at 256 KiB). "
-    "Input: the optional `stdin` argument is read by input() and sys.stdin. "
-    "If the last statement is an expression, its value is returned as `result` in JSON form; when "
-    "it has no JSON form (sets, objects, NaN) `result_repr` holds its repr(). An uncaught "
-    "exception is returned in `error` (name, message, and a traceback with line numbers in your "
-    "code), alongside whatever was printed before it. Without `session`, every call starts from a "
-    "fresh interpreter and nothing persists between calls; with the same `session` id, calls share one "
-    "interpreter (variables, functions and imports persist) until the session is reset or expires. "
-    "Recursion deeper than 1,000 calls raises RecursionError. "
-    "Limits: memory and a wall-clock and CPU budget set by the operator (a few seconds by "
-    "default); running out of time or memory, or printing data nested thousands of levels deep, "
-    "aborts the call with a tool error and no output, so keep loops bounded and data small."
+    "the value of its last expression. Only part of the standard library is available (the `code` "
+    "parameter lists the modules; no pip packages such as numpy or requests). There is no "
+    "filesystem, no network, no subprocesses and no threads. print() and sys.stdout go to `stdout`, "
+    "sys.stderr to `stderr`. If the last statement is an expression, its "
+    "value is returned as `result` in JSON form, or as `result_repr` (its repr()) when it has no JSON "
+    "form. An uncaught exception is returned in `error` (name, message, and a traceback with line "
+    "numbers in your code), alongside whatever was printed before it. Limits: memory and a time budget set by the operator (a few "
+    "seconds by default); running out of time or memory, or printing data nested thousands of "
+    "levels deep, aborts the call with no output, so keep loops bounded and data "
+    "small. Input (`stdin`) and state kept across calls (`session`) are described with the parameters."
 )
+
+
+def parameters_schema() -> dict:
+    """The parameters schema, its `code` description naming the offered modules."""
+    schema = runner.json.loads(runner.json.dumps(runner.PARAMETERS_SCHEMA))
+    code = schema["properties"]["code"]
+    code["description"] += (
+        " stdout and stderr are each capped at 256 KiB; recursion deeper than 1,000 calls raises "
+        "RecursionError."
+    )
+    code["description"] += f" Standard-library modules that can be imported: {OFFERED_MODULES}; any other import fails."
+    return schema
 
 
 class Metadata(exports.Metadata):
@@ -71,7 +80,7 @@ class Metadata(exports.Metadata):
         return DESCRIPTION
 
     def parameters(self) -> str:
-        return runner.json.dumps(runner.PARAMETERS_SCHEMA)
+        return runner.json.dumps(parameters_schema())
 
     def output(self) -> str | None:
         return runner.json.dumps(runner.OUTPUT_SCHEMA)

@@ -69,7 +69,8 @@ PARAMETERS_SCHEMA = {
             "imports from earlier calls are still defined. The state lives only inside that "
             "session: it is lost when the session sits idle too long, when a call times out, "
             "runs out of memory or crashes (the result then says the session was reset), and it "
-            "is never visible to other sessions. Omit it for a fresh interpreter.",
+            "is never visible to other sessions. Omit it for a fresh interpreter: without a "
+            "session nothing persists between calls.",
         },
     },
     "required": ["code"],

@@ -69,7 +69,36 @@ pub fn schema(host: &Host, format: Format, strict: bool) -> std::io::Result<Exit
             eprintln!("  {problem}");
         }
     }
+    if matches!(format, Format::OpenAi | Format::OpenAiResponses) {
+        for tool in host.tools().iter() {
+            if let Some(problem) = airlock::description_too_long(&tool.name, &tool.description) {
+                eprintln!("warning: {problem}");
+            }
+        }
+    }
     Out::new().json(&Value::Array(host.schemas(format, strict)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airlock completions SHELL`: the completion script, from the CLI's own
+/// definition.
+pub fn completions(shell: clap_complete::Shell, command: &mut clap::Command) -> std::io::Result<ExitCode> {
+    // Generated into memory first: `generate` panics when its writer fails
+    // (a closed pipe), which the house rules forbid on stdout.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, command, "airlock", &mut script);
+    let mut out = std::io::stdout().lock();
+    std::io::Write::write_all(&mut out, &script)?;
+    std::io::Write::flush(&mut out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airlock man`: the manual page (roff), from the CLI's own definition;
+/// hidden subcommands are left out.
+pub fn man(command: clap::Command) -> std::io::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(command).render(&mut out)?;
+    std::io::Write::flush(&mut out)?;
     Ok(ExitCode::SUCCESS)
 }
 

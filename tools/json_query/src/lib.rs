@@ -27,8 +27,9 @@ pub const MAX_RESULTS: usize = 1000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The JSON document: any JSON value (object, array, ...), or a string
-    /// holding JSON text, which is parsed first (at most 4 MiB).
+    /// The JSON document: an object, or a string holding JSON text (any
+    /// JSON value, an array too), which is parsed first (at most 4 MiB).
+    #[schemars(schema_with = "document_schema")]
     pub json: Value,
     /// Path expression. `$` is the whole document (and may start a path);
     /// `.key` or a leading `key` selects an object member (letters, digits,
@@ -43,11 +44,38 @@ pub struct Args {
 pub struct QueryResult {
     /// The matched values in document order (members under `*` in key
     /// order); at most 1000.
+    #[schemars(schema_with = "values_schema")]
     pub values: Vec<Value>,
     /// Number of values matched, including any left out by the cap.
     pub count: u64,
     /// True when more than 1000 values matched and only the first are returned.
     pub truncated: bool,
+}
+
+/// `json`'s schema: typed, so that client converters keep an object an
+/// object (an untyped member becomes a string in some, e.g. mcpadapt). An
+/// array travels as JSON text: an array branch needs an `items` schema,
+/// and "any value" there is refused by strict converters (Pydantic AI) or
+/// narrowed to strings by others (LlamaIndex, Gemini).
+fn document_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The JSON document: an object, or a string holding JSON text (any JSON value, an array \
+                        too), which is parsed first (at most 4 MiB).",
+        "anyOf": [
+            { "type": "object" },
+            { "type": "string" }
+        ]
+    })
+}
+
+/// `values`' schema: an array of any JSON values, with `items` an object
+/// schema rather than `true`.
+fn values_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The matched values in document order (members under `*` in key order); at most 1000.",
+        "type": "array",
+        "items": {}
+    })
 }
 
 /// Run `args.query` over `args.json`: the handler exported as the tool.

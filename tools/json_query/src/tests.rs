@@ -154,3 +154,20 @@ fn schemas_document_every_field() {
     let out = serde_json::to_value(schemars::schema_for!(QueryResult)).unwrap();
     assert_eq!(out["required"], json!(["values", "count", "truncated"]));
 }
+
+#[test]
+fn schemas_are_typed_and_use_no_boolean_subschemas() {
+    let parameters = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let types: Vec<&str> = parameters["properties"]["json"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["object", "string"]);
+    let output = serde_json::to_value(schemars::schema_for!(QueryResult)).unwrap();
+    assert_eq!(output["properties"]["values"]["items"], json!({}));
+    for schema in [&parameters, &output] {
+        assert!(!schema.to_string().contains(":true"), "a boolean subschema in {schema}");
+    }
+}

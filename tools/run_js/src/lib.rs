@@ -71,36 +71,37 @@ const CODE_FILENAME: &str = "<code>";
 /// than parsing the source in every fresh instance.
 static PRELUDE_BYTECODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.qjsbc"));
 
-/// What the model reads to decide when and how to call `run_js`.
+/// What the model reads to decide when and how to call `run_js`. At most
+/// 1024 characters (some clients refuse longer descriptions): the detail is
+/// in the parameters' descriptions.
 pub const DESCRIPTION: &str = "\
 Runs JavaScript (ES2023, QuickJS-NG engine) in an isolated sandbox and returns what it printed \
 and the value of its last expression. This is plain JavaScript, not Node.js or a browser: there is \
 no require/import, process, fs, fetch, setTimeout/setInterval or Intl, no filesystem and no network. \
-Output: console.log/info/debug and print(...) write to `stdout`; console.error/warn write to \
-`stderr` (each capped at 256 KiB). Input: the optional `stdin` argument is available as the \
-global string `stdin` and line by line through readline() (null at the end). \
-The value of the last expression statement (e.g. a final `x` or `JSON.parse(s)`) is returned as \
-`result` in JSON form; when it has no faithful JSON form (undefined, functions, Map/Set, BigInt, \
-NaN, cycles) `result_repr` holds a readable rendering. Top-level await works, and a Promise left \
-as the last value is awaited. An uncaught exception is returned in `error` (name, message, stack \
-with line:column in your code), alongside whatever was printed before it. \
-Without `session`, every call starts from a fresh interpreter and nothing persists between calls; \
-with the same `session` id, calls share one interpreter (globals and top-level bindings persist) until \
-the session is reset or expires. Limits: a 64 MiB heap \
-(past it: InternalError: out of memory) and a wall-clock and CPU budget set by the operator (a few \
-seconds by default). Running out of time, or recursing deeper than about 1,000 calls, aborts the \
-call with a tool error and no output, so keep loops bounded and prefer iteration to deep recursion.";
+console.log/info/debug and print(...) write to `stdout`; console.error/warn write to `stderr` (each \
+capped at 256 KiB). The last expression's value is returned as `result` in JSON form, or as \
+`result_repr` when it has none; top-level await works. An uncaught exception is returned in `error` \
+(name, message, stack with line:column in your code), alongside whatever was printed before it. \
+Limits: a 64 MiB heap and a time budget set by the operator \
+(a few seconds by default). Running out of time, or recursing deeper than about 1,000 calls, aborts \
+the call with a tool error and no output, so keep loops bounded. Input (`stdin`) and state kept \
+across calls (`session`) are described with the parameters.";
 
 /// Arguments of `run_js`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// JavaScript source, run as a classic script (top-level `await` allowed).
-    /// The value of its last expression statement is returned as `result`.
+    /// The value of its last expression statement (e.g. a final `x` or
+    /// `JSON.parse(s)`) is returned as `result`; when it has no faithful
+    /// JSON form (undefined, functions, Map/Set, BigInt, NaN, cycles)
+    /// `result_repr` holds a readable rendering. A Promise left as the last
+    /// value is awaited. Allocating past the 64 MiB heap throws
+    /// `InternalError: out of memory`.
     #[schemars(length(max = MAX_CODE_BYTES))]
     pub code: String,
-    /// Text the code can read through the global `stdin` string or
-    /// `readline()`. Empty when omitted.
+    /// Text the code can read as the global string `stdin` and line by
+    /// line through `readline()` (null at the end). Empty when omitted.
     #[serde(default)]
     #[schemars(length(max = MAX_STDIN_BYTES))]
     pub stdin: Option<String>,
@@ -111,7 +112,7 @@ pub struct Args {
     /// lost when the session sits idle too long, when a call times out, runs
     /// out of memory or crashes (the result then says the session was reset),
     /// and it is never visible to other sessions. Omit it for a fresh
-    /// interpreter.
+    /// interpreter: without a session nothing persists between calls.
     #[serde(default)]
     pub session: Option<String>,
 }

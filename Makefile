@@ -16,7 +16,7 @@ PY := $(VENV)/bin/python
 
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
 TOOLS := echo read_file list_dir write_file search_files json_query http_fetch
-TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute schema_bomb schema_heavy whoami contract_v0_1
+TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute schema_bomb schema_heavy schema_copy whoami contract_v0_1
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
@@ -208,7 +208,7 @@ lint-deploy: $(LINT_VENV)/.lint-requirements
 
 lint: setup lint-deploy
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release --all-targets -p airlock -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
+	$(CARGO) clippy --release --all-targets -p airlock -p airlock-validator -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings
 
 # The bench build has the test build's features (dev-dependencies are

@@ -214,6 +214,10 @@ pub struct Policy {
     /// a decision, and decisions are cached per (principal, tool, side
     /// effect) in `decisions`.
     context_free: bool,
+    /// The forbids that never read `context`, when other policies do: if
+    /// one applies, the call is denied whatever its arguments
+    /// ([`Policy::deny_whatever_the_arguments`]).
+    context_free_forbids: Option<PolicySet>,
     /// Decisions of context-free policies, computed once per key.
     decisions: RwLock<HashMap<DecisionKey, Verdict>>,
     /// What a tool may see of each principal the entities file describes

@@ -2,20 +2,14 @@
 //! capped, it must be JSON, and when the tool declared an output schema the
 //! result must match it.
 //!
-//! The output schema is the tool's too: checking a result is bounded like
-//! checking arguments (`validate.rs`): the schema's cost times the result's
-//! size, inline when small, otherwise off the async runtime within what is
-//! left of the call's deadline.
+//! The output schema is the tool's too: the result is checked under the same
+//! meter as arguments (`validate.rs`), within what is left of the call's
+//! deadline and the tool's `validation_memory_mib`.
 
 use crate::loader::LoadedTool;
 use crate::outcome::{ErrorKind, Failure};
-use crate::validate::{self, Deadline, MAX_VALIDATION_WORK, Unchecked};
+use crate::validate::{self, Deadline, Unchecked};
 use serde_json::Value;
-
-/// Deepest nesting of a result checked against an output schema: the
-/// recursion limit of serde_json's parser, which refuses deeper text. The
-/// loader bounds output schemas for this depth.
-pub const MAX_OUTPUT_DEPTH: usize = 128;
 
 /// Check the raw result text of a call of `tool` within `deadline`.
 ///
@@ -56,7 +50,8 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
         ));
     }
     let Some(schema) = &tool.output_check else { return Ok(value) };
-    match validate::check(schema, &value, text.len(), deadline, "the tool's result").await {
+    let memory_bytes = tool.settings.limits.validation_memory_bytes;
+    match validate::check(schema, text, memory_bytes, deadline, "the tool's result").await {
         Ok(Ok(())) => Ok(value),
         Ok(Err(lines)) => Err(Failure::new(
             ErrorKind::InvalidOutput,
@@ -66,13 +61,20 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ),
         )),
         Err(Unchecked::Failed(failure)) => Err(failure),
-        Err(Unchecked::TooMuchWork { work, max_bytes }) => Err(Failure::new(
+        Err(Unchecked::Memory(mib)) => Err(Failure::new(
             ErrorKind::OutputTooLarge,
             format!(
-                "the tool returned {} bytes, too large to check against its output schema ({work} work units, \
-                 more than the host's MAX_VALIDATION_WORK = {MAX_VALIDATION_WORK}; at most {max_bytes} bytes \
-                 can be checked); ask for less (a narrower range, a filter, fewer items)",
+                "the tool returned {} bytes, too large to check against its output schema: the check needed more \
+                 memory than this tool's validation_memory_mib = {mib} allows; ask for less (a narrower range, a \
+                 filter, fewer items)",
                 text.len()
+            ),
+        )),
+        Err(Unchecked::Fault(why)) => Err(Failure::new(
+            ErrorKind::InvalidOutput,
+            format!(
+                "the tool's result could not be checked against its declared output schema ({why}); this is a \
+                 fault of the tool; retrying the same call will not help."
             ),
         )),
     }

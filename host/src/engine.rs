@@ -226,6 +226,11 @@ impl Runtime {
         &self.engine
     }
 
+    /// Where compiled components are cached, if anywhere.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
     /// The WASI linker every tool is instantiated against.
     pub fn linker(&self) -> &Linker<CallCtx> {
         &self.linker

@@ -624,6 +624,22 @@ pub mod bench {
     use crate::sandbox::{self, Execution};
     use tokio_util::sync::CancellationToken;
 
+    /// Check `arguments` (JSON text) against the parameters schema of `tool`
+    /// in the metered validator, as the validate stage does: `None` without
+    /// such a tool, else whether they match.
+    pub async fn validate_only(host: &Host, tool: &str, arguments: &str) -> Option<bool> {
+        let registry = host.tools();
+        let tool = registry.get(tool)?;
+        let cancel = CancellationToken::new();
+        let timeout = tool.settings.limits.timeout;
+        let deadline = crate::validate::Deadline {
+            at: tokio::time::Instant::now() + timeout,
+            timeout_ms: timeout.as_millis(),
+            cancel: &cancel,
+        };
+        Some(crate::validate::validate(&tool, arguments, deadline).await.is_ok())
+    }
+
     /// Run `tool` on `arguments` in a fresh instance, nothing else.
     pub async fn execute_only(host: &Host, tool: &str, arguments: &str) -> Option<Execution> {
         let registry = host.tools();

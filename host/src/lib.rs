@@ -56,7 +56,6 @@ mod render;
 mod resolve;
 mod sandbox;
 mod schedule;
-mod schema_cost;
 mod schema_portable;
 mod service_settings;
 mod session;
@@ -65,6 +64,7 @@ mod state;
 mod strict;
 mod tool_settings;
 mod validate;
+mod validator;
 
 pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use audit::postgres::{MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres};
@@ -113,14 +113,12 @@ pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use sandbox::Execution;
-pub use schema_cost::MAX_SCHEMA_COST;
 pub use service_settings::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
 pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
 pub use startup::Readiness;
 pub use state::{Sources, State};
 pub use strict::{Provider, lint as strict_lint};
 pub use tool_settings::ToolSettings;
-pub use validate::{INLINE_VALIDATION_WORK, MAX_BLOCKING_VALIDATIONS, MAX_VALIDATION_WORK};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

@@ -40,6 +40,15 @@ pub const DEFAULT_HOST_MEMORY_BYTES: usize = 64 << 20;
 /// (granted directories included).
 pub const DEFAULT_MAX_OPEN_FILES: usize = 64;
 
+/// Default cap on the memory of the host's validator while it checks one
+/// call's arguments or result against a tool's schema.
+pub const DEFAULT_VALIDATION_MEMORY_BYTES: usize = 64 << 20;
+/// Least `validation_memory_mib` accepted: the validator and a compiled
+/// schema need about 2 MiB before any instance is read.
+pub const MIN_VALIDATION_MEMORY_BYTES: usize = 8 << 20;
+/// Engine-wide ceiling of `validation_memory_mib`.
+pub const MAX_VALIDATION_MEMORY_BYTES: usize = 4 << 30;
+
 /// Host memory reserved for each WASI resource a call may hold (a file
 /// descriptor, a stream, a pollable, an HTTP header map of at most
 /// [`HTTP_FIELDS_BYTES`], ...): half of the host budget is divided into
@@ -233,6 +242,9 @@ pub struct Limits {
     /// granted directories included; `open-at` beyond it fails with
     /// `quota`.
     pub max_open_files: usize,
+    /// Memory the host's validator may use to check this tool's arguments
+    /// or result against its schemas (and to compile them at load).
+    pub validation_memory_bytes: usize,
 }
 
 /// The limit keys of `[defaults]` and `[tools.NAME]` as written: each one
@@ -249,6 +261,7 @@ pub struct RawLimits {
     max_stdio_bytes: Option<usize>,
     host_memory_mib: Option<usize>,
     max_open_files: Option<usize>,
+    validation_memory_mib: Option<usize>,
 }
 
 impl Default for Limits {
@@ -263,6 +276,7 @@ impl Default for Limits {
             max_stdio_bytes: DEFAULT_MAX_STDIO_BYTES,
             host_memory_bytes: DEFAULT_HOST_MEMORY_BYTES,
             max_open_files: DEFAULT_MAX_OPEN_FILES,
+            validation_memory_bytes: DEFAULT_VALIDATION_MEMORY_BYTES,
         }
     }
 }
@@ -319,6 +333,9 @@ impl Limits {
         if let Some(n) = raw.max_open_files {
             limits.max_open_files = n;
         }
+        if let Some(mib) = raw.validation_memory_mib {
+            limits.validation_memory_bytes = mib.saturating_mul(1 << 20);
+        }
         limits.check()?;
         Ok(limits)
     }
@@ -347,6 +364,12 @@ impl Limits {
             (MAX_HOST_MEMORY_BYTES >> 20) as u128,
         )?;
         in_range("max_open_files", self.max_open_files as u128, 1, MAX_OPEN_FILES as u128)?;
+        in_range(
+            "validation_memory_mib",
+            (self.validation_memory_bytes >> 20) as u128,
+            (MIN_VALIDATION_MEMORY_BYTES >> 20) as u128,
+            (MAX_VALIDATION_MEMORY_BYTES >> 20) as u128,
+        )?;
         Ok(())
     }
 
@@ -448,5 +471,9 @@ mod tests {
         check_err("[tools.echo]\ntimeout_ms = 0", &["[tools.echo]", "timeout_ms", "accepted"]);
         check_err("[tools.echo]\nhost_memory_mib = 0", &["[tools.echo]", "host_memory_mib = 0", "accepted 4..=4096"]);
         check_err("[tools.echo]\nmax_open_files = 0", &["[tools.echo]", "max_open_files = 0", "accepted 1..=1024"]);
+        check_err(
+            "[defaults]\nvalidation_memory_mib = 1",
+            &["[defaults]", "validation_memory_mib = 1", "accepted 8..=4096"],
+        );
     }
 }

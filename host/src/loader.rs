@@ -12,9 +12,8 @@ use crate::compiler::{Artifact, CompileFailure};
 use crate::engine::{Runtime, digest};
 use crate::outcome::{ErrorKind, Failure};
 use crate::sandbox::{self, RawMetadata};
-use crate::schema_cost;
 use crate::tool_settings::{ToolSettings, check_name};
-use crate::validate::Compiled;
+use crate::validator::{Bounds, Schema, Stopped};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -78,8 +77,8 @@ pub struct LoadedTool {
     /// signer; `None` for a local file.
     pub origin: Option<crate::distribution::Origin>,
     pub(crate) pre: ToolPre,
-    pub(crate) parameters_check: Compiled,
-    pub(crate) output_check: Option<Compiled>,
+    pub(crate) parameters_check: Arc<Schema>,
+    pub(crate) output_check: Option<Arc<Schema>>,
 }
 
 impl LoadedTool {
@@ -87,13 +86,6 @@ impl LoadedTool {
     /// or `@0.2.0`), found from the interfaces it exports.
     pub fn contract(&self) -> Contract {
         self.pre.contract()
-    }
-
-    /// The evaluation cost of the parameters schema and of the output
-    /// schema, in work units per instance byte (see
-    /// [`MAX_SCHEMA_COST`](crate::MAX_SCHEMA_COST)).
-    pub fn schema_costs(&self) -> (u64, Option<u64>) {
-        (self.parameters_check.cost, self.output_check.as_ref().map(|check| check.cost))
     }
 }
 
@@ -313,6 +305,15 @@ pub(crate) async fn describe(
     if let Some(problem) = description_too_long(&checked.name, &checked.description) {
         tracing::warn!(component = %path_buf.display(), "{problem}");
     }
+    let bad = |why| LoadError::BadMetadata { path: path_buf.clone(), why };
+    let cache_dir = runtime.cache_dir();
+    let parameters_check =
+        compile_schema(&checked.name, "parameters", &checked.parameters, &settings, cache_dir).await.map_err(bad)?;
+    let output_check = match &checked.output {
+        Some(schema) => Some(compile_schema(&checked.name, "output", schema, &settings, cache_dir).await.map_err(bad)?),
+        None => None,
+    };
+    // Only a component the whole load accepted is kept in the cache.
     if let Some(artifact) = artifact {
         artifact.keep();
     }
@@ -328,8 +329,8 @@ pub(crate) async fn describe(
         settings,
         origin: None,
         pre,
-        parameters_check: checked.parameters_check,
-        output_check: checked.output_check,
+        parameters_check,
+        output_check,
     })
 }
 
@@ -441,9 +442,7 @@ struct CheckedMetadata {
     name: String,
     description: String,
     parameters: Value,
-    parameters_check: Compiled,
     output: Option<Value>,
-    output_check: Option<Compiled>,
 }
 
 fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
@@ -458,34 +457,25 @@ fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
     if raw.description.trim().is_empty() {
         return Err(format!("tool {:?} has an empty description; models need one to choose the tool", raw.name));
     }
-    let (parameters, parameters_check) =
-        check_schema(&raw.name, "parameters", &raw.parameters, crate::arguments::MAX_ARGUMENT_DEPTH)?;
+    let parameters = check_schema(&raw.name, "parameters", &raw.parameters)?;
     if parameters.get("type") != Some(&Value::String("object".into())) {
         return Err(format!(
             "the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)",
             raw.name
         ));
     }
-    let (output, output_check) = match &raw.output {
-        Some(text) => {
-            let (schema, check) = check_schema(&raw.name, "output", text, crate::check::MAX_OUTPUT_DEPTH)?;
-            (Some(schema), Some(check))
-        }
-        None => (None, None),
+    let output = match &raw.output {
+        Some(text) => Some(check_schema(&raw.name, "output", text)?),
+        None => None,
     };
-    Ok(CheckedMetadata {
-        name: raw.name,
-        description: raw.description,
-        parameters,
-        parameters_check,
-        output,
-        output_check,
-    })
+    Ok(CheckedMetadata { name: raw.name, description: raw.description, parameters, output })
 }
 
-/// Parse, bound and compile a schema the component declared, for
-/// instances at most `depth` levels deep.
-fn check_schema(tool: &str, which: &str, text: &str, depth: usize) -> Result<(Value, Compiled), String> {
+/// Parse a schema the component declared and check its shape: JSON, an
+/// object, valid against its metaschema. (Compiling it, which runs the
+/// author's patterns and references, is done under the meter:
+/// [`compile_schema`].)
+fn check_schema(tool: &str, which: &str, text: &str) -> Result<Value, String> {
     if text.len() > MAX_SCHEMA_BYTES {
         return Err(format!(
             "the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
@@ -499,20 +489,42 @@ fn check_schema(tool: &str, which: &str, text: &str, depth: usize) -> Result<(Va
     }
     jsonschema::meta::validate(&schema)
         .map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
-    // Bounded before it is compiled: the host evaluates it on every call.
-    let cost =
-        schema_cost::cost(&schema, depth).map_err(|err| format!("the {which} schema of {tool:?} is refused: {err}"))?;
-    // Patterns run on the linear-time `regex` engine with size caps (the
-    // default, fancy-regex, backtracks); look-around and back-references
-    // are refused at compile time.
-    let patterns = jsonschema::PatternOptions::regex().size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_DFA_BYTES);
-    let validator = jsonschema::options().with_pattern_options(patterns).build(&schema).map_err(|err| {
-        format!(
-            "the {which} schema of {tool:?} cannot be compiled: {err} (patterns may use neither look-around nor \
+    Ok(schema)
+}
+
+/// Compile a schema the component declared in the host's metered validator,
+/// under the tool's `timeout_ms` and `validation_memory_mib`, as reading its
+/// metadata was.
+async fn compile_schema(
+    tool: &str,
+    which: &str,
+    schema: &Value,
+    settings: &ToolSettings,
+    cache_dir: Option<&Path>,
+) -> Result<Arc<Schema>, String> {
+    let limits = &settings.limits;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let bounds = Bounds {
+        at: tokio::time::Instant::now() + limits.timeout,
+        cancel: &cancel,
+        memory_bytes: limits.validation_memory_bytes,
+    };
+    match Schema::compile(schema, cache_dir, bounds).await {
+        Ok(Ok(compiled)) => Ok(Arc::new(compiled)),
+        Ok(Err(why)) => Err(format!(
+            "the {which} schema of {tool:?} cannot be compiled: {why} (patterns may use neither look-around nor \
              back-references, and compile to at most {MAX_REGEX_BYTES} bytes)"
-        )
-    })?;
-    Ok((schema, Compiled { validator: Arc::new(validator), cost }))
+        )),
+        Err(Stopped::Deadline | Stopped::Cancelled) => Err(format!(
+            "compiling the {which} schema of {tool:?} took longer than the tool's timeout_ms = {}",
+            limits.timeout.as_millis()
+        )),
+        Err(Stopped::Memory) => Err(format!(
+            "compiling the {which} schema of {tool:?} needed more memory than the tool's validation_memory_mib = {}",
+            limits.validation_memory_bytes >> 20
+        )),
+        Err(Stopped::Fault(why)) => Err(format!("the {which} schema of {tool:?} cannot be compiled: {why}")),
+    }
 }
 
 #[cfg(test)]

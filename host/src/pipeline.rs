@@ -211,6 +211,11 @@ struct Approved {
     host_time: Duration,
 }
 
+/// The failure of a call the policy denied, saying why.
+fn denied(reason: &str) -> Failure {
+    Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed; do not retry it unchanged."))
+}
+
 /// A call refused before it ran: why, what was decided, the determining
 /// policy and the tool (when it was resolved).
 type Refusal = (Failure, Decision, Option<String>, Option<Arc<LoadedTool>>);
@@ -309,6 +314,16 @@ impl Pipeline {
         let resolved = resolve(state.registry(), &request.tool);
         timeline.lap(Stage::Resolve);
         let tool = resolved.map_err(|f| (f, Decision::NotReached, None, None))?;
+        // A principal the policy denies whatever the arguments is refused
+        // before they are parsed and validated: such a call costs the host
+        // no validation.
+        let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
+        if let Some(Verdict::Deny { reason, policy }) =
+            state.policy().deny_whatever_the_arguments(&request.principal, &request.attributes, &facts)
+        {
+            timeline.lap(Stage::Authorize);
+            return Err((denied(&reason), Decision::Deny, policy, Some(tool)));
+        }
         let not_reached = |f: Failure| (f, Decision::NotReached, None, Some(tool.clone()));
         let parsed = arguments::parse(&request.arguments);
         timeline.lap(Stage::Parse);
@@ -324,29 +339,18 @@ impl Pipeline {
             timeout_ms: timeout.as_millis(),
             cancel,
         };
-        let validated = validate(&tool, &arguments.value, arguments.text.len(), deadline).await;
+        let validated = validate(&tool, &arguments.text, deadline).await;
         timeline.lap(Stage::Validate);
         validated.map_err(not_reached)?;
         let host_time = flight.started.elapsed();
         // The host consumes `session` for tools that keep sessions; the
         // policy and the tool see the other arguments.
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
-        let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
         let verdict = state.policy().decide_as(&request.principal, &request.attributes, &facts, &arguments.value);
         timeline.lap(Stage::Authorize);
         let (decision, policy) = match verdict {
             Verdict::Allow { policy } => (Decision::Allow, policy),
-            Verdict::Deny { reason, policy } => {
-                return Err((
-                    Failure::new(
-                        ErrorKind::Denied,
-                        format!("{reason}. This call is not allowed; do not retry it unchanged."),
-                    ),
-                    Decision::Deny,
-                    policy,
-                    Some(tool),
-                ));
-            }
+            Verdict::Deny { reason, policy } => return Err((denied(&reason), Decision::Deny, policy, Some(tool))),
             Verdict::Ask { reason, policy } => {
                 let confirmed = match confirmer {
                     Some(confirmer) => {

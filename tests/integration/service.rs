@@ -331,7 +331,7 @@ fn wait_metrics(metrics_addr: &str, done: impl Fn(&str) -> bool) {
     }
 }
 
-fn audit_outcomes(audit: &Path) -> Vec<String> {
+pub(crate) fn audit_outcomes(audit: &Path) -> Vec<String> {
     std::fs::read_to_string(audit)
         .unwrap_or_default()
         .lines()
@@ -387,13 +387,13 @@ fn sigterm_lets_calls_in_flight_finish_cancels_the_rest_and_exits_0() {
     assert!(TcpStream::connect(&addr).is_err(), "nothing listens once it has exited");
 }
 
-fn write_line(stdin: &mut ChildStdin, line: &str) {
+pub(crate) fn write_line(stdin: &mut ChildStdin, line: &str) {
     stdin.write_all(line.as_bytes()).expect("write stdin");
     stdin.write_all(b"\n").expect("write stdin");
     stdin.flush().expect("flush stdin");
 }
 
-fn stdout_lines(server: &mut Served) -> mpsc::Receiver<Value> {
+pub(crate) fn stdout_lines(server: &mut Served) -> mpsc::Receiver<Value> {
     let stdout = server.child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -407,7 +407,7 @@ fn stdout_lines(server: &mut Served) -> mpsc::Receiver<Value> {
     rx
 }
 
-fn stdio_initialize(stdin: &mut ChildStdin, lines: &mpsc::Receiver<Value>) {
+pub(crate) fn stdio_initialize(stdin: &mut ChildStdin, lines: &mpsc::Receiver<Value>) {
     write_line(
         stdin,
         &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params":

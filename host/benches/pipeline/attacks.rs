@@ -144,36 +144,6 @@ fn stdio_attack(setup: &Setup, attack: &str, config: &str, tool: &str, arguments
     Row { attack: attack.to_owned(), outcome: outcome(&reply), before, peak, after, to_error }
 }
 
-/// A component whose schema is refused at load: `airlock tools` exits
-/// with the load error.
-fn load_attack(setup: &Setup, attack: &str, config: &str) -> Row {
-    let config = fixture_config(setup, "load-attack.toml", config);
-    let started = Instant::now();
-    let mut child = airlock(setup, Some(&config))
-        .arg("tools")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("airlock starts");
-    let pid = child.id();
-    let sampler = Sampler::start(pid);
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = pipe.read_to_string(&mut stderr);
-    }
-    let status = child.wait().expect("airlock exits");
-    let to_error = started.elapsed();
-    let peak = sampler.finish();
-    let outcome = if status.success() {
-        "loaded (not refused)".to_owned()
-    } else if stderr.contains("MAX_SCHEMA_COST") || stderr.contains("cost") {
-        "refused at load".to_owned()
-    } else {
-        format!("exit {:?}", status.code())
-    };
-    Row { attack: attack.to_owned(), outcome, before: Usage::default(), peak, after: Usage::default(), to_error }
-}
-
 /// A stdio client that writes `count` requests and reads nothing until
 /// they are all written (or the server stops reading), then reads every
 /// reply.
@@ -348,17 +318,37 @@ pub fn run(setup: &Setup, report: &mut Report) {
     for (attack, arguments) in hog_attacks {
         rows.push(stdio_attack(setup, attack, &hog_config(""), "host_hog", arguments));
     }
+    // Schemas are evaluated in the metered validator: each attack ends at
+    // the call's deadline or at `validation_memory_mib`.
     let bomb = setup.test_guests.join("schema_bomb.wasm").display().to_string();
-    rows.push(load_attack(
+    rows.push(stdio_attack(
         setup,
-        "parameters schema with $refs fanning out 2^30",
-        &format!("[tools.schema_bomb]\ncomponent = {bomb:?}\nside_effect = false\n"),
+        "parameters schema with $refs fanning out 2^30, deadline 2 s",
+        &format!("[tools.schema_bomb]\ncomponent = {bomb:?}\nside_effect = false\ntimeout_ms = 2000\n"),
+        "schema_bomb",
+        json!({}),
+    ));
+    let copy = setup.test_guests.join("schema_copy.wasm").display().to_string();
+    let copy_config = format!("[tools.schema_copy]\ncomponent = {copy:?}\nside_effect = false\n");
+    rows.push(stdio_attack(
+        setup,
+        "60 KB of arguments whose errors copy a 200 KB subschema each",
+        &copy_config,
+        "schema_copy",
+        json!({"data": vec![0; 30_000]}),
+    ));
+    rows.push(stdio_attack(
+        setup,
+        "a result of 30 000 items whose errors copy a 200 KB subschema each",
+        &copy_config,
+        "schema_copy",
+        json!({"n": 30_000}),
     ));
     let heavy = setup.test_guests.join("schema_heavy.wasm").display().to_string();
     let items: Vec<u32> = (0..100_000).collect();
     rows.push(stdio_attack(
         setup,
-        "100 000 items against a schema just under the load bound",
+        "100 000 items against a schema of 2^9 evaluations per item",
         &format!("[tools.schema_heavy]\ncomponent = {heavy:?}\nside_effect = false\ntimeout_ms = 60000\n"),
         "schema_heavy",
         json!({"data": items}),

@@ -96,9 +96,26 @@ async fn interleaved(n: usize, host: &Host, plain: &Host, args: &str) -> [Stats;
     samples.map(stats::stats)
 }
 
+/// Time `n` awaits of `work` on `runtime`, one at a time.
+fn measure_async<F: Future<Output = ()>>(
+    runtime: &tokio::runtime::Runtime,
+    n: usize,
+    mut work: impl FnMut() -> F,
+) -> Stats {
+    runtime.block_on(async {
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            let started = std::time::Instant::now();
+            work().await;
+            samples.push(started.elapsed());
+        }
+        stats::stats(samples)
+    })
+}
+
 /// The stage microbenchmarks: the same operations each stage performs on
 /// the `echo` call, timed alone.
-fn stages(host: &Host, n: usize) -> Vec<(String, Stats)> {
+fn stages(runtime: &tokio::runtime::Runtime, host: &Host, n: usize) -> Vec<(String, Stats)> {
     let registry = host.tools();
     let tool = registry.get("echo").expect("echo loaded");
     let raw = json!({"text": "hi"});
@@ -120,7 +137,17 @@ fn stages(host: &Host, n: usize) -> Vec<(String, Stats)> {
                 std::hint::black_box((raw.clone(), text));
             }),
         ),
-        ("validate (parameters schema)".to_owned(), measure_sync(n, || assert!(parameters.is_valid(&raw)))),
+        (
+            "validate (parameters schema, in the metered validator)".to_owned(),
+            measure_async(runtime, n, || async {
+                let text = r#"{"text":"hi"}"#;
+                assert_eq!(airlock::bench::validate_only(host, "echo", text).await, Some(true));
+            }),
+        ),
+        (
+            "validate natively (the same schema with jsonschema in the host, unmetered: the floor)".to_owned(),
+            measure_sync(n, || assert!(parameters.is_valid(&raw))),
+        ),
         (
             "authorize (default policy, decision cached)".to_owned(),
             measure_sync(n, || {
@@ -159,7 +186,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
     });
     let [bare, no_audit, full] = runtime.block_on(interleaved(n, &host, &plain, args));
     let overhead = full.p50.saturating_sub(bare.p50);
-    let stage_rows = stages(&host, n);
+    let stage_rows = stages(&runtime, &host, n);
 
     let mut s = format!(
         "## 1. Per-call latency of `echo` (fresh instance per call, all limits on, in-process)\n\n{HEADER_US}\n{}\n{}\n{}\n{}\n\n",

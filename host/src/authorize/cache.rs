@@ -61,6 +61,20 @@ pub(super) fn is_context_free(policies: &PolicySet) -> bool {
     policies.policies().all(|policy| policy.to_json().is_ok_and(|est| !reads_context(&est)))
 }
 
+/// The forbid policies of `policies` that never read `context`: whether one
+/// applies does not depend on a call's arguments. `None` when there is none
+/// (or one cannot be copied, and then no call is denied early).
+pub(super) fn context_free_forbids(policies: &PolicySet) -> Option<PolicySet> {
+    let mut set = PolicySet::new();
+    for policy in policies.policies() {
+        if policy.effect() == Effect::Forbid && policy.to_json().is_ok_and(|est| !reads_context(&est)) {
+            set.add(policy.clone()).ok()?;
+        }
+    }
+    let any = set.policies().next().is_some();
+    any.then_some(set)
+}
+
 /// Whether a policy in Cedar's JSON form (EST) reads the `context` variable
 /// anywhere. Recursion is bounded by the nesting of the policy text, which
 /// the operator wrote and Cedar's parser accepted.
@@ -73,6 +87,56 @@ fn reads_context(est: &Value) -> bool {
 }
 
 impl Policy {
+    /// A denial that holds whatever the arguments of the call: the policy
+    /// never reads `context` and denies, or a forbid policy that never reads
+    /// `context` applies to this principal and tool. The pipeline asks
+    /// before it validates the arguments, so a principal who may never call
+    /// a tool costs the host no validation. `None` when the arguments may
+    /// still matter, or the call may be allowed.
+    #[must_use]
+    pub fn deny_whatever_the_arguments(
+        &self,
+        principal: &str,
+        attributes: &[(String, Value)],
+        tool: &ToolFacts<'_>,
+    ) -> Option<Verdict> {
+        let no_arguments = Value::Object(serde_json::Map::new());
+        if self.context_free {
+            // The authorize stage decides the same after validation (from
+            // this cache when it can): nothing is evaluated twice.
+            if attributes.is_empty() {
+                let key = (principal.to_owned(), tool.name.to_owned(), tool.side_effect);
+                if let Some(hit) = self.decisions.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+                    return matches!(hit, Verdict::Deny { .. }).then(|| hit.clone());
+                }
+            }
+            let verdict = self.decide_as(principal, attributes, tool, &no_arguments);
+            return matches!(verdict, Verdict::Deny { .. }).then_some(verdict);
+        }
+        let forbids = self.context_free_forbids.as_ref()?;
+        let request = self.request(principal, tool, &no_arguments).ok()?;
+        let entities = self.cached_entities_for(tool).ok()?;
+        let entities = if attributes.is_empty() {
+            entities
+        } else {
+            Arc::new(self.with_principal_attributes(&entities, principal, attributes).ok()?)
+        };
+        // Only forbids are in the set: Cedar denies either way, and the
+        // determining policies are the forbids that apply.
+        let response = self.authorizer.is_authorized(&request, forbids, &entities);
+        let applying: HashSet<&PolicyId> = response.diagnostics().reason().collect();
+        let applying: Vec<&PolicyId> = self.order.iter().filter(|id| applying.contains(id)).collect();
+        let first = applying.first()?;
+        let annotated = applying.iter().find_map(|id| {
+            let reason = self.annotation(id, "reason").filter(|text| !text.trim().is_empty())?;
+            Some(Verdict::Deny { reason: reason.to_owned(), policy: Some(id.to_string()) })
+        });
+        Some(annotated.unwrap_or_else(|| Verdict::Deny {
+            reason: format!("policy {:?} forbids user {principal:?} to call tool {:?}", first.to_string(), tool.name),
+            policy: Some(first.to_string()),
+        }))
+    }
+
     /// [`Policy::evaluate`] for a context-free policy, computed once per
     /// (principal, tool, side effect).
     pub(super) fn cached_evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Verdict {

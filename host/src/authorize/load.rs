@@ -9,7 +9,7 @@ use std::str::FromStr;
 use cedar_policy::{EntityId, PolicySet};
 use miette::Diagnostic;
 
-use super::cache::{is_context_free, read_annotations};
+use super::cache::{context_free_forbids, is_context_free, read_annotations};
 use super::request::{ACTION_TYPE, CALL_ACTION, TOOL_TYPE, USER_TYPE};
 use super::*;
 
@@ -94,10 +94,12 @@ impl Policy {
         );
         let annotations = read_annotations(&policies);
         let context_free = is_context_free(&policies);
+        let context_free_forbids = if context_free { None } else { context_free_forbids(&policies) };
         let principals = super::principal::principal_facts(&entities, &user_type);
         Ok(Policy {
             principals,
             context_free,
+            context_free_forbids,
             decisions: RwLock::default(),
             policies,
             entities,

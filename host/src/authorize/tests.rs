@@ -486,3 +486,32 @@ fn token_attributes_replace_the_files_and_keep_roles() {
     assert_eq!(facts.attributes, vec![("accounts".to_owned(), "[\"acc-joint\"]".to_owned())]);
     assert_eq!(facts.parents, policy.principal_facts("alice").parents);
 }
+
+#[test]
+fn denials_that_no_argument_can_change_are_known_before_the_arguments() {
+    let tool = ToolFacts { name: "t", side_effect: false };
+    // A policy that never reads the arguments: its denial is final.
+    let free = Policy::from_text(r#"permit (principal == Airlock::User::"alice", action, resource);"#, "f.cedar", None)
+        .unwrap();
+    assert!(free.deny_whatever_the_arguments("alice", &[], &tool).is_none());
+    let denied = free.deny_whatever_the_arguments("mallory", &[], &tool).expect("mallory is never permitted");
+    assert_eq!(denied.label(), "deny");
+    // A forbid that never reads the arguments, beside permits that do.
+    let text = r#"
+        @id("no-mallory") @reason("mallory may not call tools")
+        forbid (principal == Airlock::User::"mallory", action, resource);
+        @id("small") permit (principal, action, resource) when { context has arguments && context.arguments.n < 3 };
+    "#;
+    let mixed = Policy::from_text(text, "m.cedar", None).unwrap();
+    assert!(!mixed.context_free);
+    let denied = mixed.deny_whatever_the_arguments("mallory", &[], &tool).expect("the forbid applies");
+    assert_eq!((denied.label(), denied.policy()), ("deny", Some("no-mallory")));
+    assert!(matches!(&denied, Verdict::Deny { reason, .. } if reason == "mallory may not call tools"));
+    // For alice the arguments decide: nothing is known before them.
+    assert!(mixed.deny_whatever_the_arguments("alice", &[], &tool).is_none());
+    // A forbid that reads the arguments is left to the authorize stage.
+    let reads = r#"forbid (principal, action, resource) when { context has arguments && context.arguments.n > 3 };
+        permit (principal, action, resource);"#;
+    let reads = Policy::from_text(reads, "r.cedar", None).unwrap();
+    assert!(reads.deny_whatever_the_arguments("mallory", &[], &tool).is_none());
+}

@@ -137,10 +137,20 @@ impl Config {
 }
 
 /// The per-tool limit keys, as written in `airlock.toml`.
-const LIMIT_KEYS: [&str; 7] =
-    ["timeout_ms", "fuel", "memory_mib", "table_elements", "instances", "max_output_bytes", "max_stdio_bytes"];
+const LIMIT_KEYS: [&str; 10] = [
+    "timeout_ms",
+    "fuel",
+    "memory_mib",
+    "table_elements",
+    "instances",
+    "max_output_bytes",
+    "max_stdio_bytes",
+    "host_memory_mib",
+    "max_open_files",
+    "validation_memory_mib",
+];
 
-fn limit_values(limits: &Limits) -> [(&'static str, String); 7] {
+fn limit_values(limits: &Limits) -> [(&'static str, String); 10] {
     [
         ("timeout_ms", limits.timeout.as_millis().to_string()),
         ("fuel", limits.fuel.to_string()),
@@ -149,6 +159,9 @@ fn limit_values(limits: &Limits) -> [(&'static str, String); 7] {
         ("instances", limits.instances.to_string()),
         ("max_output_bytes", limits.max_output_bytes.to_string()),
         ("max_stdio_bytes", limits.max_stdio_bytes.to_string()),
+        ("host_memory_mib", (limits.host_memory_bytes >> 20).to_string()),
+        ("max_open_files", limits.max_open_files.to_string()),
+        ("validation_memory_mib", (limits.validation_memory_bytes >> 20).to_string()),
     ]
 }
 

@@ -2,9 +2,9 @@
 //!
 //! `metadata.parameters()` returns a schema of a few kilobytes whose `$defs`
 //! fan out: each of `LEVELS` levels evaluates the next twice through
-//! `allOf`, so one evaluation of `{}` visits 2^LEVELS subschemas (minutes of
-//! host CPU). The host must refuse to load it, naming the path where the
-//! cost explodes and the bound.
+//! `allOf`, so one evaluation of `{}` visits 2^LEVELS subschemas (hours of
+//! CPU). The host's metered validator must stop the check at the call's
+//! deadline, serving other calls meanwhile.
 
 use airlock_guest::bindings::exports::airlock::tool::{handler, metadata};
 

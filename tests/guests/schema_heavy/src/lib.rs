@@ -1,8 +1,7 @@
-//! `schema_heavy`: a test fixture whose parameters schema costs just under
-//! the host's load-time bound (`MAX_SCHEMA_COST`): every item of `data` is
-//! checked against `$defs` that fan out `LEVELS` times. It loads; large
-//! arguments must then be bounded per call (refused past the host's work
-//! cap, checked off the async runtime below it).
+//! `schema_heavy`: a test fixture whose parameters schema is costly per
+//! item: every item of `data` is checked against `$defs` that fan out
+//! `LEVELS` times (2^9 evaluations per item). Large arguments are checked
+//! within the call's deadline by the host's metered validator.
 
 use airlock_guest::bindings::exports::airlock::tool::{handler, metadata};
 

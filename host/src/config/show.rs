@@ -137,10 +137,19 @@ impl Config {
 }
 
 /// The per-tool limit keys, as written in `airlock.toml`.
-const LIMIT_KEYS: [&str; 7] =
-    ["timeout_ms", "fuel", "memory_mib", "table_elements", "instances", "max_output_bytes", "max_stdio_bytes"];
+const LIMIT_KEYS: [&str; 9] = [
+    "timeout_ms",
+    "fuel",
+    "memory_mib",
+    "table_elements",
+    "instances",
+    "max_output_bytes",
+    "max_stdio_bytes",
+    "max_write_bytes",
+    "max_created_files",
+];
 
-fn limit_values(limits: &Limits) -> [(&'static str, String); 7] {
+fn limit_values(limits: &Limits) -> [(&'static str, String); 9] {
     [
         ("timeout_ms", limits.timeout.as_millis().to_string()),
         ("fuel", limits.fuel.to_string()),
@@ -149,6 +158,8 @@ fn limit_values(limits: &Limits) -> [(&'static str, String); 7] {
         ("instances", limits.instances.to_string()),
         ("max_output_bytes", limits.max_output_bytes.to_string()),
         ("max_stdio_bytes", limits.max_stdio_bytes.to_string()),
+        ("max_write_bytes", limits.max_write_bytes.to_string()),
+        ("max_created_files", limits.max_created_files.to_string()),
     ]
 }
 

@@ -393,8 +393,8 @@ async fn opened_counted(
         let max = budget.max_open_files;
         budget.refuse(format!(
             "opening {path:?} was refused with `quota`: this call already holds {open} open files and \
-                 directories (granted directories included), the most `max_open_files` = {max} allows; \
-                 close files before opening more, or an operator can raise `max_open_files` in airlock.toml"
+             directories (granted directories included), the most `max_open_files` = {max} allows; \
+             close files before opening more, or an operator can raise `max_open_files` in airlock.toml"
         ));
         return Ok((Err(ErrorCode::Quota),));
     }

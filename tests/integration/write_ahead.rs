@@ -154,3 +154,44 @@ async fn no_file_may_be_created_with_max_created_files_0() {
     let overwrite = write(&host, json!({"path": "/work/existing.txt", "content": "new"})).await;
     assert!(!overwrite.is_error(), "{}", overwrite.text());
 }
+
+/// The hostile `host_hog` with a read-write grant on `work` and `keys`.
+fn hog_config(work: &Path, keys: &str) -> String {
+    format!(
+        "[tools.host_hog]\ncomponent = {:?}\nside_effect = false\ntimeout_ms = 120000\nfuel = 10000000000000\n{keys}\n\
+         dirs = [{{ host = {:?}, guest = \"/data\", access = \"rw\" }}]\n",
+        crate::support::fixture("host_hog").display().to_string(),
+        work.display().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_guest_cannot_fill_the_disk_through_write_or_a_stream() {
+    let dir = temp_dir();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let host = host(&hog_config(&work, "max_write_bytes = 1000000")).await;
+    for mode in ["disk_fill", "stream_fill"] {
+        let result = crate::support::call(&host, "host_hog", json!({"mode": mode, "bytes": 50_000_000})).await;
+        let out = result.value().cloned().unwrap_or_else(|| panic!("{mode}: {}", result.text()));
+        let error = out["error"].as_str().unwrap_or_else(|| panic!("{mode} was never refused: {out}"));
+        assert!(error.contains("insufficient-space"), "{mode}: {out}");
+        let written = out["bytes"].as_u64().unwrap();
+        assert!(written <= 1_000_000 && written > 500_000, "{mode}: {out}");
+        let on_disk = std::fs::metadata(work.join("fill.bin")).unwrap().len();
+        assert!(on_disk <= 1_000_000, "{mode}: {on_disk} bytes on disk past the cap");
+    }
+}
+
+#[tokio::test]
+async fn a_guest_cannot_create_files_without_bound() {
+    let dir = temp_dir();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let host = host(&hog_config(&work, "max_created_files = 20")).await;
+    let result = crate::support::call(&host, "host_hog", json!({"mode": "file_spam", "count": 100_000})).await;
+    let out = result.value().cloned().unwrap_or_else(|| panic!("{}", result.text()));
+    assert_eq!(out["created"], json!(20), "{out}");
+    assert!(out["error"].as_str().is_some_and(|e| e.contains("\"quota\"")), "{out}");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 20);
+}

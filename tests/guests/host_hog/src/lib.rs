@@ -24,8 +24,8 @@
 use airlock_guest::{ToolError, export_tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wasip2::http::types::{Fields, OutgoingBody, OutgoingRequest};
 use wasip2::filesystem::types::{Descriptor, DescriptorFlags, OpenFlags, PathFlags};
+use wasip2::http::types::{Fields, OutgoingBody, OutgoingRequest};
 use wasip2::io::streams::{OutputStream, StreamError};
 
 /// Size of each header value `table_hog` appends: 4 KiB.

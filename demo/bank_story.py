@@ -292,11 +292,16 @@ async def story(bank: Bank) -> list[Step]:
     verify = subprocess.run(
         [str(bank.binary), "audit", "verify", str(bank.dir / "audit.jsonl")], capture_output=True, text=True, timeout=60
     )
-    step = Step("the audit log", "one record per call under the caller's principal; the chain verifies")
+    step = Step(
+        "the audit log",
+        "one record per call under the caller's principal, and a \"started\" record before each transfer that ran; "
+        "the chain verifies",
+    )
     records = bank.audit()
+    started = [r for r in records if r.get("outcome") == "started"]
     step.detail = {"records": records, "verify": verify.stdout + verify.stderr}
-    step.got = f"{len(records)} records, principals {sorted({r.get('principal') for r in records})}; {verify.stdout.strip()[:80]}"
-    step.ok = verify.returncode == 0 and len(records) == 8
+    step.got = f"{len(records)} records ({len(started)} started), principals {sorted({r.get('principal') for r in records})}; {verify.stdout.strip()[:80]}"
+    step.ok = verify.returncode == 0 and len(records) == 10 and len(started) == 2
     steps.append(step)
     return steps
 

@@ -24,6 +24,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -36,7 +37,9 @@ mod record;
 pub mod ship;
 mod verify;
 
-use files::{Lock, head_path, private_options, read_head, read_last_lines, sync_parent_dir, try_lock, write_head};
+use files::{
+    Lock, head_path, private_options, probe_filler, read_head, read_last_lines, sync_parent_dir, try_lock, write_head,
+};
 pub use record::{argument_digest, redact};
 use record::{json_string, record_hash, record_line, short};
 use verify::check_last_line;
@@ -56,6 +59,21 @@ const MAX_RECORDED_ARGUMENTS_DEPTH: usize = 64;
 /// The longest line the readers accept. Airlock's own lines stay far below:
 /// the caps above bound a record to roughly 80 KiB.
 const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// Bytes of spaces a readiness probe appends to the log (and cuts off again
+/// at once) to learn whether the file system takes writes again after an
+/// append failed: enough to need a new block on any file system.
+const PROBE_BYTES: usize = 8192;
+/// How often a readiness probe may try such a trial write while the log is
+/// failing; probes in between report the last failure.
+const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// The most calls [`verify`] follows from their `started` record to their
+/// outcome record at once; a log with more open at one point has the
+/// `started` records beyond it left out of [`VerifyReport::unfinished`].
+const MAX_PENDING_STARTED: usize = 65_536;
+/// The `outcome` of the record a call to a tool with side effects gets
+/// before it runs (its write-ahead record); the call's second record
+/// carries its real outcome.
+pub const STARTED: &str = "started";
 /// `prev` of the first record, and the hash a head file names before any record.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -218,6 +236,11 @@ struct Writer {
     prev: String,
     /// Set when the log can no longer be trusted to continue the chain.
     stopped: Option<String>,
+    /// Why the last append failed; cleared by the next one that succeeds
+    /// (or by a readiness probe's trial write that does).
+    failing: Option<String>,
+    /// When a readiness probe last tried a trial write.
+    last_probe: Option<Instant>,
 }
 
 /// Why the log could not be opened, appended to or read.
@@ -273,6 +296,11 @@ pub struct VerifyReport {
     /// The hash of the last record, `None` for an empty log. Record it outside
     /// the machine: a later log that does not pass through it was rewritten.
     pub last_hash: Option<String>,
+    /// Calls with a `started` record and no outcome record after it: Airlock
+    /// stopped (or the machine did) while they ran, or, when an Airlock
+    /// process has the log open, they are still running. Not damage: the
+    /// write-ahead record is there so that such a call is not lost.
+    pub unfinished: u64,
 }
 
 /// The first problem [`verify`] found. Displays as `<file>:<line>: <reason>`.
@@ -347,7 +375,19 @@ impl AuditLog {
         }
 
         // Read the state only now that no other writer can change it.
-        let len = log.metadata().map_err(io_error(&path, "read the size of"))?.len();
+        let mut len = log.metadata().map_err(io_error(&path, "read the size of"))?.len();
+        // Spaces left by a readiness probe interrupted by a crash: never a
+        // record, cut off before the chain is read.
+        let filler = probe_filler(&log, len).map_err(io_error(&path, "read the end of"))?;
+        if filler > 0 {
+            len -= filler;
+            log.set_len(len).map_err(io_error(&path, "cut an interrupted probe's filler off"))?;
+            tracing::warn!(
+                path = %path.display(),
+                bytes = filler,
+                "cut off spaces an interrupted readiness probe left at the end of the audit log"
+            );
+        }
         let named = read_head(&head)
             .map_err(io_error(&head_path, "read"))?
             .map_err(|reason| damaged(format!("its head file {} is damaged: {reason}", head_path.display())))?;
@@ -394,7 +434,16 @@ impl AuditLog {
             durability,
             record_arguments,
             redact_keys: redact_keys.iter().map(|k| k.to_lowercase()).collect(),
-            writer: Arc::new(Mutex::new(Writer { log, head, len, seq, prev, stopped: None })),
+            writer: Arc::new(Mutex::new(Writer {
+                log,
+                head,
+                len,
+                seq,
+                prev,
+                stopped: None,
+                failing: None,
+                last_probe: None,
+            })),
         })
     }
 
@@ -423,7 +472,15 @@ impl AuditLog {
         // The writer's state is only changed after the operation it describes
         // succeeded, so a panic elsewhere cannot leave it inconsistent.
         let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let w = &mut *guard;
+        let appended = self.append_locked(&mut guard, body);
+        // Readiness follows the last append: `/readyz` says "not ready"
+        // from a failed one until one succeeds again.
+        guard.failing = appended.as_ref().err().map(ToString::to_string);
+        appended
+    }
+
+    /// [`AuditLog::append`] with the writer locked and the body prepared.
+    fn append_locked(&self, w: &mut Writer, body: Vec<(&'static str, String)>) -> Result<(), AuditError> {
         if let Some(reason) = &w.stopped {
             return Err(AuditError::Stopped { path: self.path.clone(), reason: reason.clone() });
         }
@@ -448,8 +505,12 @@ impl AuditLog {
 
         // One write of the whole line: with O_APPEND it lands at the end in
         // one piece, even if another program appends at the same time.
-        if let Err(e) = (&w.log).write_all(line.as_bytes()) {
-            if let Err(undo) = w.log.set_len(w.len) {
+        if let (written, Err(e)) = write_counted(&w.log, line.as_bytes()) {
+            // Nothing to undo when nothing was written (a full disk usually
+            // refuses the first byte), which keeps the log able to recover.
+            if written > 0
+                && let Err(undo) = w.log.set_len(w.len)
+            {
                 w.stopped = Some(format!("a failed write could not be undone ({undo})"));
             }
             return Err(io_error(&self.path, "append to")(e));
@@ -471,16 +532,45 @@ impl AuditLog {
         Ok(())
     }
 
-    /// Whether the log takes writes (`/readyz`): it has not stopped and its
-    /// file can still be opened for appending.
+    /// Whether the log takes writes (`/readyz`): it has not stopped, its
+    /// last append did not fail, and its file can still be opened for
+    /// appending.
+    ///
+    /// After a failed append, a probe learns whether the file system takes
+    /// writes again without writing a record: at most once per
+    /// [`PROBE_INTERVAL`] it appends [`PROBE_BYTES`] spaces to the log and
+    /// cuts them off at once (under the writer's lock, so no record is
+    /// written in between; a crash in between leaves spaces that
+    /// [`AuditLog::open`] cuts off and [`verify`] ignores). When that trial
+    /// write succeeds, the log is ready again; the next record is then
+    /// appended as usual. A log whose last append succeeded is not probed:
+    /// a healthy log costs a probe no write.
     ///
     /// # Errors
     ///
     /// Why it cannot.
     pub fn writable(&self) -> Result<(), String> {
-        let stopped = self.writer.lock().unwrap_or_else(PoisonError::into_inner).stopped.clone();
-        if let Some(reason) = stopped {
-            return Err(format!("the audit log {} stopped: {reason}", self.path.display()));
+        {
+            let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let w = &mut *guard;
+            if let Some(reason) = &w.stopped {
+                return Err(format!("the audit log {} stopped: {reason}", self.path.display()));
+            }
+            if let Some(reason) = w.failing.clone() {
+                let due = w.last_probe.is_none_or(|at| at.elapsed() >= PROBE_INTERVAL);
+                if !due {
+                    return Err(format!("the last append to the audit log failed: {reason}"));
+                }
+                w.last_probe = Some(Instant::now());
+                match trial_write(w) {
+                    Ok(()) => w.failing = None,
+                    Err(now) => {
+                        return Err(format!(
+                            "the last append to the audit log failed ({reason}) and a trial write still fails: {now}"
+                        ));
+                    }
+                }
+            }
         }
         std::fs::OpenOptions::new()
             .append(true)
@@ -521,6 +611,36 @@ impl AuditLog {
             writer: self.writer.clone(),
         })
     }
+}
+
+/// Appends [`PROBE_BYTES`] spaces to the log and cuts them off again: whether
+/// the file system takes a write of the log now. Stops the log when the
+/// spaces cannot be cut off (the chain would continue after them).
+fn trial_write(w: &mut Writer) -> Result<(), String> {
+    let filler = [b' '; PROBE_BYTES];
+    let (written, result) = write_counted(&w.log, &filler);
+    if written > 0
+        && let Err(undo) = w.log.set_len(w.len)
+    {
+        let reason = format!("a readiness probe's trial write could not be undone ({undo})");
+        w.stopped = Some(reason.clone());
+        return Err(reason);
+    }
+    result.map_err(|e| e.to_string())
+}
+
+/// `write_all`, also saying how many bytes reached the file before an error.
+fn write_counted(mut file: &File, bytes: &[u8]) -> (usize, io::Result<()>) {
+    let mut written = 0;
+    while let Some(rest) = bytes.get(written..).filter(|rest| !rest.is_empty()) {
+        match file.write(rest) {
+            Ok(0) => return (written, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (written, Err(e)),
+        }
+    }
+    (written, Ok(()))
 }
 
 #[cfg(test)]

@@ -39,6 +39,12 @@ pub const DEFAULT_HOST_MEMORY_BYTES: usize = 64 << 20;
 /// Default cap on the files and directories one call holds open on the host
 /// (granted directories included).
 pub const DEFAULT_MAX_OPEN_FILES: usize = 64;
+/// Default cap on the bytes one call may write through its granted
+/// directories.
+pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 << 20;
+/// Default cap on the files and directories one call may create in its
+/// granted directories.
+pub const DEFAULT_MAX_CREATED_FILES: u64 = 1024;
 
 /// Default cap on the memory of the host's validator while it checks one
 /// call's arguments or result against a tool's schema.
@@ -96,6 +102,10 @@ pub const MAX_HOST_MEMORY_BYTES: usize = 4 << 30;
 /// Engine-wide ceiling of open files per call: far below a process's usual
 /// descriptor limit, so many calls in flight still fit under it.
 pub const MAX_OPEN_FILES: usize = 1024;
+/// Engine-wide ceiling of `max_write_bytes`.
+pub const MAX_WRITE_BYTES: u64 = 64 << 30;
+/// Engine-wide ceiling of `max_created_files`.
+pub const MAX_CREATED_FILES: u64 = 1_000_000;
 /// Default maximum wasm stack (engine-wide: wasmtime sets it per engine).
 pub const DEFAULT_WASM_STACK_BYTES: usize = 1 << 20;
 /// Default of `[metrics] max_principals`: principals named in per-principal
@@ -245,6 +255,14 @@ pub struct Limits {
     /// Memory the host's validator may use to check this tool's arguments
     /// or result against its schemas (and to compile them at load).
     pub validation_memory_bytes: usize,
+    /// Bytes the call may write to files through its granted directories
+    /// (`write`, and the streams of `write-via-stream` and
+    /// `append-via-stream`); a write past it fails with
+    /// `insufficient-space`.
+    pub max_write_bytes: u64,
+    /// Files and directories the call may create in its granted
+    /// directories; a creation past it fails with `quota`.
+    pub max_created_files: u64,
 }
 
 /// The limit keys of `[defaults]` and `[tools.NAME]` as written: each one
@@ -262,6 +280,8 @@ pub struct RawLimits {
     host_memory_mib: Option<usize>,
     max_open_files: Option<usize>,
     validation_memory_mib: Option<usize>,
+    max_write_bytes: Option<u64>,
+    max_created_files: Option<u64>,
 }
 
 impl Default for Limits {
@@ -277,6 +297,8 @@ impl Default for Limits {
             host_memory_bytes: DEFAULT_HOST_MEMORY_BYTES,
             max_open_files: DEFAULT_MAX_OPEN_FILES,
             validation_memory_bytes: DEFAULT_VALIDATION_MEMORY_BYTES,
+            max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
+            max_created_files: DEFAULT_MAX_CREATED_FILES,
         }
     }
 }
@@ -336,6 +358,12 @@ impl Limits {
         if let Some(mib) = raw.validation_memory_mib {
             limits.validation_memory_bytes = mib.saturating_mul(1 << 20);
         }
+        if let Some(n) = raw.max_write_bytes {
+            limits.max_write_bytes = n;
+        }
+        if let Some(n) = raw.max_created_files {
+            limits.max_created_files = n;
+        }
         limits.check()?;
         Ok(limits)
     }
@@ -370,6 +398,8 @@ impl Limits {
             (MIN_VALIDATION_MEMORY_BYTES >> 20) as u128,
             (MAX_VALIDATION_MEMORY_BYTES >> 20) as u128,
         )?;
+        in_range("max_write_bytes", self.max_write_bytes.into(), 0, MAX_WRITE_BYTES.into())?;
+        in_range("max_created_files", self.max_created_files.into(), 0, MAX_CREATED_FILES.into())?;
         Ok(())
     }
 
@@ -475,5 +505,16 @@ mod tests {
             "[defaults]\nvalidation_memory_mib = 1",
             &["[defaults]", "validation_memory_mib = 1", "accepted 8..=4096"],
         );
+        check_err(
+            "[tools.echo]\nmax_write_bytes = 68719476737",
+            &["[tools.echo]", "max_write_bytes = 68719476737", "accepted 0..=68719476736"],
+        );
+        check_err(
+            "[defaults]\nmax_created_files = 1000001",
+            &["[defaults]", "max_created_files = 1000001", "accepted 0..=1000000"],
+        );
+        let config = parse("[defaults]\nmax_write_bytes = 4096\n[tools.echo]\nmax_created_files = 3\n").unwrap();
+        let echo = config.settings_for("echo").limits;
+        assert_eq!((echo.max_write_bytes, echo.max_created_files), (4096, 3));
     }
 }

@@ -159,7 +159,7 @@ impl Metrics {
         let audit_failures = Counter::default();
         registry.register(
             "airlock_audit_write_failures",
-            "Audit records that could not be written (the call's result was withheld)",
+            "Audit records that could not be written (the call's result was withheld, or a call with side effects was refused before it ran)",
             audit_failures.clone(),
         );
         let spans_dropped = Counter::default();

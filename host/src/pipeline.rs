@@ -7,11 +7,14 @@
 //! failure in any stage becomes an ordinary [`ToolResult`] whose outcome is
 //! a [`Failure`] with a kind: nothing a model, client or guest sends makes
 //! this return a Rust error or panic, and every call leaves one audit
-//! record before its result is returned. The outcome stays a value here:
-//! stage 8 (render) is the functions front ends call at their edge.
+//! record before its result is returned. A call to a tool with side
+//! effects leaves two: a `started` record before it runs (if that cannot
+//! be written, the call is refused and nothing runs) and its outcome. The
+//! outcome stays a value here: stage 8 (render) is the functions front
+//! ends call at their edge.
 
 use crate::arguments::{self, RawArguments};
-use crate::audit::AuditEntry;
+use crate::audit::{self, AuditEntry};
 use crate::authorize::{ToolFacts, Verdict};
 use crate::caller::{Caller, TokenAttributes};
 use crate::capture::Captured;
@@ -429,6 +432,12 @@ impl Pipeline {
         // microseconds leaves the tool its whole `timeout_ms`.
         let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
         let limits = Limits { timeout: settings.limits.timeout.saturating_sub(host_ms), ..settings.limits };
+        // Nothing with side effects runs unaudited: its record goes first.
+        if settings.side_effect
+            && let Err(refused) = self.write_ahead(state, &flight, &tool, decision, policy.as_ref(), session.as_ref())
+        {
+            return *refused;
+        }
         let (execution, reset) = match (&session, settings.sessions) {
             _ if limits.timeout.is_zero() => {
                 let failure = Failure::new(
@@ -496,6 +505,60 @@ impl Pipeline {
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, outcome)
         };
         self.audit(state, flight, result, policy, Some(&*tool))
+    }
+
+    /// The write-ahead record of a call to a tool with side effects
+    /// (`outcome` [`audit::STARTED`]), durable as the log's durability says
+    /// before the tool runs. When it cannot be written the call is refused
+    /// and nothing runs: the refusal is audited nowhere (the log is
+    /// failing) but counted in `airlock_audit_write_failures_total` and the
+    /// call metrics. Without an audit log there is nothing to write.
+    fn write_ahead(
+        &self,
+        state: &State,
+        flight: &InFlight,
+        tool: &LoadedTool,
+        decision: Decision,
+        policy: Option<&String>,
+        session: Option<&SessionId>,
+    ) -> Result<(), Box<ToolResult>> {
+        let Some(log) = state.audit() else { return Ok(()) };
+        let request = &flight.request;
+        let entry = AuditEntry {
+            call_id: request.call_id.clone(),
+            principal: request.principal.clone(),
+            tool: request.tool.clone(),
+            session: session.map(|id| id.as_str().to_owned()),
+            component_digest: Some(tool.digest.clone()),
+            component_ref: tool.origin.as_ref().map(|o| o.reference.clone()),
+            signer: tool.origin.as_ref().and_then(|o| o.signer.clone()),
+            arguments: request.arguments.clone().into_audit(),
+            decision,
+            policy: policy.cloned(),
+            outcome: audit::STARTED.to_owned(),
+            message: None,
+            duration_us: u64::try_from(flight.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            fuel_used: None,
+        };
+        let Err(err) = log.append(&entry) else { return Ok(()) };
+        self.telemetry.metrics.audit_failed();
+        tracing::error!(
+            path = %log.path().display(),
+            tool = %tool.name,
+            "cannot write the audit record of a call before it runs, so it was refused: {err}"
+        );
+        let failure = Failure::new(
+            ErrorKind::Internal,
+            "the host could not record this call in its audit log before running it, so it was not run and \
+             nothing was changed; tell the operator (the audit log cannot be written) and try again later",
+        );
+        let result = ToolResult {
+            duration: flight.started.elapsed(),
+            session: entry.session,
+            ..ToolResult::new(&request.call_id, &request.tool, decision, Err(failure))
+        };
+        self.telemetry.finish(&flight.timeline, &result, Some(tool), &request.principal, request.trace_parent.as_ref());
+        Err(Box::new(result))
     }
 
     /// Who the call acts for, as the tool may read it: the request's

@@ -211,7 +211,8 @@ impl LiveInstance {
             limits: GrowthLimiter { limits: store_limits, refused: false },
             http,
             network: NetworkHooks::new(grants.network.clone()),
-            budget: HostBudget::new(limits.max_open_files, grants.dirs.len(), limits.max_outgoing_bodies()),
+            budget: HostBudget::new(limits.max_open_files, grants.dirs.len(), limits.max_outgoing_bodies())
+                .with_write_caps(limits.max_write_bytes, limits.max_created_files),
             caller: None,
         };
         let mut store = Store::new(pre.engine(), ctx);

@@ -28,3 +28,4 @@ mod strict_schemas;
 mod support;
 mod traces;
 mod transports;
+mod write_ahead;

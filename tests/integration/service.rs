@@ -44,7 +44,11 @@ impl Drop for Served {
 impl Served {
     /// `airlock ARGS` with `config` as its airlock.toml; stderr collected.
     pub(crate) fn start(config: &str, args: &[&str]) -> Served {
-        let dir = temp_dir();
+        Served::start_in(temp_dir(), config, args)
+    }
+
+    /// As [`Served::start`], in `dir` (which may hold files the config names).
+    pub(crate) fn start_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Served {
         let path = dir.path().join("airlock.toml");
         std::fs::write(&path, config).expect("config");
         let mut child = Command::new(binary())
@@ -613,4 +617,30 @@ fn the_kubernetes_configmap_config_and_policy_load() {
         .expect("airlock call");
     let out: Value = serde_json::from_slice(&call.stdout).expect("call JSON");
     assert_eq!(out["kind"], "denied", "{out}");
+}
+
+#[test]
+fn readyz_is_503_while_the_audit_log_cannot_be_written() {
+    // The audit log is a link to /dev/full: every append fails with
+    // ENOSPC, as on a full disk (also for root, who ignores file modes).
+    let config = echo_config(&format!(
+        "[http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n[audit]\nfile = \"audit.jsonl\"\n"
+    ));
+    let dir = temp_dir();
+    std::os::unix::fs::symlink("/dev/full", dir.path().join("audit.jsonl")).expect("symlink");
+    let server = Served::start_in(dir, &config, &["serve", "--http", "127.0.0.1:0"]);
+    let addr = server.announced("serving MCP");
+    let deadline = Instant::now() + DEADLINE;
+    while request(&addr, "GET", "/readyz", &[], "").status != 200 {
+        assert!(Instant::now() < deadline, "never ready before the first append");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mcp = Mcp::connect(&addr, Some(TOKEN));
+    let result = mcp.call(1, "echo", json!({"text": "hi"}), &[]);
+    assert_eq!(kind(&result), "internal", "{result}");
+    for _ in 0..3 {
+        let ready = request(&addr, "GET", "/readyz", &[], "");
+        assert_eq!(ready.status, 503, "{}", ready.body);
+        assert!(ready.body.contains("audit log"), "{}", ready.body);
+    }
 }

@@ -23,7 +23,14 @@ def test_the_bank_story_end_to_end(tmp_path: Path) -> None:
     injected = by_title["text pasted by alice makes the model propose a transfer to acc-mallory"]
     assert injected.detail["card"].startswith("Transfer 50000 to account acc-mallory\nRequested by alice"), injected.detail
 
-    records = by_title["the audit log"].detail["records"]
+    all_records = by_title["the audit log"].detail["records"]
+    # A transfer that runs is recorded before it runs ("started") and after.
+    started = [(r["principal"], r["tool"], r["decision"]) for r in all_records if r.get("outcome") == "started"]
+    assert started == [
+        ("alice", "create_transfer", "allow"),
+        ("alice", "create_transfer", "ask:confirmed"),
+    ], started
+    records = [r for r in all_records if r.get("outcome") != "started"]
     seen = [(r["principal"], r["tool"], r["decision"], r.get("outcome")) for r in records]
     assert [(p, t, d) for p, t, d, _ in seen] == [
         ("alice", "get_balance", "allow"),

@@ -128,6 +128,35 @@ pub(super) fn read_last_lines(mut file: &File, len: u64, lines: usize, max_bytes
     Ok(Some(bytes))
 }
 
+/// How many bytes at the end of the log (of length `len`) are spaces left by
+/// a readiness probe that a crash interrupted (see `AuditLog::writable`):
+/// at most `PROBE_BYTES` spaces after the last line end (or making up the
+/// whole file). A record starts with `{`, so a torn record is never taken
+/// for filler. 0 when there are none.
+pub(super) fn probe_filler(mut file: &File, len: u64) -> io::Result<u64> {
+    let n = len.min(PROBE_BYTES as u64 + 1);
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut tail = vec![0; n as usize];
+    file.seek(SeekFrom::Start(len - n))?;
+    file.read_exact(&mut tail)?;
+    Ok(filler_len(&tail, len))
+}
+
+/// The filler at the end of `tail`, the last bytes of a file of `len` bytes.
+pub(super) fn filler_len(tail: &[u8], len: u64) -> u64 {
+    let spaces = tail.iter().rev().take_while(|&&b| b == b' ').count();
+    if spaces == 0 || spaces > PROBE_BYTES {
+        return 0;
+    }
+    let after_line_end = match tail.len().checked_sub(spaces + 1).and_then(|i| tail.get(i)) {
+        Some(&byte) => byte == b'\n',
+        None => spaces as u64 == len,
+    };
+    if after_line_end { spaces as u64 } else { 0 }
+}
+
 /// Options for files only the operator should read (0600 on unix; elsewhere
 /// the directory's permissions apply).
 pub(super) fn private_options() -> OpenOptions {

@@ -99,7 +99,7 @@ fn empty_log_verifies() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
     drop(AuditLog::open(settings(&path)).unwrap());
-    assert_eq!(verify(&path).unwrap(), VerifyReport { records: 0, last_hash: None });
+    assert_eq!(verify(&path).unwrap(), VerifyReport { records: 0, last_hash: None, unfinished: 0 });
 }
 
 #[test]
@@ -693,4 +693,93 @@ fn a_reconfigured_log_continues_the_chain_under_its_own_settings() {
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].contains("\"arguments\"") && !lines[1].contains("\"arguments\""), "{text}");
+}
+
+fn started(i: usize) -> AuditEntry {
+    AuditEntry { outcome: STARTED.to_owned(), duration_us: 0, fuel_used: None, ..entry(i) }
+}
+
+#[test]
+fn a_started_record_without_its_outcome_is_reported_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    {
+        let log = AuditLog::open(settings(&path)).unwrap();
+        // Call 1 started and finished, call 2 only started (a crash), call
+        // 3 never wrote ahead (a read-only tool).
+        log.append(&started(1)).unwrap();
+        log.append(&entry(1)).unwrap();
+        log.append(&started(2)).unwrap();
+        log.append(&entry(3)).unwrap();
+    }
+    let report = verify(&path).unwrap();
+    assert_eq!((report.records, report.unfinished), (4, 1));
+    let records = tail(&path, 4).unwrap();
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["started", "ok", "started", "ok"]);
+    assert_eq!(records[2]["call_id"], "call-2");
+    assert_eq!(records[2]["fuel_used"], Value::Null);
+    // The log continues after the unfinished call; its outcome closes it.
+    append_to(&path, 2..3);
+    assert_eq!(verify(&path).unwrap().unfinished, 0);
+}
+
+#[test]
+fn filler_of_an_interrupted_probe_is_cut_at_open_and_ignored_by_verify() {
+    let (_dir, path) = log_with(2);
+    let intact = std::fs::read(&path).unwrap();
+    let mut with_filler = intact.clone();
+    with_filler.extend(std::iter::repeat_n(b' ', PROBE_BYTES));
+    std::fs::write(&path, &with_filler).unwrap();
+    assert_eq!(verify(&path).unwrap().records, 2);
+    append_to(&path, 2..3);
+    assert_eq!(verify(&path).unwrap().records, 3);
+    assert!(std::fs::read(&path).unwrap().starts_with(&intact));
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("  "), "the filler was cut off");
+
+    // More spaces than a probe writes, or spaces after a torn record, are damage.
+    let mut torn = std::fs::read(&path).unwrap();
+    torn.extend_from_slice(b"{\"seq\":4 ");
+    std::fs::write(&path, &torn).unwrap();
+    check_tampered(&path, 4, "incomplete");
+    assert!(matches!(AuditLog::open(settings(&path)), Err(AuditError::Damaged { .. })));
+    assert_eq!(super::files::filler_len(&[b' '; PROBE_BYTES + 1], 1 << 20), 0);
+    assert_eq!(super::files::filler_len(b"}\n  ", 100), 2);
+    assert_eq!(super::files::filler_len(b"   ", 3), 3);
+    assert_eq!(super::files::filler_len(b"}  ", 100), 0);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn readiness_follows_the_last_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    assert_eq!(log.writable(), Ok(()));
+    log.append(&entry(0)).unwrap();
+    // A log file that refuses writes (a full disk): swap the writer's file
+    // for /dev/full, whose every write fails with ENOSPC.
+    let real = {
+        let mut w = log.writer.lock().unwrap();
+        let full = std::fs::OpenOptions::new().append(true).open("/dev/full").unwrap();
+        std::mem::replace(&mut w.log, full)
+    };
+    let err = log.append(&entry(1)).unwrap_err().to_string();
+    assert!(err.contains("append to"), "{err}");
+    let not_ready = log.writable().unwrap_err();
+    assert!(not_ready.contains("failed"), "{not_ready}");
+    // Within the probe interval the probe reports the failure without a
+    // trial write; after it, the trial write still fails on /dev/full.
+    assert!(log.writable().is_err());
+    {
+        let mut w = log.writer.lock().unwrap();
+        w.last_probe = Some(Instant::now() - PROBE_INTERVAL);
+        w.log = real;
+    }
+    // The disk has room again: the probe's trial write succeeds, leaves
+    // nothing behind, and the log is ready before any record is written.
+    assert_eq!(log.writable(), Ok(()));
+    assert_eq!(verify(&path).unwrap().records, 1);
+    log.append(&entry(1)).unwrap();
+    assert_eq!(verify(&path).unwrap().records, 2);
 }

@@ -2,9 +2,10 @@
 //! head file, `tail` returns the last records. Both trust nothing in the
 //! files: every line is checked for Airlock's exact form and its hash.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 
-use super::files::READ_CHUNK;
+use super::files::{READ_CHUNK, filler_len};
 use super::record::{canonical, is_sha256_hex};
 use super::*;
 use crate::render::cap;
@@ -54,6 +55,9 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
     let mut line_no = 0u64;
     let mut expected = 1u64;
     let mut prev = GENESIS.to_owned();
+    // Calls whose `started` record has no outcome record yet, by (principal,
+    // call id, tool); a count, since call ids need not be unique.
+    let mut pending: HashMap<String, u64> = HashMap::new();
     loop {
         buf.clear();
         let read = (&mut reader)
@@ -70,6 +74,11 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
             }
             if live {
                 // The writer is in the middle of this line.
+                break;
+            }
+            if filler_len(&buf, buf.len() as u64) == buf.len() as u64 {
+                // Spaces of a readiness probe a crash interrupted: no
+                // record, and Airlock cuts them off when it opens the log.
                 break;
             }
             return Err(at_log(
@@ -122,6 +131,16 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                 ),
             ));
         }
+        if record.started {
+            if pending.len() < MAX_PENDING_STARTED || pending.contains_key(&record.call) {
+                *pending.entry(record.call).or_default() += 1;
+            }
+        } else if let Some(open) = pending.get_mut(&record.call) {
+            *open -= 1;
+            if *open == 0 {
+                pending.remove(&record.call);
+            }
+        }
         prev = record.hash;
         expected += 1;
     }
@@ -137,7 +156,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
             ),
         ));
     }
-    Ok(VerifyReport { records, last_hash: (records > 0).then_some(prev) })
+    let unfinished = pending.values().sum();
+    Ok(VerifyReport { records, last_hash: (records > 0).then_some(prev), unfinished })
 }
 
 /// The last `n` records of the log at `path`, oldest first, as JSON. A final
@@ -183,6 +203,10 @@ pub(super) struct Checked {
     pub(super) seq: u64,
     pub(super) prev: String,
     pub(super) hash: String,
+    /// Whether this is a call's write-ahead record (`outcome` [`STARTED`]).
+    pub(super) started: bool,
+    /// The call it records: its principal, call id and tool, as written.
+    pub(super) call: String,
 }
 
 /// Checks one line (without its line end) on its own: a JSON object with
@@ -225,7 +249,11 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
                     order, escapes or duplicate members were changed)"
             .to_owned());
     }
-    Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned() })
+    let started = map.get("outcome").and_then(Value::as_str) == Some(STARTED);
+    let member = |name| map.get(name).map(canonical).unwrap_or_default();
+    // Canonical JSON strings escape line ends: the key is unambiguous.
+    let call = format!("{}\n{}\n{}", member("principal"), member("call_id"), member("tool"));
+    Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned(), started, call })
 }
 
 /// Checks the last line of a log, as returned by [`read_last_lines`].

@@ -203,6 +203,15 @@ pub fn audit(command: AuditCommand) -> std::io::Result<ExitCode> {
             Ok(report) => {
                 let head = report.last_hash.as_deref().unwrap_or("(empty)");
                 out.line(format_args!("ok: {} records, chain intact; head {head}", report.records))?;
+                if report.unfinished > 0 {
+                    // Not damage: the write-ahead record of a call that
+                    // never got its outcome record.
+                    out.line(format_args!(
+                        "note: {} call(s) have a \"started\" record and no outcome record (Airlock stopped while \
+                         they ran, or they are still running); `airlock audit tail` shows them",
+                        report.unfinished
+                    ))?;
+                }
                 ExitCode::SUCCESS
             }
             Err(err) => {

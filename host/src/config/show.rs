@@ -137,7 +137,7 @@ impl Config {
 }
 
 /// The per-tool limit keys, as written in `airlock.toml`.
-const LIMIT_KEYS: [&str; 10] = [
+const LIMIT_KEYS: [&str; 12] = [
     "timeout_ms",
     "fuel",
     "memory_mib",
@@ -148,9 +148,11 @@ const LIMIT_KEYS: [&str; 10] = [
     "host_memory_mib",
     "max_open_files",
     "validation_memory_mib",
+    "max_write_bytes",
+    "max_created_files",
 ];
 
-fn limit_values(limits: &Limits) -> [(&'static str, String); 10] {
+fn limit_values(limits: &Limits) -> [(&'static str, String); 12] {
     [
         ("timeout_ms", limits.timeout.as_millis().to_string()),
         ("fuel", limits.fuel.to_string()),
@@ -162,6 +164,8 @@ fn limit_values(limits: &Limits) -> [(&'static str, String); 10] {
         ("host_memory_mib", (limits.host_memory_bytes >> 20).to_string()),
         ("max_open_files", limits.max_open_files.to_string()),
         ("validation_memory_mib", (limits.validation_memory_bytes >> 20).to_string()),
+        ("max_write_bytes", limits.max_write_bytes.to_string()),
+        ("max_created_files", limits.max_created_files.to_string()),
     ]
 }
 

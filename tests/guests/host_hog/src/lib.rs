@@ -10,7 +10,13 @@
 //! - `random_hog`: asks for `bytes` random bytes in one request;
 //! - `table_hog`: `count` HTTP header maps of `bytes` header bytes each
 //!   (default 12 KiB, under the host's 16 KiB limit; wasmtime-wasi-http
-//!   traps on a map over its limit).
+//!   traps on a map over its limit);
+//! - `disk_fill`: writes up to `bytes` (default 1 GiB) into `fill.bin` in the
+//!   first granted directory with `descriptor.write`, 64 KiB at a time;
+//! - `stream_fill`: the same through `write-via-stream`, 4 KiB per
+//!   `blocking-write-and-flush`;
+//! - `file_spam`: creates `count` new files `spam-N` in the first granted
+//!   directory.
 //!
 //! Every mode stops at the first error and reports how far it got and why,
 //! so a test can tell a host refusal (an error value) from a trap.
@@ -18,8 +24,9 @@
 use airlock_guest::{ToolError, export_tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use wasip2::filesystem::types::{Descriptor, DescriptorFlags, OpenFlags, PathFlags};
 use wasip2::http::types::{Fields, OutgoingBody, OutgoingRequest};
-use wasip2::io::streams::OutputStream;
+use wasip2::io::streams::{OutputStream, StreamError};
 
 /// Size of each header value `table_hog` appends: 4 KiB.
 const HEADER_VALUE_BYTES: usize = 4 << 10;
@@ -41,6 +48,12 @@ pub enum Mode {
     RandomHog,
     /// Full header maps.
     TableHog,
+    /// Bytes written with `descriptor.write`.
+    DiskFill,
+    /// Bytes written through `write-via-stream`.
+    StreamFill,
+    /// New files.
+    FileSpam,
 }
 
 /// Arguments of `host_hog`.
@@ -84,6 +97,9 @@ pub fn host_hog(args: Args) -> Result<Out, ToolError> {
             Out { created: 1, bytes: bytes.len() as u64, error: None }
         }
         Mode::TableHog => table_hog(count, args.bytes.unwrap_or(DEFAULT_MAP_BYTES)),
+        Mode::DiskFill => disk_fill(args.bytes.unwrap_or(1 << 30), false),
+        Mode::StreamFill => disk_fill(args.bytes.unwrap_or(1 << 30), true),
+        Mode::FileSpam => file_spam(count),
     })
 }
 
@@ -168,6 +184,88 @@ fn table_hog(count: u64, map_bytes: u64) -> Out {
         }
     }
     std::mem::forget(maps);
+    out
+}
+
+/// The first granted directory.
+fn granted() -> Result<Descriptor, String> {
+    wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .next()
+        .map(|(dir, _)| dir)
+        .ok_or_else(|| "no granted directory".to_owned())
+}
+
+fn disk_fill(bytes: u64, stream: bool) -> Out {
+    let mut out = Out::default();
+    let file = match granted().and_then(|dir| {
+        let flags = OpenFlags::CREATE | OpenFlags::TRUNCATE;
+        dir.open_at(PathFlags::empty(), "fill.bin", flags, DescriptorFlags::WRITE).map_err(|e| format!("open: {e:?}"))
+    }) {
+        Ok(file) => file,
+        Err(err) => {
+            out.error = Some(err);
+            return out;
+        }
+    };
+    out.created = 1;
+    if stream {
+        let chunk = vec![b's'; 4096];
+        let sink = match file.write_via_stream(0) {
+            Ok(sink) => sink,
+            Err(err) => {
+                out.error = Some(format!("write-via-stream: {err:?}"));
+                return out;
+            }
+        };
+        while out.bytes < bytes {
+            match sink.blocking_write_and_flush(&chunk) {
+                Ok(()) => out.bytes += chunk.len() as u64,
+                Err(StreamError::LastOperationFailed(err)) => {
+                    let code = wasip2::filesystem::types::filesystem_error_code(&err);
+                    out.error = Some(format!("stream write: {code:?}"));
+                    break;
+                }
+                Err(StreamError::Closed) => {
+                    out.error = Some("stream closed".to_owned());
+                    break;
+                }
+            }
+        }
+    } else {
+        let chunk = vec![b'w'; 64 << 10];
+        while out.bytes < bytes {
+            match file.write(&chunk, out.bytes) {
+                Ok(written) => out.bytes += written,
+                Err(err) => {
+                    out.error = Some(format!("write: {err:?}"));
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn file_spam(count: u64) -> Out {
+    let mut out = Out::default();
+    let dir = match granted() {
+        Ok(dir) => dir,
+        Err(err) => {
+            out.error = Some(err);
+            return out;
+        }
+    };
+    for i in 0..count {
+        let flags = OpenFlags::CREATE | OpenFlags::EXCLUSIVE;
+        match dir.open_at(PathFlags::empty(), &format!("spam-{i}"), flags, DescriptorFlags::WRITE) {
+            Ok(_) => out.created += 1,
+            Err(err) => {
+                out.error = Some(format!("create: {err:?}"));
+                break;
+            }
+        }
+    }
     out
 }
 

@@ -503,6 +503,9 @@ async fn compile_schema(
     cache_dir: Option<&Path>,
 ) -> Result<Arc<Schema>, String> {
     let limits = &settings.limits;
+    // The validator itself is made ready first: its own compilation (once
+    // per process) is not the schema's time.
+    crate::validator::ready(cache_dir).await.map_err(|why| format!("the {which} schema of {tool:?}: {why}"))?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let bounds = Bounds {
         at: tokio::time::Instant::now() + limits.timeout,

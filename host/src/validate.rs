@@ -158,6 +158,7 @@ mod tests {
     use serde_json::json;
 
     async fn violations(schema: Value, value: Value) -> Result<(), Vec<String>> {
+        crate::validator::ready(None).await.unwrap();
         let cancel = CancellationToken::new();
         let at = Instant::now() + std::time::Duration::from_secs(60);
         let bounds = Bounds { at, cancel: &cancel, memory_bytes: 64 << 20 };

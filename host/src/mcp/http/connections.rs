@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn unauthenticated_connections_make_room_oldest_first_and_never_take_authenticated_places() {
-        let connections = connections(2, 2, 3);
+        let connections = connections(3, 2, 3);
         let peer: IpAddr = "127.0.0.1".parse().unwrap();
         let (first, evicted) = connections.admit();
         assert!(!evicted);

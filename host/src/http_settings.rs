@@ -58,6 +58,24 @@ pub const MAX_CONNECTIONS_RANGE: RangeInclusive<usize> = 1..=65_536;
 /// `[http] max_connections_per_peer` says otherwise (at most
 /// `max_connections`); more are accepted and closed at once.
 pub const DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER: usize = 32;
+/// Most connections open at once that have not yet sent a request the
+/// gate admitted (no complete request, or no valid token yet), unless
+/// `[http] max_unauthenticated_connections` says otherwise. They are
+/// counted apart from `max_connections` and `max_connections_per_peer`,
+/// which count authenticated connections only; when this pool is full, a
+/// new connection takes the place of the oldest unauthenticated one.
+pub const DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS: usize = 64;
+/// Accepted `[http] max_unauthenticated_connections`.
+pub const MAX_UNAUTHENTICATED_CONNECTIONS_RANGE: RangeInclusive<usize> = 1..=65_536;
+/// How long a connection may stay unauthenticated (from when it is
+/// accepted until a request on it passes the gate) unless `[http]
+/// unauthenticated_timeout_secs` says otherwise; past it the connection is
+/// closed.
+pub const DEFAULT_UNAUTHENTICATED_TIMEOUT: Duration = Duration::from_secs(10);
+/// Accepted `[http] unauthenticated_timeout_secs`.
+pub const UNAUTHENTICATED_TIMEOUT_SECS_RANGE: RangeInclusive<u64> = 1..=300;
+/// Most entries `[http] trusted_proxies` may list.
+pub const MAX_TRUSTED_PROXIES: usize = 256;
 /// Largest request body accepted, in bytes, unless `[http] max_body_bytes`
 /// says otherwise (a call's arguments are capped at
 /// [`MAX_ARGUMENT_BYTES`](crate::MAX_ARGUMENT_BYTES); this leaves room for
@@ -139,6 +157,10 @@ pub struct HttpSettings {
     pub jwt: Option<JwtSettings>,
     /// The caps of the transport.
     pub caps: HttpCaps,
+    /// The proxies whose PROXY protocol header and `X-Forwarded-For` give
+    /// a client's address (`trusted_proxies`); empty: the peer's address
+    /// is the client's, and those headers are not read.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// What the MCP HTTP transport spends on its clients (`[http]`), read
@@ -150,11 +172,17 @@ pub struct HttpCaps {
     pub header_timeout: Duration,
     /// Time for a `POST` body after its headers (`body_timeout_secs`).
     pub body_timeout: Duration,
-    /// Connections open at once (`max_connections`).
+    /// Authenticated connections open at once (`max_connections`).
     pub max_connections: usize,
-    /// Connections open at once from one IPv4 address or IPv6 /64
-    /// (`max_connections_per_peer`).
+    /// Authenticated connections open at once from one client IPv4
+    /// address or IPv6 /64 (`max_connections_per_peer`).
     pub max_connections_per_peer: usize,
+    /// Connections open at once that no request has authenticated yet
+    /// (`max_unauthenticated_connections`).
+    pub max_unauthenticated_connections: usize,
+    /// How long a connection may stay unauthenticated
+    /// (`unauthenticated_timeout_secs`).
+    pub unauthenticated_timeout: Duration,
     /// Largest request body, in bytes (`max_body_bytes`).
     pub max_body_bytes: usize,
     /// MCP sessions kept at once (`max_sessions`).
@@ -171,6 +199,8 @@ impl Default for HttpCaps {
             body_timeout: DEFAULT_HTTP_BODY_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_HTTP_CONNECTIONS,
             max_connections_per_peer: DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER,
+            max_unauthenticated_connections: DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS,
+            unauthenticated_timeout: DEFAULT_UNAUTHENTICATED_TIMEOUT,
             max_body_bytes: DEFAULT_MAX_HTTP_BODY_BYTES,
             max_sessions: DEFAULT_MAX_HTTP_SESSIONS,
             max_pending_confirmations: DEFAULT_MAX_PENDING_CONFIRMATIONS,
@@ -289,6 +319,10 @@ pub struct RawHttp {
     body_timeout_secs: Option<u64>,
     max_connections: Option<usize>,
     max_connections_per_peer: Option<usize>,
+    max_unauthenticated_connections: Option<usize>,
+    unauthenticated_timeout_secs: Option<u64>,
+    #[serde(default)]
+    trusted_proxies: Vec<String>,
     max_body_bytes: Option<usize>,
     max_sessions: Option<usize>,
     max_pending_confirmations: Option<usize>,
@@ -413,6 +447,20 @@ impl HttpSettings {
             )?,
             max_connections,
             max_connections_per_peer: per_peer,
+            max_unauthenticated_connections: ranged(
+                ctx,
+                "max_unauthenticated_connections",
+                raw.max_unauthenticated_connections,
+                DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS,
+                &MAX_UNAUTHENTICATED_CONNECTIONS_RANGE,
+            )?,
+            unauthenticated_timeout: ranged_secs(
+                ctx,
+                "unauthenticated_timeout_secs",
+                raw.unauthenticated_timeout_secs,
+                DEFAULT_UNAUTHENTICATED_TIMEOUT,
+                &UNAUTHENTICATED_TIMEOUT_SECS_RANGE,
+            )?,
             max_body_bytes: ranged(
                 ctx,
                 "max_body_bytes",
@@ -435,7 +483,64 @@ impl HttpSettings {
                 &MAX_PENDING_CONFIRMATIONS_RANGE,
             )?,
         };
-        Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins, jwt, caps })
+        let trusted_proxies = trusted_proxies(&raw.trusted_proxies)?;
+        Ok(HttpSettings { tokens, allowed_origins: raw.allowed_origins, jwt, caps, trusted_proxies })
+    }
+}
+
+/// `[http] trusted_proxies`: each entry an address (`10.0.0.5`, `::1`) or
+/// a block (`10.0.0.0/8`, `fd00::/8`).
+fn trusted_proxies(entries: &[String]) -> Result<Vec<ipnet::IpNet>, String> {
+    if entries.len() > MAX_TRUSTED_PROXIES {
+        return Err(format!(
+            "[http] trusted_proxies lists {} entries; at most {MAX_TRUSTED_PROXIES} are accepted (use blocks such as \
+             \"10.0.0.0/8\")",
+            entries.len()
+        ));
+    }
+    entries
+        .iter()
+        .map(|entry| {
+            let text = entry.trim();
+            text.parse::<ipnet::IpNet>()
+                .ok()
+                .or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
+                .map(|net| net.trunc())
+                .ok_or_else(|| {
+                    format!(
+                        "[http] trusted_proxies: {entry:?} is not an address or a block; use e.g. \"10.0.0.5\", \
+                         \"10.0.0.0/8\" or \"fd00::/8\""
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Whether `url` may be `[http.jwt] jwks_url`: `https://` with a host, or
+/// `http://` to a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), where
+/// nothing between the host and the issuer can change the keys.
+fn check_jwks_url(url: &str) -> Result<(), String> {
+    let refuse = |why: &str| Err(format!("[http.jwt] jwks_url = {url:?}: {why}"));
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return refuse("not a URL; use e.g. \"https://idp.example.com/.well-known/jwks.json\"");
+    };
+    let Some(host) = uri.host().filter(|h| !h.is_empty()) else {
+        return refuse("the URL has no host; use e.g. \"https://idp.example.com/.well-known/jwks.json\"");
+    };
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return refuse("a URL with user information is not accepted; name the key set's URL alone");
+    }
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match uri.scheme_str() {
+        Some("https") => Ok(()),
+        Some("http") if loopback => Ok(()),
+        Some("http") => refuse(
+            "plain http:// is accepted only for a loopback host (localhost, 127.0.0.1, [::1]), where no one on \
+             the way can change the keys; use https://",
+        ),
+        _ => refuse("use an https:// URL"),
     }
 }
 
@@ -448,9 +553,7 @@ impl JwtSettings {
         let jwks = match (raw.jwks_file, raw.jwks_url) {
             (Some(file), None) => JwksSource::File(resolve(&file)),
             (None, Some(url)) => {
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    return Err(format!("{ctx} jwks_url = {url:?}: use an https:// URL"));
-                }
+                check_jwks_url(&url)?;
                 JwksSource::Url(url)
             }
             _ => return Err(format!("{ctx} needs exactly one of `jwks_file` or `jwks_url`")),

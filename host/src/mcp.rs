@@ -16,9 +16,11 @@
 //! `"id": null` when the id is unknown) and the connection goes on. On stdio
 //! at most [`MAX_STDIO_REQUESTS_IN_FLIGHT`] requests are read ahead of their
 //! written replies, so a client that does not read stops being read (see
-//! `stdio`). Over HTTP, connections are capped (`[http] max_connections`,
-//! `max_connections_per_peer`) and must send their headers within
-//! `header_timeout_secs` (see `http`). Tool names and arguments go
+//! `stdio`). Over HTTP, connections that no request has authenticated yet
+//! have their own small pool (`[http] max_unauthenticated_connections`,
+//! `unauthenticated_timeout_secs`), authenticated ones are capped (`[http]
+//! max_connections`, `max_connections_per_peer`), and all must send their
+//! headers within `header_timeout_secs` (see `http`). Tool names and arguments go
 //! to the pipeline as proposed, which resolves, validates and authorizes
 //! them. The HTTP `Authorization`, `Origin`, `Host` and `Mcp-Session-Id`
 //! headers are checked before rmcp sees a request (see `http`). Answers to confirmation requests

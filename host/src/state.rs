@@ -257,6 +257,12 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
         now.max_connections_per_peer.to_string(),
         new.max_connections_per_peer.to_string(),
     );
+    check(
+        "http.max_unauthenticated_connections",
+        now.max_unauthenticated_connections.to_string(),
+        new.max_unauthenticated_connections.to_string(),
+    );
+    check("http.unauthenticated_timeout_secs", secs(now.unauthenticated_timeout), secs(new.unauthenticated_timeout));
     check("http.max_body_bytes", now.max_body_bytes.to_string(), new.max_body_bytes.to_string());
     check("http.max_sessions", now.max_sessions.to_string(), new.max_sessions.to_string());
     check(
@@ -264,6 +270,9 @@ pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
         now.max_pending_confirmations.to_string(),
         new.max_pending_confirmations.to_string(),
     );
+    if current.http.trusted_proxies != next.http.trusted_proxies {
+        changed.push("http.trusted_proxies changed; restart airlock serve to apply it".to_owned());
+    }
     // The JWT verifier (and its key cache) is built when the HTTP server
     // starts.
     if current.http.jwt != next.http.jwt {

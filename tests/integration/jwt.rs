@@ -5,8 +5,11 @@
 //! get `401` with the challenge the MCP authorization spec asks for; the
 //! protected-resource metadata document is served; a JWKS URL is fetched,
 //! cached, refreshed on an unknown `kid`, and not fetched faster than
-//! `jwks_min_refresh_seconds` whatever kids clients send; the token and
-//! principal caps are the configured ones.
+//! `jwks_min_refresh_seconds` whatever kids clients send; a slow fetch does
+//! not hold up tokens with known keys; an unreachable key set is answered
+//! 503 with `Retry-After`; a `crit` header is refused; a plain-HTTP
+//! `jwks_url` to another host fails start-up; the token and principal caps
+//! are the configured ones.
 
 use crate::support::{cache_dir, fixture, temp_dir};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -143,37 +146,16 @@ impl Server {
     /// One request on its own connection; the response's status, headers
     /// (lower-cased names) and body.
     fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-        let mut stream = TcpStream::connect(self.addr).expect("connect");
-        stream.set_read_timeout(Some(DEADLINE)).expect("timeout");
-        let mut request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.addr,
-            body.len()
-        );
-        for (name, value) in headers {
-            request.push_str(&format!("{name}: {value}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(body);
-        stream.write_all(request.as_bytes()).expect("send");
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).expect("read the response");
-        let text = String::from_utf8_lossy(&raw).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
-        let mut lines = head.split("\r\n");
-        let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status");
-        let headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
-        Reply { status, headers, body: body.to_owned() }
+        request(self.addr, method, path, headers, body)
     }
 
     fn initialize(&self, token: &str) -> Reply {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}});
-        self.request("POST", "/mcp", &[("Authorization", format!("Bearer {token}").as_str())], &body.to_string())
+        self.request("POST", "/mcp", &[("Authorization", format!("Bearer {token}").as_str())], &initialize_body())
+    }
+
+    /// A client of the server at `addr`, for a thread of its own.
+    fn probe(addr: SocketAddr) -> Probe {
+        Probe { addr }
     }
 
     /// The principal `whoami` reports for a call made with `token`.
@@ -201,6 +183,53 @@ impl Server {
             .unwrap_or_else(|| panic!("no principal in {result}"))
             .to_owned()
     }
+}
+
+/// One request to `addr` on its own connection; the response's status,
+/// headers (lower-cased names) and body.
+fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(DEADLINE)).expect("timeout");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        addr,
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the response");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Reply { status, headers, body: body.to_owned() }
+}
+
+/// Requests to a server from another thread.
+struct Probe {
+    addr: SocketAddr,
+}
+
+impl Probe {
+    fn initialize(&self, token: &str) -> Reply {
+        request(self.addr, "POST", "/mcp", &[("Authorization", format!("Bearer {token}").as_str())], &initialize_body())
+    }
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})
+    .to_string()
 }
 
 struct Reply {
@@ -369,4 +398,149 @@ fn a_jwks_url_is_cached_refreshed_on_an_unknown_kid_and_not_hammered() {
     let allowed = 2 + 1 + started.elapsed().as_secs() as usize;
     let count = fetches.load(Ordering::SeqCst);
     assert!(count <= allowed, "{count} fetches for 20 unknown kids; at most {allowed} expected");
+}
+
+/// A loopback JWKS server that answers its first request with `document`
+/// at once and holds every later one until `release` is sent; each request
+/// is reported on the returned channel as it arrives (its number, from 1).
+fn slow_jwks_server(document: String) -> (SocketAddr, mpsc::Receiver<usize>, mpsc::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (arrived, arrivals) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let _ = arrived.send(n + 1);
+            if n > 0 {
+                // Held open, unanswered, until released (or the test ends).
+                let _ = released.recv();
+                held.push(stream);
+                continue;
+            }
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{document}",
+                document.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    (addr, arrivals, release)
+}
+
+#[test]
+fn a_slow_key_set_fetch_does_not_delay_tokens_with_known_keys() {
+    let known = ed25519("k1");
+    let (idp, arrivals, release) = slow_jwks_server(jwks(&[&known]));
+    // The fetch may take two minutes: longer than this test's deadline for
+    // any request, so a request that waited for it would fail.
+    let server = Server::start(
+        &format!("jwks_url = \"http://{idp}/jwks.json\"\njwks_min_refresh_seconds = 1\njwks_fetch_timeout_secs = 120"),
+        &[],
+    );
+    assert_eq!(server.whoami(&sign(&known, "k1", &claims("alice"))), "alice");
+    assert_eq!(arrivals.recv_timeout(DEADLINE).expect("the first fetch"), 1);
+    // Past jwks_min_refresh_seconds, a token with an unknown kid starts a
+    // fetch, which the key server holds.
+    std::thread::sleep(Duration::from_millis(1100));
+    let unknown = {
+        let token = sign(&known, "rotated-or-random", &claims("eve"));
+        let addr = server.addr;
+        std::thread::spawn(move || {
+            let probe = Server::probe(addr);
+            probe.initialize(&token)
+        })
+    };
+    assert_eq!(arrivals.recv_timeout(DEADLINE).expect("a second fetch starts"), 2);
+    // While it is pending, a token with a known key is served in full
+    // (initialize, initialized, a call: three verifications).
+    assert_eq!(server.whoami(&sign(&known, "k1", &claims("alice"))), "alice");
+    assert!(arrivals.try_recv().is_err(), "no other fetch was started");
+    // The request with the unknown kid waited a bounded time for the fetch
+    // still held, and was told to retry rather than that its token is bad.
+    let reply = unknown.join().expect("the unknown-kid request");
+    assert_eq!(reply.status, 503, "{}", reply.body);
+    let retry: u64 = reply.header("retry-after").expect("Retry-After").parse().expect("seconds");
+    assert!(retry >= 1, "{retry}");
+    drop(release);
+}
+
+#[test]
+fn an_unreachable_key_set_is_answered_503_with_retry_after() {
+    // A port nothing listens on: every fetch fails at once.
+    let closed = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let server = Server::start(&format!("jwks_url = \"http://{closed}/jwks.json\""), &[]);
+    let key = ed25519("k1");
+    for _ in 0..2 {
+        let reply = server.initialize(&sign(&key, "k1", &claims("alice")));
+        assert_eq!(reply.status, 503, "{}", reply.body);
+        let retry: u64 = reply.header("retry-after").expect("Retry-After").parse().expect("seconds");
+        assert!((1..=60).contains(&retry), "{retry}: at most jwks_min_refresh_seconds");
+        assert!(reply.header("www-authenticate").is_none(), "not a token refusal");
+        assert!(reply.body.contains("jwks_url"), "{}", reply.body);
+    }
+}
+
+#[test]
+fn a_token_with_crit_is_refused() {
+    let ed = ed25519("ed-1");
+    let server = Server::start("jwks_file = \"jwks.json\"", &[("jwks.json", jwks(&[&ed]).as_str())]);
+    let sign_with_header = |header: Value| {
+        let input = format!("{}.{}", b64(header.to_string().as_bytes()), b64(claims("alice").to_string().as_bytes()));
+        let signature = jsonwebtoken::crypto::sign(input.as_bytes(), &ed.private, ed.alg).expect("sign");
+        format!("{input}.{signature}")
+    };
+    // The same token without crit is accepted: only crit is refused.
+    let plain = sign_with_header(json!({"alg": "EdDSA", "typ": "JWT", "kid": "ed-1"}));
+    assert_eq!(server.initialize(&plain).status, 200);
+    for crit in [json!(["exp"]), json!(["b64"]), json!([])] {
+        let token = sign_with_header(json!({"alg": "EdDSA", "typ": "JWT", "kid": "ed-1", "crit": crit}));
+        server.initialize(&token).assert_refused(Some("crit"));
+    }
+}
+
+#[test]
+fn a_plain_http_jwks_url_to_another_host_fails_start_up_naming_the_key() {
+    let dir = temp_dir();
+    let config = format!(
+        "[tools.whoami]\ncomponent = {:?}\nside_effect = false\n\
+         [http.jwt]\nissuer = {ISSUER:?}\naudience = {AUDIENCE:?}\njwks_url = \"http://example.com/jwks\"\n",
+        fixture("whoami").display().to_string()
+    );
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
+    let bin =
+        std::env::var_os("AIRLOCK_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_airlock")), PathBuf::from);
+    let mut child = Command::new(bin)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env("AIRLOCK_CACHE_DIR", cache_dir())
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("airlock runs");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("airlock started with a plain http:// jwks_url to another host");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("stderr");
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("[http.jwt] jwks_url = \"http://example.com/jwks\""), "{stderr}");
+    assert!(stderr.contains("https://"), "{stderr}");
 }

@@ -526,6 +526,36 @@ fn stdio_end_of_input_cancels_a_call_still_running_after_the_drain_and_answers_i
     assert_eq!(audit_outcomes(&audit), ["cancelled"]);
 }
 
+/// A 2026-07-28 client's first request is run by rmcp's own loop, not
+/// beside it: rmcp's end-of-input drain cancels its handlers when it ends
+/// and drops what they answer after, so the transport must cancel such a
+/// call itself and write its answer before rmcp learns that stdin closed.
+#[test]
+fn stdio_end_of_input_cancels_a_call_run_by_rmcp_after_the_drain_and_answers_it() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let config = sleeper_config(&audit, 1, "[metrics]\nlisten = \"127.0.0.1:0\"\npublic = true\n");
+    let mut server = Served::start(&config, &["serve", "--stdio"]);
+    let metrics = server.announced("serving metrics");
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params":
+        {"name": "hostile", "arguments": {"attack": "sleep", "ms": 600_000}, "_meta": meta}});
+    write_line(&mut stdin, &call.to_string());
+    wait_metrics(&metrics, |m| sample(m, "airlock_calls_in_flight") == Some(1.0));
+    drop(stdin);
+    let reply = lines.recv_timeout(DEADLINE).expect("the call is answered");
+    assert_eq!(reply["id"], 4, "{reply}");
+    assert_eq!(kind(&reply["result"]), "cancelled", "{reply}");
+    assert_eq!(server.exit_code(), Some(0), "{}", server.stderr.lock().unwrap());
+    assert_eq!(audit_outcomes(&audit), ["cancelled"]);
+}
+
 #[test]
 fn json_logs_parse_and_a_flood_of_bad_requests_logs_a_bounded_number_of_lines() {
     let config = echo_config("");

@@ -5,8 +5,12 @@
 //! the session goes on; a client that writes and never reads stops being
 //! read, so the server's memory stays bounded, and gets every reply once it
 //! reads. HTTP: bodies that are not one JSON-RPC message get JSON-RPC
-//! errors; half-open and idle connections are closed; connections beyond
-//! the caps are closed at once while others are served. The HTTP caps are
+//! errors; half-open and idle connections are closed; unauthenticated
+//! connections (no complete request, no token) have their own pool, the
+//! oldest closed for a new one, and never shut out a client with a token;
+//! authenticated connections beyond their caps are answered 503; a listed
+//! proxy's PROXY header or X-Forwarded-For names the client counted, an
+//! unlisted peer's does not. The HTTP caps are
 //! set small in the server's `[http]` section, which proves the keys are
 //! wired and keeps the tests cheap.
 
@@ -465,13 +469,34 @@ async fn http_answers_bodies_that_are_not_a_message_with_json_rpc_errors() {
     served(addr).await;
 }
 
+/// A POST of `{}` with `extra` header lines, kept alive: it passes the gate
+/// of a server without tokens (and is answered 400 by the body check).
+fn keep_alive_post(addr: SocketAddr, extra: &str) -> Vec<u8> {
+    let mut request = post(addr, b"{}", false);
+    let at = request.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 2;
+    request.splice(at..at, extra.bytes());
+    request
+}
+
+/// Assert the `503` for full authenticated pools: `Retry-After`, and the
+/// connection closed after it.
+async fn assert_connections_full(stream: &mut TcpStream, what: &str) {
+    let reply = read_reply(stream).await;
+    assert_eq!(reply.status, 503, "{what}: {}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(reply.header("retry-after"), Some("1"), "{what}");
+    assert!(closed_without_a_response(stream).await, "{what}: the connection is closed after the 503");
+}
+
 #[tokio::test]
 async fn http_caps_connections_and_closes_half_open_ones() {
-    // Small caps; the header timeout leaves seconds for filling them.
-    const MAX_CONNECTIONS: usize = 6;
+    // Small caps; the timeouts leave seconds for filling them (and the
+    // authenticated connections kept idle are not closed for idling).
+    const MAX_CONNECTIONS: usize = 3;
     const PER_PEER: usize = 2;
+    const UNAUTHENTICATED: usize = 4;
     let (_server, addr) = http_server(&format!(
-        "[http]\nmax_connections = {MAX_CONNECTIONS}\nmax_connections_per_peer = {PER_PEER}\nheader_timeout_secs = 5"
+        "[http]\nmax_connections = {MAX_CONNECTIONS}\nmax_connections_per_peer = {PER_PEER}\n\
+         max_unauthenticated_connections = {UNAUTHENTICATED}\nunauthenticated_timeout_secs = 5\nheader_timeout_secs = 30"
     ));
     let partial = b"POST /mcp HTTP/1.1\r\nHost: 127";
     let half_open = |source: Ipv4Addr, count: usize| async move {
@@ -483,50 +508,188 @@ async fn http_caps_connections_and_closes_half_open_ones() {
         }
         streams
     };
-    // A complete request on a connection past a cap gets no answer.
-    let refused = |source: Ipv4Addr| async move {
+    let authenticated = |source: Ipv4Addr| async move {
         let mut stream = connect_from(source, addr).await;
-        // The server may close before or after this arrives.
-        let _ = stream.write_all(&post(addr, &initialize_request(1), true)).await;
-        closed_without_a_response(&mut stream).await
+        stream.write_all(&keep_alive_post(addr, "")).await.expect("send");
+        stream
     };
 
-    // One peer at its cap: its next connection is closed, others are
-    // served. The served connection is kept alive (and so counted).
-    let mut open = half_open(Ipv4Addr::new(127, 0, 0, 2), PER_PEER).await;
-    assert!(refused(Ipv4Addr::new(127, 0, 0, 2)).await, "a connection beyond the per-peer cap is closed");
-    let mut kept = connect_from(Ipv4Addr::LOCALHOST, addr).await;
-    kept.write_all(&post(addr, b"{}", false)).await.expect("send");
-    assert_eq!(read_reply(&mut kept).await.status, 400, "another peer is served");
-    open.push(kept);
+    // The unauthenticated pool is full: a new connection takes the place
+    // of the oldest one there, which the server closes.
+    let mut waiting = half_open(Ipv4Addr::new(127, 0, 0, 2), UNAUTHENTICATED).await;
+    let mut newer = half_open(Ipv4Addr::new(127, 0, 0, 2), 1).await;
+    assert!(closed_without_a_response(&mut waiting[0]).await, "the oldest unauthenticated connection is closed");
 
-    // All connections in use: the next one, from anywhere, is closed.
-    let mut source = 3u8;
-    while open.len() < MAX_CONNECTIONS {
-        let count = (MAX_CONNECTIONS - open.len()).min(PER_PEER);
-        open.extend(half_open(Ipv4Addr::new(127, 0, 0, source), count).await);
-        source += 1;
+    // Authenticated connections have their own caps: per client address,
+    // then in total; past either the request is answered 503.
+    let mut kept = Vec::new();
+    for _ in 0..PER_PEER {
+        let mut stream = authenticated(Ipv4Addr::LOCALHOST).await;
+        assert_eq!(read_reply(&mut stream).await.status, 400, "served (the body check answers)");
+        kept.push(stream);
     }
-    assert!(refused(Ipv4Addr::new(127, 0, 0, 200)).await, "a connection beyond the total cap is closed");
+    let mut over = authenticated(Ipv4Addr::LOCALHOST).await;
+    assert_connections_full(&mut over, "past max_connections_per_peer").await;
+    let mut other = authenticated(Ipv4Addr::new(127, 0, 0, 3)).await;
+    assert_eq!(read_reply(&mut other).await.status, 400, "another address is served");
+    kept.push(other);
+    let mut over = authenticated(Ipv4Addr::new(127, 0, 0, 4)).await;
+    assert_connections_full(&mut over, "past max_connections").await;
 
-    // Headers never finished, or no next request: every one of them is
-    // closed by the server.
-    for (i, stream) in open.iter_mut().enumerate() {
+    // Many more unauthenticated connections than the pool holds never
+    // close an authenticated one: each stays usable.
+    let mut flood = half_open(Ipv4Addr::LOCALHOST, 4 * UNAUTHENTICATED).await;
+    for stream in &mut kept {
+        stream.write_all(&keep_alive_post(addr, "")).await.expect("send");
+        assert_eq!(read_reply(stream).await.status, 400, "an authenticated connection is kept");
+    }
+
+    // Headers never finished, or no request passed the gate: every one of
+    // them is closed by the server.
+    for (i, stream) in waiting.iter_mut().chain(newer.iter_mut()).chain(flood.iter_mut()).enumerate() {
         assert!(closed_without_a_response(stream).await, "connection {i} is closed");
     }
-    drop(open);
+    drop(kept);
     // A place is freed just after its connection is closed: retry until
     // then (a liveness bound, not a timing assertion).
     let started = Instant::now();
     loop {
         let mut stream = connect_from(Ipv4Addr::LOCALHOST, addr).await;
         let _ = stream.write_all(&post(addr, &initialize_request(1), true)).await;
-        let mut first = [0u8; 1];
-        if matches!(stream.read(&mut first).await, Ok(1)) {
+        if read_reply_or_close(&mut stream).await.is_some_and(|status| status == 200) {
             break;
         }
         assert!(started.elapsed() < DEADLINE, "no connection is served after the others closed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     served(addr).await;
+}
+
+/// The status of a response on `stream`, or `None` if it is closed first.
+async fn read_reply_or_close(stream: &mut TcpStream) -> Option<u16> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") {
+        match tokio::time::timeout(DEADLINE, stream.read(&mut byte)).await {
+            Ok(Ok(1)) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    String::from_utf8_lossy(&head).split(' ').nth(1).and_then(|s| s.parse().ok())
+}
+
+#[tokio::test]
+async fn http_half_open_and_anonymous_connections_cannot_shut_out_a_client_with_a_token() {
+    // Defaults for every connection cap (32 per address, 64 unauthenticated),
+    // and every client on one address, as on loopback or behind a load
+    // balancer.
+    const HALF_OPEN: usize = 64;
+    const ANONYMOUS: usize = 16;
+    const CALLS: usize = 20;
+    let token = "0123456789abcdef-alice";
+    let (_server, addr) = http_server(&format!("[[http.tokens]]\ntoken = \"{token}\"\nprincipal = \"alice\""));
+    let mut held = Vec::new();
+    for _ in 0..HALF_OPEN {
+        let mut stream = connect_from(Ipv4Addr::LOCALHOST, addr).await;
+        stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127").await.expect("send a partial request");
+        held.push(stream);
+    }
+    // Complete requests without a token: 401, and the connections kept.
+    for _ in 0..ANONYMOUS {
+        let mut stream = connect_from(Ipv4Addr::LOCALHOST, addr).await;
+        stream.write_all(&post(addr, &initialize_request(1), false)).await.expect("send");
+        assert_eq!(read_reply(&mut stream).await.status, 401);
+        held.push(stream);
+    }
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let with_token = |body: &[u8], session: Option<&str>| {
+        let mut extra = bearer.clone();
+        if let Some(session) = session {
+            extra.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+        }
+        let mut request = post(addr, body, true);
+        let at = request.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 2;
+        request.splice(at..at, extra.bytes());
+        request
+    };
+    let init = exchange(addr, &with_token(&initialize_request(1), None)).await;
+    assert_eq!(init.status, 200, "{}", String::from_utf8_lossy(&init.body));
+    let session = init.header("mcp-session-id").expect("a session").to_owned();
+    let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(exchange(addr, &with_token(initialized, Some(&session))).await.status, 202);
+    let mut succeeded = 0;
+    for id in 0..CALLS {
+        let call = json!({"jsonrpc": "2.0", "id": id + 2, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": format!("call {id}")}}});
+        let reply = exchange(addr, &with_token(call.to_string().as_bytes(), Some(&session))).await;
+        let body = String::from_utf8_lossy(&reply.body);
+        if reply.status == 200 && body.contains(&format!("call {id}")) && body.contains("\"isError\":false") {
+            succeeded += 1;
+        }
+    }
+    assert_eq!(
+        succeeded,
+        CALLS,
+        "every call with a token succeeds while {} anonymous connections are held",
+        held.len()
+    );
+    drop(held);
+}
+
+#[tokio::test]
+async fn http_client_addresses_come_from_listed_proxies_only() {
+    // One authenticated connection per client address; 127.0.0.1 is the
+    // proxy, 127.0.0.2 is not listed.
+    let (_server, addr) = http_server("[http]\nmax_connections_per_peer = 1\ntrusted_proxies = [\"127.0.0.1/32\"]");
+    let proxy = Ipv4Addr::LOCALHOST;
+    let open = |source: Ipv4Addr, preface: Vec<u8>, extra: &'static str| async move {
+        let mut stream = connect_from(source, addr).await;
+        let mut bytes = preface;
+        bytes.extend_from_slice(&keep_alive_post(addr, extra));
+        stream.write_all(&bytes).await.expect("send");
+        stream
+    };
+    let v1 = |client: &str| format!("PROXY TCP4 {client} 127.0.0.1 40000 80\r\n").into_bytes();
+    let v2 = |client: [u8; 4]| {
+        let mut header = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+        header.extend_from_slice(&[0x21, 0x11, 0, 12]);
+        header.extend_from_slice(&client);
+        header.extend_from_slice(&[127, 0, 0, 1, 0x9c, 0x40, 0, 80]);
+        header
+    };
+
+    // The PROXY header's address is the one counted: a second connection
+    // for 192.0.2.1 (v1 or v2) is refused, one for 192.0.2.2 is not.
+    let mut kept = Vec::new();
+    let mut first = open(proxy, v1("192.0.2.1"), "").await;
+    assert_eq!(read_reply(&mut first).await.status, 400, "served");
+    kept.push(first);
+    let mut again = open(proxy, v2([192, 0, 2, 1]), "").await;
+    assert_connections_full(&mut again, "a second connection for 192.0.2.1 (PROXY v2)").await;
+    let mut again = open(proxy, v1("192.0.2.1"), "").await;
+    assert_connections_full(&mut again, "a second connection for 192.0.2.1 (PROXY v1)").await;
+    let mut second = open(proxy, v2([192, 0, 2, 2]), "").await;
+    assert_eq!(read_reply(&mut second).await.status, 400, "another client behind the proxy is served");
+    kept.push(second);
+
+    // X-Forwarded-For from the proxy names the client.
+    let mut forwarded = open(proxy, Vec::new(), "X-Forwarded-For: 192.0.2.3\r\n").await;
+    assert_eq!(read_reply(&mut forwarded).await.status, 400, "served");
+    kept.push(forwarded);
+    let mut again = open(proxy, Vec::new(), "X-Forwarded-For: 198.51.100.7, 192.0.2.3\r\n").await;
+    assert_connections_full(&mut again, "a second connection for 192.0.2.3 (X-Forwarded-For)").await;
+
+    // From an address that is not listed, X-Forwarded-For is ignored: the
+    // peer's own address is counted, whatever the header says.
+    let other = Ipv4Addr::new(127, 0, 0, 2);
+    let mut direct = open(other, Vec::new(), "X-Forwarded-For: 192.0.2.10\r\n").await;
+    assert_eq!(read_reply(&mut direct).await.status, 400, "served");
+    kept.push(direct);
+    let mut again = open(other, Vec::new(), "X-Forwarded-For: 192.0.2.11\r\n").await;
+    assert_connections_full(&mut again, "a second connection from 127.0.0.2, whatever it forwards").await;
+    // Nor is a PROXY header read from it: the bytes are not HTTP.
+    let mut spoofed = open(Ipv4Addr::new(127, 0, 0, 3), v1("192.0.2.20"), "").await;
+    let status = read_reply_or_close(&mut spoofed).await;
+    assert!(status.is_none() || status == Some(400), "a PROXY header from a peer not listed is refused: {status:?}");
+    drop(kept);
 }

@@ -75,8 +75,13 @@ fn http_caps_are_ranged() {
             ("max_body_bytes", 1023, 64 << 20),
             ("max_sessions", 0, 65_536),
             ("max_pending_confirmations", 0, 65_536),
+            ("max_unauthenticated_connections", 0, 65_536),
+            ("unauthenticated_timeout_secs", 0, 300),
         ],
     );
+    let config = parse("[http]\nmax_unauthenticated_connections = 8\nunauthenticated_timeout_secs = 2").unwrap();
+    assert_eq!(config.http.caps.max_unauthenticated_connections, 8);
+    assert_eq!(config.http.caps.unauthenticated_timeout, Duration::from_secs(2));
     check_err("[http]\nmax_body_bytes = 1023", &["accepted 1024..=67108864"]);
     // Per peer: at most max_connections (a load balancer may take all).
     let config = parse("[http]\nmax_connections = 8\nmax_connections_per_peer = 8").unwrap();
@@ -152,4 +157,38 @@ fn tokens_map_to_principals() {
     let expected = BearerToken { token: "0123456789abcdef".into(), principal: "alice".into(), file: None };
     assert_eq!(config.http.tokens, vec![expected]);
     assert_eq!(config.http.allowed_origins, vec!["https://app.example.com".to_owned()]);
+}
+
+#[test]
+fn trusted_proxies_are_addresses_or_blocks() {
+    assert!(parse("").unwrap().http.trusted_proxies.is_empty(), "no proxy is trusted by default");
+    let config = parse("[http]\ntrusted_proxies = [\"10.0.0.5\", \"10.1.2.3/16\", \"fd00::/8\", \"::1\"]").unwrap();
+    let shown: Vec<String> = config.http.trusted_proxies.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["10.0.0.5/32", "10.1.0.0/16", "fd00::/8", "::1/128"]);
+    check_err(
+        "[http]\ntrusted_proxies = [\"proxy.internal\"]",
+        &["[http] trusted_proxies", "\"proxy.internal\"", "10.0.0.0/8"],
+    );
+    check_err("[http]\ntrusted_proxies = [\"10.0.0.0/33\"]", &["[http] trusted_proxies", "not an address or a block"]);
+    let many: Vec<String> = (0..=MAX_TRUSTED_PROXIES).map(|i| format!("\"10.0.{}.{}\"", i / 256, i % 256)).collect();
+    check_err(&format!("[http]\ntrusted_proxies = [{}]", many.join(", ")), &["257 entries", "at most 256"]);
+}
+
+#[test]
+fn jwks_urls_are_checked_at_load() {
+    let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\n";
+    for ok in
+        ["https://idp.example.com/jwks", "http://127.0.0.1:8080/jwks", "http://localhost/jwks", "http://[::1]:9/k"]
+    {
+        let config = parse(&format!("{jwt}jwks_url = {ok:?}")).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert_eq!(config.http.jwt.expect("jwt").jwks, JwksSource::Url(ok.into()));
+    }
+    check_err(
+        &format!("{jwt}jwks_url = \"http://example.com/jwks\""),
+        &["[http.jwt] jwks_url = \"http://example.com/jwks\"", "loopback", "use https://"],
+    );
+    check_err(&format!("{jwt}jwks_url = \"http://10.0.0.1/jwks\""), &["[http.jwt] jwks_url", "loopback"]);
+    check_err(&format!("{jwt}jwks_url = \"https:///jwks\""), &["[http.jwt] jwks_url"]);
+    check_err(&format!("{jwt}jwks_url = \"https://user:pw@idp/jwks\""), &["[http.jwt] jwks_url"]);
+    check_err(&format!("{jwt}jwks_url = \"jwks.json\""), &["[http.jwt] jwks_url"]);
 }

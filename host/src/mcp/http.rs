@@ -27,14 +27,20 @@
 //!    slow. rmcp gets the bytes unchanged.
 //!
 //! Nor does it trust a client to use its connection: connections are
-//! served here with hyper, not `axum::serve`, so that at most
-//! `[http] max_connections` are open, at most `max_connections_per_peer`
-//! from one address (beyond either, a connection is accepted and closed at
-//! once), and each must finish a request's headers within
-//! `header_timeout_secs` of being ready for one, which also closes idle
-//! kept-alive connections. Refusals are logged at debug, with at most one
-//! warning a minute counting them. These caps ([`HttpCaps`]) are read when
-//! the server starts; a reload does not change them.
+//! served here with hyper, not `axum::serve`. A new connection enters a
+//! pool of its own, `[http] max_unauthenticated_connections` (the oldest
+//! closed to make room for a new one), and is closed unless a request on it
+//! passes checks 1–3 within `unauthenticated_timeout_secs`; then it counts
+//! against `max_connections` and `max_connections_per_peer` of its
+//! client's address (`503` with `Retry-After` past either), so clients
+//! without a token cannot take the places of clients with one. Each
+//! connection must finish a request's headers within `header_timeout_secs`
+//! of being ready for one, which also closes idle kept-alive connections.
+//! The client's address is the peer's unless the peer is listed in `[http]
+//! trusted_proxies`: then its PROXY protocol header and `X-Forwarded-For`
+//! give it. Refusals are logged at debug, with at most one warning a minute
+//! counting them. These caps ([`HttpCaps`]) are read when the server
+//! starts; a reload does not change them.
 //!
 //! A client dropping the response stream of a call cancels the call. Tokens
 //! and allowed origins are read from the host state in force for each
@@ -52,14 +58,15 @@
 //! streams end and the process exits 0.
 //!
 //! Checks 1–4 and the session bindings are in `gate`, check 5 in `body`,
-//! the connections and their caps in `connections`, the probes and metrics
-//! in `probes`.
+//! the connections and their pools in `connections`, client addresses
+//! behind proxies in `proxy`, the probes and metrics in `probes`.
 
 mod body;
 mod connections;
 mod gate;
 mod jwt;
 mod probes;
+mod proxy;
 
 pub use probes::{HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 
@@ -114,7 +121,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         .with_cancellation_token(streams.child_token());
     let host = shared.host.clone();
     let metrics_listener = match host.config().metrics.listen {
-        Some(listen) => Some(bind_metrics(&host, listen, &principal).await?),
+        Some(listen) => Some(bind_metrics(&host, listen, &principal, jwt.clone()).await?),
         None => None,
     };
     let server = AirlockServer::new(shared, principal);
@@ -152,9 +159,10 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     eprintln!("airlock: serving MCP (streamable HTTP) on http://{local}{MCP_PATH}");
 
     let stop = CancellationToken::new();
-    let serving = tokio::spawn(connections::serve(listener, app, caps, stop.clone()));
-    let metrics_serving =
-        metrics_listener.map(|(listener, app)| tokio::spawn(connections::serve(listener, app, caps, stop.clone())));
+    let trusted = proxy::TrustedProxies::new(&settings.trusted_proxies);
+    let serving = tokio::spawn(connections::serve(listener, app, caps, trusted.clone(), stop.clone()));
+    let metrics_serving = metrics_listener
+        .map(|(listener, app)| tokio::spawn(connections::serve(listener, app, caps, trusted.clone(), stop.clone())));
     shutdown::signal().await;
     shutdown::last_resort(shutdown::longest(&host, HTTP_SHUTDOWN_GRACE + HTTP_SHUTDOWN_HARD_STOP));
     // No new connections; idle ones close, busy ones after their response.
@@ -213,11 +221,13 @@ fn gate(
 }
 
 /// The separate `[metrics] listen` address: `/metrics` (behind the gate
-/// unless `public`), `/healthz` and `/readyz`.
+/// unless `public`, with the MCP server's JWT verifier `jwt` when there is
+/// one, so that one task refreshes the key set), `/healthz` and `/readyz`.
 async fn bind_metrics(
     host: &Host,
     addr: SocketAddr,
     principal: &str,
+    jwt: Option<Arc<jwt::Verifier>>,
 ) -> anyhow::Result<(tokio::net::TcpListener, axum::Router)> {
     let settings = host.config();
     let mut app = probes::with_metrics(axum::Router::new(), host);
@@ -230,7 +240,10 @@ async fn bind_metrics(
                  `[metrics] public = true` if the scraper sends no token)"
             );
         }
-        let jwt = settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new);
+        let jwt = match jwt {
+            Some(jwt) => Some(jwt),
+            None => settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new),
+        };
         let gate = gate(host, jwt, addr, principal, Arc::new(LocalSessionManager::default()), settings.http.caps);
         app = app.layer(axum::middleware::from_fn_with_state(gate, check));
     }
@@ -251,6 +264,8 @@ pub(super) async fn serve_metrics_only(
     principal: &str,
     stop: CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
-    let (listener, app) = bind_metrics(host, addr, principal).await?;
-    Ok(tokio::spawn(connections::serve(listener, app, host.config().http.caps, stop)))
+    let (listener, app) = bind_metrics(host, addr, principal, None).await?;
+    let settings = host.config().http;
+    let trusted = proxy::TrustedProxies::new(&settings.trusted_proxies);
+    Ok(tokio::spawn(connections::serve(listener, app, settings.caps, trusted, stop)))
 }

@@ -106,6 +106,11 @@ impl AirlockServer {
     ) -> Result<(String, TokenAttributes, Vec<CancellationToken>), ErrorData> {
         let mut cancel = vec![context.ct.clone()];
         let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            // A stdio call run by rmcp's loop: cancelled at the end of input
+            // by the transport, which then waits for its answer.
+            if let Some(end) = context.extensions.get::<super::stdio::CallsEnd>() {
+                cancel.push(end.0.clone());
+            }
             return Ok((self.principal.to_string(), TokenAttributes::default(), cancel));
         };
         let Some(caller) = parts.extensions.get::<Caller>() else {

@@ -31,6 +31,15 @@
 //!   request handling and its answer is queued for stdout directly (see
 //!   `direct`). It holds its permit the same way.
 //!
+//! - End of input: every `tools/call` read gets [`CLOSE_DRAIN`] to answer,
+//!   then those still running are cancelled, and rmcp is told that the
+//!   input ended only once their answers are written (see
+//!   [`end_of_input`]). This holds for the calls rmcp runs too (those read
+//!   before the session was up, or a 2026-07-28 client's first request):
+//!   rmcp's own drain cancels its handlers when it ends and drops what
+//!   they answer after, so a call it ran that was still running then was
+//!   cancelled without its `cancelled` result ever being written.
+//!
 //! What is trusted: rmcp, to send at most one reply per request it was
 //! given, and to send none for a request the client cancelled.
 
@@ -40,15 +49,18 @@ use super::jsonrpc::{self, Rejection};
 use direct::Direct;
 pub(super) use direct::Opener;
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions as _, JsonRpcMessage, RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -62,6 +74,9 @@ pub const MAX_STDIO_REQUESTS_IN_FLIGHT: usize = 64;
 /// Most messages (replies, notifications, requests to the client) waiting
 /// to be written to stdout.
 pub const MAX_QUEUED_REPLIES: usize = 64;
+/// How long calls in flight get to answer once stdin has closed (rmcp's
+/// own drain at the end of input) before they are cancelled.
+const CLOSE_DRAIN: Duration = Duration::from_secs(5);
 /// How long closing the transport waits for queued messages to be written
 /// before it gives up on a client that does not read.
 const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -82,7 +97,19 @@ pub(super) struct StdioTransport {
     outgoing: Option<mpsc::Sender<Outgoing>>,
     stop: CancellationToken,
     writer: Option<JoinHandle<()>>,
+    /// The end-of-input drain once stdin has ended: kept here because rmcp
+    /// drops a pending `receive` whenever another of its events comes first.
+    ending: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// The end-of-input drain is done: rmcp is told the input ended.
+    ended: bool,
 }
+
+/// Carried (in its extensions) by a `tools/call` handed to rmcp's loop
+/// rather than run beside it: the token that cancels the calls still
+/// running at the end of input, which the call's handler adds to what
+/// cancels it. Only this transport inserts it; nothing a client sends can.
+#[derive(Clone)]
+pub(super) struct CallsEnd(pub(super) CancellationToken);
 
 /// One line for stdout, and the request it answers, if any.
 struct Outgoing {
@@ -95,6 +122,8 @@ struct InFlight {
     permits: Arc<Semaphore>,
     /// Each request's permit, and whether it is a `tools/call`.
     held: Mutex<HashMap<RequestId, (OwnedSemaphorePermit, bool)>>,
+    /// Woken whenever a request is answered or cancelled.
+    released: Notify,
 }
 
 impl InFlight {
@@ -112,7 +141,57 @@ impl InFlight {
     /// The request `id` is answered (or cancelled): free its permit.
     fn release(&self, id: &RequestId) {
         let permit = self.held.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-        drop(permit);
+        if permit.is_some() {
+            drop(permit);
+            self.released.notify_waiters();
+        }
+    }
+
+    /// Calls read and not yet answered (nor cancelled by the client).
+    fn calls(&self) -> usize {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|(_, call)| *call).count()
+    }
+
+    /// Wait until every call read has had its answer written (or was
+    /// cancelled by the client).
+    async fn calls_answered(&self) {
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            // Registered before the count is read: a release in between
+            // still wakes this wait.
+            released.as_mut().enable();
+            if self.calls() == 0 {
+                return;
+            }
+            released.await;
+        }
+    }
+}
+
+/// What the transport does once stdin has ended, before rmcp learns of it:
+/// the calls in flight (run beside rmcp's loop or in it) get
+/// [`CLOSE_DRAIN`] to answer; the rest are cancelled through `calls_end`
+/// and their `cancelled` results are waited for, up to
+/// [`CLOSE_FLUSH_TIMEOUT`] for a client that does not read. A reply counts
+/// once it is written to stdout, so when rmcp is told the input ended
+/// (and stops forwarding its handlers' answers, then closes the transport
+/// and the server exits) no call is left without its answer. Cut short
+/// when the transport stops (stdout closed).
+async fn end_of_input(in_flight: Arc<InFlight>, calls_end: CancellationToken, stop: CancellationToken) {
+    let answered = async {
+        if tokio::time::timeout(CLOSE_DRAIN, in_flight.calls_answered()).await.is_ok() {
+            return;
+        }
+        tracing::debug!("calls still running {CLOSE_DRAIN:?} after stdin closed; cancelling them");
+        calls_end.cancel();
+        if tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, in_flight.calls_answered()).await.is_err() {
+            tracing::debug!("the answers of cancelled calls not written within {CLOSE_FLUSH_TIMEOUT:?}");
+        }
+    };
+    tokio::select! {
+        () = answered => {}
+        () = stop.cancelled() => {}
     }
 }
 
@@ -128,6 +207,7 @@ impl StdioTransport {
         let in_flight = Arc::new(InFlight {
             permits: Arc::new(Semaphore::new(MAX_STDIO_REQUESTS_IN_FLIGHT)),
             held: Mutex::new(HashMap::new()),
+            released: Notify::new(),
         });
         let stop = CancellationToken::new();
         let direct = Direct::new();
@@ -147,6 +227,8 @@ impl StdioTransport {
             outgoing: Some(outgoing),
             stop,
             writer: Some(writer),
+            ending: None,
+            ended: false,
         }
     }
 }
@@ -162,7 +244,7 @@ pub(super) struct Unanswered(Arc<InFlight>);
 impl Unanswered {
     /// Calls read and not yet answered (nor cancelled by the client).
     pub(super) fn count(&self) -> usize {
-        self.0.held.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|(_, call)| *call).count()
+        self.0.calls()
     }
 }
 
@@ -217,7 +299,25 @@ impl Transport<RoleServer> for StdioTransport {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        self.incoming.recv().await
+        if self.ended {
+            return None;
+        }
+        if self.ending.is_none() {
+            if let Some(message) = self.incoming.recv().await {
+                return Some(message);
+            }
+            // Every message read is taken: stdin has ended (or the
+            // transport stopped). Calls in flight answer first.
+            let drain = end_of_input(self.in_flight.clone(), self.direct.calls_end(), self.stop.clone());
+            self.ending = Some(Box::pin(drain));
+        }
+        if let Some(ending) = self.ending.as_mut() {
+            ending.await;
+        }
+        // Never polled again once done.
+        self.ending = None;
+        self.ended = true;
+        None
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
@@ -323,10 +423,14 @@ impl Reader {
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
         }
         // A call is run here once the session is up; before, rmcp runs it.
+        // rmcp cancels it through its extension at the end of input.
         if call && let JsonRpcMessage::Request(request) = message {
             match self.direct.start(request, self.replies.clone()) {
                 None => return true,
-                Some(request) => message = JsonRpcMessage::Request(request),
+                Some(mut request) => {
+                    request.request.extensions_mut().insert(CallsEnd(self.direct.calls_end()));
+                    message = JsonRpcMessage::Request(request);
+                }
             }
         }
         matches!(self.unless_stopped(self.parsed.send(message)).await, Some(Ok(())))

@@ -9,6 +9,7 @@
 use super::super::server::Caller;
 use super::MCP_PATH;
 use super::body::read_message;
+use super::connections::ClientConnection;
 use super::jwt::Verifier;
 use super::probes::METRICS_PATH;
 use crate::access::{Access, normalize_origin};
@@ -152,6 +153,14 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
             return unauthorized();
         }
     };
+    // The connection leaves the unauthenticated pool, or, past the caps of
+    // authenticated connections, this request is refused and it is closed.
+    if let Some(connection) = request.extensions().get::<ClientConnection>()
+        && let Err(full) = connection.authenticated(headers)
+    {
+        crate::client_log::refused("HTTP 503", &full);
+        return connections_full();
+    }
     // `/metrics` names principals and tools: when clients authenticate,
     // only the principals `[metrics] readers` lists may read it (any end
     // user with a valid JWT would otherwise see the others).
@@ -271,6 +280,19 @@ fn next_event_id(id: &str) -> Option<String> {
 fn unauthorized() -> Response {
     let mut response = refuse(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>");
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
+    response
+}
+
+/// The `503` when the caps of authenticated connections are reached: the
+/// client may retry in a second, on a new connection (this one closes).
+fn connections_full() -> Response {
+    let mut response = refuse(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: too many connections are open; retry on a new connection",
+    );
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 

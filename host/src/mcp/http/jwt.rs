@@ -13,13 +13,29 @@
 //! present and right, `exp`/`nbf` with `leeway_secs` of clock skew, and
 //! the principal claim a string of at most `max_principal_bytes`.
 //!
+//! A token whose header has `crit` is refused: it names extensions the
+//! token's reader must understand, and this one understands none (RFC 7515
+//! §4.1.11).
+//!
 //! Nor does it trust the IdP's document: it is capped in bytes
 //! (`max_jwks_bytes`) and keys (`max_jwks_keys`), fetched within
 //! `jwks_fetch_timeout_secs` over HTTPS (plain HTTP only to a loopback
-//! address), and a key it cannot use is skipped. A token naming an unknown
-//! `kid` asks for a fetch, but fetches are at least `jwks_min_refresh`
-//! apart whatever clients send, so random `kid`s cannot make the host
-//! hammer the IdP; a failed fetch keeps the keys already held.
+//! address, checked at start-up and again on the resolved addresses), and a
+//! key it cannot use is skipped.
+//!
+//! Fetching keys is off the request path. The keys held are read under a
+//! lock that is never held across a fetch, so known keys keep verifying
+//! while one runs. A background task fetches the key set at start and every
+//! `jwks_refresh_seconds` (after a failure, every
+//! `jwks_min_refresh_seconds`). A token naming an unknown `kid` asks for a
+//! fetch, but there is at most one fetch at a time and fetches start at
+//! least `jwks_min_refresh_seconds` apart whatever clients send, so random
+//! `kid`s cannot make the host hammer the IdP; such a request waits for the
+//! running fetch at most [`UNKNOWN_KID_WAIT`]. A failed fetch keeps the
+//! keys already held. A `kid` still unknown when the key set could not be
+//! read (the last fetch failed, none succeeded yet, or it is still running)
+//! is answered `503` with `Retry-After`, not `invalid_token`: the token may
+//! be good, and a client would otherwise discard it.
 
 use crate::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use crate::config::{JwksSource, JwtSettings};
@@ -33,9 +49,10 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Mutex;
+use tokio::sync::watch;
 use wasmtime_wasi_http::io::TokioIo;
 
 /// Where the protected-resource metadata document is served (RFC 9728);
@@ -49,13 +66,35 @@ struct Key {
     key: DecodingKey,
 }
 
+/// Longest a request whose token names an unknown `kid` waits for the
+/// key-set fetch it asked for (or joined), at most `[http.jwt]
+/// jwks_fetch_timeout_secs`; past it the request is answered `503`.
+pub(super) const UNKNOWN_KID_WAIT: Duration = Duration::from_secs(3);
+/// Least time between two background refreshes of the key set.
+const MIN_REFRESH_PAUSE: Duration = Duration::from_secs(1);
+
 /// The keys held and when they were fetched.
 struct Keys {
-    keys: Vec<Key>,
+    keys: Arc<[Key]>,
     /// When the keys were last read successfully.
     loaded: Option<Instant>,
-    /// When a fetch was last tried, successful or not.
+    /// When a fetch was last started, successful or not.
     tried: Option<Instant>,
+    /// Whether the last fetch failed.
+    failing: bool,
+    /// While a fetch runs: what sees it end.
+    fetching: Option<watch::Receiver<bool>>,
+}
+
+/// The key set: the keys held behind a lock never held across a fetch,
+/// and where to fetch them.
+struct KeyStore {
+    /// `jwks_url`, or `None` for a `jwks_file` read at start.
+    url: Option<String>,
+    caps: JwtCaps,
+    refresh: Duration,
+    min_refresh: Duration,
+    keys: Mutex<Keys>,
 }
 
 /// Why a request's token was not accepted.
@@ -65,30 +104,35 @@ pub(super) enum Rejection {
     Missing,
     /// A token was sent and is not accepted, for this reason.
     Invalid(String),
+    /// The token's key is unknown and the key set could not be read: the
+    /// client should retry in this many seconds.
+    Unavailable(u64),
 }
 
 /// Checks access tokens against `[http.jwt]`.
 pub(super) struct Verifier {
     settings: JwtSettings,
     algorithms: Vec<Algorithm>,
-    keys: Mutex<Keys>,
+    store: Arc<KeyStore>,
 }
 
 impl Verifier {
-    /// The verifier for `settings`; a JWKS file is read now, a URL at the
-    /// first token.
+    /// The verifier for `settings`; a JWKS file is read now, a URL by a
+    /// background task started now (when there is a runtime to run it) and
+    /// ending when the verifier is dropped.
     ///
     /// # Errors
     ///
     /// The JWKS file cannot be read or holds no usable key.
     pub(super) fn new(settings: &JwtSettings) -> anyhow::Result<Verifier> {
         let algorithms = settings.algorithms.iter().filter_map(|name| algorithm(name)).collect();
-        let mut keys = Keys { keys: Vec::new(), loaded: None, tried: None };
+        let mut keys = Keys { keys: Arc::new([]), loaded: None, tried: None, failing: false, fetching: None };
         if let JwksSource::File(path) = &settings.jwks {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("[http.jwt] jwks_file = {:?}: cannot read it", path.display()))?;
             keys.keys = parse_jwks(&bytes, &settings.caps)
-                .map_err(|err| anyhow::anyhow!("[http.jwt] jwks_file = {:?}: {err}", path.display()))?;
+                .map_err(|err| anyhow::anyhow!("[http.jwt] jwks_file = {:?}: {err}", path.display()))?
+                .into();
             if keys.keys.is_empty() {
                 anyhow::bail!(
                     "[http.jwt] jwks_file = {:?} holds no usable signing key (accepted: {:?} keys, for the algorithms \
@@ -100,7 +144,22 @@ impl Verifier {
             }
             keys.loaded = Some(Instant::now());
         }
-        Ok(Verifier { settings: settings.clone(), algorithms, keys: Mutex::new(keys) })
+        let store = Arc::new(KeyStore {
+            url: match &settings.jwks {
+                JwksSource::Url(url) => Some(url.clone()),
+                JwksSource::File(_) => None,
+            },
+            caps: settings.caps,
+            refresh: settings.jwks_refresh,
+            min_refresh: settings.jwks_min_refresh,
+            keys: Mutex::new(keys),
+        });
+        if store.url.is_some()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(refresh(Arc::downgrade(&store)));
+        }
+        Ok(Verifier { settings: settings.clone(), algorithms, store })
     }
 
     /// The principal a request's bearer token names.
@@ -117,8 +176,13 @@ impl Verifier {
         // Logged like every client error: capped and at debug, summed up in
         // one warning a minute (a flood of bad tokens is not a flood of
         // log lines; a `kid` is the client's text).
-        if let Err(Rejection::Invalid(why)) = &result {
-            crate::client_log::refused("an access token", why);
+        match &result {
+            Err(Rejection::Invalid(why)) => crate::client_log::refused("an access token", why),
+            Err(Rejection::Unavailable(_)) => crate::client_log::refused(
+                "HTTP 503",
+                "an access token's key is unknown and the key set ([http.jwt] jwks_url) cannot be read",
+            ),
+            _ => {}
         }
         result
     }
@@ -142,6 +206,12 @@ impl Verifier {
                 self.settings.algorithms.join(", ")
             ))
         })?;
+        if let Some(crit) = critical_extensions(token) {
+            return Err(invalid(format!(
+                "the token's header has crit ({crit}): it names extensions this server must understand, and it \
+                 understands none (RFC 7515 section 4.1.11)"
+            )));
+        }
         if !self.algorithms.contains(&header.alg) {
             return Err(invalid(format!(
                 "the token is signed with {:?}; accepted: {}",
@@ -178,53 +248,27 @@ impl Verifier {
         }
     }
 
-    /// The key for a token's `kid` and `alg`, fetching the JWKS when it is
-    /// stale or the `kid` is unknown (and a fetch is not too soon).
+    /// The key for a token's `kid` and `alg`. An unknown `kid` asks for a
+    /// fetch of the key set (or joins the one running) and waits for it at
+    /// most [`UNKNOWN_KID_WAIT`].
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Rejection> {
-        let mut keys = self.keys.lock().await;
-        if let JwksSource::Url(url) = &self.settings.jwks {
-            let stale = keys.loaded.is_none_or(|at| at.elapsed() >= self.settings.jwks_refresh);
-            if stale && self.may_fetch(&keys) {
-                self.fetch_into(url, &mut keys).await;
-            }
-            if find(&keys.keys, kid, alg).is_none() && self.may_fetch(&keys) {
-                self.fetch_into(url, &mut keys).await;
+        if let Some(key) = self.store.find(kid, alg) {
+            return Ok(key);
+        }
+        if let Some(mut ended) = self.store.fetch() {
+            let wait = UNKNOWN_KID_WAIT.min(self.settings.caps.jwks_fetch_timeout);
+            let _ = tokio::time::timeout(wait, ended.wait_for(|ended| *ended)).await;
+            if let Some(key) = self.store.find(kid, alg) {
+                return Ok(key);
             }
         }
-        if let Some(key) = find(&keys.keys, kid, alg) {
-            return Ok(key.clone());
+        if let Some(retry_after) = self.store.unavailable() {
+            return Err(Rejection::Unavailable(retry_after));
         }
         let kid = kid.map_or_else(|| "no kid".to_owned(), |kid| format!("kid {}", kid.escape_debug()));
         Err(Rejection::Invalid(format!(
             "unknown key: no {alg:?} key in the issuer's key set matches the token's {kid}"
         )))
-    }
-
-    fn may_fetch(&self, keys: &Keys) -> bool {
-        keys.tried.is_none_or(|at| at.elapsed() >= self.settings.jwks_min_refresh)
-    }
-
-    /// Fetch the JWKS URL into `keys`; on failure keep the keys held.
-    async fn fetch_into(&self, url: &str, keys: &mut Keys) {
-        keys.tried = Some(Instant::now());
-        let caps = &self.settings.caps;
-        let fetched = match tokio::time::timeout(caps.jwks_fetch_timeout, fetch(url, caps.max_jwks_bytes)).await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "it took longer than {} s ([http.jwt] jwks_fetch_timeout_secs)",
-                caps.jwks_fetch_timeout.as_secs()
-            )),
-        };
-        match fetched.and_then(|bytes| parse_jwks(&bytes, caps)) {
-            Ok(fresh) => {
-                tracing::info!(url, keys = fresh.len(), "fetched the JWKS");
-                keys.keys = fresh;
-                keys.loaded = Some(Instant::now());
-            }
-            Err(err) => {
-                tracing::warn!(url, "cannot fetch the JWKS ([http.jwt] jwks_url): {err}; keeping the keys held")
-            }
-        }
     }
 
     fn describe(&self, err: &jsonwebtoken::errors::Error) -> String {
@@ -270,11 +314,23 @@ impl Verifier {
 
     /// The `401` for `rejection`, with the challenge the MCP authorization
     /// spec asks for: the metadata URL and, when a token was sent, why it
-    /// was refused.
+    /// was refused; or, when the key set could not be read, a `503` with
+    /// `Retry-After`.
     pub(super) fn unauthorized(&self, rejection: &Rejection) -> Response {
         let mut challenge = format!("Bearer resource_metadata=\"{}\"", header_safe(&self.metadata_url()));
         let body = match rejection {
             Rejection::Missing => "Unauthorized: send Authorization: Bearer <access token>\n".to_owned(),
+            Rejection::Unavailable(retry_after) => {
+                let mut response = (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    "Service Unavailable: the token's key is not among the keys held and the issuer's key set \
+                     ([http.jwt] jwks_url) cannot be read now; retry later with the same token\n",
+                )
+                    .into_response();
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                return response;
+            }
             Rejection::Invalid(why) => {
                 challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{}\"", header_safe(why)));
                 format!("Unauthorized: {why}\n")
@@ -349,6 +405,115 @@ fn algorithm(name: &str) -> Option<Algorithm> {
         "EdDSA" => Some(Algorithm::EdDSA),
         _ => None,
     }
+}
+
+/// The `crit` member of a token's header, shown for the refusal, or
+/// `None` when it has none. The header was decoded once already, so it is
+/// base64url JSON within the token's size cap.
+fn critical_extensions(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let encoded = token.split('.').next()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded.trim_end_matches('=')).ok()?;
+    let header: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
+    let crit = header.get("crit")?;
+    Some(crate::render::cap(&crit.to_string(), 64).into_owned())
+}
+
+impl KeyStore {
+    /// The key held for `kid` and `alg`.
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner()).keys.clone();
+        find(&keys, kid, alg).cloned()
+    }
+
+    /// Start a fetch of the key set, or join the one running: what sees it
+    /// end. `None` when the key set is a file, or the last fetch started
+    /// less than `jwks_min_refresh_seconds` ago.
+    fn fetch(self: &Arc<Self>) -> Option<watch::Receiver<bool>> {
+        let url = self.url.clone()?;
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(running) = &keys.fetching {
+            return Some(running.clone());
+        }
+        if keys.tried.is_some_and(|at| at.elapsed() < self.min_refresh) {
+            return None;
+        }
+        let (ended, running) = watch::channel(false);
+        keys.tried = Some(Instant::now());
+        keys.fetching = Some(running.clone());
+        drop(keys);
+        let store = self.clone();
+        tokio::spawn(async move {
+            let fetched = fetch_jwks(&url, &store.caps).await;
+            let mut keys = store.keys.lock().unwrap_or_else(|e| e.into_inner());
+            match fetched {
+                Ok(fresh) => {
+                    tracing::info!(url, keys = fresh.len(), "fetched the JWKS");
+                    keys.keys = fresh.into();
+                    keys.loaded = Some(Instant::now());
+                    keys.failing = false;
+                }
+                Err(err) => {
+                    tracing::warn!(url, "cannot fetch the JWKS ([http.jwt] jwks_url): {err}; keeping the keys held");
+                    keys.failing = true;
+                }
+            }
+            keys.fetching = None;
+            drop(keys);
+            let _ = ended.send(true);
+        });
+        Some(running)
+    }
+
+    /// When the key set could not be read (its last fetch failed, none has
+    /// succeeded, or one is still running): in how many seconds a client
+    /// should retry, at least 1.
+    fn unavailable(&self) -> Option<u64> {
+        self.url.as_ref()?;
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if !(keys.failing || keys.loaded.is_none() || keys.fetching.is_some()) {
+            return None;
+        }
+        let next = keys.tried.map_or(Duration::ZERO, |at| self.min_refresh.saturating_sub(at.elapsed()));
+        Some(next.as_secs().saturating_add(u64::from(next.subsec_nanos() > 0)).max(1))
+    }
+
+    /// How long the background task sleeps before its next fetch.
+    fn next_refresh(&self) -> Duration {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let since_tried = keys.tried.map_or(Duration::MAX, |at| at.elapsed());
+        let allowed = self.min_refresh.saturating_sub(since_tried);
+        let due = match keys.loaded {
+            Some(at) if !keys.failing => self.refresh.saturating_sub(at.elapsed()),
+            _ => self.min_refresh,
+        };
+        due.max(allowed).max(MIN_REFRESH_PAUSE)
+    }
+}
+
+/// The background refresh of a key set: fetch at once, then whenever
+/// [`KeyStore::next_refresh`] says, until the store is dropped.
+async fn refresh(store: Weak<KeyStore>) {
+    loop {
+        let Some(running) = store.upgrade().map(|store| store.fetch()) else { return };
+        if let Some(mut ended) = running {
+            let _ = ended.wait_for(|ended| *ended).await;
+        }
+        let Some(pause) = store.upgrade().map(|store| store.next_refresh()) else { return };
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// Fetch and parse the key set at `url` within `jwks_fetch_timeout_secs`.
+async fn fetch_jwks(url: &str, caps: &JwtCaps) -> Result<Vec<Key>, String> {
+    let fetched = match tokio::time::timeout(caps.jwks_fetch_timeout, fetch(url, caps.max_jwks_bytes)).await {
+        Ok(result) => result,
+        Err(_) => Err(format!(
+            "it took longer than {} s ([http.jwt] jwks_fetch_timeout_secs)",
+            caps.jwks_fetch_timeout.as_secs()
+        )),
+    };
+    fetched.and_then(|bytes| parse_jwks(&bytes, caps))
 }
 
 /// The key for `kid` and `alg`: the one with that `kid`, or, for a token
@@ -508,8 +673,16 @@ mod tests {
             key: DecodingKey::from_ed_der(pair.public_key().as_ref()),
         };
         let settings = JwtSettings { jwks: JwksSource::File("unused.json".into()), caps, ..settings("https://a/mcp") };
-        let keys = Keys { keys: vec![key], loaded: Some(Instant::now()), tried: None };
-        let verifier = Verifier { settings, algorithms: vec![Algorithm::EdDSA], keys: Mutex::new(keys) };
+        let keys =
+            Keys { keys: Arc::new([key]), loaded: Some(Instant::now()), tried: None, failing: false, fetching: None };
+        let store = Arc::new(KeyStore {
+            url: None,
+            caps,
+            refresh: settings.jwks_refresh,
+            min_refresh: settings.jwks_min_refresh,
+            keys: Mutex::new(keys),
+        });
+        let verifier = Verifier { settings, algorithms: vec![Algorithm::EdDSA], store };
         let private = jsonwebtoken::EncodingKey::from_ed_der(pkcs8.as_ref());
         let sign = move |claims: &Value| {
             let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
@@ -554,6 +727,47 @@ mod tests {
         let cap = token.len();
         assert!(refusal(verifier.principal(&"a".repeat(cap)).await).contains("not a JWT"));
         assert!(refusal(verifier.principal(&"a".repeat(cap + 1)).await).contains("max_token_bytes"));
+    }
+
+    #[tokio::test]
+    async fn one_fetch_runs_at_a_time_and_known_keys_verify_while_it_does() {
+        // A key server that accepts the fetch and never answers it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        let (mut verifier, sign) = with_key(JwtCaps::default());
+        let held = std::mem::replace(
+            &mut *verifier.store.keys.lock().unwrap(),
+            Keys { keys: Arc::new([]), loaded: None, tried: None, failing: false, fetching: None },
+        );
+        verifier.store = Arc::new(KeyStore {
+            url: Some(url),
+            caps: JwtCaps::default(),
+            refresh: Duration::from_secs(3600),
+            min_refresh: Duration::from_secs(60),
+            keys: Mutex::new(held),
+        });
+        assert_eq!(verifier.store.unavailable(), None, "keys are held and no fetch failed");
+        let first = verifier.store.fetch().expect("a fetch starts");
+        let second = verifier.store.fetch().expect("a second asker joins it");
+        assert!(first.same_channel(&second), "one fetch at a time");
+        let (_connection, _) = listener.accept().await.unwrap();
+        // The fetch is connected and waiting for an answer: a token with a
+        // known key verifies meanwhile, and an unknown kid would be told to
+        // retry.
+        let accepted = verifier.principal(&sign(&claims("alice", 0))).await;
+        assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some("alice"));
+        assert!(!*first.borrow(), "the fetch is still running");
+        assert!(verifier.store.unavailable().is_some_and(|retry| (1..=60).contains(&retry)));
+    }
+
+    #[test]
+    fn crit_headers_are_found() {
+        use base64::Engine as _;
+        let encode = |header: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(header);
+        let token = |header: &str| format!("{}.e30.sig", encode(header));
+        assert_eq!(critical_extensions(&token(r#"{"alg":"EdDSA","crit":["exp"]}"#)).as_deref(), Some(r#"["exp"]"#));
+        assert_eq!(critical_extensions(&token(r#"{"alg":"EdDSA","crit":[]}"#)).as_deref(), Some("[]"));
+        assert_eq!(critical_extensions(&token(r#"{"alg":"EdDSA","kid":"crit"}"#)), None);
     }
 
     #[tokio::test]

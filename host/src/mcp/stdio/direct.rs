@@ -19,15 +19,17 @@
 //! - `notifications/cancelled` for a call in flight cancels its token, and
 //!   its answer is not sent (rmcp drops the answer of a cancelled request);
 //!   the notification still goes on to rmcp.
-//! - When the transport closes (end of input, or the service stopped at
-//!   shutdown), calls in flight get [`CLOSE_DRAIN`] to finish and write
-//!   their answers, as rmcp drains its handlers, and are then cancelled.
+//! - At the end of input, calls in flight get [`CLOSE_DRAIN`] to finish
+//!   and write their answers, as rmcp drains its handlers, and are then
+//!   cancelled (see `end_of_input`: the calls rmcp runs are cancelled
+//!   through the same token). When the transport closes otherwise (the
+//!   service stopped at shutdown), the same drain is applied here.
 //!
 //! rmcp's task-local note of the originating request is not set here: it
 //! only routes server-to-client requests to an HTTP request's stream, and
 //! there is one stream on stdio.
 
-use super::Outgoing;
+use super::{CLOSE_DRAIN, Outgoing};
 use crate::mcp::server::AirlockServer;
 use rmcp::model::{ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcRequest, RequestId};
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
@@ -35,14 +37,9 @@ use rmcp::{ErrorData, Peer, RoleServer, Service as _};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-
-/// How long closing the transport waits for calls in flight to answer
-/// before it cancels them: rmcp's own drain at the end of input.
-const CLOSE_DRAIN: Duration = Duration::from_secs(5);
 
 /// The handler and the session's peer, once rmcp has set the session up.
 struct Handler {
@@ -58,8 +55,9 @@ pub(super) struct Direct {
     running: Mutex<HashMap<RequestId, (u64, CancellationToken)>>,
     serial: AtomicU64,
     tasks: TaskTracker,
-    /// The parent of every call's token, cancelled when the transport
-    /// closes.
+    /// The parent of every call's token, cancelled at the end of input
+    /// after [`CLOSE_DRAIN`] or when the transport closes. Calls run by
+    /// rmcp's loop are cancelled by it too ([`CallsEnd`](super::CallsEnd)).
     stop: CancellationToken,
 }
 
@@ -134,6 +132,12 @@ impl Direct {
             let _ = replies.send(Outgoing { line, answers: Some(id) }).await;
         });
         None
+    }
+
+    /// The token that cancels every call still running at the end of
+    /// input, here or in rmcp's loop.
+    pub(super) fn calls_end(&self) -> CancellationToken {
+        self.stop.clone()
     }
 
     /// The client cancelled request `id`: cancel it if it runs here.

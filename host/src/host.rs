@@ -637,7 +637,7 @@ pub mod bench {
             timeout_ms: timeout.as_millis(),
             cancel: &cancel,
         };
-        Some(crate::validate::validate(&tool, arguments, deadline).await.is_ok())
+        Some(crate::validate::validate(tool, arguments, deadline).await.is_ok())
     }
 
     /// Run `tool` on `arguments` in a fresh instance, nothing else.

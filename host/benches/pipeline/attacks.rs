@@ -7,7 +7,7 @@
 //! its peak and after it, and the time from the attack's start to the
 //! error that ended it.
 
-use crate::process::{StdioServer, airlock, spawn_http, write_config};
+use crate::process::{StdioServer, spawn_http, write_config};
 use crate::{Report, Setup};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};

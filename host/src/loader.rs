@@ -13,7 +13,7 @@ use crate::engine::{Runtime, digest};
 use crate::outcome::{ErrorKind, Failure};
 use crate::sandbox::{self, RawMetadata};
 use crate::tool_settings::{ToolSettings, check_name};
-use crate::validator::{Bounds, Schema, Stopped};
+use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,11 +47,6 @@ pub fn description_too_long(name: &str, description: &str) -> Option<String> {
 
 /// Largest parameters or output schema accepted.
 pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
-/// Largest compiled size of one `pattern` / `patternProperties` regex
-/// (regexes run on the linear-time `regex` engine).
-pub const MAX_REGEX_BYTES: usize = 256 << 10;
-/// Largest lazy-DFA cache of one regex.
-pub const MAX_REGEX_DFA_BYTES: usize = 1 << 20;
 
 /// A loaded, checked tool ready to be called.
 pub struct LoadedTool {

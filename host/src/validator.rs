@@ -51,6 +51,11 @@ pub const MAX_IDLE: usize = 2;
 pub const KEEP_WARM_BYTES: usize = 8 << 20;
 /// Most bytes of one violation's message the validator hands back.
 const MAX_MESSAGE_BYTES: u32 = 1024;
+/// Largest compiled size of one `pattern` / `patternProperties` regex
+/// (regexes run on the linear-time `regex` engine).
+pub const MAX_REGEX_BYTES: usize = 256 << 10;
+/// Largest lazy-DFA cache of one regex.
+pub const MAX_REGEX_DFA_BYTES: usize = 1 << 20;
 /// Violations listed in an error.
 pub const MAX_LISTED_ERRORS: usize = 10;
 /// Violations past this many are not even counted ("at least N more").
@@ -175,7 +180,10 @@ fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Componen
     let path: Option<PathBuf> = cache_dir.map(|dir| {
         let mut hasher = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        dir.join(format!("validator-{}-{:016x}.cwasm", crate::engine::digest(COMPONENT), hasher.finish()))
+        // The component's sha256 (as `engine::digest` computes it; this
+        // module stays below the engine in the module graph).
+        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(COMPONENT));
+        dir.join(format!("validator-{digest}-{:016x}.cwasm", hasher.finish()))
     });
     if let Some(path) = &path
         && path.is_file()
@@ -369,12 +377,7 @@ async fn instantiate(meter: &Meter, schema: &str, bounds: Bounds<'_>) -> Result<
         Box::pin(async move {
             validator
                 .airlock_validator_schema()
-                .call_compile(
-                    store,
-                    &schema,
-                    crate::loader::MAX_REGEX_BYTES as u32,
-                    crate::loader::MAX_REGEX_DFA_BYTES as u32,
-                )
+                .call_compile(store, &schema, MAX_REGEX_BYTES as u32, MAX_REGEX_DFA_BYTES as u32)
                 .await
         })
     })

@@ -140,10 +140,11 @@ fn assert_ok(reply: &Value) {
 }
 
 /// A raw HTTP/1.1 client for one keep-alive connection to `/mcp`.
-struct Http {
+pub(crate) struct Http {
     stream: BufReader<TcpStream>,
     addr: String,
     session: Option<String>,
+    token: Option<String>,
 }
 
 impl Http {
@@ -151,12 +152,17 @@ impl Http {
         let stream = TcpStream::connect(addr).expect("connect");
         stream.set_nodelay(true).expect("nodelay");
         stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-        Self { stream: BufReader::new(stream), addr: addr.to_owned(), session: None }
+        Self { stream: BufReader::new(stream), addr: addr.to_owned(), session: None, token: None }
+    }
+
+    /// A client that sends `token` as its bearer token.
+    pub(crate) fn with_token(addr: &str, token: &str) -> Self {
+        Self { token: Some(token.to_owned()), ..Self::connect(addr) }
     }
 
     /// POST one JSON-RPC message; returns the status and the JSON-RPC
     /// messages of the body (JSON or server-sent events).
-    fn post(&mut self, body: &Value) -> (u16, Vec<Value>) {
+    pub(crate) fn post(&mut self, body: &Value) -> (u16, Vec<Value>) {
         let body = body.to_string();
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
@@ -166,6 +172,9 @@ impl Http {
         );
         if let Some(session) = &self.session {
             head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+        }
+        if let Some(token) = &self.token {
+            head.push_str(&format!("Authorization: Bearer {token}\r\n"));
         }
         head.push_str("\r\n");
         head.push_str(&body);
@@ -220,7 +229,7 @@ impl Http {
         (status, messages)
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         let (status, messages) = self.post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params":
             {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}));
         assert!(status == 200 && !messages.is_empty(), "initialize over HTTP: {status} {messages:?}");

@@ -46,19 +46,18 @@
 //! reused by a newer resource of the same type only makes the count err on
 //! the high side.
 
-use crate::sandbox::CallCtx;
 use anyhow::Context as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource, ResourceTable};
-use wasmtime_wasi::WasiView as _;
+use wasmtime_wasi::WasiView;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView as _};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, HostDescriptor as _, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
-use wasmtime_wasi_http::WasiHttpView as _;
+use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::http::types::{
     HostOutgoingRequest as RequestHost, HostOutgoingResponse as ResponseHost,
 };
@@ -297,6 +296,14 @@ fn host_file(descriptor: &Descriptor) -> Weak<std::fs::File> {
     }
 }
 
+/// What the budget needs of the store it meters: wasi's and wasi-http's
+/// views, and the call's budget with the resource table it counts in. The
+/// sandbox's store type implements it; the budget never sees the rest.
+pub trait Metered: WasiView + WasiHttpView + Send + 'static {
+    /// The call's budget and the resource table it counts in.
+    fn budget_and_table(&mut self) -> (&mut HostBudget, &ResourceTable);
+}
+
 /// Put the counting wrappers in front of wasmtime-wasi's `open-at` and
 /// wasmtime-wasi-http's `body` methods. Call after WASI and `wasi:http`
 /// are linked.
@@ -305,35 +312,35 @@ fn host_file(descriptor: &Descriptor) -> Weak<std::fs::File> {
 ///
 /// The interfaces are not linked at the versions this module expects
 /// (a wasmtime upgrade changed them).
-pub fn add_to_linker(linker: &mut Linker<CallCtx>) -> anyhow::Result<()> {
+pub fn add_to_linker<T: Metered>(linker: &mut Linker<T>) -> anyhow::Result<()> {
     linker.allow_shadowing(true);
     let mut fs = linker.instance(FILESYSTEM_TYPES).map_err(anyhow::Error::from)?;
-    fs.func_wrap_async("[method]descriptor.open-at", open_at)
+    fs.func_wrap_async("[method]descriptor.open-at", open_at::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} open-at"))?;
-    fs.func_wrap_async("[method]descriptor.write", write)
+    fs.func_wrap_async("[method]descriptor.write", write::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} write"))?;
-    fs.func_wrap("[method]descriptor.write-via-stream", write_via_stream)
+    fs.func_wrap("[method]descriptor.write-via-stream", write_via_stream::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} write-via-stream"))?;
-    fs.func_wrap("[method]descriptor.append-via-stream", append_via_stream)
+    fs.func_wrap("[method]descriptor.append-via-stream", append_via_stream::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} append-via-stream"))?;
-    fs.func_wrap_async("[method]descriptor.create-directory-at", create_directory_at)
+    fs.func_wrap_async("[method]descriptor.create-directory-at", create_directory_at::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} create-directory-at"))?;
-    fs.func_wrap_async("[method]descriptor.symlink-at", symlink_at)
+    fs.func_wrap_async("[method]descriptor.symlink-at", symlink_at::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} symlink-at"))?;
-    fs.func_wrap_async("[method]descriptor.link-at", link_at)
+    fs.func_wrap_async("[method]descriptor.link-at", link_at::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {FILESYSTEM_TYPES} link-at"))?;
     let mut http = linker.instance(HTTP_TYPES).map_err(anyhow::Error::from)?;
-    http.func_wrap("[method]outgoing-request.body", request_body)
+    http.func_wrap("[method]outgoing-request.body", request_body::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {HTTP_TYPES} outgoing-request.body"))?;
-    http.func_wrap("[method]outgoing-response.body", response_body)
+    http.func_wrap("[method]outgoing-response.body", response_body::<T>)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("wrapping {HTTP_TYPES} outgoing-response.body"))?;
     linker.allow_shadowing(false);
@@ -346,8 +353,8 @@ type OpenAtResult = wasmtime::Result<(Result<Resource<Descriptor>, ErrorCode>,)>
 
 /// `descriptor.open-at`, refused with `quota` at the open-file cap, and
 /// at the cap on created files when it would create one.
-fn open_at(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn open_at<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (dir, path_flags, path, open_flags, flags): OpenAtParams,
 ) -> Box<dyn Future<Output = OpenAtResult> + Send + '_> {
     Box::new(async move {
@@ -379,8 +386,8 @@ fn open_at(
 }
 
 /// `open-at` under the open-file cap.
-async fn opened_counted(
-    store: &mut StoreContextMut<'_, CallCtx>,
+async fn opened_counted<T: Metered>(
+    store: &mut StoreContextMut<'_, T>,
     dir: Resource<Descriptor>,
     path_flags: PathFlags,
     path: String,
@@ -424,8 +431,8 @@ fn guest_error<T>(err: wasmtime_wasi::p2::FsError) -> FsReturn<T> {
 
 /// `descriptor.write`, refused with `insufficient-space` when the bytes
 /// would pass `max_write_bytes` (nothing of them is written then).
-fn write(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn write<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (fd, buffer, offset): (Resource<Descriptor>, Vec<u8>, u64),
 ) -> Box<dyn Future<Output = FsReturn<u64>> + Send + '_> {
     Box::new(async move {
@@ -450,8 +457,8 @@ fn write(
 }
 
 /// `descriptor.write-via-stream`: wasmtime-wasi's stream, metered.
-fn write_via_stream(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn write_via_stream<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (fd, offset): (Resource<Descriptor>, u64),
 ) -> FsReturn<Resource<DynOutputStream>> {
     let made = store.data_mut().filesystem().write_via_stream(fd, offset);
@@ -462,8 +469,8 @@ fn write_via_stream(
 }
 
 /// `descriptor.append-via-stream`: wasmtime-wasi's stream, metered.
-fn append_via_stream(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn append_via_stream<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (fd,): (Resource<Descriptor>,),
 ) -> FsReturn<Resource<DynOutputStream>> {
     let made = store.data_mut().filesystem().append_via_stream(fd);
@@ -475,7 +482,7 @@ fn append_via_stream(
 
 /// Replaces the stream wasmtime-wasi just put in the table (the guest has
 /// not seen it yet) with a [`MeteredStream`] around it.
-fn metered(ctx: &mut CallCtx, stream: Resource<DynOutputStream>) -> FsReturn<Resource<DynOutputStream>> {
+fn metered<T: Metered>(ctx: &mut T, stream: Resource<DynOutputStream>) -> FsReturn<Resource<DynOutputStream>> {
     let meter = ctx.budget_and_table().0.writes.clone();
     let table = ctx.ctx().table;
     let inner = table.delete(stream)?;
@@ -485,7 +492,7 @@ fn metered(ctx: &mut CallCtx, stream: Resource<DynOutputStream>) -> FsReturn<Res
 
 /// Refuses a creation at `max_created_files` (`Err` holds what the guest
 /// gets).
-fn may_create(ctx: &mut CallCtx, what: &str) -> Result<Arc<WriteMeter>, ErrorCode> {
+fn may_create<T: Metered>(ctx: &mut T, what: &str) -> Result<Arc<WriteMeter>, ErrorCode> {
     let meter = ctx.budget_and_table().0.writes.clone();
     match meter.may_create(what) {
         Ok(()) => Ok(meter),
@@ -508,8 +515,8 @@ fn count_created(meter: &WriteMeter, done: wasmtime_wasi::p2::FsResult<()>) -> F
 }
 
 /// `descriptor.create-directory-at`, counted as a created entry.
-fn create_directory_at(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn create_directory_at<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (dir, path): (Resource<Descriptor>, String),
 ) -> Box<dyn Future<Output = FsReturn<()>> + Send + '_> {
     Box::new(async move {
@@ -523,8 +530,8 @@ fn create_directory_at(
 }
 
 /// `descriptor.symlink-at`, counted as a created entry.
-fn symlink_at(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn symlink_at<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (dir, old_path, new_path): (Resource<Descriptor>, String, String),
 ) -> Box<dyn Future<Output = FsReturn<()>> + Send + '_> {
     Box::new(async move {
@@ -540,8 +547,8 @@ fn symlink_at(
 type LinkAtParams = (Resource<Descriptor>, PathFlags, String, Resource<Descriptor>, String);
 
 /// `descriptor.link-at`, counted as a created entry.
-fn link_at(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn link_at<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (dir, old_flags, old_path, new_dir, new_path): LinkAtParams,
 ) -> Box<dyn Future<Output = FsReturn<()>> + Send + '_> {
     Box::new(async move {
@@ -555,8 +562,8 @@ fn link_at(
 }
 
 /// `outgoing-request.body`, refused (`error`) at the body cap.
-fn request_body(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn request_body<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (request,): (Resource<HostOutgoingRequest>,),
 ) -> wasmtime::Result<(Result<Resource<HostOutgoingBody>, ()>,)> {
     let parent = Parent::Request(request.rep());
@@ -570,8 +577,8 @@ fn request_body(
 /// `outgoing-response.body`, refused (`error`) at the body cap. A tool is
 /// no server, but a guest can still fill the body of a response it never
 /// returns.
-fn response_body(
-    mut store: StoreContextMut<'_, CallCtx>,
+fn response_body<T: Metered>(
+    mut store: StoreContextMut<'_, T>,
     (response,): (Resource<HostOutgoingResponse>,),
 ) -> wasmtime::Result<(Result<Resource<HostOutgoingBody>, ()>,)> {
     let parent = Parent::Response(response.rep());
@@ -582,7 +589,7 @@ fn response_body(
     Ok((held(store.data_mut(), parent, body),))
 }
 
-fn may_buffer_body(ctx: &mut CallCtx) -> bool {
+fn may_buffer_body<T: Metered>(ctx: &mut T) -> bool {
     let (budget, table) = ctx.budget_and_table();
     let held = budget.held_bodies(table);
     if held < budget.max_bodies {
@@ -598,8 +605,8 @@ fn may_buffer_body(ctx: &mut CallCtx) -> bool {
     false
 }
 
-fn held(
-    ctx: &mut CallCtx,
+fn held<T: Metered>(
+    ctx: &mut T,
     parent: Parent,
     body: Result<Resource<HostOutgoingBody>, ()>,
 ) -> Result<Resource<HostOutgoingBody>, ()> {

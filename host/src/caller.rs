@@ -15,7 +15,6 @@
 //! value. The guest reads a copy and cannot change what the host holds.
 
 use crate::bindings::v0_2::airlock::tool::caller as wit;
-use crate::sandbox::CallCtx;
 use std::sync::Arc;
 
 /// Most attributes of one principal a tool sees; further ones (in name
@@ -104,9 +103,32 @@ impl Caller {
     }
 }
 
-impl wit::Host for CallCtx {
+/// The caller as `airlock:tool/caller` reads it from a store: the call
+/// being served's, or `None` while the metadata is read. The store type
+/// projects its caller into this view when the interface is linked
+/// ([`add_to_linker`]).
+pub(crate) struct CallerView<'a>(pub(crate) Option<&'a Caller>);
+
+impl wasmtime::component::HasData for CallerView<'static> {
+    type Data<'a> = CallerView<'a>;
+}
+
+/// Link `airlock:tool/caller` into `linker`, answering from the caller
+/// `project` finds in the store's data.
+///
+/// # Errors
+///
+/// The interface is already linked.
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut wasmtime::component::Linker<T>,
+    project: fn(&mut T) -> CallerView<'_>,
+) -> wasmtime::Result<()> {
+    wit::add_to_linker::<T, CallerView<'static>>(linker, project)
+}
+
+impl wit::Host for CallerView<'_> {
     fn get(&mut self) -> wasmtime::Result<wit::CallerInfo> {
-        match self.caller() {
+        match self.0 {
             Some(caller) => Ok(caller.to_wit()),
             None => Err(wasmtime::format_err!(
                 "airlock:tool/caller.get was called while no call is being served (the host was reading the \

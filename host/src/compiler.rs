@@ -16,7 +16,7 @@
 //! The child's own output (its stderr) is read up to
 //! [`MAX_CHILD_STDERR_BYTES`].
 
-use crate::engine::EngineSettings;
+use crate::engine_settings::{EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_TIMEOUT_SECS};
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -29,18 +29,23 @@ use std::time::{Duration, Instant};
 /// component (see [`child_main`]).
 pub const COMPILE_SUBCOMMAND: &str = "__compile";
 
-/// Default `[engine] compile_timeout_secs`: seconds of CPU one component
-/// may take to compile (the bundled `run_python`, ~20 MB, takes ~30 s).
-pub const DEFAULT_COMPILE_TIMEOUT_SECS: u64 = 300;
-/// Largest `[engine] compile_timeout_secs` accepted.
-pub const MAX_COMPILE_TIMEOUT_SECS: u64 = 3600;
-/// Default `[engine] compile_memory_mib`: the address space of the
-/// compiling process, in MiB.
-pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 4096;
-/// Smallest `[engine] compile_memory_mib` accepted.
-pub const MIN_COMPILE_MEMORY_MIB: u64 = 256;
-/// Largest `[engine] compile_memory_mib` accepted.
-pub const MAX_COMPILE_MEMORY_MIB: u64 = 64 * 1024;
+/// Largest component file accepted.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// The header of a component binary (`\0asm`, version 0x0d, layer 1).
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+/// The header of a core module binary.
+const MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+
+/// Check that `bytes` start like a component; the error says what they are.
+pub fn check_header(bytes: &[u8]) -> Result<(), String> {
+    match bytes.get(..8) {
+        Some(h) if h == COMPONENT_HEADER => Ok(()),
+        Some(h) if h == MODULE_HEADER => Err("this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it with `wasm-tools component new`)".into()),
+        Some(h) if h.get(..4) == MODULE_HEADER.get(..4) => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
+        _ => Err("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2".into()),
+    }
+}
+
 /// The wall-clock deadline of one compilation is this many times
 /// `compile_timeout_secs`, plus [`WALL_GRACE`]: CPU time is the meter, the
 /// wall clock only a backstop for a child that does not get the CPU (a
@@ -354,16 +359,16 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
     set_limits(cpu_secs, memory_mib).map_err(|err| (EXIT_OTHER, format!("cannot set the compiler's limits: {err}")))?;
     let mut bytes = Vec::new();
     std::io::stdin()
-        .take(crate::loader::MAX_COMPONENT_BYTES.saturating_add(1))
+        .take(MAX_COMPONENT_BYTES.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|err| (EXIT_OTHER, format!("cannot read the component: {err}")))?;
-    if bytes.len() as u64 > crate::loader::MAX_COMPONENT_BYTES {
-        return Err((EXIT_INVALID, format!("larger than the {}-byte limit", crate::loader::MAX_COMPONENT_BYTES)));
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err((EXIT_INVALID, format!("larger than the {}-byte limit", MAX_COMPONENT_BYTES)));
     }
     // The text formats are never compiled (the parent checked the header).
-    crate::loader::check_header(&bytes).map_err(|why| (EXIT_INVALID, why))?;
+    check_header(&bytes).map_err(|why| (EXIT_INVALID, why))?;
     let settings = EngineSettings { wasm_stack_bytes: stack_bytes, ..EngineSettings::default() };
-    let engine = crate::engine::compile_only_engine(&settings)
+    let engine = crate::engine_settings::compile_only_engine(&settings)
         .map_err(|err| (classify(&err), format!("configuring the compiler: {err:#}")))?;
     let component = wasmtime::component::Component::new(&engine, &bytes)
         .map_err(anyhow::Error::from)
@@ -423,4 +428,17 @@ fn set_limits(cpu_secs: u64, memory_mib: u64) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn set_limits(_cpu_secs: u64, _memory_mib: u64) -> std::io::Result<()> {
     Err(std::io::Error::other("process limits are only available on Unix"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_check_names_what_it_is() {
+        assert!(check_header(&COMPONENT_HEADER).is_ok());
+        assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
+        assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
+        assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
+    }
 }

@@ -19,7 +19,7 @@ use crate::audit::{AuditSettings, RawAudit};
 use crate::authorize::RawPolicy;
 use crate::card::{CardSettings, RawCards};
 use crate::distribution::{DistributionSettings, RawDistribution};
-use crate::engine::{EngineSettings, RawEngine};
+use crate::engine_settings::{EngineSettings, RawEngine};
 use crate::fleet::{FleetSettings, RawFleet};
 use crate::http_settings::RawHttp;
 use crate::limits::{Limits, RawLimits};

@@ -23,7 +23,6 @@
 //! `manifest.rs` (the Wasm artifact layout), `cli.rs` (the subcommands).
 
 mod auth;
-pub mod cli;
 mod client;
 mod lock;
 mod manifest;
@@ -40,6 +39,7 @@ pub use settings::{
     DEFAULT_MAX_SIGNATURES, DEFAULT_MAX_TOKEN_RESPONSE_BYTES, DEFAULT_READ_TIMEOUT, DistributionSettings, MAX_KEYS,
     MAX_MANIFEST_BYTES, OciSource, RawDistribution, SignaturePolicy,
 };
+pub use signature::generate as generate_keys;
 
 use bytes::Bytes;
 use client::{Cap, Client};
@@ -226,7 +226,7 @@ async fn obtain(
              raises it up to {})",
             layer.size,
             settings.max_component_bytes,
-            crate::loader::MAX_COMPONENT_BYTES
+            crate::compiler::MAX_COMPONENT_BYTES
         ));
     }
     let path = store.blob_path(&layer.digest)?;
@@ -516,10 +516,10 @@ pub async fn push(
 }
 
 fn read_component(file: &Path) -> Result<Vec<u8>, String> {
-    let max = crate::loader::MAX_COMPONENT_BYTES;
+    let max = crate::compiler::MAX_COMPONENT_BYTES;
     let too_large = || format!("{}: larger than the {max}-byte limit for a component", file.display());
     let bytes = store::read_capped(file, max, too_large)?.ok_or_else(|| format!("{}: no such file", file.display()))?;
-    crate::loader::check_header(&bytes).map_err(|m| format!("{}: {m}", file.display()))?;
+    crate::compiler::check_header(&bytes).map_err(|m| format!("{}: {m}", file.display()))?;
     Ok(bytes)
 }
 

@@ -8,8 +8,9 @@
 //! outlives a state is the host's own: the wasmtime runtime, the scheduler,
 //! the live sessions and the quota tracker.
 
-use crate::audit::AuditError;
-use crate::authorize::PolicyError;
+pub(crate) mod startup;
+
+use crate::call::{CallRequest, ToolResult};
 use crate::config::{Config, ConfigError, HttpSettings};
 use crate::confirm::Confirmer;
 use crate::engine::Runtime;
@@ -17,49 +18,22 @@ use crate::formats::{Format, encode};
 use crate::metrics::{Metrics, Snapshot};
 use crate::observe::Telemetry;
 use crate::otel::Traces;
-use crate::pipeline::{CallRequest, Pipeline, ToolResult};
+use crate::pipeline::Pipeline;
 use crate::projection::{mcp_extras, project};
 use crate::quota::{QuotaTracker, Quotas};
-use crate::registry::{self, LoadProgress, Registry, RegistryError};
+use crate::registry::{self, LoadProgress, Registry};
 use crate::schedule::Scheduler;
 use crate::session::Sessions;
-use crate::startup::{self, Readiness, Startup};
+pub use crate::state::HostError;
 use crate::state::{LoadErrors, State, needs_restart};
 use crate::strict::{self, Provider};
 use serde_json::Value;
+use startup::{Readiness, Startup};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio_util::sync::CancellationToken;
-
-/// Why a host could not start (or reload).
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    /// The config file is invalid.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The engine could not be set up.
-    #[error("{0:#}")]
-    Engine(anyhow::Error),
-    /// Some tools could not be loaded.
-    #[error("{} tool(s) could not be loaded:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
-    Load(Vec<RegistryError>),
-    /// The policy files are invalid.
-    #[error(transparent)]
-    Policy(#[from] PolicyError),
-    /// The audit log cannot be opened.
-    #[error(transparent)]
-    Audit(#[from] AuditError),
-    /// A reload changed settings that are fixed while the host runs; each
-    /// sentence names the key.
-    #[error("{}", .0.join("; "))]
-    NeedsRestart(Vec<String>),
-    /// A reload would leave a running server unsafe (a non-loopback HTTP
-    /// server without bearer tokens).
-    #[error("{0}")]
-    Refused(String),
-}
 
 /// Builds a [`Host`].
 ///

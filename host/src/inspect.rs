@@ -62,7 +62,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
     };
     // The size cap holds before anything is read or compiled.
     match std::fs::metadata(path) {
-        Ok(meta) if meta.len() > loader::MAX_COMPONENT_BYTES => {
+        Ok(meta) if meta.len() > crate::compiler::MAX_COMPONENT_BYTES => {
             report.size = meta.len();
             let error = loader::LoadError::TooLarge { path: path.to_owned(), size: meta.len() };
             report.rejected_because = Some(error.to_string());
@@ -76,20 +76,20 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
     }
     let mut bytes = Vec::new();
     let read = std::fs::File::open(path).and_then(|file| {
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, loader::MAX_COMPONENT_BYTES + 1), &mut bytes)
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, crate::compiler::MAX_COMPONENT_BYTES + 1), &mut bytes)
     });
     if let Err(err) = read {
         report.rejected_because = Some(format!("cannot read: {err}"));
         return report;
     }
     report.size = bytes.len() as u64;
-    if report.size > loader::MAX_COMPONENT_BYTES {
+    if report.size > crate::compiler::MAX_COMPONENT_BYTES {
         let error = loader::LoadError::TooLarge { path: path.to_owned(), size: report.size };
         report.rejected_because = Some(error.to_string());
         return report;
     }
     report.sha256 = digest(&bytes);
-    if let Err(why) = loader::check_header(&bytes) {
+    if let Err(why) = crate::compiler::check_header(&bytes) {
         report.kind =
             if why.contains("core WebAssembly module") { "core module".into() } else { "not WebAssembly".into() };
         report.rejected_because = Some(why);

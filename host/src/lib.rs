@@ -20,6 +20,7 @@ mod audit;
 mod authorize;
 mod bindings;
 mod budget;
+mod call;
 mod caller;
 mod capture;
 mod card;
@@ -30,6 +31,7 @@ mod config;
 mod confirm;
 pub mod distribution;
 mod engine;
+mod engine_settings;
 mod fleet;
 mod formats;
 mod grants;
@@ -59,10 +61,11 @@ mod schedule;
 mod schema_portable;
 mod service_settings;
 mod session;
-mod startup;
 mod state;
 mod strict;
+mod timeline;
 mod tool_settings;
+mod trace_parent;
 mod validate;
 mod validator;
 
@@ -75,50 +78,48 @@ pub use audit::{
 };
 pub use authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use bindings::Contract;
+pub use call::{CallRequest, ToolResult};
 pub use caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
 pub use capture::Captured;
 pub use card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
 };
-pub use compiler::{
-    COMPILE_SUBCOMMAND, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, MAX_COMPILE_MEMORY_MIB,
-    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB, child_main as compile_child_main,
-};
+pub use compiler::{COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, check_header, child_main as compile_child_main};
 pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, TOOLS_DIR_ENV};
 pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
-pub use engine::{EngineSettings, Runtime, digest};
+pub use engine::{Runtime, digest};
+pub use engine_settings::{
+    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,
+    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB,
+};
 pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
 pub use formats::Format;
 pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
+pub use host::startup::Readiness;
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
 pub use inspect::{Inspection, inspect};
 pub use limits::Limits;
-pub use loader::{
-    LoadError, LoadedTool, MAX_COMPONENT_BYTES, PORTABLE_DESCRIPTION_CHARS, check_header, description_too_long,
-    load as load_component,
-};
+pub use loader::{LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, description_too_long, load as load_component};
 pub use messages::{read_calls, write_results};
 pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use otel::{MAX_TRACEPARENT_LEN, TraceParent};
 pub use outcome::{
     Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE, MAX_TOOL_ERROR_MESSAGE, Success,
 };
-pub use pipeline::{CallRequest, ToolResult};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use sandbox::Execution;
 pub use service_settings::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
-pub use session::{MAX_SESSION_ID_LEN, SessionSettings};
-pub use startup::Readiness;
+pub use session::MAX_SESSION_ID_LEN;
 pub use state::{Sources, State};
 pub use strict::{Provider, lint as strict_lint};
-pub use tool_settings::ToolSettings;
+pub use tool_settings::{SessionSettings, ToolSettings};
+pub use trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

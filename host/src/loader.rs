@@ -7,11 +7,11 @@
 //! the component under its limits with no grants. Every string the
 //! component declares is capped and every schema is compiled before use.
 
-use crate::bindings::{Contract, ToolPre};
-use crate::compiler::{Artifact, CompileFailure};
+use crate::bindings::Contract;
+use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
 use crate::engine::{Runtime, digest};
 use crate::outcome::{ErrorKind, Failure};
-use crate::sandbox::{self, RawMetadata};
+use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped};
 use serde_json::Value;
@@ -21,8 +21,6 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 use wasmtime::component::Component;
 
-/// Largest component file accepted.
-pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 /// Largest tool description accepted.
 pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
 /// Longest description, in characters, that every client converter
@@ -172,21 +170,6 @@ pub enum LoadError {
         /// What is wrong and what is accepted.
         why: String,
     },
-}
-
-/// The header of a component binary (`\0asm`, version 0x0d, layer 1).
-const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
-/// The header of a core module binary.
-const MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-
-/// Check that `bytes` start like a component; the error says what they are.
-pub fn check_header(bytes: &[u8]) -> Result<(), String> {
-    match bytes.get(..8) {
-        Some(h) if h == COMPONENT_HEADER => Ok(()),
-        Some(h) if h == MODULE_HEADER => Err("this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it with `wasm-tools component new`)".into()),
-        Some(h) if h.get(..4) == MODULE_HEADER.get(..4) => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
-        _ => Err("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2".into()),
-    }
 }
 
 /// Read, check, compile and describe the component at `path`.
@@ -528,14 +511,6 @@ async fn compile_schema(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn header_check_names_what_it_is() {
-        assert!(check_header(&COMPONENT_HEADER).is_ok());
-        assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
-        assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
-        assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
-    }
 
     fn raw(parameters: &str, output: Option<&str>) -> RawMetadata {
         RawMetadata {

@@ -11,14 +11,13 @@
 //! (`airlock tools | head`), the command ends quietly with 0, as Unix tools
 //! do.
 
-use airlock::distribution::cli as distribution;
 use airlock::{Config, Format, Host};
 use clap::{CommandFactory, Parser, Subcommand};
 use cli::confirm::Who;
 use cli::logging::{LogFormat, init_logging};
 use cli::output::{Out, finish, usage_error};
 use cli::progress::TerminalProgress;
-use cli::{commands, scaffold};
+use cli::{commands, distribution, scaffold};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -7,8 +7,8 @@
 //! pipeline like any other.
 
 use crate::arguments::RawArguments;
+use crate::call::{CallRequest, ToolResult};
 use crate::formats::Format;
-use crate::pipeline::{CallRequest, ToolResult};
 use serde_json::{Map, Value, json};
 
 /// At most this many calls are taken from one message.

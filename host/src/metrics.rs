@@ -23,10 +23,10 @@
 //! pending, tools ready, the process's memory and descriptors) are read
 //! when scraped, never updated on the call path.
 
+use crate::call::ToolResult;
 use crate::limits::DEFAULT_MAX_TOOL_LABELS;
-use crate::observe::{Stage, Timeline};
 use crate::outcome::ErrorKind;
-use crate::pipeline::ToolResult;
+use crate::timeline::{Stage, Timeline};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -1,156 +1,18 @@
-//! What one call's way through the pipeline looked like, for metrics and
-//! traces: when each stage began and how long it took ([`Timeline`]), and
-//! the one place a finished call is reported ([`Telemetry::finish`]).
+//! The one place a finished call is reported to metrics and traces
+//! ([`Telemetry::finish`]), from its [`Timeline`].
 //!
-//! The pipeline takes a lap at the end of each stage (one clock read);
-//! everything else happens once, after the audit record is written, from
+//! Everything here happens once, after the audit record is written, from
 //! the finished [`ToolResult`]. Nothing here reads the call's arguments or
 //! result: metrics see the tool, the outcome kind, fuel and durations;
 //! spans see the same and a principal hashed or left out as configured.
 
+use crate::call::ToolResult;
 use crate::loader::LoadedTool;
 use crate::metrics::Metrics;
-use crate::otel::{TraceParent, Traces};
-use crate::pipeline::ToolResult;
+use crate::otel::Traces;
+use crate::timeline::Timeline;
+use crate::trace_parent::TraceParent;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
-
-/// The stages of a call, in pipeline order (see `pipeline.rs`); their
-/// names are the `stage` label of `airlock_stage_duration_seconds` and the
-/// names of the child spans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// The principal's quotas.
-    Admit,
-    /// The tool by name.
-    Resolve,
-    /// The arguments parsed.
-    Parse,
-    /// The arguments checked against the schema.
-    Validate,
-    /// The policy's decision.
-    Authorize,
-    /// Waiting for the user to answer a confirmation.
-    Confirm,
-    /// Waiting for the scheduler (an exclusive tool, the cap on calls in
-    /// flight).
-    Schedule,
-    /// The guest running.
-    Execute,
-    /// The result checked against the output cap and schema.
-    Check,
-    /// The audit record written.
-    Audit,
-}
-
-impl Stage {
-    /// Every stage, in order.
-    pub(crate) const ALL: [Stage; 10] = [
-        Stage::Admit,
-        Stage::Resolve,
-        Stage::Parse,
-        Stage::Validate,
-        Stage::Authorize,
-        Stage::Confirm,
-        Stage::Schedule,
-        Stage::Execute,
-        Stage::Check,
-        Stage::Audit,
-    ];
-
-    /// The label value and span name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Stage::Admit => "admit",
-            Stage::Resolve => "resolve",
-            Stage::Parse => "parse",
-            Stage::Validate => "validate",
-            Stage::Authorize => "authorize",
-            Stage::Confirm => "confirm",
-            Stage::Schedule => "schedule",
-            Stage::Execute => "execute",
-            Stage::Check => "check",
-            Stage::Audit => "audit",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// One stage as it ran: its start as an offset from the call's receipt,
-/// and its length.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Lap {
-    pub(crate) start: Duration,
-    pub(crate) length: Duration,
-}
-
-/// When each stage of one call began and how long it took. Fixed size, on
-/// the call's own stack: taking a lap reads the clock once and allocates
-/// nothing.
-#[derive(Debug, Clone)]
-pub(crate) struct Timeline {
-    started: Instant,
-    /// The wall clock at receipt, for span timestamps (read only when
-    /// spans are sent).
-    pub(crate) wall: Option<SystemTime>,
-    last: Instant,
-    laps: [Option<Lap>; Stage::ALL.len()],
-}
-
-impl Timeline {
-    /// A call received now; `wall` when its spans will be sent.
-    pub(crate) fn start(wall: bool) -> Self {
-        let now = Instant::now();
-        Self { started: now, wall: wall.then(SystemTime::now), last: now, laps: [None; Stage::ALL.len()] }
-    }
-
-    /// When the call was received.
-    pub(crate) fn started(&self) -> Instant {
-        self.started
-    }
-
-    /// `stage` ended now; it began where the previous one ended.
-    pub(crate) fn lap(&mut self, stage: Stage) {
-        let now = Instant::now();
-        self.record(stage, self.last, now);
-        self.last = now;
-    }
-
-    /// Two stages ended now, the second having taken `second_took` of the
-    /// time since the previous lap (waiting for the scheduler, then the
-    /// guest's own run).
-    pub(crate) fn lap_split(&mut self, first: Stage, second: Stage, second_took: Duration) {
-        let now = Instant::now();
-        let since = now.saturating_duration_since(self.last);
-        let split = self.last + since.saturating_sub(second_took);
-        self.record(first, self.last, split);
-        self.record(second, split, now);
-        self.last = now;
-    }
-
-    /// Restart the clock of the next stage now (time between stages that
-    /// belongs to none, e.g. before the confirmation prompt is shown).
-    pub(crate) fn mark(&mut self) {
-        self.last = Instant::now();
-    }
-
-    fn record(&mut self, stage: Stage, from: Instant, to: Instant) {
-        if let Some(slot) = self.laps.get_mut(stage.index()) {
-            *slot = Some(Lap {
-                start: from.saturating_duration_since(self.started),
-                length: to.saturating_duration_since(from),
-            });
-        }
-    }
-
-    /// The stages that ran, in order.
-    pub(crate) fn laps(&self) -> impl Iterator<Item = (Stage, Lap)> + '_ {
-        Stage::ALL.iter().zip(self.laps.iter()).filter_map(|(stage, lap)| lap.map(|lap| (*stage, lap)))
-    }
-}
 
 /// The host's metrics and, when `[traces]` names an endpoint, its span
 /// exporter: one per host, for its whole life.
@@ -180,27 +42,5 @@ impl Telemetry {
         if let Some(traces) = &self.traces {
             traces.call_finished(timeline, result, tool.map(|t| t.name.as_str()), principal, parent);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn laps_follow_each_other_and_a_split_adds_up() {
-        let mut timeline = Timeline::start(false);
-        timeline.lap(Stage::Admit);
-        timeline.lap(Stage::Resolve);
-        std::thread::sleep(Duration::from_millis(2));
-        timeline.lap_split(Stage::Schedule, Stage::Execute, Duration::from_millis(1));
-        let laps: Vec<_> = timeline.laps().collect();
-        let names: Vec<_> = laps.iter().map(|(stage, _)| stage.as_str()).collect();
-        assert_eq!(names, ["admit", "resolve", "schedule", "execute"]);
-        let (_, schedule) = laps[2];
-        let (_, execute) = laps[3];
-        assert_eq!(schedule.start + schedule.length, execute.start, "the two halves of a split meet");
-        assert!(execute.length <= Duration::from_millis(1) + Duration::from_micros(1));
-        assert!(timeline.wall.is_none(), "the wall clock is read only for spans");
     }
 }

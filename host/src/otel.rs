@@ -23,7 +23,8 @@
 //! `_meta.traceparent` of a 2026-07-28 request) makes the call's span a
 //! child of the client's, in the client's trace; its sampled flag is
 //! honoured (a parent that is not sampled gets no spans). It is parsed by
-//! the SDK's W3C propagator, at most [`MAX_TRACEPARENT_LEN`] bytes; one
+//! the SDK's W3C propagator, at most
+//! [`MAX_TRACEPARENT_LEN`](crate::trace_parent::MAX_TRACEPARENT_LEN) bytes; one
 //! that does not parse is ignored (the call starts a trace of its own).
 //!
 //! # Export
@@ -40,77 +41,25 @@
 mod client;
 mod queue;
 
+use crate::call::ToolResult;
 use crate::metrics::UNKNOWN_TOOL;
-use crate::observe::Timeline;
-use crate::pipeline::ToolResult;
 use crate::service_settings::{PrincipalInSpans, TraceSettings};
-use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
+use crate::timeline::Timeline;
+use crate::trace_parent::TraceParent;
 use opentelemetry::trace::{
-    Span as _, SpanBuilder, SpanContext, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
+    Span as _, SpanBuilder, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider};
 use prometheus_client::metrics::counter::Counter;
 use sha2::{Digest as _, Sha256};
 use std::time::Duration;
 
-/// Longest `traceparent` read (a version-00 one is 55 bytes; later versions
-/// may append fields). Not a setting: it bounds a header, not a workload.
-pub const MAX_TRACEPARENT_LEN: usize = 256;
 /// How often queued spans are exported.
 const EXPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// How long shutdown waits for the last export.
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(5);
-
-/// The caller's span, from a W3C `traceparent`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceParent(SpanContext);
-
-impl TraceParent {
-    /// Parse a `traceparent` value; `None` when it is too long, malformed
-    /// or names the all-zero trace or span.
-    pub fn parse(value: &str) -> Option<Self> {
-        if value.len() > MAX_TRACEPARENT_LEN || !well_formed(value) {
-            return None;
-        }
-        let context = TraceContextPropagator::new().extract(&OneHeader(value));
-        let span = context.span().span_context().clone();
-        span.is_valid().then_some(TraceParent(span))
-    }
-
-    /// The trace id, hex.
-    pub fn trace_id(&self) -> String {
-        self.0.trace_id().to_string()
-    }
-}
-
-/// `VERSION-TRACEID-PARENTID-FLAGS` with the lengths W3C Trace Context
-/// gives them (2, 32, 16 and 2 hex digits); the SDK's propagator also
-/// accepts shorter ids.
-fn well_formed(value: &str) -> bool {
-    let lengths = [2, 32, 16, 2];
-    let mut parts = value.trim().split('-');
-    let fixed = lengths
-        .iter()
-        .all(|len| parts.next().is_some_and(|part| part.len() == *len && part.bytes().all(|b| b.is_ascii_hexdigit())));
-    // Version 00 has exactly these four fields; later versions may add more.
-    fixed && (!value.trim().starts_with("00-") || parts.next().is_none())
-}
-
-/// A carrier with just the `traceparent`.
-struct OneHeader<'a>(&'a str);
-
-impl Extractor for OneHeader<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        key.eq_ignore_ascii_case("traceparent").then_some(self.0)
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        vec!["traceparent"]
-    }
-}
 
 /// The span exporter of one host.
 pub(crate) struct Traces {
@@ -166,7 +115,7 @@ impl Traces {
     ) {
         let Some(received) = timeline.wall else { return };
         let parent = match parent {
-            Some(TraceParent(span)) => Context::new().with_remote_span_context(span.clone()),
+            Some(parent) => Context::new().with_remote_span_context(parent.span_context().clone()),
             None => Context::new(),
         };
         let tool = tool.unwrap_or(UNKNOWN_TOOL);
@@ -225,40 +174,6 @@ fn principal_hash(principal: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn traceparent_is_read_as_w3c_says() {
-        let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
-        assert_eq!(parent.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert!(parent.0.is_sampled() && parent.0.is_remote());
-        for bad in [
-            "",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
-            "garbage",
-        ] {
-            assert_eq!(TraceParent::parse(bad), None, "{bad:?}");
-        }
-        let long = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-{}", "a".repeat(300));
-        assert_eq!(TraceParent::parse(&long), None);
-    }
-
-    #[test]
-    fn a_traceparent_is_read_up_to_exactly_its_cap() {
-        // A later version may append fields: one of exactly the cap is read,
-        // one byte more is ignored.
-        let base = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-";
-        let at_cap = format!("{base}{}", "a".repeat(MAX_TRACEPARENT_LEN - base.len()));
-        assert_eq!(at_cap.len(), MAX_TRACEPARENT_LEN);
-        assert_eq!(
-            TraceParent::parse(&at_cap).map(|p| p.trace_id()).as_deref(),
-            Some("4bf92f3577b34da6a3ce929d0e0e4736")
-        );
-        let over = format!("{at_cap}a");
-        assert_eq!(TraceParent::parse(&over), None);
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn past_max_queued_spans_a_span_is_dropped_and_counted_without_waiting() {

@@ -13,8 +13,7 @@
 //! renews fuel, deadline and captures per call and reports when the
 //! instance is [`Spent`] and must be dropped.
 
-use crate::bindings::{Tool, ToolPre};
-use crate::budget::HostBudget;
+use crate::budget::{HostBudget, Metered};
 use crate::caller::Caller;
 use crate::capture::{Captured, CapturedOutput};
 use crate::grants::Grants;
@@ -28,6 +27,10 @@ use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+mod tool;
+
+pub(crate) use tool::{Tool, ToolPre};
 
 /// Per-call state held by a store: the WASI context, its resource table,
 /// the limiter, the network hooks and the host budget. Dropped with the
@@ -49,9 +52,10 @@ impl CallCtx {
     pub(crate) fn caller(&self) -> Option<&Caller> {
         self.caller.as_deref()
     }
+}
 
-    /// The host budget and the resource table it counts in.
-    pub(crate) fn budget_and_table(&mut self) -> (&mut HostBudget, &ResourceTable) {
+impl Metered for CallCtx {
+    fn budget_and_table(&mut self) -> (&mut HostBudget, &ResourceTable) {
         (&mut self.budget, &self.table)
     }
 }

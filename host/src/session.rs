@@ -53,15 +53,12 @@ use crate::outcome::{ErrorKind, Failure};
 use crate::quota::raise_hint;
 use crate::registry::Registry;
 use crate::sandbox::{self, Execution, LiveInstance, Spent};
+use crate::tool_settings::SessionSettings;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-mod settings;
-
-pub use settings::{MAX_MAX_LIVE, RawSessions, SessionSettings};
 
 /// Longest session id accepted, in bytes (the id is ASCII).
 pub const MAX_SESSION_ID_LEN: usize = 64;

@@ -22,16 +22,43 @@
 //! chain ([`AuditLog::reconfigured`]); another file is opened fresh.
 
 use crate::access::Access;
-use crate::audit::AuditLog;
-use crate::authorize::Policy;
-use crate::config::Config;
+use crate::audit::{AuditError, AuditLog};
+use crate::authorize::{Policy, PolicyError};
+use crate::config::{Config, ConfigError};
 use crate::engine::Runtime;
-use crate::host::HostError;
 use crate::quota::Quotas;
-use crate::registry::{LoadProgress, Registry};
+use crate::registry::{LoadProgress, Registry, RegistryError};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Why a host could not start (or reload).
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The config file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The engine could not be set up.
+    #[error("{0:#}")]
+    Engine(anyhow::Error),
+    /// Some tools could not be loaded.
+    #[error("{} tool(s) could not be loaded:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Load(Vec<RegistryError>),
+    /// The policy files are invalid.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The audit log cannot be opened.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// A reload changed settings that are fixed while the host runs; each
+    /// sentence names the key.
+    #[error("{}", .0.join("; "))]
+    NeedsRestart(Vec<String>),
+    /// A reload would leave a running server unsafe (a non-loopback HTTP
+    /// server without bearer tokens).
+    #[error("{0}")]
+    Refused(String),
+}
 
 /// What the host runs, built from one config. Cheap to share
 /// ([`Host::state`](crate::Host::state) hands out an `Arc`).

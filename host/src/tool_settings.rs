@@ -5,7 +5,7 @@
 //! except through the projection (`projection.rs`). Each group of keys is
 //! checked by the module that enforces it: limits by [`crate::limits`],
 //! grants by [`crate::grants`] (and `network` by [`crate::network`]),
-//! sessions by [`crate::session`]; this module checks what concerns the
+//! `[tools.NAME.sessions]` by its `sessions` part; this module checks what concerns the
 //! tool as a whole (its name, its pin, limits against grants).
 
 use crate::card::Template;
@@ -13,10 +13,15 @@ use crate::distribution::OciSource;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::limits::{Limits, RawLimits};
 use crate::network::RawNetwork;
-use crate::session::{RawSessions, SessionSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod sessions;
+
+#[cfg(test)]
+pub(crate) use sessions::DEFAULT_IDLE;
+pub use sessions::{MAX_MAX_LIVE, RawSessions, SessionSettings};
 
 /// Longest tool name accepted (the name must also match `^[A-Za-z0-9_-]+$`).
 pub const MAX_NAME_LEN: usize = 64;

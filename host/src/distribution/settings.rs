@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_MANIFEST_BYTES: u64 = 256 << 10;
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// Largest component layer pulled unless `[distribution] max_component_bytes`
 /// says otherwise: the loader's own cap on a component file.
-pub const DEFAULT_MAX_LAYER_BYTES: u64 = crate::loader::MAX_COMPONENT_BYTES;
+pub const DEFAULT_MAX_LAYER_BYTES: u64 = crate::compiler::MAX_COMPONENT_BYTES;
 /// Connect timeout for a registry unless `connect_timeout_secs` says otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait for the next bytes of a registry's answer unless
@@ -243,7 +243,7 @@ impl DistributionSettings {
             raw.max_component_bytes,
             DEFAULT_MAX_LAYER_BYTES,
             1,
-            crate::loader::MAX_COMPONENT_BYTES,
+            crate::compiler::MAX_COMPONENT_BYTES,
         )?;
         let connect = within("connect_timeout_secs", raw.connect_timeout_secs, 10, 1, MAX_TIMEOUT_SECS)?;
         let read = within("read_timeout_secs", raw.read_timeout_secs, 30, 1, MAX_TIMEOUT_SECS)?;
@@ -453,7 +453,7 @@ mod tests {
         let caps: [(&str, u64, u64); 12] = [
             ("request_timeout_secs", 1, MAX_REQUEST_TIMEOUT_SECS),
             ("max_manifest_bytes", 1024, MAX_MANIFEST_BYTES),
-            ("max_component_bytes", 1, crate::loader::MAX_COMPONENT_BYTES),
+            ("max_component_bytes", 1, crate::compiler::MAX_COMPONENT_BYTES),
             ("connect_timeout_secs", 1, MAX_TIMEOUT_SECS),
             ("read_timeout_secs", 1, MAX_TIMEOUT_SECS),
             ("max_signature_payload_bytes", 1, MAX_SIGNATURE_PAYLOAD_BYTES),

@@ -26,9 +26,9 @@
 
 use super::CONFIRM_TIMEOUT;
 use super::cancel::{Link, link};
+use crate::call::{CallRequest, ToolResult};
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::host::Host;
-use crate::pipeline::{CallRequest, ToolResult};
 use crate::render::cap;
 use futures::future::BoxFuture;
 use rmcp::model::{

@@ -14,13 +14,13 @@ use super::cancel::linked;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
 use crate::arguments::RawArguments;
+use crate::call::{CallRequest, ToolResult};
 use crate::caller::TokenAttributes;
 use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
-use crate::otel::TraceParent;
-use crate::pipeline::{CallRequest, ToolResult};
 use crate::render;
+use crate::trace_parent::TraceParent;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
     InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -238,7 +238,7 @@ impl ServerHandler for AirlockServer {
     ) -> Result<ListToolsResult, ErrorData> {
         // During start-up, give the tools still loading a moment: with a
         // warm cache they are all ready within it.
-        crate::startup::settle(&self.shared.host, super::STARTUP_LIST_WAIT).await;
+        crate::host::startup::settle(&self.shared.host, super::STARTUP_LIST_WAIT).await;
         // Noted before the tools are read: a tool installed after that
         // read finds the note and is announced.
         if !self.shared.host.readiness().finished() {

@@ -5,8 +5,8 @@
 //! They act only on what the operator names: the config (for the store,
 //! lock file, keys, credentials and caps) and the arguments.
 
-use super::{OciRef, OciSource};
-use crate::config::Config;
+use airlock::Config;
+use airlock::distribution::{self as oci, OciRef, OciSource, Pulled};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -79,7 +79,7 @@ fn source_for(config: &Config, reference: OciRef) -> OciSource {
     }
 }
 
-fn describe(pulled: &super::Pulled) -> String {
+fn describe(pulled: &Pulled) -> String {
     let signer = pulled.origin.signer.as_deref().map_or_else(|| "unsigned".to_owned(), |s| format!("signed by {s}"));
     format!("{} component {} ({} bytes), {signer}", pulled.origin.reference, pulled.layer_digest, pulled.size)
 }
@@ -101,7 +101,7 @@ pub async fn pull(config: &Config, args: &PullArgs) -> ExitCode {
     }
     let mut code = ExitCode::SUCCESS;
     for source in &sources {
-        match super::pull(settings, source, args.update).await {
+        match oci::pull(settings, source, args.update).await {
             Ok(report) => {
                 let mut line = describe(&report.pulled);
                 if let Some(tag) = source.reference.tag_key().filter(|_| source.reference.digest.is_none()) {
@@ -126,7 +126,7 @@ pub async fn push(config: &Config, args: &PushArgs) -> ExitCode {
         Ok(reference) => reference,
         Err(err) => return usage(&err),
     };
-    match super::push(&config.distribution, &args.file, &reference, args.sign.as_deref()).await {
+    match oci::push(&config.distribution, &args.file, &reference, args.sign.as_deref()).await {
         Ok(report) => {
             let signed = report.signed_by.map_or_else(String::new, |key| format!(", signed with {key}"));
             done(print(&format!("pushed {} as {}{signed}", args.file.display(), report.pinned)))
@@ -144,7 +144,7 @@ pub fn keygen(args: &KeygenArgs) -> ExitCode {
             return usage(&format!("{} exists; not overwriting a key", path.display()));
         }
     }
-    let (private_pem, public_pem) = match super::signature::generate() {
+    let (private_pem, public_pem) = match oci::generate_keys() {
         Ok(pair) => pair,
         Err(err) => return refused(&err),
     };
@@ -185,22 +185,22 @@ pub async fn inspect(config: &Config, reference: &Path) -> ExitCode {
         Err(err) => return usage(&err),
     };
     let source = source_for(config, reference);
-    let pulled = match super::materialize(&config.distribution, &source).await {
+    let pulled = match oci::materialize(&config.distribution, &source).await {
         Ok(pulled) => pulled,
         Err(err) => return refused(&err),
     };
     // Compiled under the config's meter, by the config's compiler; not cached.
-    let settings = crate::engine::EngineSettings {
+    let settings = airlock::EngineSettings {
         compiler: config.engine.compiler.clone(),
         compile_timeout_secs: config.engine.compile_timeout_secs,
         compile_memory_mib: config.engine.compile_memory_mib,
-        ..crate::engine::EngineSettings::default()
+        ..airlock::EngineSettings::default()
     };
-    let runtime = match crate::engine::Runtime::new(&settings) {
+    let runtime = match airlock::Runtime::new(&settings) {
         Ok(runtime) => runtime,
         Err(err) => return usage(&format!("{err:#}")),
     };
-    let mut report = crate::inspect::inspect(&runtime, &pulled.path).await;
+    let mut report = airlock::inspect(&runtime, &pulled.path).await;
     report.origin = Some(pulled.origin);
     let accepted = report.accepted;
     let text = match serde_json::to_string_pretty(&report) {

@@ -21,8 +21,8 @@
 //! loader as any load. Waiting calls come from clients: each waits at most
 //! its tool's `timeout_ms`, and the transports bound how many are open.
 
+use super::Host;
 use crate::config::Config;
-use crate::host::Host;
 use crate::registry::{self, Assembly, Planned, RegistryError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

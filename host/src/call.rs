@@ -1,0 +1,153 @@
+//! A call as every front end hands it to the host ([`CallRequest`]) and as
+//! it comes back ([`ToolResult`]): the vocabulary the pipeline, the
+//! transports, metrics and traces share.
+
+use crate::arguments::RawArguments;
+use crate::caller::TokenAttributes;
+use crate::capture::Captured;
+use crate::outcome::{Decision, ErrorKind, Failure, Success};
+use crate::render;
+use crate::trace_parent::TraceParent;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Longest principal name accepted; longer ones are cut.
+pub const MAX_PRINCIPAL_LEN: usize = 256;
+/// Longest call id accepted; longer ones are cut.
+pub const MAX_CALL_ID_LEN: usize = 256;
+
+/// A proposed call.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The id the model or client gave the call (echoed in the result).
+    pub call_id: String,
+    /// The tool name.
+    pub tool: String,
+    /// The arguments as proposed.
+    pub arguments: RawArguments,
+    /// Who is asking (a user id known to the policy).
+    pub principal: String,
+    /// Attributes authenticated with the principal (a JWT's
+    /// `attribute_claims`; empty otherwise): the policy and the tool see
+    /// them in place of the entities file's attributes of the same name.
+    pub attributes: TokenAttributes,
+    /// The caller's span (W3C `traceparent`), when it sent one: the call's
+    /// span is its child.
+    pub trace_parent: Option<TraceParent>,
+}
+
+impl CallRequest {
+    /// A call with JSON arguments.
+    pub fn new(principal: impl Into<String>, tool: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            call_id: String::new(),
+            tool: tool.into(),
+            arguments: RawArguments::Json(arguments),
+            principal: principal.into(),
+            attributes: TokenAttributes::default(),
+            trace_parent: None,
+        }
+    }
+
+    /// Set the call id.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = call_id.into();
+        self
+    }
+}
+
+/// The result of a call, success or failure, as every front end sees it.
+/// The outcome is a value, never text: front ends render it at their edge
+/// ([`ToolResult::text`] for the model, [`ToolResult::human_line`] for
+/// people) and read the kind and code from the [`Failure`].
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    /// The call id of the request.
+    pub call_id: String,
+    /// The tool name as requested.
+    pub tool: String,
+    /// The tool's result, or why there is none.
+    pub outcome: Result<Success, Failure>,
+    /// What was decided about the call before it ran.
+    pub decision: Decision,
+    /// Captured stdout (for humans and logs, never the model).
+    pub stdout: Captured,
+    /// Captured stderr (for humans and logs, never the model).
+    pub stderr: Captured,
+    /// Time from receipt to result.
+    pub duration: Duration,
+    /// Fuel the guest used, if it ran.
+    pub fuel_used: Option<u64>,
+    /// The session the call ran in, for tools that keep sessions.
+    pub session: Option<String>,
+    /// The tool's one-line presentation of its result (`[tools.NAME]
+    /// present_result`), for logs and UIs; never sent to a model.
+    pub presented: Option<String>,
+}
+
+impl ToolResult {
+    /// A result of the call `call_id` to `tool`, with nothing captured, no
+    /// fuel, no session and no duration yet.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        decision: Decision,
+        outcome: Result<Success, Failure>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            outcome,
+            decision,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            duration: Duration::ZERO,
+            fuel_used: None,
+            session: None,
+            presented: None,
+        }
+    }
+
+    /// True for every failure.
+    pub fn is_error(&self) -> bool {
+        self.outcome.is_err()
+    }
+
+    /// Why the call failed; `None` on success.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.outcome.as_ref().err()
+    }
+
+    /// The kind of failure; `None` on success.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        self.failure().map(|failure| failure.kind)
+    }
+
+    /// The tool's own error code, for [`ErrorKind::ToolError`] failures
+    /// that name one.
+    pub fn code(&self) -> Option<&str> {
+        self.failure().and_then(|failure| failure.code.as_deref())
+    }
+
+    /// The tool's JSON result, on success.
+    pub fn value(&self) -> Option<&Value> {
+        self.outcome.as_ref().ok().map(|success| &success.value)
+    }
+
+    /// The protocol name of the outcome: `ok` or the error kind.
+    pub fn outcome_name(&self) -> &'static str {
+        self.kind().map_or("ok", ErrorKind::as_str)
+    }
+
+    /// What the model reads in a provider's tool-result message: the
+    /// result, or `error (kind): message` (`tool error (code): message` for
+    /// a tool's own error), cut at 32 KiB with a note.
+    pub fn text(&self) -> String {
+        render::model_text(&self.outcome)
+    }
+
+    /// A one-line presentation for humans.
+    pub fn human_line(&self) -> String {
+        render::human_line(&self.tool, &self.outcome, self.presented.as_deref(), self.duration.as_secs_f64() * 1e3)
+    }
+}

@@ -14,6 +14,11 @@ WASM_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/release
 VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 
+# The host's crates, layer by layer (crates/*, then host/): built, tested
+# and linted together, so shared dependencies are compiled once with one
+# set of features.
+HOST_PACKAGES := -p airlock-core -p airlock
+
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
 TOOLS := echo read_file list_dir write_file search_files json_query http_fetch
 TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute schema_bomb schema_heavy schema_copy whoami contract_v0_1
@@ -45,7 +50,7 @@ guests: setup interpreters
 # dev-dependencies unify features of shared crates, so a plain `cargo build`
 # after `make test` (or before it) would compile wasmtime a second time.
 build: guests
-	$(CARGO) test --release -p airlock --no-run
+	$(CARGO) test --release $(HOST_PACKAGES) --no-run
 
 # Installation: the binary, the bundled tools where it looks for them
 # (PREFIX/share/airlock/tools, the container image's layout, found from
@@ -160,11 +165,11 @@ $(FLEET_FILES) &:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null
 
 test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) test-interpreters $(FLEET_FILES)
-	$(CARGO) test --release -p airlock --no-run
+	$(CARGO) test --release $(HOST_PACKAGES) --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) bash tests/install.sh
-	$(CARGO) test --release --workspace --exclude airlock -q
-	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release -p airlock
+	$(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
+	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
 	$(MAKE) --no-print-directory test-sdk
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
@@ -208,7 +213,7 @@ lint-deploy: $(LINT_VENV)/.lint-requirements
 
 lint: setup lint-deploy
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release --all-targets -p airlock -p airlock-validator -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
+	$(CARGO) clippy --release --all-targets $(HOST_PACKAGES) -p airlock-validator -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings
 
 # The bench build has the test build's features (dev-dependencies are
@@ -223,7 +228,7 @@ demo: build $(VENV)/.mcp-requirements
 	@AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock GUESTS=$(GUEST_OUT) TEST_GUESTS=$(TEST_GUEST_OUT) PYTHON=$(PY) bash demo/demo.sh
 
 doc:
-	$(CARGO) doc --release --no-deps -p airlock -p airlock-guest
+	$(CARGO) doc --release --no-deps $(HOST_PACKAGES) -p airlock-guest
 
 clean:
 	$(CARGO) clean

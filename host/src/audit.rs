@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::outcome::Decision;
+use airlock_core::outcome::Decision;
 
 mod files;
 pub mod postgres;

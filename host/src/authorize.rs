@@ -86,7 +86,7 @@ pub struct ToolFacts<'a> {
 
 /// The policy's verdict on one call. The pipeline turns it, with the
 /// user's answer to an `Ask`, into the call's
-/// [`Decision`](crate::outcome::Decision).
+/// [`Decision`](airlock_core::outcome::Decision).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// The call may run.
@@ -222,7 +222,7 @@ pub struct Policy {
     decisions: RwLock<HashMap<DecisionKey, Verdict>>,
     /// What a tool may see of each principal the entities file describes
     /// (`airlock:tool/caller`), read once.
-    principals: HashMap<String, Arc<crate::caller::PrincipalFacts>>,
+    principals: HashMap<String, Arc<airlock_core::caller::PrincipalFacts>>,
 }
 
 impl Policy {
@@ -322,7 +322,7 @@ impl Policy {
     /// the entities file (capped), or nothing for a principal the file does
     /// not describe.
     #[must_use]
-    pub(crate) fn principal_facts(&self, principal: &str) -> Arc<crate::caller::PrincipalFacts> {
+    pub(crate) fn principal_facts(&self, principal: &str) -> Arc<airlock_core::caller::PrincipalFacts> {
         self.principals.get(principal).cloned().unwrap_or_default()
     }
 
@@ -333,7 +333,7 @@ impl Policy {
         &self,
         principal: &str,
         attributes: &[(String, Value)],
-    ) -> Arc<crate::caller::PrincipalFacts> {
+    ) -> Arc<airlock_core::caller::PrincipalFacts> {
         let facts = self.principal_facts(principal);
         if attributes.is_empty() { facts } else { Arc::new(facts.with_token_attributes(attributes)) }
     }

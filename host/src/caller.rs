@@ -1,105 +1,28 @@
-//! The caller of a call as a tool sees it through `airlock:tool/caller`
-//! (contract 0.2.0): the principal, the operator's facts about it, the call
-//! id and the session id.
-//!
-//! # Trust
-//!
-//! Nothing here comes from the model. The principal is the one the front
-//! end authenticated (the same string the policy decided with and the audit
-//! record names); its attributes and parents are read from the operator's
-//! Cedar entities file when the policy is loaded (`authorize/principal.rs`),
-//! capped by [`MAX_CALLER_ATTRIBUTES`], [`MAX_CALLER_ATTRIBUTE_BYTES`] and
-//! [`MAX_CALLER_PARENTS`]; the call id is the front end's and the session id
-//! is the one the host routed the call to, under this principal. An
-//! argument named `principal` is only an argument: it never reaches this
-//! value. The guest reads a copy and cannot change what the host holds.
+//! `airlock:tool/caller` (contract 0.2.0): the caller of the call being
+//! served ([`Caller`], see `airlock_core::caller`) as the guest reads it.
+//! The guest reads a copy and cannot change what the host holds.
 
 use crate::bindings::v0_2::airlock::tool::caller as wit;
-use std::sync::Arc;
+use airlock_core::caller::Caller;
 
-/// Most attributes of one principal a tool sees; further ones (in name
-/// order) are left out.
-pub const MAX_CALLER_ATTRIBUTES: usize = 64;
-/// Longest attribute, name plus JSON value, a tool sees; a longer one is
-/// left out.
-pub const MAX_CALLER_ATTRIBUTE_BYTES: usize = 4 << 10;
-/// Most parents (roles, groups) of one principal a tool sees.
-pub const MAX_CALLER_PARENTS: usize = 64;
-
-/// What the entities file says about one principal, as a tool may see it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PrincipalFacts {
-    /// `(name, value as JSON text)`, sorted by name.
-    pub attributes: Vec<(String, String)>,
-    /// `(entity type, id)` of every entity the principal is in, sorted.
-    pub parents: Vec<(String, String)>,
-}
-
-/// Attributes the front end authenticated together with the principal: a
-/// JWT's claims that `[http.jwt] attribute_claims` names, as
-/// `(attribute, value)`, sorted by attribute. Only strings, booleans,
-/// integers and flat lists of those (Cedar sets) get here; for the policy
-/// and for the tool they replace the entities file's attributes of the same
-/// name.
-pub type TokenAttributes = Arc<[(String, serde_json::Value)]>;
-
-impl PrincipalFacts {
-    /// These facts with `attributes` (from the principal's token) replacing
-    /// attributes of the same name, under the same caps as the entities
-    /// file's: one over [`MAX_CALLER_ATTRIBUTE_BYTES`] is left out, and at
-    /// most [`MAX_CALLER_ATTRIBUTES`] are kept.
-    #[must_use]
-    pub fn with_token_attributes(&self, attributes: &[(String, serde_json::Value)]) -> PrincipalFacts {
-        let mut merged: std::collections::BTreeMap<String, String> = self.attributes.iter().cloned().collect();
-        for (name, value) in attributes {
-            let text = value.to_string();
-            if name.len() + text.len() <= MAX_CALLER_ATTRIBUTE_BYTES {
-                merged.insert(name.clone(), text);
-            } else {
-                merged.remove(name);
-            }
-        }
-        PrincipalFacts {
-            attributes: merged.into_iter().take(MAX_CALLER_ATTRIBUTES).collect(),
-            parents: self.parents.clone(),
-        }
-    }
-}
-
-/// Who a call acts for: built by the pipeline for each call it runs.
-#[derive(Debug, Clone, Default)]
-pub struct Caller {
-    /// The authenticated principal.
-    pub principal: String,
-    /// The operator's facts about it (shared by every call of the
-    /// principal).
-    pub facts: Arc<PrincipalFacts>,
-    /// The front end's id of the call.
-    pub call_id: String,
-    /// The session the call runs in.
-    pub session: Option<String>,
-}
-
-impl Caller {
-    /// The caller as the WIT record the guest receives.
-    fn to_wit(&self) -> wit::CallerInfo {
-        wit::CallerInfo {
-            principal: self.principal.clone(),
-            attributes: self
-                .facts
-                .attributes
-                .iter()
-                .map(|(name, value)| wit::Attribute { name: name.clone(), value: value.clone() })
-                .collect(),
-            parents: self
-                .facts
-                .parents
-                .iter()
-                .map(|(entity_type, id)| wit::Parent { entity_type: entity_type.clone(), id: id.clone() })
-                .collect(),
-            call_id: self.call_id.clone(),
-            session_id: self.session.clone(),
-        }
+/// The caller as the WIT record the guest receives.
+fn to_wit(caller: &Caller) -> wit::CallerInfo {
+    wit::CallerInfo {
+        principal: caller.principal.clone(),
+        attributes: caller
+            .facts
+            .attributes
+            .iter()
+            .map(|(name, value)| wit::Attribute { name: name.clone(), value: value.clone() })
+            .collect(),
+        parents: caller
+            .facts
+            .parents
+            .iter()
+            .map(|(entity_type, id)| wit::Parent { entity_type: entity_type.clone(), id: id.clone() })
+            .collect(),
+        call_id: caller.call_id.clone(),
+        session_id: caller.session.clone(),
     }
 }
 
@@ -129,7 +52,7 @@ pub(crate) fn add_to_linker<T: Send + 'static>(
 impl wit::Host for CallerView<'_> {
     fn get(&mut self) -> wasmtime::Result<wit::CallerInfo> {
         match self.0 {
-            Some(caller) => Ok(caller.to_wit()),
+            Some(caller) => Ok(to_wit(caller)),
             None => Err(wasmtime::format_err!(
                 "airlock:tool/caller.get was called while no call is being served (the host was reading the \
                  tool's metadata); read the caller only in handler.call"

@@ -6,6 +6,7 @@
 //! nothing it writes ever reaches the host's own stdio, which may be an MCP
 //! protocol stream.
 
+use airlock_core::call::Captured;
 use bytes::Bytes;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -29,15 +30,6 @@ struct Buffer {
 pub struct CapturedOutput {
     cap: usize,
     buffer: Arc<Mutex<Buffer>>,
-}
-
-/// What a guest wrote to one stream.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    /// The first bytes written, at most the cap, as (lossy) UTF-8.
-    pub text: String,
-    /// Bytes written past the cap and dropped.
-    pub dropped: u64,
 }
 
 impl CapturedOutput {

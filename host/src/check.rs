@@ -7,8 +7,8 @@
 //! deadline and the tool's `validation_memory_mib`.
 
 use crate::loader::LoadedTool;
-use crate::outcome::{ErrorKind, Failure};
 use crate::validate::{self, Deadline, Unchecked};
+use airlock_core::outcome::{ErrorKind, Failure};
 use serde_json::Value;
 
 /// Check the raw result text of a call of `tool` within `deadline`.
@@ -34,8 +34,8 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
         Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err}); this is a fault of the tool, not of your arguments"))
     })?;
     // An integer serde_json would have rounded is refused, not shown rounded.
-    if crate::integers::has_float(&value)
-        && let Some(found) = crate::integers::inexact_in_text(text)
+    if airlock_core::integers::has_float(&value)
+        && let Some(found) = airlock_core::integers::inexact_in_text(text)
     {
         return Err(Failure::new(
             ErrorKind::InvalidOutput,
@@ -45,7 +45,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
                  retrying the same call will not help",
                 found.shown,
                 found.at(),
-                crate::integers::EXACT_RANGE
+                airlock_core::integers::EXACT_RANGE
             ),
         ));
     }

@@ -16,8 +16,8 @@
 //! a character boundary before it reaches a log line.
 
 use crate::limits::{DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES};
-use crate::render;
 use crate::service_settings::LogSettings;
+use airlock_core::render;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -38,7 +38,7 @@ use crate::limits::{
     DEFAULT_REDIS_RESPONSE_TIMEOUT, DEFAULT_STATE_TTL, MAX_CLOCK_SKEW_CEILING, MAX_PENDING_REDEMPTIONS_CEILING,
     MAX_REDIS_TIMEOUT, MAX_STATE_TTL, in_range,
 };
-use crate::plaintext;
+use airlock_core::plaintext;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};

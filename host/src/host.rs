@@ -10,7 +10,6 @@
 
 pub(crate) mod startup;
 
-use crate::call::{CallRequest, ToolResult};
 use crate::config::{Config, ConfigError, HttpSettings};
 use crate::confirm::Confirmer;
 use crate::engine::Runtime;
@@ -27,6 +26,7 @@ use crate::session::Sessions;
 pub use crate::state::HostError;
 use crate::state::{LoadErrors, State, needs_restart};
 use crate::strict::{self, Provider};
+use airlock_core::call::{CallRequest, ToolResult};
 use serde_json::Value;
 use startup::{Readiness, Startup};
 use std::net::SocketAddr;
@@ -577,9 +577,9 @@ impl Host {
 }
 
 /// What a call received after shutdown began is told.
-fn shutting_down() -> crate::outcome::Failure {
-    crate::outcome::Failure::new(
-        crate::outcome::ErrorKind::Cancelled,
+fn shutting_down() -> airlock_core::outcome::Failure {
+    airlock_core::outcome::Failure::new(
+        airlock_core::outcome::ErrorKind::Cancelled,
         "the server is shutting down and takes no new calls; nothing was run. Send the call again (another replica, \
          or this server once it is back)",
     )
@@ -619,7 +619,8 @@ pub mod bench {
         let registry = host.tools();
         let tool = registry.get(tool)?;
         let settings = &tool.settings;
-        let caller = std::sync::Arc::new(crate::caller::Caller { principal: "bench".to_owned(), ..Default::default() });
+        let caller =
+            std::sync::Arc::new(airlock_core::caller::Caller { principal: "bench".to_owned(), ..Default::default() });
         Some(
             sandbox::call(
                 &tool.pre,

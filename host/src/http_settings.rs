@@ -107,11 +107,11 @@ pub const DEFAULT_JWT_LEEWAY: Duration = Duration::from_secs(60);
 pub const LEEWAY_SECS_RANGE: RangeInclusive<u64> = 0..=600;
 /// Longest principal a token's principal claim may name, in bytes, unless
 /// `[http.jwt] max_principal_bytes` says otherwise.
-pub const DEFAULT_MAX_PRINCIPAL_BYTES: usize = crate::call::MAX_PRINCIPAL_LEN;
+pub const DEFAULT_MAX_PRINCIPAL_BYTES: usize = airlock_core::call::MAX_PRINCIPAL_LEN;
 /// Accepted `[http.jwt] max_principal_bytes`: it can only be lowered, as
 /// the pipeline cuts a longer principal (and two cut ones could be taken
 /// for one another).
-pub const MAX_PRINCIPAL_BYTES_RANGE: RangeInclusive<usize> = 1..=crate::call::MAX_PRINCIPAL_LEN;
+pub const MAX_PRINCIPAL_BYTES_RANGE: RangeInclusive<usize> = 1..=airlock_core::call::MAX_PRINCIPAL_LEN;
 /// Largest JWKS document read (file or URL), in bytes, unless `[http.jwt]
 /// max_jwks_bytes` says otherwise.
 pub const DEFAULT_MAX_JWKS_BYTES: usize = 256 << 10;

@@ -15,12 +15,10 @@
 // workspace in Cargo.toml `[workspace.lints.clippy]`.
 
 mod access;
-mod arguments;
 mod audit;
 mod authorize;
 mod bindings;
 mod budget;
-mod call;
 mod caller;
 mod capture;
 mod card;
@@ -38,7 +36,6 @@ mod grants;
 mod host;
 mod http_settings;
 mod inspect;
-mod integers;
 mod limits;
 mod loader;
 pub mod mcp;
@@ -46,15 +43,11 @@ mod messages;
 mod metrics;
 mod network;
 mod observe;
-mod optional_null;
 mod otel;
-mod outcome;
 mod pipeline;
-mod plaintext;
 mod projection;
 mod quota;
 mod registry;
-mod render;
 mod resolve;
 mod sandbox;
 mod schedule;
@@ -63,13 +56,18 @@ mod service_settings;
 mod session;
 mod state;
 mod strict;
-mod timeline;
 mod tool_settings;
-mod trace_parent;
 mod validate;
 mod validator;
 
-pub use arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
+pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
+pub use airlock_core::call::Captured;
+pub use airlock_core::call::{CallRequest, ToolResult};
+pub use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
+pub use airlock_core::outcome::{
+    Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE, MAX_TOOL_ERROR_MESSAGE, Success,
+};
+pub use airlock_core::trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
 pub use audit::postgres::{MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres};
 pub use audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
 pub use audit::{
@@ -78,9 +76,6 @@ pub use audit::{
 };
 pub use authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use bindings::Contract;
-pub use call::{CallRequest, ToolResult};
-pub use caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
-pub use capture::Captured;
 pub use card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
@@ -107,9 +102,6 @@ pub use network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use outcome::{
-    Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE, MAX_TOOL_ERROR_MESSAGE, Success,
-};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
@@ -119,7 +111,6 @@ pub use session::MAX_SESSION_ID_LEN;
 pub use state::{Sources, State};
 pub use strict::{Provider, lint as strict_lint};
 pub use tool_settings::{SessionSettings, ToolSettings};
-pub use trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

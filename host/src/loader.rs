@@ -10,10 +10,10 @@
 use crate::bindings::Contract;
 use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
 use crate::engine::{Runtime, digest};
-use crate::outcome::{ErrorKind, Failure};
 use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped};
+use airlock_core::outcome::{ErrorKind, Failure};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -6,9 +6,9 @@
 //! says what was expected, and the calls inside it are checked later by the
 //! pipeline like any other.
 
-use crate::arguments::RawArguments;
-use crate::call::{CallRequest, ToolResult};
 use crate::formats::Format;
+use airlock_core::arguments::RawArguments;
+use airlock_core::call::{CallRequest, ToolResult};
 use serde_json::{Map, Value, json};
 
 /// At most this many calls are taken from one message.

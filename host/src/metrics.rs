@@ -23,10 +23,10 @@
 //! pending, tools ready, the process's memory and descriptors) are read
 //! when scraped, never updated on the call path.
 
-use crate::call::ToolResult;
 use crate::limits::DEFAULT_MAX_TOOL_LABELS;
-use crate::outcome::ErrorKind;
-use crate::timeline::{Stage, Timeline};
+use airlock_core::call::ToolResult;
+use airlock_core::outcome::ErrorKind;
+use airlock_core::timeline::{Stage, Timeline};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -419,7 +419,7 @@ mod process {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::{Decision, Failure, Success};
+    use airlock_core::outcome::{Decision, Failure, Success};
     use std::time::Duration;
 
     fn finish(metrics: &Metrics, tool: Option<&str>, outcome: Result<Success, Failure>, principal: &str) {

@@ -24,7 +24,7 @@
 //! child of the client's, in the client's trace; its sampled flag is
 //! honoured (a parent that is not sampled gets no spans). It is parsed by
 //! the SDK's W3C propagator, at most
-//! [`MAX_TRACEPARENT_LEN`](crate::trace_parent::MAX_TRACEPARENT_LEN) bytes; one
+//! [`MAX_TRACEPARENT_LEN`](airlock_core::trace_parent::MAX_TRACEPARENT_LEN) bytes; one
 //! that does not parse is ignored (the call starts a trace of its own).
 //!
 //! # Export
@@ -41,11 +41,11 @@
 mod client;
 mod queue;
 
-use crate::call::ToolResult;
 use crate::metrics::UNKNOWN_TOOL;
 use crate::service_settings::{PrincipalInSpans, TraceSettings};
-use crate::timeline::Timeline;
-use crate::trace_parent::TraceParent;
+use airlock_core::call::ToolResult;
+use airlock_core::timeline::Timeline;
+use airlock_core::trace_parent::TraceParent;
 use opentelemetry::trace::{
     Span as _, SpanBuilder, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
 };
@@ -178,7 +178,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn past_max_queued_spans_a_span_is_dropped_and_counted_without_waiting() {
         use crate::metrics::{Metrics, Snapshot};
-        use crate::outcome::{Decision, Success};
+        use airlock_core::outcome::{Decision, Success};
         // A collector that takes connections (the kernel's backlog does)
         // and never answers: with a 300 s export timeout, no export ends
         // while the spans are finished, so the first two stay held.

@@ -13,11 +13,8 @@
 //! outcome stays a value here: stage 8 (render) is the functions front
 //! ends call at their edge.
 
-use crate::arguments;
 use crate::audit::{self, AuditEntry};
 use crate::authorize::{ToolFacts, Verdict};
-use crate::call::{CallRequest, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
-use crate::caller::Caller;
 use crate::card;
 use crate::check::check_output;
 use crate::confirm::{ConfirmRequest, Confirmer};
@@ -25,17 +22,20 @@ use crate::limits::Limits;
 use crate::loader::LoadedTool;
 use crate::metrics::InFlightGuard;
 use crate::observe::Telemetry;
-use crate::optional_null;
-use crate::outcome::{Decision, ErrorKind, Failure, Success};
 use crate::quota::QuotaTracker;
-use crate::render;
 use crate::resolve::resolve;
 use crate::sandbox;
 use crate::schedule::Scheduler;
 use crate::session::{self, SessionId, Sessions};
 use crate::state::State;
-use crate::timeline::{Stage, Timeline};
 use crate::validate::{Deadline, validate};
+use airlock_core::arguments;
+use airlock_core::call::{CallRequest, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
+use airlock_core::caller::Caller;
+use airlock_core::optional_null;
+use airlock_core::outcome::{Decision, ErrorKind, Failure, Success};
+use airlock_core::render;
+use airlock_core::timeline::{Stage, Timeline};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

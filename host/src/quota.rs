@@ -25,17 +25,17 @@
 //! The principal comes from the front end (a bearer token over HTTP, a
 //! command-line flag, a library caller), never from the model; on stdio and
 //! through the library it is a free-form string (cut to
-//! [`MAX_PRINCIPAL_LEN`](crate::call::MAX_PRINCIPAL_LEN) bytes by the
+//! [`MAX_PRINCIPAL_LEN`](airlock_core::call::MAX_PRINCIPAL_LEN) bytes by the
 //! pipeline). So the tracker's table is bounded: an entry lives only while
 //! its principal has calls in flight or a bucket that is still refilling,
 //! and at [`MAX_TRACKED_PRINCIPALS`] entries the refilling buckets of
 //! principals with nothing in flight are forgotten first (that can only
 //! give such a principal a full bucket again, never a slot in flight).
 
-use crate::call::MAX_PRINCIPAL_LEN;
 use crate::http_settings::MAX_SESSIONS_RANGE;
-use crate::outcome::{ErrorKind, Failure};
 use crate::tool_settings::MAX_MAX_LIVE;
+use airlock_core::call::MAX_PRINCIPAL_LEN;
+use airlock_core::outcome::{ErrorKind, Failure};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};

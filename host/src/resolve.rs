@@ -3,8 +3,8 @@
 //! can correct a typo on its next turn.
 
 use crate::loader::LoadedTool;
-use crate::outcome::{ErrorKind, Failure};
 use crate::registry::Registry;
+use airlock_core::outcome::{ErrorKind, Failure};
 use std::sync::Arc;
 
 /// At most this many names are listed in an unknown-tool error.

@@ -14,12 +14,13 @@
 //! instance is [`Spent`] and must be dropped.
 
 use crate::budget::{HostBudget, Metered};
-use crate::caller::Caller;
-use crate::capture::{Captured, CapturedOutput};
+use crate::capture::CapturedOutput;
 use crate::grants::Grants;
 use crate::limits::{HANDLES_PER_RESOURCE, HTTP_FIELDS_BYTES, Limits, OUTGOING_BODY_CHUNK_BYTES};
 use crate::network::{NetworkGrant, NetworkHooks};
-use crate::outcome::{ErrorKind, Failure};
+use airlock_core::call::Captured;
+use airlock_core::caller::Caller;
+use airlock_core::outcome::{ErrorKind, Failure};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -460,7 +461,7 @@ fn scrub_secrets(network: &NetworkGrant, execution: &mut Execution) {
             if let Some(code) = &mut failure.code {
                 crate::network::scrub(network, code);
                 // A code with a secret withheld is no longer a valid code.
-                *code = crate::outcome::tool_code(code);
+                *code = airlock_core::outcome::tool_code(code);
             }
         }
     }

@@ -13,9 +13,9 @@
 //! a model can act on in its next turn, and restates the schema.
 
 use crate::loader::LoadedTool;
-use crate::outcome::{ErrorKind, Failure};
-use crate::render::cap;
 use crate::validator::{Bounds, Listed, MAX_COUNTED_ERRORS, Schema, Stopped};
+use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::render::cap;
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

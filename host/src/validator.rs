@@ -17,7 +17,7 @@
 //! instances warm ([`MAX_IDLE`], small ones only: [`KEEP_WARM_BYTES`]), so
 //! a call pays for a check, not for compiling the schema again.
 
-use crate::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{ErrorKind, Failure};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::render::{ELLIPSIS, cap};
+use airlock_core::render::{ELLIPSIS, cap};
 
 /// What replaces a redacted value.
 const REDACTED: &str = "[redacted]";

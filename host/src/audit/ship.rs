@@ -35,7 +35,7 @@ use crate::limits::{
     DEFAULT_SHIP_MAX_BACKOFF, DEFAULT_SHIP_POLL_INTERVAL, MAX_POSTGRES_CONNECT_TIMEOUT, MAX_POSTGRES_STATEMENT_TIMEOUT,
     MAX_SHIP_BATCH_CEILING, MAX_SHIP_MAX_BACKOFF, MAX_SHIP_POLL_INTERVAL, MIN_SHIP_POLL_INTERVAL, in_range,
 };
-use crate::plaintext;
+use airlock_core::plaintext;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -128,7 +128,7 @@ impl PostgresSettings {
             return Err(format!(
                 "postgres: replica = {:?} is not accepted: use 1 to {MAX_REPLICA_ID_BYTES} characters from \
                  [A-Za-z0-9_.-], unique in the fleet",
-                crate::render::cap(&raw.replica, 80)
+                airlock_core::render::cap(&raw.replica, 80)
             ));
         }
         let batch_rows = match raw.batch_rows {

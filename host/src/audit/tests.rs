@@ -1,7 +1,7 @@
 use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
 use super::record::{canonical, is_sha256_hex};
 use super::*;
-use crate::render::{ELLIPSIS, cap};
+use airlock_core::render::{ELLIPSIS, cap};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;

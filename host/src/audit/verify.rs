@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read};
 use super::files::{READ_CHUNK, filler_len};
 use super::record::{canonical, is_sha256_hex};
 use super::*;
-use crate::render::cap;
+use airlock_core::render::cap;
 
 /// Checks the whole chain of the log at `path` against its head file.
 ///

@@ -10,7 +10,7 @@
 //! the principal and the attribute.
 
 use super::*;
-use crate::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS, PrincipalFacts};
+use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS, PrincipalFacts};
 
 /// The facts of every principal the entities file describes.
 pub(super) fn principal_facts(entities: &Entities, user_type: &EntityTypeName) -> HashMap<String, Arc<PrincipalFacts>> {

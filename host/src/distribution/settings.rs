@@ -426,7 +426,7 @@ fn within_count(key: &str, value: Option<u64>, default: usize, min: u64, max: u6
 /// Whether `authority` (`HOST[:PORT]`) names this machine: `localhost` or a
 /// loopback address. A name that merely resolves to one is not seen here.
 pub fn is_loopback(authority: &str) -> bool {
-    crate::plaintext::is_loopback(super::reference::host_of(authority))
+    airlock_core::plaintext::is_loopback(super::reference::host_of(authority))
 }
 
 #[cfg(test)]

@@ -26,10 +26,10 @@
 
 use super::CONFIRM_TIMEOUT;
 use super::cancel::{Link, link};
-use crate::call::{CallRequest, ToolResult};
 use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::host::Host;
-use crate::render::cap;
+use airlock_core::call::{CallRequest, ToolResult};
+use airlock_core::render::cap;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,

@@ -17,7 +17,7 @@
 //! misconnected pipe, say) sends a message that parses and that rmcp drops
 //! (an error without an id answers nothing), so rejections cannot loop.
 
-use crate::arguments::{kind_of, text_depth};
+use airlock_core::arguments::{kind_of, text_depth};
 use rmcp::model::{
     CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcMessage, JsonRpcRequest, RequestId,
 };

@@ -13,14 +13,14 @@
 use super::cancel::linked;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
-use crate::arguments::RawArguments;
-use crate::call::{CallRequest, ToolResult};
-use crate::caller::TokenAttributes;
 use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
-use crate::render;
-use crate::trace_parent::TraceParent;
+use airlock_core::arguments::RawArguments;
+use airlock_core::call::{CallRequest, ToolResult};
+use airlock_core::caller::TokenAttributes;
+use airlock_core::render;
+use airlock_core::trace_parent::TraceParent;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
     InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -157,7 +157,7 @@ const STATE_REFUSED: &str = "requestState is not valid for this call: it is unkn
 /// Every failure, an unknown tool included, is an `isError` result: its
 /// text is the failure's message, and the kind (and a tool error's code)
 /// travel as data in `_meta`, read from the
-/// [`Failure`](crate::outcome::Failure), never from text.
+/// [`Failure`](airlock_core::outcome::Failure), never from text.
 ///
 /// An error result carries no `structuredContent`: a tool's `outputSchema`
 /// describes its successful result, and clients that check structured
@@ -341,7 +341,7 @@ impl ServerHandler for AirlockServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::{Decision, ErrorKind, Failure, Success};
+    use airlock_core::outcome::{Decision, ErrorKind, Failure, Success};
     use serde_json::json;
 
     fn result(outcome: Result<Success, Failure>) -> ToolResult {

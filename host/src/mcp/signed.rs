@@ -19,12 +19,12 @@
 
 use super::cancel::linked;
 use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message};
-use crate::call::CallRequest;
 use crate::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
 use crate::fleet::redeem::{Redeemed, Redeemer, StoreLimits};
 use crate::fleet::token::{self, Binding};
 use crate::fleet::{FleetSettings, StateKey};
 use crate::host::Host;
+use airlock_core::call::CallRequest;
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputResponses};
 use serde_json::Value;

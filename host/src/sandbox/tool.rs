@@ -3,7 +3,7 @@
 
 use super::{CallCtx, RawMetadata};
 use crate::bindings::{Contract, v0_1, v0_2};
-use crate::outcome::Failure;
+use airlock_core::outcome::Failure;
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
@@ -60,7 +60,7 @@ pub(crate) enum Tool {
 
 impl Tool {
     /// `handler.call`: the tool's JSON text, or its own error as a
-    /// [`crate::outcome::ErrorKind::ToolError`] failure. `Err` is a trap.
+    /// [`airlock_core::outcome::ErrorKind::ToolError`] failure. `Err` is a trap.
     pub(crate) async fn call(
         &self,
         store: &mut Store<CallCtx>,

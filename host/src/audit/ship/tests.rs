@@ -2,7 +2,7 @@
 
 use super::super::{AuditEntry, AuditLog, Durability};
 use super::*;
-use crate::outcome::Decision;
+use airlock_core::outcome::Decision;
 
 fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();

@@ -37,9 +37,9 @@
 //! is answered `503` with `Retry-After`, not `invalid_token`: the token may
 //! be good, and a client would otherwise discard it.
 
-use crate::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use crate::config::{JwksSource, JwtSettings};
 use crate::http_settings::JwtCaps;
+use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -416,7 +416,7 @@ fn critical_extensions(token: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded.trim_end_matches('=')).ok()?;
     let header: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
     let crit = header.get("crit")?;
-    Some(crate::render::cap(&crit.to_string(), 64).into_owned())
+    Some(airlock_core::render::cap(&crit.to_string(), 64).into_owned())
 }
 
 impl KeyStore {
@@ -821,7 +821,7 @@ mod tests {
             let Value::Object(claims) = json!({"t": "x".repeat(len)}) else { unreachable!() };
             let attributes = claim_attributes(&claims, &[(name.to_owned(), "t".to_owned())], "alice", 4);
             assert_eq!(attributes.len() == 1, kept, "a {len}-byte claim");
-            let facts = crate::caller::PrincipalFacts::default().with_token_attributes(&attributes);
+            let facts = airlock_core::caller::PrincipalFacts::default().with_token_attributes(&attributes);
             assert_eq!(facts.attributes.len() == 1, kept, "the tool sees what the policy sees");
         }
     }

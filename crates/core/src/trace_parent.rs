@@ -1,6 +1,6 @@
 //! The caller's trace context: a W3C `traceparent`, from the HTTP
 //! request's header or `_meta.traceparent` of a 2026-07-28 request, read by
-//! the OpenTelemetry SDK's W3C propagator. [`crate::otel`] makes the call's
+//! the OpenTelemetry SDK's W3C propagator. The host's span exporter makes the call's
 //! span a child of it.
 
 use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
@@ -27,7 +27,7 @@ impl TraceParent {
     }
 
     /// The span context, for the span exporter.
-    pub(crate) fn span_context(&self) -> &SpanContext {
+    pub fn span_context(&self) -> &SpanContext {
         &self.0
     }
 

@@ -4,7 +4,6 @@
 
 use crate::arguments::RawArguments;
 use crate::caller::TokenAttributes;
-use crate::capture::Captured;
 use crate::outcome::{Decision, ErrorKind, Failure, Success};
 use crate::render;
 use crate::trace_parent::TraceParent;
@@ -150,4 +149,13 @@ impl ToolResult {
     pub fn human_line(&self) -> String {
         render::human_line(&self.tool, &self.outcome, self.presented.as_deref(), self.duration.as_secs_f64() * 1e3)
     }
+}
+
+/// What a guest wrote to one stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// The first bytes written, at most the cap, as (lossy) UTF-8.
+    pub text: String,
+    /// Bytes written past the cap and dropped.
+    pub dropped: u64,
 }

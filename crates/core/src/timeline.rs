@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// names are the `stage` label of `airlock_stage_duration_seconds` and the
 /// names of the child spans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
+pub enum Stage {
     /// The principal's quotas.
     Admit,
     /// The tool by name.
@@ -35,7 +35,7 @@ pub(crate) enum Stage {
 
 impl Stage {
     /// Every stage, in order.
-    pub(crate) const ALL: [Stage; 10] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Admit,
         Stage::Resolve,
         Stage::Parse,
@@ -49,7 +49,7 @@ impl Stage {
     ];
 
     /// The label value and span name.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Stage::Admit => "admit",
             Stage::Resolve => "resolve",
@@ -72,38 +72,40 @@ impl Stage {
 /// One stage as it ran: its start as an offset from the call's receipt,
 /// and its length.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Lap {
-    pub(crate) start: Duration,
-    pub(crate) length: Duration,
+pub struct Lap {
+    /// When it began, from the call's receipt.
+    pub start: Duration,
+    /// How long it took.
+    pub length: Duration,
 }
 
 /// When each stage of one call began and how long it took. Fixed size, on
 /// the call's own stack: taking a lap reads the clock once and allocates
 /// nothing.
 #[derive(Debug, Clone)]
-pub(crate) struct Timeline {
+pub struct Timeline {
     started: Instant,
     /// The wall clock at receipt, for span timestamps (read only when
     /// spans are sent).
-    pub(crate) wall: Option<SystemTime>,
+    pub wall: Option<SystemTime>,
     last: Instant,
     laps: [Option<Lap>; Stage::ALL.len()],
 }
 
 impl Timeline {
     /// A call received now; `wall` when its spans will be sent.
-    pub(crate) fn start(wall: bool) -> Self {
+    pub fn start(wall: bool) -> Self {
         let now = Instant::now();
         Self { started: now, wall: wall.then(SystemTime::now), last: now, laps: [None; Stage::ALL.len()] }
     }
 
     /// When the call was received.
-    pub(crate) fn started(&self) -> Instant {
+    pub fn started(&self) -> Instant {
         self.started
     }
 
     /// `stage` ended now; it began where the previous one ended.
-    pub(crate) fn lap(&mut self, stage: Stage) {
+    pub fn lap(&mut self, stage: Stage) {
         let now = Instant::now();
         self.record(stage, self.last, now);
         self.last = now;
@@ -112,7 +114,7 @@ impl Timeline {
     /// Two stages ended now, the second having taken `second_took` of the
     /// time since the previous lap (waiting for the scheduler, then the
     /// guest's own run).
-    pub(crate) fn lap_split(&mut self, first: Stage, second: Stage, second_took: Duration) {
+    pub fn lap_split(&mut self, first: Stage, second: Stage, second_took: Duration) {
         let now = Instant::now();
         let since = now.saturating_duration_since(self.last);
         let split = self.last + since.saturating_sub(second_took);
@@ -123,7 +125,7 @@ impl Timeline {
 
     /// Restart the clock of the next stage now (time between stages that
     /// belongs to none, e.g. before the confirmation prompt is shown).
-    pub(crate) fn mark(&mut self) {
+    pub fn mark(&mut self) {
         self.last = Instant::now();
     }
 
@@ -137,7 +139,7 @@ impl Timeline {
     }
 
     /// The stages that ran, in order.
-    pub(crate) fn laps(&self) -> impl Iterator<Item = (Stage, Lap)> + '_ {
+    pub fn laps(&self) -> impl Iterator<Item = (Stage, Lap)> + '_ {
         Stage::ALL.iter().zip(self.laps.iter()).filter_map(|(stage, lap)| lap.map(|lap| (*stage, lap)))
     }
 }

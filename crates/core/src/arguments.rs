@@ -137,7 +137,7 @@ fn empty() -> Parsed {
 
 /// What kind of JSON value `value` is, as an error message says it ("an
 /// array").
-pub(crate) fn kind_of(value: &Value) -> &'static str {
+pub fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -151,7 +151,7 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
 /// Maximum nesting of `[`/`{` in JSON text, ignoring brackets in strings,
 /// counted without parsing. Stops counting past `cap` (the text is refused
 /// anyway).
-pub(crate) fn text_depth(text: &str, cap: usize) -> usize {
+pub fn text_depth(text: &str, cap: usize) -> usize {
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     for byte in text.bytes() {
         if in_string {

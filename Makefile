@@ -25,7 +25,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup install install-files test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc clean
+.PHONY: all build guests setup install install-files test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
 
 include mk/interpreters.mk
 include mk/examples.mk
@@ -165,6 +165,7 @@ $(FLEET_FILES) &:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null
 
 test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) test-interpreters $(FLEET_FILES)
+	python3 tests/docs/check_links.py
 	$(CARGO) test --release $(HOST_PACKAGES) --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
 	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) bash tests/install.sh
@@ -229,6 +230,26 @@ demo: build $(VENV)/.mcp-requirements
 
 doc:
 	$(CARGO) doc --release --no-deps $(HOST_PACKAGES) -p airlock-guest
+
+# The book (book/): mdBook from crates.io, pinned, installed once into
+# $(CARGO_TARGET_DIR)/tools and again whenever the pin changes. Only its
+# `search` feature: `build` needs neither `serve` nor `watch`, which would
+# add a web server and a file watcher to the build. A warning fails the
+# target, as an error does.
+MDBOOK_VERSION := 0.4.52
+MDBOOK_ROOT := $(abspath $(CARGO_TARGET_DIR))/tools
+MDBOOK := $(MDBOOK_ROOT)/bin/mdbook
+MDBOOK_STAMP := $(MDBOOK_ROOT)/.mdbook-$(MDBOOK_VERSION)
+
+$(MDBOOK_STAMP):
+	$(CARGO) install mdbook --version $(MDBOOK_VERSION) --locked --no-default-features --features search --root $(MDBOOK_ROOT)
+	touch $@
+
+docs: $(MDBOOK_STAMP)
+	@out=$$($(MDBOOK) build book --dest-dir $(abspath $(CARGO_TARGET_DIR))/book 2>&1); status=$$?; \
+	printf '%s\n' "$$out"; \
+	if [ $$status -ne 0 ] || grep -q '\[\(WARN\|ERROR\)\]' <<<"$$out"; then exit 1; fi
+	@echo "the book is in $(abspath $(CARGO_TARGET_DIR))/book/index.html"
 
 clean:
 	$(CARGO) clean

@@ -40,7 +40,8 @@ for tool in echo read_file list_dir write_file search_files json_query http_fetc
 	grep -qw "$tool" <<<"$tools" || fail "the installed airlock does not list $tool: $tools"
 done
 
-# The README's layering example: one grant, and the bundled tools stay.
+# The layering example of book/src/operator/configuration.md: one grant,
+# and the bundled tools stay.
 printf '[tools.read_file]\ndirs = [{ host = ".", guest = "/w" }]\n' >"$tmp/elsewhere/airlock.toml"
 echo "granted text" >"$tmp/elsewhere/note.txt"
 out=$(run call read_file '{"path":"/w/note.txt"}') || fail "read_file under a grant failed: $out"

@@ -17,7 +17,7 @@
 //! included here. The members are `FIELDS` below, built in
 //! `audit/record.rs`; the caps are the constants below.
 //!
-#![doc = include_str!("../../docs/audit.md")]
+#![doc = include_str!("../../book/src/operator/audit.md")]
 
 use std::fmt;
 use std::fs::File;

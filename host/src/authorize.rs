@@ -27,7 +27,7 @@
 //! `authorize/request.rs`, the annotations are read in `authorize/cache.rs`
 //! and `authorize/load.rs`.
 //!
-#![doc = include_str!("../../docs/policy.md")]
+#![doc = include_str!("../../book/src/operator/policy.md")]
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

@@ -15,7 +15,7 @@
 //! message naming the origin and the grant that would allow it, so the tool
 //! can return it to the model as an ordinary result.
 //!
-#![doc = include_str!("../../docs/network.md")]
+#![doc = include_str!("../../book/src/operator/network.md")]
 
 mod address;
 mod grant;

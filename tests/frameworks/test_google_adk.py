@@ -9,7 +9,7 @@ ADK hands back, results and error results alike. Nothing leaves the machine.
 
 ADK's MCP client gives a call 5 s by default (`StdioConnectionParams`'s
 `timeout`), less than a `run_python` call may take: the toolset here sets
-60 s, as README "Connecting a client" advises.
+60 s, as book/src/clients/connecting.md advises.
 """
 
 from __future__ import annotations

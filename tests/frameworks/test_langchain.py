@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 TRANSPORTS = ["stdio", "http"]
 
 
-# The snippet in README "Connecting a client" (LangChain MCP adapters).
+# The snippet in book/src/clients/connecting.md (LangChain MCP adapters).
 def airlock_client(setup: Setup) -> MultiServerMCPClient:
     return MultiServerMCPClient(
         {"airlock": {"command": str(BIN), "args": setup.serve_args(), "env": server_env(), "transport": "stdio"}}

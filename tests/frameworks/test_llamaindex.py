@@ -11,7 +11,7 @@ llama-index-tools-mcp needs mcp 2.x, the other framework tests mcp<2.
 
 `BasicMCPClient` over stdio starts a new server for every call, so a
 `run_python` session is lost between calls; over HTTP one server keeps it
-(README "Connecting a client").
+(book/src/clients/connecting.md).
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def output_text(output: Any) -> str:
     return "".join(part.get("text", "") for part in output)
 
 
-# The snippet in README "Connecting a client" (OpenAI Agents SDK).
+# The snippet in book/src/clients/connecting.md (OpenAI Agents SDK).
 def airlock_stdio(setup: Setup, timeout: float | None = 60) -> MCPServerStdio:
     """Airlock over stdio, with the client timeout raised from the SDK's 5 s
     default (an interpreter call may take up to 30 s)."""
@@ -182,7 +182,8 @@ async def test_a_name_the_agent_does_not_offer_ends_the_run(setup: Setup) -> Non
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_call_longer_than_the_default_client_timeout_completes_with_the_snippet(transport: str, setup: Setup, request: pytest.FixtureRequest) -> None:
     """The SDK's default `client_session_timeout_seconds` is 5 s; the
-    README's snippet sets 60. `hostile`'s `sleep` takes 7 s."""
+    book's snippet (book/src/clients/connecting.md) sets 60. `hostile`'s
+    `sleep` takes 7 s."""
     async with connected(transport, setup, request, timeout=60) as server:
         model = await run_calls(server, [("hostile", {"attack": "sleep", "ms": 7000})])
         [text] = model.outputs()

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 TRANSPORTS = ["stdio", "http"]
 
 
-# The snippet in README "Connecting a client" (Pydantic AI).
+# The snippet in book/src/clients/connecting.md (Pydantic AI).
 def airlock_stdio(setup: Setup) -> MCPToolset[Any]:
     return MCPToolset(StdioTransport(str(BIN), setup.serve_args(), env=server_env()))
 

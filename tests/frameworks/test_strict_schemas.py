@@ -18,8 +18,8 @@ For every conversion marked strict, instances are generated from the
 converted schema (every required member filled, `null` where the schema
 allows it, and the "nothing" value a model must pick when it cannot send
 `null`) and sent to Airlock, which validates them against the tool's own
-schema. The expected table at the end holds the findings (README "Strict
-mode").
+schema. The expected table at the end holds the findings
+(book/src/clients/strict-mode.md).
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ def test_every_framework_takes_airlocks_strict_schemas_as_they_are(converted: Co
 
 
 # How each framework's strict conversion of the MCP schemas departs from
-# `--strict` (README "Strict mode" explains each line). "required, null
+# `--strict` (book/src/clients/strict-mode.md explains each line). "required, null
 # refused": the member is optional for Airlock but the model must send a
 # value (its type's: false, the first constant, {}), since the framework
 # keeps the type without `null`; Airlock accepts those values.

@@ -360,7 +360,8 @@ fn an_installed_binary_finds_the_bundled_tools_from_any_directory() {
     let echo = as_a_new_user(&installed, elsewhere.path(), &["call", "echo", r#"{"text":"hi"}"#]);
     assert_eq!(json_out(&echo)["content"], json!({"text": "hi"}), "{}", String::from_utf8_lossy(&echo.stderr));
 
-    // The README's layering example: a file with one grant and nothing else.
+    // The layering example of book/src/operator/configuration.md: a file
+    // with one grant and nothing else.
     std::fs::write(
         elsewhere.path().join("airlock.toml"),
         "[tools.read_file]\ndirs = [{ host = \".\", guest = \"/w\" }]\n",

@@ -37,7 +37,7 @@ fn check(
 /// The last fenced block of `lang` in `docs/policy.md` (the module docs),
 /// where the worked example is.
 fn doc_block(lang: &str) -> String {
-    let source = include_str!("../../../docs/policy.md");
+    let source = include_str!("../../../book/src/operator/policy.md");
     let start = format!("```{lang}");
     let mut blocks = Vec::new();
     let mut lines = source.lines();

@@ -13,7 +13,7 @@
 //! lines of at most 1 MiB and report anything else as damage, never panic.
 //!
 //! The configuration, the record format, the hash chain, verification and
-//! what the log guarantees are specified for operators in `docs/audit.md`,
+//! what the log guarantees are specified for operators in `book/src/operator/audit.md`,
 //! included here. The members are `FIELDS` below, built in
 //! `audit/record.rs`; the caps are the constants below.
 //!

@@ -23,7 +23,7 @@
 //!
 //! The request a policy sees, the conversion of the arguments, the
 //! annotations and the load-time errors are specified for operators in
-//! `docs/policy.md`, included here. The request is built in
+//! `book/src/operator/policy.md`, included here. The request is built in
 //! `authorize/request.rs`, the annotations are read in `authorize/cache.rs`
 //! and `authorize/load.rs`.
 //!

@@ -6,7 +6,7 @@
 //! lookups) are off for every tool in [`crate::grants::Grants::wasi_ctx`];
 //! the only way out is a `wasi:http` request, and every request — each
 //! redirect hop is a new request — passes [`NetworkHooks::send_request`],
-//! which checks it as `docs/network.md` (included here) specifies: the grant
+//! which checks it as `book/src/operator/network.md` (included here) specifies: the grant
 //! ([`NetworkGrant`], parsed in `network/grant.rs`), the method, the count,
 //! the address classes (`network/address.rs`), then the connection to the
 //! checked address (`network/send.rs`) and the secret headers.

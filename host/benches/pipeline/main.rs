@@ -1,6 +1,5 @@
-//! `make bench`: the benchmark suite of the issue "a benchmark suite with
-//! side-by-side baselines". Every figure is measured in this one run and
-//! reported as a distribution (p50, p99, mean, iterations) or a ratio;
+//! `make bench`: the benchmark suite, with side-by-side baselines. Every
+//! figure is measured in this one run and reported as a distribution (p50, p99, mean, iterations) or a ratio;
 //! with `--write` the results replace the generated part of
 //! `BENCHMARKS.md` (everything above the `<!-- notes -->` marker).
 //!
@@ -105,7 +104,7 @@ fn machine() -> String {
 
 fn targets(report: &Report) -> String {
     let mut lines = vec!["| target | measured | bound | verdict |".to_owned(), "|---|---|---|---|".to_owned()];
-    // The targets of issue 17, each against a figure of this run.
+    // The speed targets, each against a figure of this run.
     let checks: [(&str, &str, f64, &str, bool); 17] = [
         ("(10) fresh `run_python` `print(1+1)` p50", "python_fresh_ms", 1.0, "ms", false),
         ("(10) fresh `run_js` `1+1` p50", "js_fresh_ms", 0.3, "ms", false),

@@ -34,7 +34,7 @@ fn check(
     }
 }
 
-/// The last fenced block of `lang` in `docs/policy.md` (the module docs),
+/// The last fenced block of `lang` in `book/src/operator/policy.md` (the module docs),
 /// where the worked example is.
 fn doc_block(lang: &str) -> String {
     let source = include_str!("../../../book/src/operator/policy.md");

@@ -6,9 +6,9 @@
 //! meter as arguments (`validate.rs`), within what is left of the call's
 //! deadline and the tool's `validation_memory_mib`.
 
-use crate::loader::LoadedTool;
 use crate::validate::{self, Deadline, Unchecked};
 use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_runtime::loader::LoadedTool;
 use serde_json::Value;
 
 /// Check the raw result text of a call of `tool` within `deadline`.

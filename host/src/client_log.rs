@@ -15,9 +15,9 @@
 //! Trusts nothing in what is logged: every piece of client data is cut at
 //! a character boundary before it reaches a log line.
 
-use crate::limits::{DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES};
-use crate::service_settings::LogSettings;
 use airlock_core::render;
+use airlock_settings::limits::{DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES};
+use airlock_settings::service::LogSettings;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -193,7 +193,9 @@ mod tests {
         assert!(RMCP_CLIENT_ERRORS.iter().all(|message| message.len() < MESSAGE_MATCH_BYTES));
         // Matching under `[log] max_client_bytes` would miss one of them at
         // the least value accepted.
-        assert!(RMCP_CLIENT_ERRORS.iter().any(|message| message.len() > crate::limits::MIN_LOGGED_CLIENT_BYTES));
+        assert!(
+            RMCP_CLIENT_ERRORS.iter().any(|message| message.len() > airlock_settings::limits::MIN_LOGGED_CLIENT_BYTES)
+        );
     }
 
     #[test]

@@ -3,31 +3,31 @@
 //!
 //! Each section is parsed and checked by the module that enforces it, from a
 //! raw serde type that refuses unknown keys: `[defaults]` by
-//! [`crate::limits`], `[tools.NAME]` by [`crate::tool_settings`] (which
-//! hands its grants to [`crate::grants`] and [`crate::network`] and its
-//! sessions to [`crate::session`]), `[engine]` by [`crate::engine`],
-//! `[policy]` by [`crate::authorize`], `[audit]` by [`crate::audit`],
+//! [`airlock_settings::limits`], `[tools.NAME]` by [`airlock_runtime::tool_settings`] (which
+//! hands its grants to [`airlock_runtime::grants`] and [`airlock_runtime::network`] and its
+//! sessions to [`crate::session`]), `[engine]` by [`airlock_runtime::engine`],
+//! `[policy]` by [`airlock_policy::authorize`], `[audit]` by [`airlock_policy::audit`],
 //! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
-//! `[fleet]` by [`crate::fleet`], `[cards]` by [`crate::card`].
-//! `[metrics]`, `[traces]`, `[serve]` and `[log]` by [`crate::service_settings`].
+//! `[fleet]` by [`crate::fleet`], `[cards]` by [`airlock_policy::card`].
+//! `[metrics]`, `[traces]`, `[serve]` and `[log]` by [`airlock_settings::service`].
 //! This module reads the file, layers it (`config/layer.rs`), calls each
 //! owner, names the file in every error, and checks what spans sections.
 //!
 //! Every error names the file, the key and what is accepted.
 
-use crate::audit::{AuditSettings, RawAudit};
-use crate::authorize::RawPolicy;
-use crate::card::{CardSettings, RawCards};
-use crate::distribution::{DistributionSettings, RawDistribution};
-use crate::engine_settings::{EngineSettings, RawEngine};
 use crate::fleet::{FleetSettings, RawFleet};
 use crate::http_settings::RawHttp;
-use crate::limits::{Limits, RawLimits};
 use crate::quota::{Quotas, RawQuotas};
-use crate::service_settings::{
+use airlock_policy::audit::{AuditSettings, RawAudit};
+use airlock_policy::authorize::RawPolicy;
+use airlock_policy::card::{CardSettings, RawCards};
+use airlock_runtime::distribution::{DistributionSettings, RawDistribution};
+use airlock_runtime::tool_settings::{RawTool, ToolSettings};
+use airlock_settings::engine::{EngineSettings, RawEngine};
+use airlock_settings::limits::{Limits, RawLimits};
+use airlock_settings::service::{
     LogSettings, MetricsSettings, RawLog, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings,
 };
-use crate::tool_settings::{RawTool, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,9 +38,9 @@ mod show;
 
 pub use bundled::{BundledTools, TOOLS_DIR_ENV};
 
-pub use crate::authorize::PolicyFiles;
 pub use crate::http_settings::{BearerToken, HttpSettings, JwksSource, JwtSettings};
-pub use crate::tool_settings::ToolConfig;
+pub use airlock_policy::authorize::PolicyFiles;
+pub use airlock_runtime::tool_settings::ToolConfig;
 
 /// The configuration used when there is no `airlock.toml`: the bundled tools
 /// with safe defaults and no grants.
@@ -354,6 +354,22 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+mod audit_tests;
+#[cfg(test)]
+mod cards_tests;
+#[cfg(test)]
+mod engine_tests;
+#[cfg(test)]
+mod grants_tests;
+#[cfg(test)]
+mod limits_tests;
+#[cfg(test)]
+mod service_tests;
+#[cfg(test)]
+mod sessions_tests;
+#[cfg(test)]
+mod tool_tests;
 #[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for the config tests of each section's owner.

@@ -33,12 +33,12 @@
 pub mod redeem;
 pub mod token;
 
-use crate::limits::{
+use airlock_core::plaintext;
+use airlock_settings::limits::{
     DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_PENDING_REDEMPTIONS, DEFAULT_REDIS_CONNECT_TIMEOUT,
     DEFAULT_REDIS_RESPONSE_TIMEOUT, DEFAULT_STATE_TTL, MAX_CLOCK_SKEW_CEILING, MAX_PENDING_REDEMPTIONS_CEILING,
     MAX_REDIS_TIMEOUT, MAX_STATE_TTL, in_range,
 };
-use airlock_core::plaintext;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -11,22 +11,22 @@
 pub(crate) mod startup;
 
 use crate::config::{Config, ConfigError, HttpSettings};
-use crate::confirm::Confirmer;
-use crate::engine::Runtime;
 use crate::formats::{Format, encode};
 use crate::metrics::{Metrics, Snapshot};
 use crate::observe::Telemetry;
 use crate::otel::Traces;
 use crate::pipeline::Pipeline;
-use crate::projection::{mcp_extras, project};
 use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::{self, LoadProgress, Registry};
 use crate::schedule::Scheduler;
 use crate::session::Sessions;
 pub use crate::state::HostError;
 use crate::state::{LoadErrors, State, needs_restart};
-use crate::strict::{self, Provider};
 use airlock_core::call::{CallRequest, ToolResult};
+use airlock_policy::confirm::Confirmer;
+use airlock_runtime::engine::Runtime;
+use airlock_runtime::projection::{mcp_extras, project};
+use airlock_runtime::strict::{self, Provider};
 use serde_json::Value;
 use startup::{Readiness, Startup};
 use std::net::SocketAddr;
@@ -595,7 +595,7 @@ fn shutting_down() -> airlock_core::outcome::Failure {
 #[doc(hidden)]
 pub mod bench {
     use crate::host::Host;
-    use crate::sandbox::{self, Execution};
+    use airlock_runtime::sandbox::{self, Execution};
     use tokio_util::sync::CancellationToken;
 
     /// Check `arguments` (JSON text) against the parameters schema of `tool`

@@ -251,7 +251,7 @@ fn ranged<T: PartialOrd + Display + Copy>(
     default: T,
     range: &RangeInclusive<T>,
 ) -> Result<T, String> {
-    crate::limits::in_range(&format!("{ctx} {key}"), value.unwrap_or(default), *range.start(), *range.end())
+    airlock_settings::limits::in_range(&format!("{ctx} {key}"), value.unwrap_or(default), *range.start(), *range.end())
 }
 
 /// Seconds as [`ranged`] checks them, as a duration.

@@ -8,57 +8,44 @@
 //! render, audit — and every call comes back as an ordinary [`ToolResult`]
 //! whose outcome is a [`Success`] or a [`Failure`] with an [`ErrorKind`].
 //!
-//! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map.
+//! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map of the
+//! crates this one is built on, and the book's embedding part
+//! (`book/src/embedding/`) for a guide.
+//!
+//! When the policy answers "ask", the host asks the [`Confirmer`] passed to
+//! the call, for example one from a synchronous callback:
+//!
+//! ```
+//! use airlock::{ConfirmRequest, FnConfirmer};
+//! let only_small = FnConfirmer(|req: ConfirmRequest<'_>| req.arguments["amount"].as_i64() < Some(20_000));
+//! # let _ = only_small;
+//! ```
 
 #![deny(missing_docs)]
 // No unwrap, expect, panic or indexing outside tests: denied for the whole
 // workspace in Cargo.toml `[workspace.lints.clippy]`.
 
 mod access;
-mod audit;
-mod authorize;
-mod bindings;
-mod budget;
-mod caller;
-mod capture;
-mod card;
 mod check;
 pub mod client_log;
-mod compiler;
 mod config;
-mod confirm;
-pub mod distribution;
-mod engine;
-mod engine_settings;
-mod fleet;
+pub mod fleet;
 mod formats;
-mod grants;
 mod host;
 mod http_settings;
-mod inspect;
-mod limits;
-mod loader;
 pub mod mcp;
 mod messages;
 mod metrics;
-mod network;
 mod observe;
 mod otel;
 mod pipeline;
-mod projection;
 mod quota;
 mod registry;
 mod resolve;
-mod sandbox;
 mod schedule;
-mod schema_portable;
-mod service_settings;
 mod session;
 mod state;
-mod strict;
-mod tool_settings;
 mod validate;
-mod validator;
 
 pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use airlock_core::call::Captured;
@@ -68,49 +55,57 @@ pub use airlock_core::outcome::{
     Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE, MAX_TOOL_ERROR_MESSAGE, Success,
 };
 pub use airlock_core::trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
-pub use audit::postgres::{MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres};
-pub use audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
-pub use audit::{
+pub use airlock_policy::audit::postgres::{
+    MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres,
+};
+pub use airlock_policy::audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
+pub use airlock_policy::audit::{
     AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
     verify as audit_verify,
 };
-pub use authorize::{Policy, PolicyError, ToolFacts, Verdict};
-pub use bindings::Contract;
-pub use card::{
+pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
+pub use airlock_policy::card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
 };
-pub use compiler::{COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, check_header, child_main as compile_child_main};
-pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, TOOLS_DIR_ENV};
-pub use confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
-pub use engine::{Runtime, digest};
-pub use engine_settings::{
-    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,
-    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB,
+pub use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
+pub use airlock_runtime::bindings::Contract;
+pub use airlock_runtime::compiler::{
+    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, check_header, child_main as compile_child_main,
 };
-pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
-pub use formats::Format;
-pub use grants::{DirAccess, DirGrant, EnvGrant, Grants};
-pub use host::startup::Readiness;
-pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
-pub use inspect::{Inspection, inspect};
-pub use limits::Limits;
-pub use loader::{LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, description_too_long, load as load_component};
-pub use messages::{read_calls, write_results};
-pub use metrics::{OTHER, UNKNOWN_TOOL};
-pub use network::{
+/// Components from OCI registries: pull, push, keys, the store and the lock file.
+pub use airlock_runtime::distribution;
+pub use airlock_runtime::engine::{Runtime, digest};
+pub use airlock_runtime::grants::{DirAccess, DirGrant, EnvGrant, Grants};
+pub use airlock_runtime::inspect::{Inspection, inspect};
+pub use airlock_runtime::loader::{
+    LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, description_too_long, load as load_component,
+};
+pub use airlock_runtime::network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use projection::{McpExtras, ModelTool, mcp_extras, project};
+pub use airlock_runtime::projection::{McpExtras, ModelTool, mcp_extras, project};
+pub use airlock_runtime::sandbox::Execution;
+pub use airlock_runtime::strict::{Provider, lint as strict_lint};
+pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
+pub use airlock_settings::engine::{
+    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,
+    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB,
+};
+pub use airlock_settings::limits::Limits;
+pub use airlock_settings::service::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
+pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, TOOLS_DIR_ENV};
+pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
+pub use formats::Format;
+pub use host::startup::Readiness;
+pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
+pub use messages::{read_calls, write_results};
+pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
-pub use sandbox::Execution;
-pub use service_settings::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
 pub use session::MAX_SESSION_ID_LEN;
 pub use state::{Sources, State};
-pub use strict::{Provider, lint as strict_lint};
-pub use tool_settings::{SessionSettings, ToolSettings};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

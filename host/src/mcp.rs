@@ -222,7 +222,7 @@ impl Shared {
             Some(fleet) => Some(signed::SignedConfirmations::new(fleet).map_err(anyhow::Error::msg)?),
             None => None,
         };
-        let shipper = config.audit.as_ref().and_then(crate::audit::ship::spawn);
+        let shipper = config.audit.as_ref().and_then(airlock_policy::audit::ship::spawn);
         let shared = Arc::new(Shared {
             host,
             changes: Changes::default(),

@@ -23,10 +23,10 @@
 //! pending, tools ready, the process's memory and descriptors) are read
 //! when scraped, never updated on the call path.
 
-use crate::limits::DEFAULT_MAX_TOOL_LABELS;
 use airlock_core::call::ToolResult;
 use airlock_core::outcome::ErrorKind;
 use airlock_core::timeline::{Stage, Timeline};
+use airlock_settings::limits::DEFAULT_MAX_TOOL_LABELS;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -6,12 +6,12 @@
 //! result: metrics see the tool, the outcome kind, fuel and durations;
 //! spans see the same and a principal hashed or left out as configured.
 
-use crate::loader::LoadedTool;
 use crate::metrics::Metrics;
 use crate::otel::Traces;
 use airlock_core::call::ToolResult;
 use airlock_core::timeline::Timeline;
 use airlock_core::trace_parent::TraceParent;
+use airlock_runtime::loader::LoadedTool;
 use std::sync::Arc;
 
 /// The host's metrics and, when `[traces]` names an endpoint, its span

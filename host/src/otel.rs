@@ -42,10 +42,10 @@ mod client;
 mod queue;
 
 use crate::metrics::UNKNOWN_TOOL;
-use crate::service_settings::{PrincipalInSpans, TraceSettings};
 use airlock_core::call::ToolResult;
 use airlock_core::timeline::Timeline;
 use airlock_core::trace_parent::TraceParent;
+use airlock_settings::service::{PrincipalInSpans, TraceSettings};
 use opentelemetry::trace::{
     Span as _, SpanBuilder, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
 };

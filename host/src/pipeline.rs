@@ -13,18 +13,11 @@
 //! outcome stays a value here: stage 8 (render) is the functions front
 //! ends call at their edge.
 
-use crate::audit::{self, AuditEntry};
-use crate::authorize::{ToolFacts, Verdict};
-use crate::card;
 use crate::check::check_output;
-use crate::confirm::{ConfirmRequest, Confirmer};
-use crate::limits::Limits;
-use crate::loader::LoadedTool;
 use crate::metrics::InFlightGuard;
 use crate::observe::Telemetry;
 use crate::quota::QuotaTracker;
 use crate::resolve::resolve;
-use crate::sandbox;
 use crate::schedule::Scheduler;
 use crate::session::{self, SessionId, Sessions};
 use crate::state::State;
@@ -36,6 +29,13 @@ use airlock_core::optional_null;
 use airlock_core::outcome::{Decision, ErrorKind, Failure, Success};
 use airlock_core::render;
 use airlock_core::timeline::{Stage, Timeline};
+use airlock_policy::audit::{self, AuditEntry};
+use airlock_policy::authorize::{ToolFacts, Verdict};
+use airlock_policy::card;
+use airlock_policy::confirm::{ConfirmRequest, Confirmer};
+use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::sandbox;
+use airlock_settings::limits::Limits;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -33,9 +33,9 @@
 //! give such a principal a full bucket again, never a slot in flight).
 
 use crate::http_settings::MAX_SESSIONS_RANGE;
-use crate::tool_settings::MAX_MAX_LIVE;
 use airlock_core::call::MAX_PRINCIPAL_LEN;
 use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_runtime::tool_settings::MAX_MAX_LIVE;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};

@@ -11,9 +11,9 @@
 //! on which load finishes first (`Assembly`).
 
 use crate::config::Config;
-use crate::distribution::OciSource;
-use crate::engine::Runtime;
-use crate::loader::{self, CompileOnce, LoadError, LoadedTool};
+use airlock_runtime::distribution::OciSource;
+use airlock_runtime::engine::Runtime;
+use airlock_runtime::loader::{self, CompileOnce, LoadError, LoadedTool};
 use futures::StreamExt as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -202,7 +202,7 @@ async fn load_one(
     // From a registry: the verified store file, compiled only if its bytes
     // hash to the layer digest the verified manifest names (the loader's
     // pin check, on every load).
-    let pulled = crate::distribution::materialize(&config.distribution, source)
+    let pulled = airlock_runtime::distribution::materialize(&config.distribution, source)
         .await
         .map_err(|message| LoadError::Distribution { message })?;
     let layer = pulled.layer_digest.strip_prefix("sha256:").unwrap_or(&pulled.layer_digest).to_owned();

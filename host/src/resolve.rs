@@ -2,9 +2,9 @@
 //! result listing the available tools, closest match first, so the model
 //! can correct a typo on its next turn.
 
-use crate::loader::LoadedTool;
 use crate::registry::Registry;
 use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_runtime::loader::LoadedTool;
 use std::sync::Arc;
 
 /// At most this many names are listed in an unknown-tool error.

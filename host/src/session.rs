@@ -45,15 +45,15 @@
 //!   component, same settings) and drops the others; a session created for
 //!   a tool version that has since been replaced is never reused.
 
-use crate::limits::Limits;
-use crate::loader::LoadedTool;
 use crate::quota::raise_hint;
 use crate::registry::Registry;
-use crate::sandbox::{self, Execution, LiveInstance, Spent};
-use crate::tool_settings::SessionSettings;
 use airlock_core::arguments::Parsed;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::sandbox::{self, Execution, LiveInstance, Spent};
+use airlock_runtime::tool_settings::SessionSettings;
+use airlock_settings::limits::Limits;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, Weak};

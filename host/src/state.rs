@@ -22,12 +22,12 @@
 //! chain ([`AuditLog::reconfigured`]); another file is opened fresh.
 
 use crate::access::Access;
-use crate::audit::{AuditError, AuditLog};
-use crate::authorize::{Policy, PolicyError};
 use crate::config::{Config, ConfigError};
-use crate::engine::Runtime;
 use crate::quota::Quotas;
 use crate::registry::{LoadProgress, Registry, RegistryError};
+use airlock_policy::audit::{AuditError, AuditLog};
+use airlock_policy::authorize::{Policy, PolicyError};
+use airlock_runtime::engine::Runtime;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -12,10 +12,10 @@
 //! The error names each failing JSON pointer and what was expected, in text
 //! a model can act on in its next turn, and restates the schema.
 
-use crate::loader::LoadedTool;
-use crate::validator::{Bounds, Listed, MAX_COUNTED_ERRORS, Schema, Stopped};
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_core::render::cap;
+use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::validator::{Bounds, Listed, MAX_COUNTED_ERRORS, Schema, Stopped};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -154,11 +154,11 @@ fn restate(schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validator::MAX_LISTED_ERRORS;
+    use airlock_runtime::validator::MAX_LISTED_ERRORS;
     use serde_json::json;
 
     async fn violations(schema: Value, value: Value) -> Result<(), Vec<String>> {
-        crate::validator::ready(None).await.unwrap();
+        airlock_runtime::validator::ready(None).await.unwrap();
         let cancel = CancellationToken::new();
         let at = Instant::now() + std::time::Duration::from_secs(60);
         let bounds = Bounds { at, cancel: &cancel, memory_bytes: 64 << 20 };

@@ -2,7 +2,7 @@
 //! interruption on a CPU-bound guest, against the same code natively.
 //!
 //! The four engines are built here with the wasmtime API, with the pooling
-//! settings of `host/src/engine.rs` and only fuel and epoch switched; calls
+//! settings of `crates/settings/src/engine.rs` and only fuel and epoch switched; calls
 //! use the synchronous API (no host calls happen during the hash, so the
 //! async machinery would only add a constant).
 

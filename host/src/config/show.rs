@@ -11,7 +11,7 @@
 
 use super::layer::{self, Source};
 use super::{Config, ToolConfig};
-use crate::limits::Limits;
+use airlock_settings::limits::Limits;
 use std::fmt::Write as _;
 use toml::{Table, Value};
 

@@ -26,10 +26,10 @@
 
 use super::CONFIRM_TIMEOUT;
 use super::cancel::{Link, link};
-use crate::confirm::{ConfirmRequest, Confirmer};
 use crate::host::Host;
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::render::cap;
+use airlock_policy::confirm::{ConfirmRequest, Confirmer};
 use futures::future::BoxFuture;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,

@@ -13,7 +13,6 @@
 use super::cancel::linked;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
-use crate::confirm::Confirmer;
 use crate::formats::Format;
 use crate::host::Host;
 use airlock_core::arguments::RawArguments;
@@ -21,6 +20,7 @@ use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::caller::TokenAttributes;
 use airlock_core::render;
 use airlock_core::trace_parent::TraceParent;
+use airlock_policy::confirm::Confirmer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
     InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -46,7 +46,7 @@ pub struct Shared {
     pub signed: Option<super::signed::SignedConfirmations>,
     /// The audit shipper (`[audit.postgres]`), stopped when the server is
     /// dropped.
-    pub _shipper: Option<crate::audit::ship::Shipper>,
+    pub _shipper: Option<airlock_policy::audit::ship::Shipper>,
     /// Some client was sent a tool list while start-up was loading tools:
     /// only then do tools that become ready need a list_changed.
     pub partial_list_sent: AtomicBool,

@@ -19,12 +19,12 @@
 
 use super::cancel::linked;
 use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message};
-use crate::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
 use crate::fleet::redeem::{Redeemed, Redeemer, StoreLimits};
 use crate::fleet::token::{self, Binding};
 use crate::fleet::{FleetSettings, StateKey};
 use crate::host::Host;
 use airlock_core::call::CallRequest;
+use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputResponses};
 use serde_json::Value;
@@ -149,7 +149,7 @@ impl SignedConfirmations {
 
 /// The digest of the arguments as requested (`{}` when there were none).
 fn digest(owner: &Owner) -> String {
-    crate::audit::argument_digest(&Value::Object(owner.arguments.clone().unwrap_or_default()))
+    airlock_policy::audit::argument_digest(&Value::Object(owner.arguments.clone().unwrap_or_default()))
 }
 
 fn binding<'a>(owner: &'a Owner, digest: &'a str) -> Binding<'a> {

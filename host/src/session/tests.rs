@@ -1,7 +1,7 @@
 //! Unit tests of session ids and reset notes.
 
 use super::*;
-use crate::tool_settings::DEFAULT_IDLE;
+use airlock_runtime::tool_settings::DEFAULT_IDLE;
 use serde_json::json;
 
 fn check_id(raw: Value, ok: bool) {

@@ -599,7 +599,7 @@ async fn fetch(url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
     let authority = uri.authority().map_or(host.clone(), |a| a.as_str().to_owned());
     let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     if https {
-        let config = crate::network::send::tls_config().map_err(|err| format!("{err:?}"))?;
+        let config = airlock_runtime::network::send::tls_config().map_err(|err| format!("{err:?}"))?;
         let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
             .map_err(|err| format!("{host} is not a TLS server name: {err}"))?;
         let tls = tokio_rustls::TlsConnector::from(config)

@@ -1,0 +1,647 @@
+//! The audit stage: one append-only, hash-chained JSON line per call, and the
+//! verifier behind `airlock audit verify`.
+//!
+//! # Trust
+//!
+//! Almost everything in an [`AuditEntry`] comes from someone Airlock does not
+//! trust: call ids and principals from clients, tool names and arguments from
+//! the model, error messages from guests. Every string field is capped (256
+//! bytes, 1 KiB for `message`, 64 KiB of JSON for recorded arguments, each a
+//! named constant below) and written as a JSON string, which escapes line
+//! breaks: no input can split a record or smuggle in a second one. The files on
+//! disk are not trusted either: [`verify`], [`tail`] and [`AuditLog::open`] read
+//! lines of at most 1 MiB and report anything else as damage, never panic.
+//!
+//! The configuration, the record format, the hash chain, verification and
+//! what the log guarantees are specified for operators in `book/src/operator/audit.md`,
+//! included here. The members are `FIELDS` below, built in
+//! `audit/record.rs`; the caps are the constants below.
+//!
+#![doc = include_str!("../../../book/src/operator/audit.md")]
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use airlock_core::outcome::Decision;
+
+mod files;
+pub mod postgres;
+mod record;
+pub mod ship;
+mod verify;
+
+use files::{
+    Lock, head_path, private_options, probe_filler, read_head, read_last_lines, sync_parent_dir, try_lock, write_head,
+};
+pub use record::{argument_digest, redact};
+use record::{json_string, record_hash, record_line, short};
+use verify::check_last_line;
+pub use verify::{tail, verify};
+
+/// Cap of `call_id`, `principal`, `tool`, `component_digest`, `policy` and
+/// `outcome`, in bytes of UTF-8.
+const MAX_FIELD_BYTES: usize = 256;
+/// Cap of `message`, in bytes of UTF-8.
+const MAX_MESSAGE_BYTES: usize = 1024;
+/// Recorded arguments whose canonical JSON is longer than this are replaced by
+/// a note; `argument_digest` still covers them.
+const MAX_RECORDED_ARGUMENTS_BYTES: usize = 64 * 1024;
+/// Recorded arguments nested deeper than this are replaced by a note, so that
+/// every record stays well within `serde_json`'s parsing depth of 128.
+const MAX_RECORDED_ARGUMENTS_DEPTH: usize = 64;
+/// The longest line the readers accept. Airlock's own lines stay far below:
+/// the caps above bound a record to roughly 80 KiB.
+const MAX_LINE_BYTES: usize = 1024 * 1024;
+/// Bytes of spaces a readiness probe appends to the log (and cuts off again
+/// at once) to learn whether the file system takes writes again after an
+/// append failed: enough to need a new block on any file system.
+const PROBE_BYTES: usize = 8192;
+/// How often a readiness probe may try such a trial write while the log is
+/// failing; probes in between report the last failure.
+const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// The most calls [`verify`] follows from their `started` record to their
+/// outcome record at once; a log with more open at one point has the
+/// `started` records beyond it left out of [`VerifyReport::unfinished`].
+const MAX_PENDING_STARTED: usize = 65_536;
+/// The `outcome` of the record a call to a tool with side effects gets
+/// before it runs (its write-ahead record); the call's second record
+/// carries its real outcome.
+pub const STARTED: &str = "started";
+/// `prev` of the first record, and the hash a head file names before any record.
+const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The members of a record, in the order they are written.
+const FIELDS: [&str; 19] = [
+    "seq",
+    "time",
+    "call_id",
+    "principal",
+    "tool",
+    "session",
+    "component_digest",
+    "component_ref",
+    "signer",
+    "argument_digest",
+    "arguments",
+    "decision",
+    "policy",
+    "outcome",
+    "message",
+    "duration_us",
+    "fuel_used",
+    "prev",
+    "hash",
+];
+/// The members a record may leave out (`component_ref` and `signer` are
+/// written only for components pulled from a registry).
+const OPTIONAL_FIELDS: [&str; 4] = ["session", "component_ref", "signer", "arguments"];
+
+/// When a record counts as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// The record is handed to the operating system (one `write(2)`) before the
+    /// call's result is returned. It survives a crash of Airlock, not of the
+    /// machine. There is no user-space buffer to flush: the write is the flush.
+    #[default]
+    Flush,
+    /// As `Flush`, and the log and then the head file are `fdatasync`'d before
+    /// the call's result is returned: the record survives a power loss. Costs
+    /// two disk flushes per call.
+    Fsync,
+}
+
+/// Validated `[audit]` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// The log file; its head file is this path with `.head` appended.
+    pub file: PathBuf,
+    /// When a record counts as written.
+    pub durability: Durability,
+    /// Whether records carry the (redacted) arguments, not only their digest.
+    pub record_arguments: bool,
+    /// Object keys whose values are replaced by `"[redacted]"`, at any depth,
+    /// compared case-insensitively. Expected in lowercase.
+    pub redact_keys: Vec<String>,
+    /// Where records are also shipped (`[audit.postgres]`), if anywhere.
+    pub postgres: Option<ship::PostgresSettings>,
+}
+
+/// `[audit]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    file: PathBuf,
+    durability: Option<String>,
+    #[serde(default)]
+    record_arguments: bool,
+    #[serde(default)]
+    redact_keys: Vec<String>,
+    postgres: Option<ship::RawPostgres>,
+}
+
+impl AuditSettings {
+    /// Check `[audit]`; a relative `file` is resolved by `resolve`.
+    ///
+    /// # Errors
+    ///
+    /// A `durability` other than `"flush"` or `"fsync"`, naming the key
+    /// and what is accepted.
+    pub fn from_raw(raw: RawAudit, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<AuditSettings, String> {
+        let durability = match raw.durability.as_deref() {
+            None | Some("flush") => Durability::Flush,
+            Some("fsync") => Durability::Fsync,
+            Some(other) => return Err(format!("durability = {other:?} is not accepted: use \"flush\" or \"fsync\"")),
+        };
+        Ok(AuditSettings {
+            file: resolve(&raw.file),
+            durability,
+            record_arguments: raw.record_arguments,
+            redact_keys: raw.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
+            postgres: raw.postgres.map(|p| ship::PostgresSettings::from_raw(p, resolve)).transpose()?,
+        })
+    }
+}
+
+/// What the pipeline reports about one call. The log adds `seq`, `time`,
+/// `argument_digest`, `prev` and `hash`, and caps every string.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    /// The front end's id of the call (untrusted; capped at 256 bytes).
+    pub call_id: String,
+    /// Who asked for the call (untrusted; capped at 256 bytes).
+    pub principal: String,
+    /// The tool name as requested (untrusted; capped at 256 bytes).
+    pub tool: String,
+    /// The session id of a call that ran in a session (checked: at most 64
+    /// plain characters).
+    pub session: Option<String>,
+    /// Digest of the tool's component; `None` when the tool was unknown.
+    pub component_digest: Option<String>,
+    /// For a component pulled from a registry: its reference pinned to the
+    /// manifest digest (`oci://REGISTRY/REPOSITORY@sha256:…`).
+    pub component_ref: Option<String>,
+    /// For a component pulled from a registry: the key that verified its
+    /// signature, if one did.
+    pub signer: Option<String>,
+    /// The raw arguments as received; `Value::String` if they were not JSON.
+    pub arguments: Value,
+    /// What was decided about the call, recorded by its protocol name
+    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"`, `"ask:pending"` or
+    /// `"not_reached"`).
+    pub decision: Decision,
+    /// Id of the policy that determined the decision, if any.
+    pub policy: Option<String>,
+    /// `"ok"` or an error kind such as `"timeout"`.
+    pub outcome: String,
+    /// The error message, if any (untrusted; capped at 1 KiB).
+    pub message: Option<String>,
+    /// Wall-clock duration of the call, in microseconds.
+    pub duration_us: u64,
+    /// Fuel the guest consumed, when it ran.
+    pub fuel_used: Option<u64>,
+}
+
+/// An open audit log. Appends from any number of threads are serialized, so
+/// the chain has one order; the type is `Send + Sync`.
+pub struct AuditLog {
+    path: PathBuf,
+    head_path: PathBuf,
+    durability: Durability,
+    record_arguments: bool,
+    /// Lowercased once at open.
+    redact_keys: Vec<String>,
+    /// Shared with the logs [`AuditLog::reconfigured`] makes, so that they
+    /// continue one chain under one lock.
+    writer: Arc<Mutex<Writer>>,
+}
+
+/// The state that changes with every record.
+struct Writer {
+    /// Opened with `O_APPEND`: every write lands at the end of the file.
+    log: File,
+    /// The head file, on which this writer holds an exclusive lock.
+    head: File,
+    /// Length of the log after the last complete record, to undo a partial write.
+    len: u64,
+    /// `seq` of the last record (0 before the first).
+    seq: u64,
+    /// `hash` of the last record ([`GENESIS`] before the first).
+    prev: String,
+    /// Set when the log can no longer be trusted to continue the chain.
+    stopped: Option<String>,
+    /// Why the last append failed; cleared by the next one that succeeds
+    /// (or by a readiness probe's trial write that does).
+    failing: Option<String>,
+    /// When a readiness probe last tried a trial write.
+    last_probe: Option<Instant>,
+}
+
+/// Why the log could not be opened, appended to or read.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file system refused an operation.
+    #[error("audit log {}: cannot {action}: {source}", path.display())]
+    Io {
+        /// The file concerned (the log or its head file).
+        path: PathBuf,
+        /// What was being done, e.g. `"append to"`.
+        action: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The log or its head file is damaged; Airlock will not continue it.
+    #[error("audit log {}: {reason}; run `airlock audit verify {}` to locate the damage", path.display(), path.display())]
+    Damaged {
+        /// The log file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another process holds the log's lock.
+    #[error(
+        "audit log {} is locked by another process (an `airlock` writing it, or `airlock audit verify` reading it); \
+         two writers would fork its hash chain",
+        path.display()
+    )]
+    Locked {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// An earlier failure left the log in a state the chain cannot continue from.
+    #[error(
+        "audit log {} stopped accepting records: {reason}; check it with `airlock audit verify` and restart Airlock",
+        path.display()
+    )]
+    Stopped {
+        /// The log file.
+        path: PathBuf,
+        /// The earlier failure.
+        reason: String,
+    },
+}
+
+/// The result of a successful [`verify`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// How many records the log holds.
+    pub records: u64,
+    /// The hash of the last record, `None` for an empty log. Record it outside
+    /// the machine: a later log that does not pass through it was rewritten.
+    pub last_hash: Option<String>,
+    /// Calls with a `started` record and no outcome record after it: Airlock
+    /// stopped (or the machine did) while they ran, or, when an Airlock
+    /// process has the log open, they are still running. Not damage: the
+    /// write-ahead record is there so that such a call is not lost.
+    pub unfinished: u64,
+}
+
+/// The first problem [`verify`] found. Displays as `<file>:<line>: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {reason}", file.display())]
+pub struct VerifyError {
+    /// The file at fault: the log, or its head file.
+    pub file: PathBuf,
+    /// 1-based line number; 0 when the problem concerns the whole file.
+    pub line: u64,
+    /// What is wrong, and what it means.
+    pub reason: String,
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .field("durability", &self.durability)
+            .field("record_arguments", &self.record_arguments)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditLog {
+    /// Opens the log for appending: creates it and its head file (mode 0600 on
+    /// unix), or continues an existing chain from its last record.
+    ///
+    /// Only the last record is read, not the whole chain: continuing a log is
+    /// cheap however long it is. Run [`verify`] to check everything.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Io`] when a file cannot be created, read or locked;
+    /// [`AuditError::Locked`] when another process has the log open;
+    /// [`AuditError::Damaged`] when the last line is not an intact record, the
+    /// head file is missing or unreadable, or the two disagree (for example
+    /// because records were removed from the end).
+    pub fn open(settings: AuditSettings) -> Result<AuditLog, AuditError> {
+        let AuditSettings { file: path, durability, record_arguments, redact_keys, .. } = settings;
+        let head_path = head_path(&path);
+        let io_error = |path: &Path, action: &'static str| {
+            let path = path.to_path_buf();
+            move |source| AuditError::Io { path, action, source }
+        };
+        let damaged = |reason: String| AuditError::Damaged { path: path.clone(), reason };
+
+        let log =
+            private_options().read(true).append(true).create(true).open(&path).map_err(io_error(&path, "open"))?;
+        let head = match private_options().read(true).write(true).open(&head_path) {
+            Ok(head) => head,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if log.metadata().map_err(io_error(&path, "read the size of"))?.len() > 0 {
+                    return Err(damaged(format!(
+                        "its head file {} is missing, so records removed from the end would go unnoticed; \
+                         start a new log file",
+                        head_path.display()
+                    )));
+                }
+                private_options()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&head_path)
+                    .map_err(io_error(&head_path, "create"))?
+            }
+            Err(e) => return Err(io_error(&head_path, "open")(e)),
+        };
+        match try_lock(&head, false).map_err(io_error(&head_path, "lock"))? {
+            Lock::Held => {}
+            Lock::Busy => return Err(AuditError::Locked { path }),
+        }
+
+        // Read the state only now that no other writer can change it.
+        let mut len = log.metadata().map_err(io_error(&path, "read the size of"))?.len();
+        // Spaces left by a readiness probe interrupted by a crash: never a
+        // record, cut off before the chain is read.
+        let filler = probe_filler(&log, len).map_err(io_error(&path, "read the end of"))?;
+        if filler > 0 {
+            len -= filler;
+            log.set_len(len).map_err(io_error(&path, "cut an interrupted probe's filler off"))?;
+            tracing::warn!(
+                path = %path.display(),
+                bytes = filler,
+                "cut off spaces an interrupted readiness probe left at the end of the audit log"
+            );
+        }
+        let named = read_head(&head)
+            .map_err(io_error(&head_path, "read"))?
+            .map_err(|reason| damaged(format!("its head file {} is damaged: {reason}", head_path.display())))?;
+        let (seq, prev) = if len == 0 {
+            if named.seq != 0 {
+                return Err(damaged(format!(
+                    "the log is empty but its head file names record {}: records were removed",
+                    named.seq
+                )));
+            }
+            (0, GENESIS.to_owned())
+        } else {
+            let last = match read_last_lines(&log, len, 1, MAX_LINE_BYTES as u64 + 1)
+                .map_err(io_error(&path, "read the last line of"))?
+            {
+                Some(bytes) => check_last_line(&bytes).map_err(damaged)?,
+                None => return Err(damaged(format!("its last line is longer than {MAX_LINE_BYTES} bytes"))),
+            };
+            let matches_head = last.seq == named.seq && last.hash == named.hash;
+            // Airlock stopped between writing a record and rewriting the head.
+            let head_one_behind = last.seq == named.seq.saturating_add(1) && last.prev == named.hash;
+            if !matches_head && !head_one_behind {
+                return Err(damaged(format!(
+                    "the log ends with record {} (hash {}) but its head file names record {} (hash {})",
+                    last.seq,
+                    short(&last.hash),
+                    named.seq,
+                    short(&named.hash)
+                )));
+            }
+            (last.seq, last.hash)
+        };
+
+        write_head(&head, seq, &prev).map_err(io_error(&head_path, "write"))?;
+        if durability == Durability::Fsync {
+            head.sync_data().map_err(io_error(&head_path, "fsync"))?;
+            // A new file is durable only once its directory entry is.
+            sync_parent_dir(&path).map_err(io_error(&path, "fsync the directory of"))?;
+        }
+
+        Ok(AuditLog {
+            path,
+            head_path,
+            durability,
+            record_arguments,
+            redact_keys: redact_keys.iter().map(|k| k.to_lowercase()).collect(),
+            writer: Arc::new(Mutex::new(Writer {
+                log,
+                head,
+                len,
+                seq,
+                prev,
+                stopped: None,
+                failing: None,
+                last_probe: None,
+            })),
+        })
+    }
+
+    /// Appends one record for one call, durable as the settings say before
+    /// this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Io`] when the write, the fsync or the head update fails.
+    /// A failed write is undone (the file is cut back to its last complete
+    /// record); if even that fails, or an fsync fails (the kernel may have
+    /// dropped the data), the log stops: this and every later append return
+    /// [`AuditError::Stopped`], because the chain can no longer be continued
+    /// reliably. A failed head update leaves the record in the log; the next
+    /// append rewrites the head.
+    ///
+    /// # Security
+    ///
+    /// Every string is capped and arguments are redacted before anything is
+    /// written; see the module documentation.
+    pub fn append(&self, entry: &AuditEntry) -> Result<(), AuditError> {
+        // Everything that does not depend on the chain is prepared before
+        // taking the lock.
+        let body = self.record_body(entry);
+
+        // The writer's state is only changed after the operation it describes
+        // succeeded, so a panic elsewhere cannot leave it inconsistent.
+        let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let appended = self.append_locked(&mut guard, body);
+        // Readiness follows the last append: `/readyz` says "not ready"
+        // from a failed one until one succeeds again.
+        guard.failing = appended.as_ref().err().map(ToString::to_string);
+        appended
+    }
+
+    /// [`AuditLog::append`] with the writer locked and the body prepared.
+    fn append_locked(&self, w: &mut Writer, body: Vec<(&'static str, String)>) -> Result<(), AuditError> {
+        if let Some(reason) = &w.stopped {
+            return Err(AuditError::Stopped { path: self.path.clone(), reason: reason.clone() });
+        }
+        let io_error = |path: &Path, action: &'static str| {
+            let path = path.to_path_buf();
+            move |source| AuditError::Io { path, action, source }
+        };
+
+        let Some(seq) = w.seq.checked_add(1) else {
+            return Err(AuditError::Stopped { path: self.path.clone(), reason: "its seq numbers are used up".into() });
+        };
+        let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let mut fields = Vec::with_capacity(FIELDS.len());
+        fields.push(("seq", seq.to_string()));
+        fields.push(("time", json_string(&time)));
+        fields.extend(body);
+        fields.push(("prev", json_string(&w.prev)));
+        let hash = record_hash(&fields);
+        fields.push(("hash", json_string(&hash)));
+        let mut line = record_line(&fields);
+        line.push('\n');
+
+        // One write of the whole line: with O_APPEND it lands at the end in
+        // one piece, even if another program appends at the same time.
+        if let (written, Err(e)) = write_counted(&w.log, line.as_bytes()) {
+            // Nothing to undo when nothing was written (a full disk usually
+            // refuses the first byte), which keeps the log able to recover.
+            if written > 0
+                && let Err(undo) = w.log.set_len(w.len)
+            {
+                w.stopped = Some(format!("a failed write could not be undone ({undo})"));
+            }
+            return Err(io_error(&self.path, "append to")(e));
+        }
+        w.len += line.len() as u64;
+        w.seq = seq;
+        w.prev = hash;
+        if self.durability == Durability::Fsync
+            && let Err(e) = w.log.sync_data()
+        {
+            w.stopped = Some(format!("fsync failed ({e})"));
+            return Err(io_error(&self.path, "fsync")(e));
+        }
+
+        write_head(&w.head, w.seq, &w.prev).map_err(io_error(&self.head_path, "write"))?;
+        if self.durability == Durability::Fsync {
+            w.head.sync_data().map_err(io_error(&self.head_path, "fsync"))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the log takes writes (`/readyz`): it has not stopped, its
+    /// last append did not fail, and its file can still be opened for
+    /// appending.
+    ///
+    /// After a failed append, a probe learns whether the file system takes
+    /// writes again without writing a record: at most once per
+    /// [`PROBE_INTERVAL`] it appends [`PROBE_BYTES`] spaces to the log and
+    /// cuts them off at once (under the writer's lock, so no record is
+    /// written in between; a crash in between leaves spaces that
+    /// [`AuditLog::open`] cuts off and [`verify`] ignores). When that trial
+    /// write succeeds, the log is ready again; the next record is then
+    /// appended as usual. A log whose last append succeeded is not probed:
+    /// a healthy log costs a probe no write.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot.
+    pub fn writable(&self) -> Result<(), String> {
+        {
+            let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let w = &mut *guard;
+            if let Some(reason) = &w.stopped {
+                return Err(format!("the audit log {} stopped: {reason}", self.path.display()));
+            }
+            if let Some(reason) = w.failing.clone() {
+                let due = w.last_probe.is_none_or(|at| at.elapsed() >= PROBE_INTERVAL);
+                if !due {
+                    return Err(format!("the last append to the audit log failed: {reason}"));
+                }
+                w.last_probe = Some(Instant::now());
+                match trial_write(w) {
+                    Ok(()) => w.failing = None,
+                    Err(now) => {
+                        return Err(format!(
+                            "the last append to the audit log failed ({reason}) and a trial write still fails: {now}"
+                        ));
+                    }
+                }
+            }
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map(drop)
+            .map_err(|err| format!("the audit log {} cannot be opened for appending: {err}", self.path.display()))
+    }
+
+    /// Sync the log and its head file to disk (at exit, whatever the
+    /// durability: records are written unbuffered, this makes them
+    /// durable).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Io`] when an fsync fails.
+    pub fn sync(&self) -> Result<(), AuditError> {
+        let w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        w.log.sync_data().map_err(|source| AuditError::Io { path: self.path.clone(), action: "fsync", source })?;
+        w.head.sync_data().map_err(|source| AuditError::Io { path: self.head_path.clone(), action: "fsync", source })
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// This log under new `settings` for the same file: records appended
+    /// through either continue the one chain (same writer, same lock), and
+    /// those appended through the new one follow its durability and
+    /// redaction. `None` when `settings` name another file (open that one).
+    pub fn reconfigured(&self, settings: &AuditSettings) -> Option<AuditLog> {
+        (settings.file == self.path).then(|| AuditLog {
+            path: self.path.clone(),
+            head_path: self.head_path.clone(),
+            durability: settings.durability,
+            record_arguments: settings.record_arguments,
+            redact_keys: settings.redact_keys.iter().map(|k| k.to_lowercase()).collect(),
+            writer: self.writer.clone(),
+        })
+    }
+}
+
+/// Appends [`PROBE_BYTES`] spaces to the log and cuts them off again: whether
+/// the file system takes a write of the log now. Stops the log when the
+/// spaces cannot be cut off (the chain would continue after them).
+fn trial_write(w: &mut Writer) -> Result<(), String> {
+    let filler = [b' '; PROBE_BYTES];
+    let (written, result) = write_counted(&w.log, &filler);
+    if written > 0
+        && let Err(undo) = w.log.set_len(w.len)
+    {
+        let reason = format!("a readiness probe's trial write could not be undone ({undo})");
+        w.stopped = Some(reason.clone());
+        return Err(reason);
+    }
+    result.map_err(|e| e.to_string())
+}
+
+/// `write_all`, also saying how many bytes reached the file before an error.
+fn write_counted(mut file: &File, bytes: &[u8]) -> (usize, io::Result<()>) {
+    let mut written = 0;
+    while let Some(rest) = bytes.get(written..).filter(|rest| !rest.is_empty()) {
+        match file.write(rest) {
+            Ok(0) => return (written, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (written, Err(e)),
+        }
+    }
+    (written, Ok(()))
+}
+
+#[cfg(test)]
+mod tests;

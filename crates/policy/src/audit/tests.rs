@@ -1,0 +1,775 @@
+use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
+use super::record::{canonical, is_sha256_hex};
+use super::*;
+use airlock_core::render::{ELLIPSIS, cap};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn settings(path: &Path) -> AuditSettings {
+    AuditSettings {
+        file: path.to_path_buf(),
+        durability: Durability::Flush,
+        record_arguments: true,
+        redact_keys: vec!["api_key".to_owned()],
+        postgres: None,
+    }
+}
+
+fn entry(i: usize) -> AuditEntry {
+    AuditEntry {
+        component_ref: None,
+        signer: None,
+        call_id: format!("call-{i}"),
+        principal: "alice".to_owned(),
+        tool: "fs.read".to_owned(),
+        session: None,
+        component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
+        arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
+        decision: Decision::Allow,
+        policy: Some("read-data".to_owned()),
+        outcome: "ok".to_owned(),
+        message: None,
+        duration_us: 1234 + i as u64,
+        fuel_used: Some(56_789),
+    }
+}
+
+/// A log with `n` records, closed again.
+fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    append_to(&path, 0..n);
+    (dir, path)
+}
+
+fn append_to(path: &Path, calls: std::ops::Range<usize>) {
+    let log = AuditLog::open(settings(path)).unwrap();
+    for i in calls {
+        log.append(&entry(i)).unwrap();
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect()
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+/// `verify` fails on `line` of the log with a reason containing `reason`.
+fn check_tampered(path: &Path, line: u64, reason: &str) {
+    let err = verify(path).expect_err("tampering went unnoticed");
+    assert_eq!((err.file.as_path(), err.line), (path, line), "{err}");
+    assert!(err.reason.contains(reason), "expected {reason:?} in: {err}");
+}
+
+/// Parses a line, lets `edit` change it, and re-seals it with a valid
+/// hash, as an attacker without a secret can.
+fn forge(line: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> String {
+    let Value::Object(mut record) = serde_json::from_str(line).unwrap() else { panic!("not an object") };
+    edit(&mut record);
+    let mut fields: Vec<(&str, String)> =
+        FIELDS.iter().filter_map(|&name| record.get(name).map(|v| (name, canonical(v)))).collect();
+    fields.retain(|(name, _)| *name != "hash");
+    let hash = record_hash(&fields);
+    fields.push(("hash", json_string(&hash)));
+    record_line(&fields)
+}
+
+fn hash_of(line: &str) -> String {
+    serde_json::from_str::<Value>(line).unwrap()["hash"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn three_records_verify() {
+    let (_dir, path) = log_with(3);
+    let report = verify(&path).unwrap();
+    assert_eq!(report.records, 3);
+    let last: Value = serde_json::from_str(&lines(&path)[2]).unwrap();
+    assert_eq!(report.last_hash.as_deref(), last["hash"].as_str());
+}
+
+#[test]
+fn empty_log_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    drop(AuditLog::open(settings(&path)).unwrap());
+    assert_eq!(verify(&path).unwrap(), VerifyReport { records: 0, last_hash: None, unfinished: 0 });
+}
+
+#[test]
+fn reopening_continues_the_chain() {
+    let (_dir, path) = log_with(3);
+    append_to(&path, 3..5);
+    assert_eq!(verify(&path).unwrap().records, 5);
+    let records = tail(&path, 10).unwrap();
+    let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert_eq!(records[3]["prev"], records[2]["hash"]);
+    assert_eq!(records[0]["prev"], GENESIS);
+}
+
+#[test]
+fn record_format() {
+    let (_dir, path) = log_with(1);
+    let line = &lines(&path)[0];
+    // Members in the documented order, arguments canonical and redacted.
+    let names: Vec<String> = {
+        let mut names = Vec::new();
+        let mut rest = line.as_str();
+        // `session` is only written for calls that ran in a session, the
+        // registry members only for components pulled from one.
+        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer"].contains(&f)) {
+            let key = format!("\"{field}\":");
+            let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
+            names.push(field.to_owned());
+            rest = &rest[at + key.len()..];
+        }
+        names
+    };
+    assert_eq!(names.len(), 16);
+    assert!(line.starts_with("{\"seq\":1,\"time\":\""), "{line}");
+    assert!(line.contains(r#""arguments":{"api_key":"[redacted]","path":"/data/0.txt"}"#), "{line}");
+    assert!(line.contains(r#""message":null,"duration_us":1234,"fuel_used":56789,"prev":"0000"#), "{line}");
+
+    let record: Value = serde_json::from_str(line).unwrap();
+    let time = record["time"].as_str().unwrap();
+    assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
+    assert!(time.ends_with('Z') && time.split('.').nth(1).unwrap().len() == 7, "{time}");
+
+    // The hash is SHA-256 of the canonical JSON without `hash`, as
+    // documented, computed here without the writer's helpers.
+    let mut without_hash = record.as_object().unwrap().clone();
+    let stored = without_hash.remove("hash").unwrap();
+    let mut sorted: Vec<_> = without_hash.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let members: Vec<String> =
+        sorted.iter().map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), canonical(v))).collect();
+    let text = format!("{{{}}}", members.join(","));
+    assert_eq!(stored, hex::encode(Sha256::digest(text.as_bytes())));
+}
+
+#[test]
+fn edited_record_is_detected() {
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l[1] = l[1].replace("\"outcome\":\"ok\"", "\"outcome\":\"timeout\"");
+    write_lines(&path, &l);
+    check_tampered(&path, 2, "hash mismatch");
+}
+
+#[test]
+fn removed_middle_record_is_detected() {
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l.remove(1);
+    write_lines(&path, &l);
+    check_tampered(&path, 2, "expected record 2 but found record 3");
+}
+
+#[test]
+fn swapped_records_are_detected() {
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l.swap(0, 1);
+    write_lines(&path, &l);
+    check_tampered(&path, 1, "expected record 1 but found record 2");
+}
+
+#[test]
+fn record_from_another_log_is_detected() {
+    // Same seq, intact hash, but it continues another chain.
+    let (_dir, path) = log_with(3);
+    let (_other_dir, other) = log_with(4);
+    let mut l = lines(&path);
+    l[1] = lines(&other)[1].clone();
+    write_lines(&path, &l);
+    check_tampered(&path, 2, "\"prev\" is not the hash of record 1");
+}
+
+#[test]
+fn partial_last_line_is_detected() {
+    let (_dir, path) = log_with(3);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 40]).unwrap();
+    check_tampered(&path, 3, "the last line is incomplete");
+}
+
+#[test]
+fn removed_last_record_is_detected() {
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l.pop();
+    write_lines(&path, &l);
+    check_tampered(&path, 3, "the log ends after record 2 but its head file names record 3");
+}
+
+#[test]
+fn emptied_log_is_detected() {
+    let (_dir, path) = log_with(3);
+    std::fs::write(&path, "").unwrap();
+    check_tampered(&path, 1, "the log ends after record 0 but its head file names record 3");
+}
+
+#[test]
+fn garbage_line_is_detected() {
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l.insert(1, "rm -rf / # not a record".to_owned());
+    write_lines(&path, &l);
+    check_tampered(&path, 2, "not a JSON record");
+}
+
+#[test]
+fn rewritten_log_is_detected_by_the_head() {
+    // A whole, internally consistent chain of the same length replaces the log.
+    let (_dir, path) = log_with(3);
+    let (_other_dir, other) = log_with(3);
+    std::fs::copy(&other, &path).unwrap();
+    check_tampered(&path, 3, "the head file names hash");
+}
+
+#[test]
+fn rehashed_chain_is_detected_by_the_head() {
+    // Record 2 edited and everything after it re-sealed: only the head
+    // file can tell.
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l[1] = forge(&l[1], |r| {
+        r.insert("decision".into(), json!("deny"));
+    });
+    let second = hash_of(&l[1]);
+    l[2] = forge(&l[2], |r| {
+        r.insert("prev".into(), json!(second));
+    });
+    write_lines(&path, &l);
+    check_tampered(&path, 3, "the head file names hash");
+}
+
+#[test]
+fn seq_numbers_can_run_out() {
+    let (_dir, path) = log_with(1);
+    let line = forge(&lines(&path)[0], |r| {
+        r.insert("seq".into(), json!(u64::MAX));
+    });
+    write_lines(&path, std::slice::from_ref(&line));
+    std::fs::write(head_path(&path), head_bytes(u64::MAX, &hash_of(&line))).unwrap();
+    let log = AuditLog::open(settings(&path)).unwrap();
+    assert!(matches!(log.append(&entry(1)), Err(AuditError::Stopped { .. })));
+    drop(log);
+    check_tampered(&path, 1, "expected record 1 but found record 18446744073709551615");
+}
+
+#[test]
+fn duplicate_member_is_detected() {
+    // serde_json keeps the last of two equal names, other parsers the
+    // first: the hash still matches, but the line is not Airlock's.
+    let (_dir, path) = log_with(3);
+    let mut l = lines(&path);
+    l[1] = l[1].replace("\"decision\":\"allow\"", "\"decision\":\"deny\",\"decision\":\"allow\"");
+    write_lines(&path, &l);
+    check_tampered(&path, 2, "not in the form Airlock writes");
+}
+
+#[test]
+fn unknown_member_is_detected() {
+    let (_dir, path) = log_with(2);
+    let mut l = lines(&path);
+    l[0] = l[0].replacen('{', "{\"note\":1,", 1);
+    write_lines(&path, &l);
+    check_tampered(&path, 1, "unknown member \"note\"");
+}
+
+#[test]
+fn missing_or_damaged_head_is_reported() {
+    let (_dir, path) = log_with(2);
+    let head = head_path(&path);
+    std::fs::write(&head, "{\"seq\":\"two\"}").unwrap();
+    let err = verify(&path).unwrap_err();
+    assert_eq!((err.file.as_path(), err.line), (head.as_path(), 1), "{err}");
+
+    std::fs::remove_file(&head).unwrap();
+    let err = verify(&path).unwrap_err();
+    assert_eq!((err.file.as_path(), err.line), (head.as_path(), 0), "{err}");
+    assert!(err.reason.contains("missing"), "{err}");
+    let err = AuditLog::open(settings(&path)).unwrap_err();
+    assert!(matches!(err, AuditError::Damaged { .. }) && err.to_string().contains("head file"), "{err}");
+}
+
+#[test]
+fn verify_error_displays_file_and_line() {
+    let err = VerifyError { file: PathBuf::from("/var/log/a.jsonl"), line: 7, reason: "hash mismatch".into() };
+    assert_eq!(err.to_string(), "/var/log/a.jsonl:7: hash mismatch");
+}
+
+#[test]
+fn head_one_record_behind_is_accepted_and_repaired() {
+    // Airlock stopped between writing record 3 and its head.
+    let (_dir, path) = log_with(3);
+    let second: Value = serde_json::from_str(&lines(&path)[1]).unwrap();
+    std::fs::write(head_path(&path), head_bytes(2, second["hash"].as_str().unwrap())).unwrap();
+    assert_eq!(verify(&path).unwrap().records, 3);
+    append_to(&path, 3..4);
+    assert_eq!(verify(&path).unwrap().records, 4);
+    let head = std::fs::read_to_string(head_path(&path)).unwrap();
+    assert!(head.starts_with("{\"seq\":4,"), "{head}");
+    assert_eq!(head.len(), HEAD_BYTES);
+}
+
+#[test]
+fn head_further_behind_is_reported() {
+    let (_dir, path) = log_with(4);
+    let first: Value = serde_json::from_str(&lines(&path)[0]).unwrap();
+    std::fs::write(head_path(&path), head_bytes(1, first["hash"].as_str().unwrap())).unwrap();
+    check_tampered(&path, 3, "comes after the last record the head file names (1)");
+    assert!(matches!(AuditLog::open(settings(&path)), Err(AuditError::Damaged { .. })));
+}
+
+#[test]
+fn open_refuses_a_damaged_log() {
+    let (_dir, path) = log_with(3);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+    let err = AuditLog::open(settings(&path)).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("last line is incomplete"), "{message}");
+    assert!(message.contains("airlock audit verify"), "{message}");
+
+    // A whole record removed: the last line is intact but the head disagrees.
+    let mut l: Vec<String> = text.lines().map(str::to_owned).collect();
+    l.pop();
+    write_lines(&path, &l);
+    let err = AuditLog::open(settings(&path)).unwrap_err();
+    assert!(err.to_string().contains("head file names record 3"), "{err}");
+
+    // An edited last record.
+    l[1] = l[1].replace("alice", "mallory");
+    write_lines(&path, &l);
+    let err = AuditLog::open(settings(&path)).unwrap_err();
+    assert!(err.to_string().contains("hash mismatch"), "{err}");
+}
+
+#[test]
+fn second_writer_is_locked_out_and_verify_runs_alongside() {
+    let (_dir, path) = log_with(2);
+    let log = AuditLog::open(settings(&path)).unwrap();
+    log.append(&entry(2)).unwrap();
+    assert!(matches!(AuditLog::open(settings(&path)), Err(AuditError::Locked { .. })));
+    // Live: a half-written final line is the writer's business.
+    assert_eq!(verify(&path).unwrap().records, 3);
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"seq\":4,").unwrap();
+    assert_eq!(verify(&path).unwrap().records, 3);
+    assert_eq!(tail(&path, 1).unwrap()[0]["seq"], 3);
+    drop(log);
+    check_tampered(&path, 4, "the last line is incomplete");
+}
+
+#[test]
+fn redaction_at_depth_and_case_insensitive() {
+    let arguments = json!({
+        "query": "q",
+        "Auth": { "headers": [ { "API_Key": "k1", "keep": 1 }, { "nested": { "api_key": { "deep": "k2" } } } ] },
+        "TOKEN": ["t"],
+        "tokens": "not a match",
+    });
+    let redacted = redact(&arguments, &["api_key".to_owned(), "Token".to_owned()]);
+    assert_eq!(
+        redacted,
+        json!({
+            "query": "q",
+            "Auth": { "headers": [ { "API_Key": "[redacted]", "keep": 1 }, { "nested": { "api_key": "[redacted]" } } ] },
+            "TOKEN": "[redacted]",
+            "tokens": "not a match",
+        })
+    );
+    assert_eq!(redact(&arguments, &[]), arguments);
+}
+
+#[test]
+fn records_hold_redacted_arguments_and_their_digest() {
+    let (_dir, path) = log_with(1);
+    let record = &tail(&path, 1).unwrap()[0];
+    assert_eq!(record["arguments"], json!({ "path": "/data/0.txt", "api_key": "[redacted]" }));
+    let expected = argument_digest(&redact(&entry(0).arguments, &["api_key".to_owned()]));
+    assert_eq!(record["argument_digest"], expected);
+    assert_ne!(record["argument_digest"], argument_digest(&entry(0).arguments));
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("s3cret"));
+}
+
+#[test]
+fn non_json_arguments_mentioning_a_redacted_key_are_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    for raw in ["{\"API_KEY\": \"s3cret\"", "plain text"] {
+        log.append(&AuditEntry { arguments: Value::String(raw.to_owned()), ..entry(0) }).unwrap();
+    }
+    drop(log);
+    let records = tail(&path, 2).unwrap();
+    assert_eq!(records[0]["arguments"], "[redacted]");
+    assert_eq!(records[1]["arguments"], "plain text");
+    assert_eq!(verify(&path).unwrap().records, 2);
+}
+
+#[test]
+fn argument_digest_ignores_key_order() {
+    let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":[1,{"d":true,"c":null}],"x":"é\n"}}"#).unwrap();
+    let b: Value = serde_json::from_str(r#"{ "a": {"x":"é\n", "y":[1,{"c":null,"d":true}]}, "b":1 }"#).unwrap();
+    assert_eq!(argument_digest(&a), argument_digest(&b));
+    let digest = argument_digest(&a);
+    assert!(digest.starts_with("sha256:") && is_sha256_hex(&digest[7..]), "{digest}");
+    assert_eq!(canonical(&a), r#"{"a":{"x":"é\n","y":[1,{"c":null,"d":true}]},"b":1}"#);
+    // Array order matters.
+    assert_ne!(argument_digest(&json!([1, 2])), argument_digest(&json!([2, 1])));
+}
+
+#[test]
+fn strings_escape_like_serde_json() {
+    let mut s: String = (0u32..0x80).filter_map(char::from_u32).collect();
+    s.push_str("é€😀\u{2028}\u{7f}");
+    assert_eq!(json_string(&s), serde_json::to_string(&s).unwrap());
+}
+
+#[test]
+fn arguments_can_be_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(AuditSettings { record_arguments: false, ..settings(&path) }).unwrap();
+    log.append(&entry(0)).unwrap();
+    drop(log);
+    let record = &tail(&path, 1).unwrap()[0];
+    assert!(record.get("arguments").is_none());
+    assert!(record["argument_digest"].as_str().unwrap().starts_with("sha256:"));
+    assert!(!lines(&path)[0].contains("\"arguments\""));
+    assert_eq!(verify(&path).unwrap().records, 1);
+}
+
+#[test]
+fn strings_are_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let long = "é".repeat(10_000);
+    log.append(&AuditEntry {
+        call_id: format!("id\n{{\"seq\":99}}\n{long}"),
+        principal: long.clone(),
+        tool: long.clone(),
+        component_digest: Some(long.clone()),
+        policy: Some(long.clone()),
+        outcome: long.clone(),
+        message: Some(long.clone()),
+        ..entry(0)
+    })
+    .unwrap();
+    drop(log);
+    assert_eq!(lines(&path).len(), 1, "a newline in a field split the record");
+    let record = &tail(&path, 1).unwrap()[0];
+    for field in ["call_id", "principal", "tool", "component_digest", "policy", "outcome"] {
+        let value = record[field].as_str().unwrap();
+        assert!(value.len() <= MAX_FIELD_BYTES && value.ends_with(ELLIPSIS), "{field}: {} bytes", value.len());
+    }
+    let message = record["message"].as_str().unwrap();
+    assert!(message.len() <= MAX_MESSAGE_BYTES && message.len() > MAX_MESSAGE_BYTES - 8, "{}", message.len());
+    assert_eq!(cap("short", 256), "short");
+    assert_eq!(verify(&path).unwrap().records, 1);
+}
+
+#[test]
+fn oversized_or_deep_arguments_are_replaced_by_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let big = json!({ "data": "x".repeat(MAX_RECORDED_ARGUMENTS_BYTES) });
+    let mut deep = json!("bottom");
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    for arguments in [&big, &deep] {
+        log.append(&AuditEntry { arguments: arguments.clone(), ..entry(0) }).unwrap();
+    }
+    drop(log);
+    let records = tail(&path, 2).unwrap();
+    assert!(records[0]["arguments"].as_str().unwrap().contains("cap"), "{}", records[0]["arguments"]);
+    assert!(records[1]["arguments"].as_str().unwrap().contains("nested"), "{}", records[1]["arguments"]);
+    assert_eq!(records[0]["argument_digest"], argument_digest(&big));
+    assert_eq!(records[1]["argument_digest"], argument_digest(&deep));
+    assert_eq!(verify(&path).unwrap().records, 2);
+}
+
+#[test]
+fn floats_verify() {
+    // Random bit patterns reach the numbers serde_json's default float
+    // parser reads back one unit off.
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut random = Vec::new();
+    while random.len() < 2000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let f = f64::from_bits(x);
+        if f.is_finite() {
+            random.push(json!([f]));
+        }
+    }
+    // What models write.
+    let typical = json!({ "lat": 37.7749, "lon": -122.4194, "t": 0.5, "eps": 1e-7, "price": 19.99, "z": -0.0 });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    for arguments in random.iter().chain([&typical]) {
+        log.append(&AuditEntry { arguments: arguments.clone(), ..entry(0) }).unwrap();
+    }
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 2001);
+    let records = tail(&path, 2001).unwrap();
+    // Recorded exactly, or not at all.
+    for (record, arguments) in records.iter().zip(random.iter().chain([&typical])) {
+        let recorded = &record["arguments"];
+        assert!(recorded == arguments || recorded.as_str().is_some_and(|s| s.contains("read back")), "{recorded}");
+    }
+    assert_eq!(records[2000]["arguments"], typical);
+    let recorded = records.iter().filter(|r| r["arguments"].is_array()).count();
+    println!("{recorded} of 2000 random floats recorded exactly");
+    // With serde_json's `float_roundtrip` feature on, every float is recorded.
+    let exact_parser = serde_json::from_str::<f64>("1.0715660391465826e-75").unwrap() == 1.0715660391465826e-75;
+    if exact_parser {
+        assert_eq!(recorded, 2000);
+    }
+}
+
+#[test]
+fn concurrent_appends_form_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = Arc::new(AuditLog::open(settings(&path)).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    log.append(&entry(t * 1000 + i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 400);
+    let seqs: Vec<u64> = tail(&path, 1000).unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
+}
+
+#[test]
+fn tail_returns_the_last_records() {
+    let (_dir, path) = log_with(5);
+    assert!(tail(&path, 0).unwrap().is_empty());
+    let seqs = |n| tail(&path, n).unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(seqs(2), [4, 5]);
+    assert_eq!(seqs(5), [1, 2, 3, 4, 5]);
+    assert_eq!(seqs(50), [1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn last_lines_across_chunks() {
+    // Lines longer than the read chunk.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lines");
+    let long = "x".repeat(READ_CHUNK as usize + 17);
+    std::fs::write(&path, format!("a\n{long}\n{long}\nb\n")).unwrap();
+    let file = File::open(&path).unwrap();
+    let len = file.metadata().unwrap().len();
+    assert_eq!(read_last_lines(&file, len, 1, 1 << 20).unwrap().unwrap(), b"b\n");
+    assert_eq!(read_last_lines(&file, len, 2, 1 << 20).unwrap().unwrap(), format!("{long}\nb\n").as_bytes());
+    assert_eq!(read_last_lines(&file, len, 9, 1 << 20).unwrap().unwrap().len() as u64, len);
+    assert!(read_last_lines(&file, len, 9, 1000).unwrap().is_none());
+}
+
+#[cfg(unix)]
+#[test]
+fn files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, path) = log_with(1);
+    for file in [path.clone(), head_path(&path)] {
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "{}", file.display());
+    }
+}
+
+#[test]
+fn fsync_mode_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(AuditSettings { durability: Durability::Fsync, ..settings(&path) }).unwrap();
+    log.append(&entry(0)).unwrap();
+    assert_eq!(log.path(), path);
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 1);
+}
+
+#[test]
+fn log_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<AuditLog>();
+}
+
+/// Append cost; `AIRLOCK_BENCH_DIR` picks the file system (default: the
+/// system temporary directory).
+#[test]
+#[ignore = "microbenchmark: cargo test --release -- --ignored --nocapture bench_append"]
+fn bench_append() {
+    let base = std::env::var_os("AIRLOCK_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    for (durability, n) in [(Durability::Flush, 20_000), (Durability::Fsync, 1_000)] {
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(AuditSettings { durability, ..settings(&path) }).unwrap();
+        let call = entry(7);
+        for _ in 0..100 {
+            log.append(&call).unwrap();
+        }
+        let mut samples: Vec<u128> = (0..n)
+            .map(|_| {
+                let start = Instant::now();
+                log.append(&call).unwrap();
+                start.elapsed().as_nanos()
+            })
+            .collect();
+        samples.sort_unstable();
+        let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+        let mean = samples.iter().sum::<u128>() / samples.len() as u128;
+        println!(
+            "audit append {durability:?}: p50 {} ns, p90 {} ns, p99 {} ns, mean {mean} ns ({n} appends of {} bytes in {})",
+            at(0.5),
+            at(0.9),
+            at(0.99),
+            std::fs::metadata(&path).unwrap().len() / (n as u64 + 100),
+            base.display()
+        );
+    }
+}
+
+#[test]
+fn a_session_is_recorded_after_the_tool_and_verifies() {
+    let (_dir, path) = log_with(1);
+    let log = AuditLog::open(settings(&path)).unwrap();
+    log.append(&AuditEntry { session: Some("analysis-1".to_owned()), ..entry(1) }).unwrap();
+    let lines = lines(&path);
+    assert!(!lines[0].contains("\"session\""), "absent without a session: {}", lines[0]);
+    assert!(lines[1].contains(r#""tool":"fs.read","session":"analysis-1","component_digest""#), "{}", lines[1]);
+    drop(log);
+    let report = verify(&path).unwrap();
+    assert_eq!(report.records, 2);
+}
+
+#[test]
+fn a_reconfigured_log_continues_the_chain_under_its_own_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let first = AuditLog::open(settings(&path)).unwrap();
+    first.append(&entry(1)).unwrap();
+    let mut quieter = settings(&path);
+    quieter.record_arguments = false;
+    let second = first.reconfigured(&quieter).expect("the same file");
+    second.append(&entry(2)).unwrap();
+    first.append(&entry(3)).unwrap();
+    assert!(first.reconfigured(&settings(&dir.path().join("other.jsonl"))).is_none());
+    drop((first, second));
+    assert_eq!(verify(&path).unwrap().records, 3, "one chain");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("\"arguments\"") && !lines[1].contains("\"arguments\""), "{text}");
+}
+
+fn started(i: usize) -> AuditEntry {
+    AuditEntry { outcome: STARTED.to_owned(), duration_us: 0, fuel_used: None, ..entry(i) }
+}
+
+#[test]
+fn a_started_record_without_its_outcome_is_reported_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    {
+        let log = AuditLog::open(settings(&path)).unwrap();
+        // Call 1 started and finished, call 2 only started (a crash), call
+        // 3 never wrote ahead (a read-only tool).
+        log.append(&started(1)).unwrap();
+        log.append(&entry(1)).unwrap();
+        log.append(&started(2)).unwrap();
+        log.append(&entry(3)).unwrap();
+    }
+    let report = verify(&path).unwrap();
+    assert_eq!((report.records, report.unfinished), (4, 1));
+    let records = tail(&path, 4).unwrap();
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["started", "ok", "started", "ok"]);
+    assert_eq!(records[2]["call_id"], "call-2");
+    assert_eq!(records[2]["fuel_used"], Value::Null);
+    // The log continues after the unfinished call; its outcome closes it.
+    append_to(&path, 2..3);
+    assert_eq!(verify(&path).unwrap().unfinished, 0);
+}
+
+#[test]
+fn filler_of_an_interrupted_probe_is_cut_at_open_and_ignored_by_verify() {
+    let (_dir, path) = log_with(2);
+    let intact = std::fs::read(&path).unwrap();
+    let mut with_filler = intact.clone();
+    with_filler.extend(std::iter::repeat_n(b' ', PROBE_BYTES));
+    std::fs::write(&path, &with_filler).unwrap();
+    assert_eq!(verify(&path).unwrap().records, 2);
+    append_to(&path, 2..3);
+    assert_eq!(verify(&path).unwrap().records, 3);
+    assert!(std::fs::read(&path).unwrap().starts_with(&intact));
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("  "), "the filler was cut off");
+
+    // More spaces than a probe writes, or spaces after a torn record, are damage.
+    let mut torn = std::fs::read(&path).unwrap();
+    torn.extend_from_slice(b"{\"seq\":4 ");
+    std::fs::write(&path, &torn).unwrap();
+    check_tampered(&path, 4, "incomplete");
+    assert!(matches!(AuditLog::open(settings(&path)), Err(AuditError::Damaged { .. })));
+    assert_eq!(super::files::filler_len(&[b' '; PROBE_BYTES + 1], 1 << 20), 0);
+    assert_eq!(super::files::filler_len(b"}\n  ", 100), 2);
+    assert_eq!(super::files::filler_len(b"   ", 3), 3);
+    assert_eq!(super::files::filler_len(b"}  ", 100), 0);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn readiness_follows_the_last_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    assert_eq!(log.writable(), Ok(()));
+    log.append(&entry(0)).unwrap();
+    // A log file that refuses writes (a full disk): swap the writer's file
+    // for /dev/full, whose every write fails with ENOSPC.
+    let real = {
+        let mut w = log.writer.lock().unwrap();
+        let full = std::fs::OpenOptions::new().append(true).open("/dev/full").unwrap();
+        std::mem::replace(&mut w.log, full)
+    };
+    let err = log.append(&entry(1)).unwrap_err().to_string();
+    assert!(err.contains("append to"), "{err}");
+    let not_ready = log.writable().unwrap_err();
+    assert!(not_ready.contains("failed"), "{not_ready}");
+    // Within the probe interval the probe reports the failure without a
+    // trial write; after it, the trial write still fails on /dev/full.
+    assert!(log.writable().is_err());
+    {
+        let mut w = log.writer.lock().unwrap();
+        w.last_probe = Some(Instant::now() - PROBE_INTERVAL);
+        w.log = real;
+    }
+    // The disk has room again: the probe's trial write succeeds, leaves
+    // nothing behind, and the log is ready before any record is written.
+    assert_eq!(log.writable(), Ok(()));
+    assert_eq!(verify(&path).unwrap().records, 1);
+    log.append(&entry(1)).unwrap();
+    assert_eq!(verify(&path).unwrap().records, 2);
+}

@@ -1,0 +1,444 @@
+//! Compilation under a meter: a component's bytes are compiled to native
+//! code in a child process (`airlock __compile`) with a CPU-time limit
+//! (`RLIMIT_CPU`), an address-space limit (`RLIMIT_AS`) and a wall-clock
+//! deadline enforced by the parent, so that a component built to be
+//! expensive to compile (compile time grows with locals² × loop depth)
+//! cannot hold the host's cores or memory.
+//!
+//! Trusts nothing in the component's bytes: the child reads them from its
+//! stdin (never the file again, whose contents could change after they
+//! were hashed), compiles them with an engine configured like the host's
+//! and writes the serialized artifact to a file the parent chose. The
+//! parent deserializes that file only when the child exited cleanly, and
+//! keeps it in the compile cache only once the whole load accepted the
+//! component ([`Artifact::keep`]); a refused component leaves nothing.
+//!
+//! The child's own output (its stderr) is read up to
+//! [`MAX_CHILD_STDERR_BYTES`].
+
+use airlock_settings::engine::{EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_TIMEOUT_SECS};
+use std::ffi::OsString;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The hidden subcommand of the `airlock` binary that compiles one
+/// component (see [`child_main`]).
+pub const COMPILE_SUBCOMMAND: &str = "__compile";
+
+/// Largest component file accepted.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// The header of a component binary (`\0asm`, version 0x0d, layer 1).
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+/// The header of a core module binary.
+const MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+
+/// Check that `bytes` start like a component; the error says what they are.
+pub fn check_header(bytes: &[u8]) -> Result<(), String> {
+    match bytes.get(..8) {
+        Some(h) if h == COMPONENT_HEADER => Ok(()),
+        Some(h) if h == MODULE_HEADER => Err("this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it with `wasm-tools component new`)".into()),
+        Some(h) if h.get(..4) == MODULE_HEADER.get(..4) => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
+        _ => Err("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2".into()),
+    }
+}
+
+/// The wall-clock deadline of one compilation is this many times
+/// `compile_timeout_secs`, plus [`WALL_GRACE`]: CPU time is the meter, the
+/// wall clock only a backstop for a child that does not get the CPU (a
+/// loaded machine) or waits on something.
+pub const WALL_FACTOR: u32 = 3;
+/// Added to the wall-clock deadline of a compilation (process start, a
+/// busy machine).
+pub const WALL_GRACE: Duration = Duration::from_secs(10);
+/// The most of the child's stderr that is read (an error message).
+pub const MAX_CHILD_STDERR_BYTES: u64 = 64 << 10;
+
+/// How often the parent looks whether the child has exited.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The child's exit code for bytes that are not a valid component.
+const EXIT_INVALID: u8 = 10;
+/// The child's exit code for a compilation that ran out of memory without
+/// aborting (wasmtime reported the failed allocation).
+const EXIT_OUT_OF_MEMORY: u8 = 11;
+/// The child's exit code for anything else (bad arguments, I/O).
+const EXIT_OTHER: u8 = 12;
+
+/// The meter of compilations and the executable that runs them.
+#[derive(Debug, Clone)]
+pub(crate) struct Meter {
+    /// The `airlock` executable; `None` refuses to compile.
+    pub(crate) exe: Option<PathBuf>,
+    /// `[engine] compile_timeout_secs`.
+    pub(crate) timeout_secs: u64,
+    /// `[engine] compile_memory_mib`.
+    pub(crate) memory_mib: u64,
+    /// `[engine] wasm_stack_kib`, in bytes (part of the engine
+    /// configuration, so of the artifact's compatibility).
+    pub(crate) wasm_stack_bytes: usize,
+}
+
+impl Meter {
+    pub(crate) fn new(settings: &EngineSettings) -> Self {
+        Meter {
+            exe: settings.compiler.clone(),
+            timeout_secs: settings.compile_timeout_secs,
+            memory_mib: settings.compile_memory_mib,
+            wasm_stack_bytes: settings.wasm_stack_bytes,
+        }
+    }
+
+    fn wall_deadline(&self) -> Duration {
+        Duration::from_secs(self.timeout_secs.saturating_mul(u64::from(WALL_FACTOR))).saturating_add(WALL_GRACE)
+    }
+
+    fn cpu_refusal(&self) -> String {
+        format!(
+            "compiling it took more than `[engine] compile_timeout_secs = {}` seconds of CPU; the component is \
+             refused (a component that costs this much to compile is built to exhaust the host, or needs a higher \
+             compile_timeout_secs, at most {MAX_COMPILE_TIMEOUT_SECS})",
+            self.timeout_secs
+        )
+    }
+
+    fn wall_refusal(&self) -> String {
+        format!(
+            "compiling it did not finish within {} s of wall-clock time ({WALL_FACTOR} × `[engine] \
+             compile_timeout_secs = {}` + {} s); the component is refused (raise compile_timeout_secs, at most \
+             {MAX_COMPILE_TIMEOUT_SECS}, if the machine is only busy)",
+            self.wall_deadline().as_secs(),
+            self.timeout_secs,
+            WALL_GRACE.as_secs()
+        )
+    }
+
+    fn memory_refusal(&self) -> String {
+        format!(
+            "compiling it needed more than `[engine] compile_memory_mib = {}` MiB of address space; the component \
+             is refused (raise compile_memory_mib, at most {MAX_COMPILE_MEMORY_MIB}, if you trust it)",
+            self.memory_mib
+        )
+    }
+}
+
+/// Why a component was not compiled.
+#[derive(Debug, Clone)]
+pub(crate) enum CompileFailure {
+    /// The bytes are not a valid component (what the compiler said).
+    Invalid(String),
+    /// The compilation went over a limit, or could not run: the message
+    /// names the key.
+    Refused(String),
+}
+
+/// A compiled artifact in a temporary file, waiting for the load to
+/// accept the component: [`Artifact::keep`] moves it into the compile
+/// cache, dropping it unkept deletes it.
+#[derive(Debug)]
+pub(crate) struct Artifact {
+    /// The temporary file, until kept or dropped.
+    temp: Mutex<Option<PathBuf>>,
+    /// Its place in the cache; `None` when the cache is off.
+    target: Option<PathBuf>,
+    /// A private directory made for the temporary file (cache off).
+    private_dir: Option<PathBuf>,
+}
+
+impl Artifact {
+    /// The component was accepted: keep its artifact in the cache (once).
+    pub(crate) fn keep(&self) {
+        let temp = self.temp.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let (Some(temp), Some(target)) = (temp, &self.target)
+            && let Err(err) = std::fs::rename(&temp, target)
+        {
+            tracing::warn!(path = %target.display(), "cannot write compiled artifact to the cache: {err}");
+            let _ = std::fs::remove_file(&temp);
+        }
+    }
+}
+
+impl Drop for Artifact {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = std::fs::remove_file(temp);
+        }
+        if let Some(dir) = &self.private_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Tells apart the temporary files of concurrent compilations.
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+/// Compile `bytes` in a metered child process. On success the artifact is
+/// in a temporary file (in the cache directory if `target` is given, else
+/// in a private directory) for the caller to deserialize.
+///
+/// # Errors
+///
+/// [`CompileFailure::Invalid`] for bytes that are not a component,
+/// [`CompileFailure::Refused`] over a limit (naming the key) or when no
+/// compiler executable is set.
+pub(crate) fn compile(meter: &Meter, bytes: &[u8], target: Option<PathBuf>) -> Result<Artifact, CompileFailure> {
+    let Some(exe) = &meter.exe else {
+        return Err(CompileFailure::Refused(
+            "no compiler is set, so the component is not compiled: components are compiled in a child process \
+             under `[engine] compile_timeout_secs` and `compile_memory_mib` (the `airlock` binary compiles with \
+             itself; a program using the library sets `EngineSettings::compiler` to an `airlock` executable)"
+                .into(),
+        ));
+    };
+    let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    let (temp, private_dir) = match &target {
+        Some(target) => {
+            let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            (target.with_file_name(format!(".{name}.{pid}-{n}.tmp")), None)
+        }
+        None => {
+            // A directory only this user can enter, made fresh (it fails if
+            // the name exists): nobody can swap the artifact in it.
+            let dir = std::env::temp_dir().join(format!("airlock-compile-{pid}-{n}"));
+            let mut builder = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(&dir).map_err(|err| {
+                CompileFailure::Refused(format!(
+                    "cannot create a directory for the compiler at {}: {err}",
+                    dir.display()
+                ))
+            })?;
+            (dir.join("artifact.cwasm"), Some(dir))
+        }
+    };
+    let artifact = Artifact { temp: Mutex::new(Some(temp.clone())), target, private_dir };
+    run_child(meter, exe, bytes, &temp)?;
+    Ok(artifact)
+}
+
+impl Artifact {
+    /// The temporary file holding the artifact (until kept or dropped).
+    pub(crate) fn temp_path(&self) -> Option<PathBuf> {
+        self.temp.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Run `exe __compile` on `bytes`, writing the artifact to `out`.
+fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), CompileFailure> {
+    let started = Instant::now();
+    let mut child = Command::new(exe)
+        .arg(COMPILE_SUBCOMMAND)
+        .arg(meter.timeout_secs.to_string())
+        .arg(meter.memory_mib.to_string())
+        .arg(meter.wasm_stack_bytes.to_string())
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_clear()
+        .spawn()
+        .map_err(|err| {
+            CompileFailure::Refused(format!("cannot start the compiler process {}: {err}", exe.display()))
+        })?;
+    let stdin = child.stdin.take();
+    let stderr = child.stderr.take();
+    let deadline = meter.wall_deadline();
+    let (status, killed, text) = std::thread::scope(|scope| {
+        // The child may die before reading everything: a write error only
+        // means it stopped, which its status says.
+        scope.spawn(move || {
+            if let Some(mut stdin) = stdin {
+                let _ = stdin.write_all(bytes);
+            }
+        });
+        let reader = scope.spawn(move || {
+            let mut text = Vec::new();
+            if let Some(stderr) = stderr {
+                let mut capped = stderr.take(MAX_CHILD_STDERR_BYTES);
+                let _ = capped.read_to_end(&mut text);
+                // Drain the rest so that the child never blocks on a full pipe.
+                let _ = std::io::copy(&mut capped.into_inner(), &mut std::io::sink());
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        });
+        let mut killed = false;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if started.elapsed() >= deadline && !killed => {
+                    killed = true;
+                    let _ = child.kill();
+                }
+                Ok(None) => std::thread::sleep(POLL),
+                Err(err) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Err(err);
+                }
+            }
+        };
+        let text = reader.join().unwrap_or_default();
+        (status, killed, text)
+    });
+    let status =
+        status.map_err(|err| CompileFailure::Refused(format!("cannot wait for the compiler process: {err}")))?;
+    let message = text.trim();
+    if killed {
+        return Err(CompileFailure::Refused(meter.wall_refusal()));
+    }
+    if status.success() {
+        return Ok(());
+    }
+    if let Some(signal) = signal_of(&status) {
+        return Err(CompileFailure::Refused(match signal {
+            libc::SIGXCPU | libc::SIGKILL => meter.cpu_refusal(),
+            libc::SIGABRT | libc::SIGSEGV | libc::SIGBUS => meter.memory_refusal(),
+            _ => format!(
+                "the compiler process died with signal {signal} ({message}); it runs under `[engine] \
+                 compile_timeout_secs = {}` and `[engine] compile_memory_mib = {}`",
+                meter.timeout_secs, meter.memory_mib
+            ),
+        }));
+    }
+    match status.code().and_then(|code| u8::try_from(code).ok()) {
+        Some(EXIT_INVALID) => Err(CompileFailure::Invalid(message.to_owned())),
+        Some(EXIT_OUT_OF_MEMORY) => Err(CompileFailure::Refused(meter.memory_refusal())),
+        _ if message.contains("memory allocation of") => Err(CompileFailure::Refused(meter.memory_refusal())),
+        _ => Err(CompileFailure::Refused(format!(
+            "the compiler process failed ({status}): {message}; it runs under `[engine] compile_timeout_secs = {}` \
+             and `[engine] compile_memory_mib = {}`",
+            meter.timeout_secs, meter.memory_mib
+        ))),
+    }
+}
+
+/// The signal that ended the child, if one did.
+#[cfg(unix)]
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+#[cfg(not(unix))]
+fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// The child: `airlock __compile CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT`
+/// with the component's bytes on stdin. Sets its own limits before it
+/// reads or compiles anything, then writes the artifact to `OUT` (a new
+/// file). Exit codes: 0 compiled, 10 not a component, 11 out of memory,
+/// 12 anything else; the reason is on stderr.
+pub fn child_main(args: &[OsString]) -> ExitCode {
+    match child(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            let _ = writeln!(std::io::stderr(), "{message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn child(args: &[OsString]) -> Result<(), (u8, String)> {
+    let usage = || {
+        (
+            EXIT_OTHER,
+            format!("usage: airlock {COMPILE_SUBCOMMAND} CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT (bytes on stdin)"),
+        )
+    };
+    let [cpu, memory, stack, out] = args else {
+        return Err(usage());
+    };
+    let number = |arg: &OsString| arg.to_str().and_then(|s| s.parse::<u64>().ok()).ok_or_else(usage);
+    let (cpu_secs, memory_mib, stack_bytes) = (number(cpu)?, number(memory)?, number(stack)?);
+    let stack_bytes = usize::try_from(stack_bytes).map_err(|_| usage())?;
+    set_limits(cpu_secs, memory_mib).map_err(|err| (EXIT_OTHER, format!("cannot set the compiler's limits: {err}")))?;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MAX_COMPONENT_BYTES.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| (EXIT_OTHER, format!("cannot read the component: {err}")))?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err((EXIT_INVALID, format!("larger than the {}-byte limit", MAX_COMPONENT_BYTES)));
+    }
+    // The text formats are never compiled (the parent checked the header).
+    check_header(&bytes).map_err(|why| (EXIT_INVALID, why))?;
+    let settings = EngineSettings { wasm_stack_bytes: stack_bytes, ..EngineSettings::default() };
+    let engine = airlock_settings::engine::compile_only_engine(&settings)
+        .map_err(|err| (classify(&err), format!("configuring the compiler: {err:#}")))?;
+    let component = wasmtime::component::Component::new(&engine, &bytes)
+        .map_err(anyhow::Error::from)
+        .map_err(|err| (classify(&err), format!("{err:#}")))?;
+    let artifact =
+        component.serialize().map_err(anyhow::Error::from).map_err(|err| (classify(&err), format!("{err:#}")))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let write = |out: &OsString| -> std::io::Result<()> {
+        let mut file = options.open(out)?;
+        file.write_all(&artifact)?;
+        file.sync_all()
+    };
+    write(out).map_err(|err| (EXIT_OTHER, format!("cannot write the artifact: {err}")))
+}
+
+/// A compile error caused by a failed allocation is a memory refusal, not
+/// an invalid component.
+fn classify(err: &anyhow::Error) -> u8 {
+    let out_of_memory = err.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::OutOfMemory)
+            || cause.to_string().contains("Cannot allocate memory")
+            || cause.to_string().contains("out of memory")
+    });
+    if out_of_memory { EXIT_OUT_OF_MEMORY } else { EXIT_INVALID }
+}
+
+/// `RLIMIT_CPU` (soft: SIGXCPU, one second later SIGKILL), `RLIMIT_AS`,
+/// and on Linux death with the parent (no orphan compiling on).
+#[cfg(unix)]
+fn set_limits(cpu_secs: u64, memory_mib: u64) -> std::io::Result<()> {
+    let set = |resource, soft: u64, hard: u64| {
+        let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+        // SAFETY: `setrlimit` reads the struct we pass and changes only
+        // this process's limits.
+        if unsafe { libc::setrlimit(resource, &limit) } == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+    };
+    set(libc::RLIMIT_CPU, cpu_secs, cpu_secs.saturating_add(1))?;
+    let bytes = memory_mib.saturating_mul(1 << 20);
+    set(libc::RLIMIT_AS, bytes, bytes)?;
+    // The parent-death signal follows the thread that started this process:
+    // that thread waits for it until it exits (`run_child`), so it fires
+    // only when the host itself dies.
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and changes only this
+    // process's parent-death signal.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    Ok(())
+}
+
+/// Elsewhere the limits are not available: refuse rather than compile
+/// unmetered.
+#[cfg(not(unix))]
+fn set_limits(_cpu_secs: u64, _memory_mib: u64) -> std::io::Result<()> {
+    Err(std::io::Error::other("process limits are only available on Unix"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_check_names_what_it_is() {
+        assert!(check_header(&COMPONENT_HEADER).is_ok());
+        assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
+        assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
+        assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
+    }
+}

@@ -1,0 +1,33 @@
+//! Where a tool's component is fetched, compiled, loaded and run.
+//!
+//! - The component layer: the wasmtime [`engine`] and its compile cache,
+//!   the metered [`compiler`] process, the OCI [`distribution`] of
+//!   components, the WIT [`bindings`], [`loader`] (reading, checking and
+//!   describing a component) with the metered schema [`validator`], and
+//!   what a model sees of a loaded tool ([`projection`], [`schema_portable`],
+//!   [`strict`], [`inspect`]); `[tools.NAME]` is read by [`tool_settings`].
+//! - The [`sandbox`]: a fresh store per call (or a session's live instance)
+//!   whose capabilities each own their state and link their own interface
+//!   into the engine: directory and environment [`grants`], the [`network`]
+//!   grant, the [`caller`] identity, the host [`budget`] of open files,
+//!   bodies and writes, and the captured output ([`capture`]).
+
+#![deny(missing_docs)]
+
+pub mod bindings;
+pub mod budget;
+pub mod caller;
+pub mod capture;
+pub mod compiler;
+pub mod distribution;
+pub mod engine;
+pub mod grants;
+pub mod inspect;
+pub mod loader;
+pub mod network;
+pub mod projection;
+pub mod sandbox;
+pub mod schema_portable;
+pub mod strict;
+pub mod tool_settings;
+pub mod validator;

@@ -1,0 +1,554 @@
+//! Load: turn an untrusted `.wasm` file into a [`LoadedTool`], or a
+//! [`LoadError`] that says what is wrong and what would be accepted.
+//!
+//! Trusts nothing in the file. The binary header is checked before the
+//! compiler sees the bytes (wasmtime would also accept WAT text), the world
+//! is checked by binding the exports, and the metadata is read by running
+//! the component under its limits with no grants. Every string the
+//! component declares is capped and every schema is compiled before use.
+
+use crate::bindings::Contract;
+use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
+use crate::engine::{Runtime, digest};
+use crate::sandbox::{self, RawMetadata, ToolPre};
+use crate::tool_settings::{ToolSettings, check_name};
+use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped};
+use airlock_core::outcome::{ErrorKind, Failure};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+use wasmtime::component::Component;
+
+/// Largest tool description accepted.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+/// Longest description, in characters, that every client converter
+/// accepts: LlamaIndex's `to_openai_tool()` refuses a longer one, and
+/// OpenAI-compatible endpoints have refused `tools[i].function.description`
+/// above it (`string_above_max_length`). A longer one loads, with a
+/// warning.
+pub const PORTABLE_DESCRIPTION_CHARS: usize = 1024;
+
+/// The warning for a description longer than
+/// [`PORTABLE_DESCRIPTION_CHARS`]; `None` when it fits.
+pub fn description_too_long(name: &str, description: &str) -> Option<String> {
+    let chars = description.chars().count();
+    (chars > PORTABLE_DESCRIPTION_CHARS).then(|| {
+        format!(
+            "the description of {name:?} is {chars} characters; some clients refuse more than \
+             {PORTABLE_DESCRIPTION_CHARS} (LlamaIndex's to_openai_tool(), OpenAI-compatible endpoints): move detail \
+             into the parameters' descriptions"
+        )
+    })
+}
+
+/// Largest parameters or output schema accepted.
+pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
+
+/// A loaded, checked tool ready to be called.
+pub struct LoadedTool {
+    /// Declared name (checked).
+    pub name: String,
+    /// Declared description (capped).
+    pub description: String,
+    /// Parameters schema (a JSON object schema).
+    pub parameters: Value,
+    /// Output schema, if declared.
+    pub output_schema: Option<Value>,
+    /// sha256 of the component bytes.
+    pub digest: String,
+    /// Where it was loaded from.
+    pub source: PathBuf,
+    /// Component size in bytes.
+    pub size: u64,
+    /// The compiled artifact came from the on-disk cache.
+    pub from_cache: bool,
+    /// Operator settings.
+    pub settings: ToolSettings,
+    /// The registry it was pulled from, its manifest digest and verified
+    /// signer; `None` for a local file.
+    pub origin: Option<crate::distribution::Origin>,
+    /// The component pre-instantiated for its contract version: each call
+    /// instantiates it in a fresh store.
+    pub pre: ToolPre,
+    /// The parameters schema compiled in the metered validator.
+    pub parameters_check: Arc<Schema>,
+    /// The output schema compiled in the metered validator, if the tool
+    /// declares one.
+    pub output_check: Option<Arc<Schema>>,
+}
+
+impl LoadedTool {
+    /// The contract version the component targets (`airlock:tool@0.1.0`
+    /// or `@0.2.0`), found from the interfaces it exports.
+    pub fn contract(&self) -> Contract {
+        self.pre.contract()
+    }
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool")
+            .field("name", &self.name)
+            .field("digest", &self.digest)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a component was refused. Each message names the file and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A component from a registry could not be pulled or verified (the
+    /// message names the reference and the digest).
+    #[error("{message}")]
+    Distribution {
+        /// What was refused and what would be accepted.
+        message: String,
+    },
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is larger than `MAX_COMPONENT_BYTES` (256 MiB).
+    #[error("{path}: {size} bytes is larger than the {MAX_COMPONENT_BYTES}-byte limit for a component")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// Compiling the component went over `[engine] compile_timeout_secs`
+    /// or `compile_memory_mib`, or could not run (the message names the
+    /// key).
+    #[error("{path}: {why}")]
+    Compile {
+        /// The file.
+        path: PathBuf,
+        /// Which limit, and how to raise it.
+        why: String,
+    },
+    /// The bytes are not a WebAssembly component.
+    #[error("{path}: {why}")]
+    NotAComponent {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead and how to build a component.
+        why: String,
+    },
+    /// The component does not fit the `airlock:tool` world.
+    #[error("{path}: not an airlock:tool component: {why}")]
+    WrongWorld {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or extra.
+        why: String,
+    },
+    /// The sha256 pin in the config does not match.
+    #[error("{path}: sha256 is {actual} but the config pins {expected}; refusing to load a component that changed")]
+    PinMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The pinned digest.
+        expected: String,
+        /// The actual digest.
+        actual: String,
+    },
+    /// Reading metadata failed (trap, timeout, …).
+    #[error("{path}: reading the tool's metadata failed: {failure}")]
+    Metadata {
+        /// The file.
+        path: PathBuf,
+        /// What happened.
+        failure: Failure,
+    },
+    /// The metadata is unacceptable.
+    #[error("{path}: {why}")]
+    BadMetadata {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and what is accepted.
+        why: String,
+    },
+}
+
+/// Read, check, compile and describe the component at `path`.
+///
+/// # Errors
+///
+/// See [`LoadError`]: anything that is not a component of the
+/// `airlock:tool` world with a valid name and valid schemas is refused.
+pub async fn load(runtime: &Runtime, path: &Path, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
+    load_shared(runtime, path, settings, &CompileOnce::default(), &|| {}).await
+}
+
+/// Give a loaded tool other operator settings, checking its sha256 pin.
+///
+/// # Errors
+///
+/// The new settings pin another digest.
+pub fn with_settings(mut tool: LoadedTool, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
+    if let Some(expected) = &settings.sha256
+        && !expected.eq_ignore_ascii_case(&tool.digest)
+    {
+        return Err(LoadError::PinMismatch { path: tool.source, expected: expected.clone(), actual: tool.digest });
+    }
+    tool.settings = settings;
+    Ok(tool)
+}
+
+/// Check the size, header and pin of bytes already in memory and compile
+/// them (metered, on the blocking pool), or take them from the cache.
+///
+/// # Errors
+///
+/// Too large, not a component, a pin mismatch, or over a compile limit.
+pub(crate) async fn compile_bytes(
+    runtime: &Runtime,
+    path: &Path,
+    bytes: &[u8],
+    settings: &ToolSettings,
+) -> Result<Built, LoadError> {
+    let path_buf = path.to_owned();
+    let size = bytes.len() as u64;
+    if size > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path_buf, size });
+    }
+    check_header(bytes).map_err(|why| LoadError::NotAComponent { path: path_buf.clone(), why })?;
+    let digest = digest(bytes);
+    if let Some(expected) = &settings.sha256
+        && !expected.eq_ignore_ascii_case(&digest)
+    {
+        return Err(LoadError::PinMismatch { path: path_buf, expected: expected.clone(), actual: digest });
+    }
+    let outcome = CompileOnce::default().get(runtime, Arc::new(bytes.to_vec()), &digest, &|| {}).await;
+    let (component, from_cache, artifact) = outcome.map_err(|failure| failure.into_load_error(path))?;
+    Ok(Built { component, from_cache, artifact, digest, size })
+}
+
+/// A compiled component and what is known of its bytes.
+pub(crate) struct Built {
+    /// The compiled component.
+    pub(crate) component: Component,
+    from_cache: bool,
+    /// The artifact of a component compiled just now, kept in the cache
+    /// only if the load accepts the component.
+    artifact: Option<Arc<Artifact>>,
+    digest: String,
+    size: u64,
+}
+
+impl CompileFailure {
+    fn into_load_error(self, path: &Path) -> LoadError {
+        match self {
+            CompileFailure::Invalid(why) => {
+                LoadError::NotAComponent { path: path.to_owned(), why: format!("invalid component: {why}") }
+            }
+            CompileFailure::Refused(why) => LoadError::Compile { path: path.to_owned(), why },
+        }
+    }
+}
+
+/// Bind a compiled component to the tool world and read its metadata under
+/// its limits. Only an accepted component's artifact is kept in the cache.
+pub(crate) async fn describe(
+    runtime: &Runtime,
+    path_buf: PathBuf,
+    compiled: Built,
+    settings: ToolSettings,
+) -> Result<LoadedTool, LoadError> {
+    let Built { component, from_cache, artifact, digest, size } = compiled;
+    let instance_pre = runtime.linker().instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
+        path: path_buf.clone(),
+        why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
+    })?;
+    let pre = ToolPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
+        path: path_buf.clone(),
+        why: format!(
+            "{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.2.0 or 0.1.0)"
+        ),
+    })?;
+    let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|mut failure| {
+        // The metadata crosses to the host like a result: say which caps
+        // apply to it rather than to a call's result.
+        if failure.kind == ErrorKind::OutputTooLarge {
+            failure.message = format!(
+                "the component handed the host more metadata than it accepts at once (a description of at most \
+                 {MAX_DESCRIPTION_BYTES} bytes, schemas of at most {MAX_SCHEMA_BYTES} bytes each)"
+            );
+        }
+        LoadError::Metadata { path: path_buf.clone(), failure }
+    })?;
+    let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
+    if let Some(problem) = description_too_long(&checked.name, &checked.description) {
+        tracing::warn!(component = %path_buf.display(), "{problem}");
+    }
+    let bad = |why| LoadError::BadMetadata { path: path_buf.clone(), why };
+    let cache_dir = runtime.cache_dir();
+    let parameters_check =
+        compile_schema(&checked.name, "parameters", &checked.parameters, &settings, cache_dir).await.map_err(bad)?;
+    let output_check = match &checked.output {
+        Some(schema) => Some(compile_schema(&checked.name, "output", schema, &settings, cache_dir).await.map_err(bad)?),
+        None => None,
+    };
+    // Only a component the whole load accepted is kept in the cache.
+    if let Some(artifact) = artifact {
+        artifact.keep();
+    }
+    Ok(LoadedTool {
+        name: checked.name,
+        description: checked.description,
+        parameters: checked.parameters,
+        output_schema: checked.output,
+        digest,
+        source: path_buf,
+        size,
+        from_cache,
+        settings,
+        origin: None,
+        pre,
+        parameters_check,
+        output_check,
+    })
+}
+
+/// What compiling one digest gave: the component, whether it came from
+/// the cache and the artifact waiting to be kept, or why it was refused.
+type CompileOutcome = Result<(Component, bool, Option<Arc<Artifact>>), CompileFailure>;
+
+/// Compiled components by digest, shared by the loads of one registry
+/// build: files with the same bytes are compiled once, even when their
+/// loads run at the same time.
+#[derive(Default)]
+pub struct CompileOnce {
+    cells: std::sync::Mutex<HashMap<String, Arc<OnceCell<CompileOutcome>>>>,
+}
+
+impl CompileOnce {
+    /// The component with this digest: from the cache, from an earlier or
+    /// running compilation of the same bytes, or compiled now on the
+    /// blocking pool (`compiling` is called first).
+    async fn get(
+        &self,
+        runtime: &Runtime,
+        bytes: Arc<Vec<u8>>,
+        digest: &str,
+        compiling: &(dyn Fn() + Send + Sync),
+    ) -> CompileOutcome {
+        let cell = {
+            let mut cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
+            cells.entry(digest.to_owned()).or_default().clone()
+        };
+        let outcome = cell
+            .get_or_init(|| async {
+                let compiler = runtime.compiler();
+                let (cache, key) = (compiler.clone(), digest.to_owned());
+                // Mapping a cached artifact is file I/O: off the async threads too.
+                match tokio::task::spawn_blocking(move || cache.cached(&key)).await {
+                    Ok(Some(component)) => return Ok((component, true, None)),
+                    Ok(None) => {}
+                    Err(err) => return Err(CompileFailure::Refused(format!("the cache lookup stopped: {err}"))),
+                }
+                compiling();
+                let key = digest.to_owned();
+                match tokio::task::spawn_blocking(move || compiler.compile(&bytes, &key)).await {
+                    Ok(Ok(fresh)) => Ok((fresh.component, false, Some(Arc::new(fresh.artifact)))),
+                    Ok(Err(failure)) => Err(failure),
+                    Err(err) => Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
+                }
+            })
+            .await;
+        outcome.clone()
+    }
+}
+
+/// [`load`] for loads that run in parallel: the file is read, hashed and
+/// compiled off the async threads, and components with the same bytes are
+/// compiled once (through `once`). `compiling` is called when the cache has
+/// no artifact and compilation begins.
+///
+/// # Errors
+///
+/// See [`LoadError`].
+pub async fn load_shared(
+    runtime: &Runtime,
+    path: &Path,
+    settings: ToolSettings,
+    once: &CompileOnce,
+    compiling: &(dyn Fn() + Send + Sync),
+) -> Result<LoadedTool, LoadError> {
+    let owned = path.to_owned();
+    let (bytes, digest) = match tokio::task::spawn_blocking(move || read_component(&owned)).await {
+        Ok(read) => read?,
+        Err(err) => return Err(LoadError::Io { path: path.to_owned(), source: std::io::Error::other(err) }),
+    };
+    if let Some(expected) = &settings.sha256
+        && !expected.eq_ignore_ascii_case(&digest)
+    {
+        return Err(LoadError::PinMismatch { path: path.to_owned(), expected: expected.clone(), actual: digest });
+    }
+    let size = bytes.len() as u64;
+    let (component, from_cache, artifact) =
+        once.get(runtime, bytes, &digest, compiling).await.map_err(|failure| failure.into_load_error(path))?;
+    describe(runtime, path.to_owned(), Built { component, from_cache, artifact, digest, size }, settings).await
+}
+
+/// Read a component file under [`MAX_COMPONENT_BYTES`], check its header
+/// and hash it.
+fn read_component(path: &Path) -> Result<(Arc<Vec<u8>>, String), LoadError> {
+    let io = |source| LoadError::Io { path: path.to_owned(), source };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path.to_owned(), size });
+    }
+    // The file may have grown since: read at most one byte over the cap.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_COMPONENT_BYTES + 1), &mut bytes)
+        })
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge { path: path.to_owned(), size: bytes.len() as u64 });
+    }
+    check_header(&bytes).map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why })?;
+    let digest = digest(&bytes);
+    Ok((Arc::new(bytes), digest))
+}
+
+struct CheckedMetadata {
+    name: String,
+    description: String,
+    parameters: Value,
+    output: Option<Value>,
+}
+
+fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
+    check_name(&raw.name)?;
+    if raw.description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(format!(
+            "the description of {:?} is {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted",
+            raw.name,
+            raw.description.len()
+        ));
+    }
+    if raw.description.trim().is_empty() {
+        return Err(format!("tool {:?} has an empty description; models need one to choose the tool", raw.name));
+    }
+    let parameters = check_schema(&raw.name, "parameters", &raw.parameters)?;
+    if parameters.get("type") != Some(&Value::String("object".into())) {
+        return Err(format!(
+            "the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)",
+            raw.name
+        ));
+    }
+    let output = match &raw.output {
+        Some(text) => Some(check_schema(&raw.name, "output", text)?),
+        None => None,
+    };
+    Ok(CheckedMetadata { name: raw.name, description: raw.description, parameters, output })
+}
+
+/// Parse a schema the component declared and check its shape: JSON, an
+/// object, valid against its metaschema. (Compiling it, which runs the
+/// author's patterns and references, is done under the meter:
+/// [`compile_schema`].)
+fn check_schema(tool: &str, which: &str, text: &str) -> Result<Value, String> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
+            text.len()
+        ));
+    }
+    let schema: Value =
+        serde_json::from_str(text).map_err(|err| format!("the {which} schema of {tool:?} is not JSON: {err}"))?;
+    if !schema.is_object() {
+        return Err(format!("the {which} schema of {tool:?} must be a JSON object (a JSON Schema), not {schema}"));
+    }
+    jsonschema::meta::validate(&schema)
+        .map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
+    Ok(schema)
+}
+
+/// Compile a schema the component declared in the host's metered validator,
+/// under the tool's `timeout_ms` and `validation_memory_mib`, as reading its
+/// metadata was.
+async fn compile_schema(
+    tool: &str,
+    which: &str,
+    schema: &Value,
+    settings: &ToolSettings,
+    cache_dir: Option<&Path>,
+) -> Result<Arc<Schema>, String> {
+    let limits = &settings.limits;
+    // The validator itself is made ready first: its own compilation (once
+    // per process) is not the schema's time.
+    crate::validator::ready(cache_dir).await.map_err(|why| format!("the {which} schema of {tool:?}: {why}"))?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let bounds = Bounds {
+        at: tokio::time::Instant::now() + limits.timeout,
+        cancel: &cancel,
+        memory_bytes: limits.validation_memory_bytes,
+    };
+    match Schema::compile(schema, cache_dir, bounds).await {
+        Ok(Ok(compiled)) => Ok(Arc::new(compiled)),
+        Ok(Err(why)) => Err(format!(
+            "the {which} schema of {tool:?} cannot be compiled: {why} (patterns may use neither look-around nor \
+             back-references, and compile to at most {MAX_REGEX_BYTES} bytes)"
+        )),
+        Err(Stopped::Deadline | Stopped::Cancelled) => Err(format!(
+            "compiling the {which} schema of {tool:?} took longer than the tool's timeout_ms = {}",
+            limits.timeout.as_millis()
+        )),
+        Err(Stopped::Memory) => Err(format!(
+            "compiling the {which} schema of {tool:?} needed more memory than the tool's validation_memory_mib = {}",
+            limits.validation_memory_bytes >> 20
+        )),
+        Err(Stopped::Fault(why)) => Err(format!("the {which} schema of {tool:?} cannot be compiled: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(parameters: &str, output: Option<&str>) -> RawMetadata {
+        RawMetadata {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: parameters.into(),
+            output: output.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn schemas_are_checked() {
+        assert!(check_metadata(raw(r#"{"type":"object"}"#, None)).is_ok());
+        assert!(check_metadata(raw(r#"{"type":"object"}"#, Some(r#"{"type":"string"}"#))).is_ok());
+        let err = |p: &str, o: Option<&str>| check_metadata(raw(p, o)).err().unwrap();
+        assert!(err("not json", None).contains("not JSON"));
+        assert!(err("[]", None).contains("must be a JSON object"));
+        assert!(err(r#"{"type":"string"}"#, None).contains("\"type\": \"object\""));
+        assert!(err(r#"{"type":"object","minProperties":"x"}"#, None).contains("not a valid JSON Schema"));
+        assert!(err(r#"{"type":"object"}"#, Some("true")).contains("output schema"));
+    }
+
+    #[test]
+    fn a_description_over_the_portable_length_is_named() {
+        assert_eq!(description_too_long("t", &"é".repeat(PORTABLE_DESCRIPTION_CHARS)), None);
+        let warning = description_too_long("t", &"x".repeat(PORTABLE_DESCRIPTION_CHARS + 1)).unwrap();
+        assert!(warning.contains("1025 characters") && warning.contains("1024"), "{warning}");
+    }
+
+    #[test]
+    fn oversized_description_is_refused() {
+        let mut meta = raw(r#"{"type":"object"}"#, None);
+        meta.description = "x".repeat(MAX_DESCRIPTION_BYTES + 1);
+        assert!(check_metadata(meta).err().unwrap().contains("at most"));
+    }
+}

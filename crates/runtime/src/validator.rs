@@ -1,0 +1,500 @@
+//! The meter for schemas: every JSON Schema a tool declared is compiled and
+//! evaluated inside Airlock's own engine, by a validator compiled to a
+//! WebAssembly component (`host/validator`), never natively by the host.
+//!
+//! Trusts nothing it evaluates: the schema is the tool author's, and the
+//! instance is a model's arguments or a guest's result. A schema's shape
+//! decides how much CPU and memory a check takes (regexes, `uniqueItems`,
+//! combinators whose errors copy subschemas), and no estimate bounds that
+//! well; a meter does. Each check runs under an epoch deadline (the call's
+//! own), yields to the async runtime every tick so it never holds a worker
+//! thread, stops at once when the call is cancelled, and grows its linear
+//! memory only up to the tool's `validation_memory_mib`. A check that hits
+//! a limit traps the validator's instance, which is then dropped: the host
+//! itself neither allocates nor spins for a schema.
+//!
+//! One instance holds one compiled schema. Each schema keeps a few idle
+//! instances warm ([`MAX_IDLE`], small ones only: [`KEEP_WARM_BYTES`]), so
+//! a call pays for a check, not for compiling the schema again.
+
+use airlock_core::outcome::{ErrorKind, Failure};
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit/validator",
+        world: "validator",
+        exports: { default: async },
+    });
+}
+
+use bindings::exports::airlock::validator::schema::Violations;
+use bindings::{Validator, ValidatorPre};
+
+/// The validator component, built by `build.rs` from `host/validator`.
+const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/validator.wasm"));
+
+/// How often the validator engine's epoch advances: a check yields to the
+/// async runtime, and notices its deadline, once per tick.
+const TICK: Duration = Duration::from_millis(1);
+/// Idle instances kept per schema.
+pub const MAX_IDLE: usize = 2;
+/// An instance whose linear memory grew past this is dropped after its
+/// check instead of being kept warm, so idle instances stay small.
+pub const KEEP_WARM_BYTES: usize = 8 << 20;
+/// Most bytes of one violation's message the validator hands back.
+const MAX_MESSAGE_BYTES: u32 = 1024;
+/// Largest compiled size of one `pattern` / `patternProperties` regex
+/// (regexes run on the linear-time `regex` engine).
+pub const MAX_REGEX_BYTES: usize = 256 << 10;
+/// Largest lazy-DFA cache of one regex.
+pub const MAX_REGEX_DFA_BYTES: usize = 1 << 20;
+/// Violations listed in an error.
+pub const MAX_LISTED_ERRORS: usize = 10;
+/// Violations past this many are not even counted ("at least N more").
+pub const MAX_COUNTED_ERRORS: usize = 10_000;
+
+/// What one store of the validator holds: an empty WASI context (no
+/// directories, no environment, no network: the validator needs none) and
+/// the memory meter.
+struct Ctx {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    meter: MemoryMeter,
+    /// When the check running in this store must stop.
+    deadline: Instant,
+}
+
+impl WasiView for Ctx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Caps the linear memory of one validator instance and remembers whether
+/// the cap was hit (a trap then means "out of memory", not a fault).
+struct MemoryMeter {
+    cap: usize,
+    size: usize,
+    refused: bool,
+}
+
+impl ResourceLimiter for MemoryMeter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.cap {
+            self.refused = true;
+            // An error traps at once: the validator cannot go on without
+            // the memory, and its own allocation-failure path would spend
+            // more time than the host wants to give it.
+            return Err(wasmtime::Error::msg("the validator's memory cap was reached"));
+        }
+        self.size = self.size.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+
+    fn instances(&self) -> usize {
+        16
+    }
+
+    fn tables(&self) -> usize {
+        16
+    }
+
+    fn memories(&self) -> usize {
+        4
+    }
+}
+
+/// The validator's engine and component, shared by every host in the
+/// process (the component is ours, compiled once).
+struct Meter {
+    engine: Engine,
+    pre: ValidatorPre<Ctx>,
+}
+
+static METER: OnceLock<Result<Meter, String>> = OnceLock::new();
+
+/// The shared meter, compiled (or loaded from `cache_dir`) on first use.
+fn meter(cache_dir: Option<&Path>) -> Result<&'static Meter, Failure> {
+    METER
+        .get_or_init(|| Meter::new(cache_dir).map_err(|err| format!("{err:#}")))
+        .as_ref()
+        .map_err(|err| Failure::new(ErrorKind::Internal, format!("the host's schema validator is unavailable: {err}")))
+}
+
+/// Compile (or load from the cache) the validator before the first schema
+/// needs it, so that the time is spent at start-up, where it is expected.
+///
+/// # Errors
+///
+/// The validator component does not compile in this engine (a build
+/// fault).
+pub(crate) fn prepare(cache_dir: Option<&Path>) -> Result<(), Failure> {
+    meter(cache_dir).map(drop)
+}
+
+impl Meter {
+    fn new(cache_dir: Option<&Path>) -> anyhow::Result<Meter> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.parallel_compilation(true);
+        let engine = Engine::new(&config).map_err(anyhow::Error::from).context("configuring the validator engine")?;
+        let component = compile(&engine, cache_dir)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)
+            .context("linking WASI for the validator")?;
+        let pre = ValidatorPre::new(linker.instantiate_pre(&component).map_err(anyhow::Error::from)?)
+            .map_err(anyhow::Error::from)
+            .context("binding the validator component")?;
+        let ticker = engine.clone();
+        std::thread::Builder::new()
+            .name("airlock-validator-epoch".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(TICK);
+                    ticker.increment_epoch();
+                }
+            })
+            .context("starting the validator's epoch ticker")?;
+        Ok(Meter { engine, pre })
+    }
+}
+
+/// The validator compiled for `engine`: from the cache when an artifact of
+/// these bytes for this engine is there, else compiled and cached.
+fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Component> {
+    use std::hash::{Hash, Hasher};
+    let path: Option<PathBuf> = cache_dir.map(|dir| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        // The component's sha256 (as `engine::digest` computes it; this
+        // module stays below the engine in the module graph).
+        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(COMPONENT));
+        dir.join(format!("validator-{digest}-{:016x}.cwasm", hasher.finish()))
+    });
+    if let Some(path) = &path
+        && path.is_file()
+    {
+        // SAFETY: the cache directory is operator-owned (see
+        // `EngineSettings::cache_dir`) and the file name binds the artifact
+        // to the validator's digest and this engine's compatibility hash.
+        match unsafe { Component::deserialize_file(engine, path) } {
+            Ok(component) => return Ok(component),
+            Err(err) => tracing::warn!(path = %path.display(), "ignoring unusable cached validator: {err:#}"),
+        }
+    }
+    let component =
+        Component::new(engine, COMPONENT).map_err(anyhow::Error::from).context("compiling the schema validator")?;
+    if let Some(path) = &path {
+        let written = component.serialize().map_err(anyhow::Error::from).and_then(|bytes| {
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+            std::fs::write(&tmp, bytes)?;
+            std::fs::rename(&tmp, path)?;
+            Ok(())
+        });
+        if let Err(err) = written {
+            tracing::warn!(path = %path.display(), "cannot cache the compiled validator: {err:#}");
+        }
+    }
+    Ok(component)
+}
+
+/// Make the validator ready (compiled, or loaded from `cache_dir`) off the
+/// async worker threads: compiling it takes seconds, once per process (or
+/// once per cache). Call it before taking the time a schema's compilation
+/// may use.
+///
+/// # Errors
+///
+/// The validator does not compile in this engine (a build fault).
+pub async fn ready(cache_dir: Option<&Path>) -> Result<(), String> {
+    if METER.get().is_some() {
+        return Ok(());
+    }
+    let cache_dir = cache_dir.map(Path::to_owned);
+    let prepared = tokio::task::spawn_blocking(move || prepare(cache_dir.as_deref())).await;
+    prepared.map_err(|err| err.to_string())?.map_err(|failure| failure.message)
+}
+
+/// An instance of the validator holding one compiled schema.
+struct Warm {
+    store: Store<Ctx>,
+    validator: Validator,
+}
+
+/// When a check must give up, and what its caps are.
+#[derive(Clone, Copy)]
+pub struct Bounds<'a> {
+    /// The call's deadline.
+    pub at: tokio::time::Instant,
+    /// The call's cancellation.
+    pub cancel: &'a CancellationToken,
+    /// The tool's `validation_memory_mib`, in bytes.
+    pub memory_bytes: usize,
+}
+
+/// Why a check gave no answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopped {
+    /// The deadline passed.
+    Deadline,
+    /// The call was cancelled.
+    Cancelled,
+    /// The validator needed more memory than the cap.
+    Memory,
+    /// The validator trapped for another reason (a stack overflow on a
+    /// deeply nested schema, say), or the host could not run it.
+    Fault(String),
+}
+
+/// The violations of an instance, as the validator listed them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// `(pointer, message)` of the first violations, at most
+    /// [`MAX_LISTED_ERRORS`].
+    pub listed: Vec<(String, String)>,
+    /// Violations counted, at most [`MAX_COUNTED_ERRORS`].
+    pub counted: usize,
+}
+
+/// A schema compiled in the validator, with its idle instances.
+pub struct Schema {
+    /// The schema as JSON text (to compile it into new instances).
+    text: String,
+    /// Idle instances and the memory cap each was created under.
+    idle: Mutex<Vec<(usize, Warm)>>,
+}
+
+impl Schema {
+    /// Compile `schema` in the validator under `bounds`, keeping the
+    /// instance warm for the first check.
+    ///
+    /// # Errors
+    ///
+    /// `Ok(Err(why))` when the schema does not compile (why, in the
+    /// validator's words); `Err` when a limit stopped the compilation.
+    pub async fn compile(
+        schema: &serde_json::Value,
+        cache_dir: Option<&Path>,
+        bounds: Bounds<'_>,
+    ) -> Result<Result<Schema, String>, Stopped> {
+        let meter = meter(cache_dir).map_err(|failure| Stopped::Fault(failure.message))?;
+        let text = schema.to_string();
+        match instantiate(meter, &text, bounds).await? {
+            Ok(warm) => Ok(Ok(Schema { text, idle: Mutex::new(vec![(bounds.memory_bytes, warm)]) })),
+            Err(why) => Ok(Err(why)),
+        }
+    }
+
+    /// Check `instance` (JSON text) against the schema within `bounds`:
+    /// `Ok(None)` when it matches.
+    ///
+    /// # Errors
+    ///
+    /// What stopped the check.
+    pub async fn check(&self, instance: &str, bounds: Bounds<'_>) -> Result<Option<Listed>, Stopped> {
+        let meter = meter(None).map_err(|failure| Stopped::Fault(failure.message))?;
+        let idle = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            // An instance made under another cap (the operator changed it
+            // on reload) is dropped: grown memory cannot be given back.
+            idle.retain(|(cap, _)| *cap == bounds.memory_bytes);
+            idle.pop()
+        };
+        let mut warm = match idle {
+            Some((_, warm)) => warm,
+            None => match instantiate(meter, &self.text, bounds).await? {
+                Ok(warm) => warm,
+                Err(why) => return Err(Stopped::Fault(format!("the schema no longer compiles: {why}"))),
+            },
+        };
+        let listed = run(&mut warm, bounds, |validator, store| {
+            let instance = instance.to_owned();
+            Box::pin(async move {
+                validator
+                    .airlock_validator_schema()
+                    .call_validate(
+                        store,
+                        &instance,
+                        MAX_LISTED_ERRORS as u32,
+                        MAX_COUNTED_ERRORS as u32,
+                        MAX_MESSAGE_BYTES,
+                    )
+                    .await
+            })
+        })
+        .await?;
+        let listed = listed.map_err(|why| Stopped::Fault(format!("the validator refused the instance: {why}")))?;
+        if warm.store.data().meter.size <= KEEP_WARM_BYTES {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < MAX_IDLE {
+                idle.push((bounds.memory_bytes, warm));
+            }
+        }
+        Ok(listed.map(|Violations { listed, counted }| Listed {
+            listed: listed.into_iter().map(|v| (v.pointer, v.message)).collect(),
+            counted: counted as usize,
+        }))
+    }
+}
+
+/// A new instance of the validator with `schema` compiled in it.
+async fn instantiate(meter: &Meter, schema: &str, bounds: Bounds<'_>) -> Result<Result<Warm, String>, Stopped> {
+    let ctx = Ctx {
+        // Deny by default: no directories, environment, network or stdio.
+        wasi: WasiCtx::builder().build(),
+        table: ResourceTable::new(),
+        meter: MemoryMeter { cap: bounds.memory_bytes, size: 0, refused: false },
+        deadline: Instant::now(),
+    };
+    let mut store = Store::new(&meter.engine, ctx);
+    store.limiter(|ctx| &mut ctx.meter);
+    arm(&mut store, bounds);
+    let pre = meter.pre.clone();
+    let instantiated = stop_at(bounds, async { pre.instantiate_async(&mut store).await }).await;
+    let validator = match instantiated {
+        Ok(Ok(validator)) => validator,
+        Ok(Err(err)) => return Err(stopped(&err, &store)),
+        Err(stop) => return Err(stop),
+    };
+    let mut warm = Warm { store, validator };
+    let schema = schema.to_owned();
+    let compiled = run(&mut warm, bounds, |validator, store| {
+        Box::pin(async move {
+            validator
+                .airlock_validator_schema()
+                .call_compile(store, &schema, MAX_REGEX_BYTES as u32, MAX_REGEX_DFA_BYTES as u32)
+                .await
+        })
+    })
+    .await?;
+    Ok(compiled.map(|()| warm))
+}
+
+/// Set the store's deadline from `bounds`: the validator yields every tick
+/// and traps once the deadline has passed.
+fn arm(store: &mut Store<Ctx>, bounds: Bounds<'_>) {
+    store.data_mut().deadline = bounds.at.into_std();
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|ctx| {
+        if Instant::now() >= ctx.data().deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
+    });
+}
+
+/// Run one export of `warm` within `bounds`.
+async fn run<R, F>(warm: &mut Warm, bounds: Bounds<'_>, work: F) -> Result<R, Stopped>
+where
+    F: for<'a> FnOnce(
+        &'a Validator,
+        &'a mut Store<Ctx>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
+{
+    arm(&mut warm.store, bounds);
+    let Warm { store, validator } = warm;
+    match stop_at(bounds, work(validator, store)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(stopped(&err, store)),
+        Err(stop) => Err(stop),
+    }
+}
+
+/// Race `work` against the deadline and the cancellation of `bounds`.
+async fn stop_at<T>(bounds: Bounds<'_>, work: impl Future<Output = T>) -> Result<T, Stopped> {
+    tokio::select! {
+        biased;
+        () = bounds.cancel.cancelled() => Err(Stopped::Cancelled),
+        () = tokio::time::sleep_until(bounds.at) => Err(Stopped::Deadline),
+        done = work => Ok(done),
+    }
+}
+
+/// What a trap of the validator means.
+fn stopped(err: &wasmtime::Error, store: &Store<Ctx>) -> Stopped {
+    if store.data().meter.refused {
+        return Stopped::Memory;
+    }
+    match err.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Stopped::Deadline,
+        _ => Stopped::Fault(format!("{err:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bounds(cancel: &CancellationToken, ms: u64, memory_bytes: usize) -> Bounds<'_> {
+        Bounds { at: tokio::time::Instant::now() + Duration::from_millis(ms), cancel, memory_bytes }
+    }
+
+    async fn schema(value: serde_json::Value) -> Schema {
+        ready(None).await.unwrap();
+        let cancel = CancellationToken::new();
+        Schema::compile(&value, None, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().unwrap()
+    }
+
+    #[tokio::test]
+    async fn lists_violations_with_pointers() {
+        let schema = schema(json!({"type":"object","properties":{"n":{"type":"integer","minimum":1}}})).await;
+        let cancel = CancellationToken::new();
+        assert_eq!(schema.check(r#"{"n":3}"#, bounds(&cancel, 60_000, 64 << 20)).await, Ok(None));
+        let listed = schema.check(r#"{"n":0}"#, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().unwrap();
+        assert_eq!(listed.counted, 1);
+        assert_eq!(listed.listed, vec![("/n".to_owned(), "0 is less than the minimum of 1".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn a_schema_that_does_not_compile_says_why() {
+        ready(None).await.unwrap();
+        let cancel = CancellationToken::new();
+        let bad = json!({"type":"string","pattern":"(?=a)"});
+        let why = Schema::compile(&bad, None, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().err().unwrap();
+        assert!(why.contains("(?=a)") || why.to_lowercase().contains("look"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn memory_past_the_cap_stops_the_check_not_the_host() {
+        // Every error of `anyOf` copies its subschemas; a long array of
+        // failing items needs far more than 8 MiB to report.
+        let branches: Vec<_> = (0..60).map(|i| json!({"const": format!("{i}{}", "x".repeat(2000))})).collect();
+        let schema =
+            schema(json!({"type":"object","properties":{"a":{"type":"array","items":{"anyOf": branches}}}})).await;
+        let cancel = CancellationToken::new();
+        let instance = format!(r#"{{"a":[{}]}}"#, vec!["0"; 100_000].join(","));
+        let got = schema.check(&instance, bounds(&cancel, 600_000, 8 << 20)).await;
+        assert_eq!(got, Err(Stopped::Memory));
+    }
+
+    #[tokio::test]
+    async fn the_deadline_and_cancellation_stop_a_check() {
+        // 40 levels of `$defs`, each evaluating the next twice: 2^40
+        // evaluations of one value, far past the 50 ms allowed on any
+        // machine.
+        let mut defs = serde_json::Map::new();
+        for level in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/a{}", level + 1)});
+            defs.insert(format!("a{level}"), json!({"allOf": [next.clone(), next]}));
+        }
+        defs.insert("a40".to_owned(), json!({"type": "integer"}));
+        let schema = schema(json!({"$ref": "#/$defs/a0", "$defs": defs})).await;
+        let cancel = CancellationToken::new();
+        assert_eq!(schema.check("1", bounds(&cancel, 50, 64 << 20)).await, Err(Stopped::Deadline));
+        cancel.cancel();
+        assert_eq!(schema.check("1", bounds(&cancel, 60_000, 64 << 20)).await, Err(Stopped::Cancelled));
+    }
+}

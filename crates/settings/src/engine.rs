@@ -1,0 +1,215 @@
+//! `[engine]`: [`RawEngine`] is it as written, [`EngineSettings::from_raw`]
+//! checks it, and [`wasmtime_config`] turns it into the wasmtime
+//! configuration of the engine that runs tools and of the engine of the
+//! compiler process (the same, so the compiler's artifacts load into the
+//! host's engine).
+
+use crate::limits::{DEFAULT_WASM_STACK_BYTES, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Default `[engine] compile_timeout_secs`: seconds of CPU one component
+/// may take to compile (the bundled `run_python`, ~20 MB, takes ~30 s).
+pub const DEFAULT_COMPILE_TIMEOUT_SECS: u64 = 300;
+/// Largest `[engine] compile_timeout_secs` accepted.
+pub const MAX_COMPILE_TIMEOUT_SECS: u64 = 3600;
+/// Default `[engine] compile_memory_mib`: the address space of the
+/// compiling process, in MiB.
+pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 4096;
+/// Smallest `[engine] compile_memory_mib` accepted.
+pub const MIN_COMPILE_MEMORY_MIB: u64 = 256;
+/// Largest `[engine] compile_memory_mib` accepted.
+pub const MAX_COMPILE_MEMORY_MIB: u64 = 64 * 1024;
+/// Smallest `[engine] wasm_stack_kib` accepted.
+const MIN_WASM_STACK_KIB: usize = 64;
+/// Largest `[engine] wasm_stack_kib` accepted.
+const MAX_WASM_STACK_KIB: usize = 16 * 1024;
+/// Largest `[engine] max_live_instances` accepted.
+const MAX_LIVE_INSTANCES: u32 = 10_000;
+
+/// `[engine]` as written.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawEngine {
+    cache: Option<bool>,
+    cache_dir: Option<PathBuf>,
+    wasm_stack_kib: Option<usize>,
+    max_live_instances: Option<u32>,
+    compile_timeout_secs: Option<u64>,
+    compile_memory_mib: Option<u64>,
+}
+
+/// Engine-wide settings (per-call limits live in [`crate::limits::Limits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineSettings {
+    /// Maximum wasm stack of any call. wasmtime fixes it per engine.
+    pub wasm_stack_bytes: usize,
+    /// Where compiled components are cached; `None` disables the cache.
+    ///
+    /// # Security
+    ///
+    /// Loading a cached artifact is `unsafe` in wasmtime: anyone who can
+    /// write this directory can run native code in the host. Keep it in a
+    /// directory only the operator can write.
+    pub cache_dir: Option<PathBuf>,
+    /// Instances that can be alive at once (calls in flight + sessions).
+    pub max_live_instances: u32,
+    /// Seconds of CPU one component may take to compile
+    /// (`[engine] compile_timeout_secs`).
+    pub compile_timeout_secs: u64,
+    /// Address space of the process compiling one component, in MiB
+    /// (`[engine] compile_memory_mib`).
+    pub compile_memory_mib: u64,
+    /// The `airlock` executable that compiles components, each in a child
+    /// process (`airlock __compile`) under `compile_timeout_secs` and
+    /// `compile_memory_mib`. Not an operator key: the `airlock` binary sets
+    /// itself; a program using the library sets the path of an installed
+    /// `airlock` binary of the same version.
+    ///
+    /// # Security
+    ///
+    /// `None` (the default) compiles nothing: a component whose artifact is
+    /// not in the cache is refused with a load error. Compiling untrusted
+    /// bytes in the host's own process would have no bound on its CPU time
+    /// or memory, so there is no unmetered fallback.
+    pub compiler: Option<PathBuf>,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            wasm_stack_bytes: DEFAULT_WASM_STACK_BYTES,
+            cache_dir: None,
+            max_live_instances: 256,
+            compile_timeout_secs: DEFAULT_COMPILE_TIMEOUT_SECS,
+            compile_memory_mib: DEFAULT_COMPILE_MEMORY_MIB,
+            compiler: None,
+        }
+    }
+}
+
+impl EngineSettings {
+    /// Check `[engine]`; a relative `cache_dir` is resolved by `resolve`.
+    /// With no `cache_dir` (and `cache` not `false`) the cache is in
+    /// `$AIRLOCK_CACHE_DIR`, `$XDG_CACHE_HOME/airlock` or `$HOME/.cache/airlock`.
+    ///
+    /// # Errors
+    ///
+    /// A value out of range, naming the key and the accepted range.
+    pub fn from_raw(raw: RawEngine, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<EngineSettings, String> {
+        let defaults = EngineSettings::default();
+        let wasm_stack_bytes = match raw.wasm_stack_kib {
+            Some(kib) if !(MIN_WASM_STACK_KIB..=MAX_WASM_STACK_KIB).contains(&kib) => {
+                return Err(format!(
+                    "wasm_stack_kib = {kib} is out of range: accepted {MIN_WASM_STACK_KIB}..={MAX_WASM_STACK_KIB}"
+                ));
+            }
+            Some(kib) => kib << 10,
+            None => defaults.wasm_stack_bytes,
+        };
+        let max_live_instances = match raw.max_live_instances {
+            Some(n) if !(1..=MAX_LIVE_INSTANCES).contains(&n) => {
+                return Err(format!("max_live_instances = {n} is out of range: accepted 1..={MAX_LIVE_INSTANCES}"));
+            }
+            Some(n) => n,
+            None => defaults.max_live_instances,
+        };
+        let compile_timeout_secs = match raw.compile_timeout_secs {
+            Some(n) if !(1..=MAX_COMPILE_TIMEOUT_SECS).contains(&n) => {
+                return Err(format!(
+                    "compile_timeout_secs = {n} is out of range: accepted 1..={MAX_COMPILE_TIMEOUT_SECS} (seconds \
+                     of CPU to compile one component)"
+                ));
+            }
+            Some(n) => n,
+            None => defaults.compile_timeout_secs,
+        };
+        let compile_memory_mib = match raw.compile_memory_mib {
+            Some(n) if !(MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB).contains(&n) => {
+                return Err(format!(
+                    "compile_memory_mib = {n} is out of range: accepted \
+                     {MIN_COMPILE_MEMORY_MIB}..={MAX_COMPILE_MEMORY_MIB} (MiB of address space to compile one \
+                     component)"
+                ));
+            }
+            Some(n) => n,
+            None => defaults.compile_memory_mib,
+        };
+        let cache_dir = match raw.cache {
+            Some(false) => None,
+            _ => raw.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
+        };
+        Ok(EngineSettings {
+            wasm_stack_bytes,
+            cache_dir,
+            max_live_instances,
+            compile_timeout_secs,
+            compile_memory_mib,
+            compiler: None,
+        })
+    }
+}
+
+/// The compiled-component cache used when the config names none:
+/// `$AIRLOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/airlock`, else
+/// `$HOME/.cache/airlock` — directories only the user running Airlock can
+/// write.
+fn default_cache_dir() -> Option<PathBuf> {
+    let non_empty = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    non_empty("AIRLOCK_CACHE_DIR")
+        .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("airlock")))
+        .or_else(|| non_empty("HOME").map(|d| d.join(".cache/airlock")))
+}
+
+/// The engine of the compiler process: configured like the host's, so
+/// that its artifacts load there, but without the pooling allocator (it
+/// instantiates nothing, and the pool would reserve far more address space
+/// than `compile_memory_mib` allows).
+///
+/// # Errors
+///
+/// wasmtime refuses the configuration.
+pub fn compile_only_engine(settings: &EngineSettings) -> anyhow::Result<Engine> {
+    Engine::new(&wasmtime_config(settings, false)).map_err(anyhow::Error::from)
+}
+
+/// The engine configuration; `pooling` only for the engine that runs
+/// tools. The allocation strategy is not part of an artifact's
+/// compatibility, so the compiler's artifacts load into the host's engine.
+pub fn wasmtime_config(settings: &EngineSettings, pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    config.max_wasm_stack(settings.wasm_stack_bytes);
+    // The async stack must hold the wasm stack plus host frames.
+    config.async_stack_size(settings.wasm_stack_bytes + (1 << 20));
+    config.parallel_compilation(true);
+    if !pooling {
+        return config;
+    }
+
+    let instances = settings.max_live_instances;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(instances)
+        .total_stacks(instances)
+        .total_core_instances(instances * 16)
+        .total_memories(instances * 2)
+        .total_tables(instances * 16)
+        .max_core_instances_per_component(64)
+        .max_memories_per_component(8)
+        .max_tables_per_component(32)
+        .max_core_instance_size(4 << 20)
+        .max_component_instance_size(4 << 20)
+        .max_memory_size(MAX_MEMORY_BYTES)
+        .table_elements(MAX_TABLE_ELEMENTS)
+        // Keeping pages resident and resetting them with pagemap_scan makes
+        // a fresh instance per call several times cheaper (WASMTIME-48.md).
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(64 << 10)
+        .async_stack_keep_resident(64 << 10)
+        .pagemap_scan(Enabled::Auto);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}

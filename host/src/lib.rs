@@ -1,12 +1,15 @@
 //! Airlock: a host that runs LLM tools as sandboxed WebAssembly components.
 //!
 //! A model never runs a tool: it proposes a call as JSON and the host
-//! decides. Every call goes through one pipeline — resolve, parse,
-//! validate, authorize, schedule, execute (a fresh instance under fuel,
-//! deadline and memory limits, with only the granted directories and
-//! origins, or the live instance of an opt-in session), check output,
-//! render, audit — and every call comes back as an ordinary [`ToolResult`]
-//! whose outcome is a [`Success`] or a [`Failure`] with an [`ErrorKind`].
+//! decides. Every call goes through one pipeline, whose stages are:
+//!
+//! admit → resolve → parse → validate → authorize → confirm → schedule → execute → check → audit
+//!
+//! Execute runs a fresh instance under fuel, deadline and memory limits,
+//! with only the granted directories and origins, or the live instance of
+//! an opt-in session. Every call comes back as an ordinary [`ToolResult`]
+//! whose outcome is a [`Success`] or a [`Failure`] with an [`ErrorKind`];
+//! front ends render it at their edge.
 //!
 //! Start with [`Host::builder`]. See `ARCHITECTURE.md` for the map of the
 //! crates this one is built on, and the book's embedding part

@@ -1,6 +1,6 @@
-//! The call pipeline: admit (per-principal quotas) → resolve → parse →
-//! validate → authorize → schedule → execute → check output → render →
-//! audit.
+//! The call pipeline, its stages in order (`Stage::ALL`):
+//!
+//! admit → resolve → parse → validate → authorize → confirm → schedule → execute → check → audit
 //!
 //! Every front end goes through [`Pipeline::call`] / [`Pipeline::dispatch`].
 //! Each stage lives in its own module; this one only sequences them. Any
@@ -10,8 +10,8 @@
 //! record before its result is returned. A call to a tool with side
 //! effects leaves two: a `started` record before it runs (if that cannot
 //! be written, the call is refused and nothing runs) and its outcome. The
-//! outcome stays a value here: stage 8 (render) is the functions front
-//! ends call at their edge.
+//! outcome stays a value here: front ends render it at their edge
+//! (`airlock_core::render`).
 
 use crate::check::check_output;
 use crate::metrics::InFlightGuard;
@@ -516,5 +516,39 @@ impl Pipeline {
         request.call_id.truncate(call_id_end);
         let timeline = self.telemetry.timeline();
         InFlight { started: timeline.started(), timeline, request, _gauge: self.telemetry.metrics.call_started() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use airlock_core::timeline::Stage;
+
+    /// The stages as `Stage::ALL` lists them, joined as the docs write them.
+    fn chain() -> String {
+        Stage::ALL.iter().map(|stage| stage.as_str()).collect::<Vec<_>>().join(" → ")
+    }
+
+    #[test]
+    fn the_stage_table_follows_the_code() {
+        let doc = include_str!("../../ARCHITECTURE.md");
+        let section = doc.split("## The call pipeline").nth(1).expect("the pipeline section");
+        let section = section.split("\n## ").next().unwrap_or(section);
+        let table: Vec<(usize, String)> = section
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                Some((cells.get(1)?.parse().ok()?, (*cells.get(2)?).to_owned()))
+            })
+            .collect();
+        let expected: Vec<(usize, String)> =
+            Stage::ALL.iter().enumerate().map(|(i, stage)| (i + 1, stage.as_str().to_owned())).collect();
+        assert_eq!(table, expected, "ARCHITECTURE.md's stage table and Stage::ALL disagree");
+    }
+
+    #[test]
+    fn the_module_docs_list_the_stages_in_order() {
+        for (file, text) in [("pipeline.rs", include_str!("pipeline.rs")), ("lib.rs", include_str!("lib.rs"))] {
+            assert!(text.contains(&format!("//! {}\n", chain())), "{file} does not list the stages as Stage::ALL does");
+        }
     }
 }

@@ -265,23 +265,151 @@ pub struct Limits {
     pub max_created_files: u64,
 }
 
-/// The limit keys of `[defaults]` and `[tools.NAME]` as written: each one
-/// set overrides one field of [`Limits`].
-#[derive(Debug, Deserialize, Default, Clone, Copy)]
-#[serde(deny_unknown_fields)]
-pub struct RawLimits {
-    timeout_ms: Option<u64>,
-    fuel: Option<u64>,
-    memory_mib: Option<usize>,
-    table_elements: Option<usize>,
-    instances: Option<usize>,
-    max_output_bytes: Option<usize>,
-    max_stdio_bytes: Option<usize>,
-    host_memory_mib: Option<usize>,
-    max_open_files: Option<usize>,
-    validation_memory_mib: Option<usize>,
-    max_write_bytes: Option<u64>,
-    max_created_files: Option<u64>,
+/// How the operator writes a limit (the host may hold it in another unit:
+/// `memory_mib` as bytes, `timeout_ms` as a `Duration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds.
+    Millis,
+    /// Bytes.
+    Bytes,
+    /// Mebibytes.
+    Mib,
+    /// A count (instances, files, fuel units).
+    Count,
+}
+
+/// One limit key of `[defaults]` and `[tools.NAME]`, declared once: how the
+/// operator writes it, what it bounds, the range accepted and how it reads
+/// and sets [`Limits`]. Parsing ([`RawLimits`], [`Limits::from_raw`]), the
+/// range errors, [`Limits::check`], `airlock config` and the limits table
+/// of the operator guide ([`reference_table`]) are all read from
+/// [`LIMIT_KEYS`].
+#[derive(Debug, Clone, Copy)]
+pub struct LimitKey {
+    /// The key as the operator writes it.
+    pub key: &'static str,
+    /// What it bounds, in one line.
+    pub doc: &'static str,
+    /// The unit the operator writes it in.
+    pub unit: Unit,
+    /// Least value accepted, in that unit.
+    pub min: u64,
+    /// Most value accepted, in that unit.
+    pub max: u64,
+    /// The value a [`Limits`] holds, in the operator's unit.
+    pub get: fn(&Limits) -> u64,
+    /// Set the value (given in the operator's unit) in a [`Limits`].
+    set: fn(&mut Limits, u64),
+    /// The value a [`RawLimits`] sets, if any.
+    raw: fn(&RawLimits) -> Option<u64>,
+}
+
+/// Declares every limit key once: the [`RawLimits`] field serde reads and
+/// its [`LimitKey`] in [`LIMIT_KEYS`], in the order `airlock config` shows
+/// them and errors are reported.
+macro_rules! limit_keys {
+    ($($key:ident: $raw:ty, $unit:ident, $min:expr, $max:expr, |$l:ident| $get:expr, |$m:ident, $v:ident| $set:expr, $doc:literal;)*) => {
+        /// The limit keys of `[defaults]` and `[tools.NAME]` as written: each
+        /// one set overrides one field of [`Limits`].
+        #[derive(Debug, Deserialize, Default, Clone, Copy)]
+        #[serde(deny_unknown_fields)]
+        pub struct RawLimits {
+            $($key: Option<$raw>,)*
+        }
+
+        /// Every limit key of `[defaults]` and `[tools.NAME]`.
+        pub const LIMIT_KEYS: &[LimitKey] = &[$(LimitKey {
+            key: stringify!($key),
+            doc: $doc,
+            unit: Unit::$unit,
+            min: $min,
+            max: $max,
+            get: |$l: &Limits| $get,
+            set: |$m: &mut Limits, $v: u64| $set,
+            raw: |raw: &RawLimits| raw.$key.map(|value| value as u64),
+        },)*];
+    };
+}
+
+/// `u64` as `usize`, saturating (a value this large is out of range anyway).
+fn size(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+limit_keys! {
+    timeout_ms: u64, Millis, 1, MAX_TIMEOUT.as_millis() as u64,
+        |l| l.timeout.as_millis() as u64, |l, v| l.timeout = Duration::from_millis(v),
+        "wall-clock deadline of a call, also while the guest waits in a host call";
+    fuel: u64, Count, 1, u64::MAX,
+        |l| l.fuel, |l, v| l.fuel = v,
+        "deterministic compute budget; unset, it follows the deadline (100 G units per second)";
+    memory_mib: usize, Mib, 1, (MAX_MEMORY_BYTES >> 20) as u64,
+        |l| (l.memory_bytes >> 20) as u64, |l, v| l.memory_bytes = size(v).saturating_mul(1 << 20),
+        "linear memory of an instance";
+    table_elements: usize, Count, 1, MAX_TABLE_ELEMENTS as u64,
+        |l| l.table_elements as u64, |l, v| l.table_elements = size(v),
+        "elements of any one table";
+    instances: usize, Count, 1, 10_000,
+        |l| l.instances as u64, |l, v| l.instances = size(v),
+        "core and component instances in a call's store";
+    max_output_bytes: usize, Bytes, 1, MAX_OUTPUT_BYTES as u64,
+        |l| l.max_output_bytes as u64, |l, v| l.max_output_bytes = size(v),
+        "the JSON result; past it: `output_too_large`";
+    max_stdio_bytes: usize, Bytes, 0, MAX_STDIO_BYTES as u64,
+        |l| l.max_stdio_bytes as u64, |l, v| l.max_stdio_bytes = size(v),
+        "captured stdout and stderr, each; the rest is counted and dropped";
+    host_memory_mib: usize, Mib, (MIN_HOST_MEMORY_BYTES >> 20) as u64, (MAX_HOST_MEMORY_BYTES >> 20) as u64,
+        |l| (l.host_memory_bytes >> 20) as u64, |l, v| l.host_memory_bytes = size(v).saturating_mul(1 << 20),
+        "host memory a call can make the host hold: WASI resources and HTTP body buffers";
+    max_open_files: usize, Count, 1, MAX_OPEN_FILES as u64,
+        |l| l.max_open_files as u64, |l, v| l.max_open_files = size(v),
+        "files and directories a call holds open on the host, granted directories included; past it: `quota`";
+    validation_memory_mib: usize, Mib, (MIN_VALIDATION_MEMORY_BYTES >> 20) as u64, (MAX_VALIDATION_MEMORY_BYTES >> 20) as u64,
+        |l| (l.validation_memory_bytes >> 20) as u64, |l, v| l.validation_memory_bytes = size(v).saturating_mul(1 << 20),
+        "memory of the host's metered validator while it checks a call's arguments or result";
+    max_write_bytes: u64, Bytes, 0, MAX_WRITE_BYTES,
+        |l| l.max_write_bytes, |l, v| l.max_write_bytes = v,
+        "bytes a call writes through its granted directories; past it: `insufficient-space`";
+    max_created_files: u64, Count, 0, MAX_CREATED_FILES,
+        |l| l.max_created_files, |l, v| l.max_created_files = v,
+        "files, directories and links a call creates in its granted directories; past it: `quota`";
+}
+
+/// The `[defaults]` table of `airlock.example.toml`, from [`LIMIT_KEYS`]:
+/// every key at its default (`fuel` commented out: unset, it follows the
+/// deadline), what it bounds and the range accepted.
+pub fn example_defaults() -> String {
+    let defaults = Limits::default();
+    let mut text = String::new();
+    for key in LIMIT_KEYS {
+        let line = if key.key == "fuel" {
+            format!("# {} = {}", key.key, (key.get)(&defaults))
+        } else {
+            format!("{} = {}", key.key, (key.get)(&defaults))
+        };
+        text.push_str(&format!("{line:<28}# {}; {}..={}\n", key.doc, key.min, key.max));
+    }
+    text
+}
+
+/// The per-call limits table of the operator guide, from [`LIMIT_KEYS`]:
+/// each key, its default, the range accepted and what it bounds.
+pub fn reference_table() -> String {
+    let defaults = Limits::default();
+    let mut table = String::from("| key | default | accepted | what it bounds |\n|---|---|---|---|\n");
+    for key in LIMIT_KEYS {
+        let default =
+            if key.key == "fuel" { "follows `timeout_ms`".to_owned() } else { (key.get)(&defaults).to_string() };
+        let unit = match key.unit {
+            Unit::Millis => " ms",
+            Unit::Bytes => " bytes",
+            Unit::Mib => " MiB",
+            Unit::Count => "",
+        };
+        table.push_str(&format!("| `{}` | {default} | {}..={}{unit} | {} |\n", key.key, key.min, key.max, key.doc));
+    }
+    table
 }
 
 impl Default for Limits {
@@ -326,80 +454,28 @@ impl Limits {
     pub fn from_raw(base: Limits, raw: &RawLimits) -> Result<Limits, String> {
         let mut limits = base;
         let fuel_follows_deadline = limits.fuel == Limits::fuel_for(limits.timeout);
-        if let Some(ms) = raw.timeout_ms {
-            limits.timeout = Duration::from_millis(ms);
+        for key in LIMIT_KEYS {
+            if let Some(value) = (key.raw)(raw) {
+                // Checked as written, before any conversion: the error
+                // names the operator's key and value.
+                in_range(key.key, value, key.min, key.max)?;
+                (key.set)(&mut limits, value);
+            }
         }
-        if let Some(fuel) = raw.fuel {
-            limits.fuel = fuel;
-        } else if fuel_follows_deadline {
+        if raw.fuel.is_none() && fuel_follows_deadline {
             limits.fuel = Limits::fuel_for(limits.timeout);
-        }
-        if let Some(mib) = raw.memory_mib {
-            limits.memory_bytes = mib.saturating_mul(1 << 20);
-        }
-        if let Some(n) = raw.table_elements {
-            limits.table_elements = n;
-        }
-        if let Some(n) = raw.instances {
-            limits.instances = n;
-        }
-        if let Some(n) = raw.max_output_bytes {
-            limits.max_output_bytes = n;
-        }
-        if let Some(n) = raw.max_stdio_bytes {
-            limits.max_stdio_bytes = n;
-        }
-        if let Some(mib) = raw.host_memory_mib {
-            limits.host_memory_bytes = mib.saturating_mul(1 << 20);
-        }
-        if let Some(n) = raw.max_open_files {
-            limits.max_open_files = n;
-        }
-        if let Some(mib) = raw.validation_memory_mib {
-            limits.validation_memory_bytes = mib.saturating_mul(1 << 20);
-        }
-        if let Some(n) = raw.max_write_bytes {
-            limits.max_write_bytes = n;
-        }
-        if let Some(n) = raw.max_created_files {
-            limits.max_created_files = n;
         }
         limits.check()?;
         Ok(limits)
     }
 
     /// Check the limits against the engine-wide ceilings; the error says
-    /// which limit is out of range and what is accepted.
+    /// which limit is out of range, in the operator's key and unit, and
+    /// what is accepted.
     pub fn check(&self) -> Result<(), String> {
-        let in_range = |what: &str, value: u128, min: u128, max: u128| {
-            if value < min || value > max {
-                Err(format!("{what} = {value} is out of range: accepted {min}..={max}"))
-            } else {
-                Ok(())
-            }
-        };
-        in_range("timeout_ms", self.timeout.as_millis(), 1, MAX_TIMEOUT.as_millis())?;
-        in_range("fuel", self.fuel.into(), 1, u64::MAX.into())?;
-        in_range("memory_bytes", self.memory_bytes as u128, 64 << 10, MAX_MEMORY_BYTES as u128)?;
-        in_range("table_elements", self.table_elements as u128, 1, MAX_TABLE_ELEMENTS as u128)?;
-        in_range("instances", self.instances as u128, 1, 10_000)?;
-        in_range("max_output_bytes", self.max_output_bytes as u128, 1, MAX_OUTPUT_BYTES as u128)?;
-        in_range("max_stdio_bytes", self.max_stdio_bytes as u128, 0, MAX_STDIO_BYTES as u128)?;
-        in_range(
-            "host_memory_mib",
-            (self.host_memory_bytes >> 20) as u128,
-            (MIN_HOST_MEMORY_BYTES >> 20) as u128,
-            (MAX_HOST_MEMORY_BYTES >> 20) as u128,
-        )?;
-        in_range("max_open_files", self.max_open_files as u128, 1, MAX_OPEN_FILES as u128)?;
-        in_range(
-            "validation_memory_mib",
-            (self.validation_memory_bytes >> 20) as u128,
-            (MIN_VALIDATION_MEMORY_BYTES >> 20) as u128,
-            (MAX_VALIDATION_MEMORY_BYTES >> 20) as u128,
-        )?;
-        in_range("max_write_bytes", self.max_write_bytes.into(), 0, MAX_WRITE_BYTES.into())?;
-        in_range("max_created_files", self.max_created_files.into(), 0, MAX_CREATED_FILES.into())?;
+        for key in LIMIT_KEYS {
+            in_range(key.key, (key.get)(self), key.min, key.max)?;
+        }
         Ok(())
     }
 
@@ -421,5 +497,53 @@ impl Limits {
     /// `MIN_HOSTCALL_BYTES`.
     pub fn hostcall_bytes(&self) -> usize {
         self.max_output_bytes.max(MIN_HOSTCALL_BYTES).saturating_add(HOSTCALL_SLACK_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text between the lines holding `begin` and `end` in `path`
+    /// (relative to the workspace) is `expected`; if it is not, the file is
+    /// rewritten with it and the test fails, so a stale generated part is
+    /// both caught and fixed (commit the file).
+    fn ensure_generated(path: &str, begin: &str, end: &str, expected: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let start = text.find(begin).map(|i| i + text[i..].find('\n').unwrap() + 1).expect("the begin marker");
+        let stop = start + text[start..].find(end).expect("the end marker");
+        let stop = text[..stop].rfind('\n').map_or(stop, |i| i + 1);
+        if text[start..stop] != *expected {
+            let updated = format!("{}{expected}{}", &text[..start], &text[stop..]);
+            std::fs::write(&path, updated).unwrap();
+            panic!("{} was not up to date with LIMIT_KEYS; it has been updated, commit it", path.display());
+        }
+    }
+
+    #[test]
+    fn generated_limit_docs_are_current() {
+        ensure_generated(
+            "book/src/operator/limits.md",
+            "<!-- generated from LIMIT_KEYS",
+            "<!-- end of generated -->",
+            &reference_table(),
+        );
+        ensure_generated(
+            "airlock.example.toml",
+            "# generated from LIMIT_KEYS",
+            "# end of generated",
+            &example_defaults(),
+        );
+    }
+
+    #[test]
+    fn every_default_is_accepted_and_every_key_read_back() {
+        assert_eq!(Limits::default().check(), Ok(()));
+        for key in LIMIT_KEYS {
+            let mut limits = Limits::default();
+            (key.set)(&mut limits, key.max);
+            assert_eq!((key.get)(&limits), key.max, "{} reads back what was set", key.key);
+        }
     }
 }

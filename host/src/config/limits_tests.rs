@@ -19,9 +19,11 @@ fn default_fuel_follows_the_deadline() {
 
 #[test]
 fn out_of_range_names_the_limit_and_range() {
-    let limits = Limits { memory_bytes: MAX_MEMORY_BYTES + 1, ..Limits::default() };
+    // Named as the operator writes it, in MiB (a limit past the ceiling by
+    // less than a MiB cannot be written).
+    let limits = Limits { memory_bytes: MAX_MEMORY_BYTES + (1 << 20), ..Limits::default() };
     let err = limits.check().unwrap_err();
-    assert!(err.starts_with("memory_bytes = "), "{err}");
+    assert!(err.starts_with("memory_mib = 4097 "), "{err}");
     assert!(err.contains("accepted"), "{err}");
     let limits = Limits { timeout: Duration::ZERO, ..Limits::default() };
     assert!(limits.check().unwrap_err().starts_with("timeout_ms = 0"));

@@ -11,7 +11,7 @@
 
 use super::layer::{self, Source};
 use super::{Config, ToolConfig};
-use airlock_settings::limits::Limits;
+use airlock_settings::limits::{LIMIT_KEYS, Limits};
 use std::fmt::Write as _;
 use toml::{Table, Value};
 
@@ -74,7 +74,8 @@ impl Config {
             .into_iter()
             .flatten()
             .filter(|(key, _)| {
-                !LIMIT_KEYS.contains(&key.as_str()) && !matches!(key.as_str(), "side_effect" | "concurrency_safe")
+                !LIMIT_KEYS.iter().any(|limit| limit.key == key.as_str())
+                    && !matches!(key.as_str(), "side_effect" | "concurrency_safe")
             })
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
@@ -137,36 +138,8 @@ impl Config {
 }
 
 /// The per-tool limit keys, as written in `airlock.toml`.
-const LIMIT_KEYS: [&str; 12] = [
-    "timeout_ms",
-    "fuel",
-    "memory_mib",
-    "table_elements",
-    "instances",
-    "max_output_bytes",
-    "max_stdio_bytes",
-    "host_memory_mib",
-    "max_open_files",
-    "validation_memory_mib",
-    "max_write_bytes",
-    "max_created_files",
-];
-
-fn limit_values(limits: &Limits) -> [(&'static str, String); 12] {
-    [
-        ("timeout_ms", limits.timeout.as_millis().to_string()),
-        ("fuel", limits.fuel.to_string()),
-        ("memory_mib", (limits.memory_bytes >> 20).to_string()),
-        ("table_elements", limits.table_elements.to_string()),
-        ("instances", limits.instances.to_string()),
-        ("max_output_bytes", limits.max_output_bytes.to_string()),
-        ("max_stdio_bytes", limits.max_stdio_bytes.to_string()),
-        ("host_memory_mib", (limits.host_memory_bytes >> 20).to_string()),
-        ("max_open_files", limits.max_open_files.to_string()),
-        ("validation_memory_mib", (limits.validation_memory_bytes >> 20).to_string()),
-        ("max_write_bytes", limits.max_write_bytes.to_string()),
-        ("max_created_files", limits.max_created_files.to_string()),
-    ]
+fn limit_values(limits: &Limits) -> impl Iterator<Item = (&'static str, String)> + '_ {
+    LIMIT_KEYS.iter().map(|key| (key.key, (key.get)(limits).to_string()))
 }
 
 fn line(out: &mut String, key: &str, value: &str, source: &str) {

@@ -73,7 +73,7 @@ fn unset_fuel_follows_the_deadline_and_set_fuel_is_kept() {
 
 #[test]
 fn config_errors_name_the_limit_and_the_range() {
-    check_err("[defaults]\nmemory_mib = 999999", &["[defaults]", "memory_bytes", "accepted"]);
+    check_err("[defaults]\nmemory_mib = 999999", &["[defaults]", "memory_mib = 999999", "accepted 1..=4096"]);
     check_err("[tools.echo]\ntimeout_ms = 0", &["[tools.echo]", "timeout_ms", "accepted"]);
     check_err("[tools.echo]\nhost_memory_mib = 0", &["[tools.echo]", "host_memory_mib = 0", "accepted 4..=4096"]);
     check_err("[tools.echo]\nmax_open_files = 0", &["[tools.echo]", "max_open_files = 0", "accepted 1..=1024"]);

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod bundled;
+mod keys;
 mod layer;
 mod show;
 

@@ -175,6 +175,12 @@ impl Quotas {
         Ok(Self { defaults, principals })
     }
 
+    /// The quotas of `[quotas]` itself: those of every principal without a
+    /// section of its own.
+    pub fn defaults(&self) -> Quota {
+        self.defaults
+    }
+
     /// The quotas of `principal`: its own section, else the defaults.
     pub fn for_principal(&self, principal: &str) -> Quota {
         self.principals.get(principal).copied().unwrap_or(self.defaults)

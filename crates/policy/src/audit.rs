@@ -117,6 +117,16 @@ pub enum Durability {
     Fsync,
 }
 
+impl Durability {
+    /// The value as `[audit] durability` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Flush => "flush",
+            Durability::Fsync => "fsync",
+        }
+    }
+}
+
 /// Validated `[audit]` settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditSettings {

@@ -146,6 +146,17 @@ pub enum PrincipalInSpans {
     Plain,
 }
 
+impl PrincipalInSpans {
+    /// The value as `[traces] principal` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrincipalInSpans::Hash => "hash",
+            PrincipalInSpans::Omit => "omit",
+            PrincipalInSpans::Plain => "plain",
+        }
+    }
+}
+
 /// Longest `[traces] service_name` accepted.
 const MAX_SERVICE_NAME_LEN: usize = 128;
 

@@ -9,6 +9,7 @@
 //! are named by the environment variable or file they are read from, which
 //! is shown).
 
+use super::keys::TOOL_KEYS;
 use super::layer::{self, Source};
 use super::{Config, ToolConfig};
 use airlock_settings::limits::{LIMIT_KEYS, Limits};
@@ -38,9 +39,16 @@ impl Config {
         for (key, value) in top {
             self.line(&mut out, key, key, value);
         }
-        if !self.layers.table.contains_key("tool_dirs") && !self.tool_dirs.is_empty() {
-            let dirs: Vec<Value> = self.tool_dirs.iter().map(|d| Value::String(d.display().to_string())).collect();
-            line(&mut out, "tool_dirs", &layer::show(&Value::Array(dirs)), "the bundled tools");
+        if !self.layers.table.contains_key("builtin_settings") {
+            unset_line(&mut out, "builtin_settings", Some("true"));
+        }
+        if !self.layers.table.contains_key("tool_dirs") {
+            if self.tool_dirs.is_empty() {
+                unset_line(&mut out, "tool_dirs", None);
+            } else {
+                let dirs: Vec<Value> = self.tool_dirs.iter().map(|d| Value::String(d.display().to_string())).collect();
+                line(&mut out, "tool_dirs", &layer::show(&Value::Array(dirs)), "the bundled tools");
+            }
         }
 
         let _ = writeln!(out, "\n[defaults]");
@@ -55,6 +63,22 @@ impl Config {
             }
             if let Value::Table(table) = value {
                 self.section(&mut out, section, table);
+            }
+        }
+        // The sections nobody wrote, every key at its effective value, as
+        // comments (the output stays valid TOML that sets what was set).
+        let keys = self.section_keys();
+        for (section, keys) in &keys {
+            let written = self.layers.table.contains_key(*section)
+                || section
+                    .split_once('.')
+                    .is_some_and(|(parent, child)| self.layers.table.get(parent).and_then(|t| t.get(child)).is_some());
+            if section.is_empty() || written {
+                continue;
+            }
+            let _ = writeln!(out, "\n# [{section}]");
+            for (key, value) in keys {
+                unset_line(&mut out, key, value.as_deref());
             }
         }
         out
@@ -80,6 +104,11 @@ impl Config {
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         self.members(out, &prefix, &rest);
+        for (key, meaning) in TOOL_KEYS {
+            if !rest.contains_key(key) {
+                let _ = writeln!(out, "# {key}: {meaning}");
+            }
+        }
     }
 
     /// The effective limits, each with its source; `defaults` is given for
@@ -117,6 +146,15 @@ impl Config {
         for (key, value) in table.iter().filter(|(_, v)| !v.is_table()) {
             self.line(out, key, &format!("{path}.{key}"), value);
         }
+        if let Some((_, keys)) = self.section_keys().into_iter().find(|(section, _)| *section == path) {
+            for (key, value) in keys.iter().filter(|(key, _)| !table.contains_key(*key)) {
+                // A subtable of its own (`[http.jwt]`) is listed as a section.
+                if self.section_keys().iter().any(|(section, _)| *section == format!("{path}.{key}")) {
+                    continue;
+                }
+                unset_line(out, key, value.as_deref());
+            }
+        }
         for (key, value) in table {
             if let Value::Table(sub) = value {
                 self.subtable(out, &format!("{path}.{key}"), sub);
@@ -142,6 +180,21 @@ fn limit_values(limits: &Limits) -> impl Iterator<Item = (&'static str, String)>
     LIMIT_KEYS.iter().map(|key| (key.key, (key.get)(limits).to_string()))
 }
 
+/// A key nobody set, as a comment: its effective value (`default`), or
+/// that it is not set.
+fn unset_line(out: &mut String, key: &str, value: Option<&str>) {
+    match value {
+        Some(value) => {
+            let text = format!("# {} = {value}", layer::key(key));
+            let pad = COMMENT_COLUMN.saturating_sub(text.chars().count()).max(1);
+            let _ = writeln!(out, "{text}{:pad$}# default", "");
+        }
+        None => {
+            let _ = writeln!(out, "# {} is not set", layer::key(key));
+        }
+    }
+}
+
 fn line(out: &mut String, key: &str, value: &str, source: &str) {
     let text = format!("{} = {value}", layer::key(key));
     let pad = COMMENT_COLUMN.saturating_sub(text.chars().count()).max(1);
@@ -163,7 +216,68 @@ fn redacted(key: &str, value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
+    use crate::config::keys::TOOL_KEYS;
+    use airlock_settings::limits::LIMIT_KEYS;
     use std::path::Path;
+
+    /// The keys the parser accepts in `section`, as its error for an
+    /// unknown key lists them.
+    fn accepted(section: &str) -> Vec<String> {
+        let text = match section {
+            "" => "__probe = 1\n".to_owned(),
+            "audit.postgres" => "[audit]\nfile = \"a.jsonl\"\n[audit.postgres]\n__probe = 1\n".to_owned(),
+            _ => format!("[{section}]\n__probe = 1\n"),
+        };
+        let err = Config::layered(&text, "my.toml", Path::new(".")).map(drop).unwrap_err().to_string();
+        let expected = err.split("expected").nth(1).unwrap_or_else(|| panic!("[{section}]: no key list in {err}"));
+        expected.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn every_key_the_parser_accepts_is_shown() {
+        let shown = describe("");
+        let shows = |key: &str| {
+            shown.lines().any(|line| {
+                let line = line.strip_prefix("# ").unwrap_or(line);
+                line.starts_with(&format!("{key} =")) || line.starts_with(&format!("{key} is not set"))
+            })
+        };
+        let mut sections = vec![String::new()];
+        let mut checked = 0;
+        while let Some(section) = sections.pop() {
+            for key in accepted(&section) {
+                let path = if section.is_empty() { key.clone() } else { format!("{section}.{key}") };
+                match path.as_str() {
+                    // Limits and tools are shown by their own tables, checked below.
+                    "defaults" | "tools" => continue,
+                    // Tables: their keys are checked in turn.
+                    "engine" | "policy" | "audit" | "audit.postgres" | "http" | "http.jwt" | "quotas" | "fleet"
+                    | "distribution" | "metrics" | "traces" | "serve" | "log" | "cards" => {
+                        assert!(shown.contains(&format!("[{path}]")), "[{path}] is not shown:\n{shown}");
+                        sections.push(path);
+                    }
+                    _ => assert!(shows(&key), "{path} is accepted but `airlock config` does not show it:\n{shown}"),
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{checked} keys checked");
+        for key in accepted("defaults") {
+            assert!(LIMIT_KEYS.iter().any(|limit| limit.key == key), "[defaults] {key} is not in LIMIT_KEYS");
+        }
+        // A tool's table: the limits, the two flags and TOOL_KEYS.
+        let tool = describe("[tools.t]\ncomponent = \"t.wasm\"\n");
+        let section = &tool[tool.find("[tools.t]").expect("the tool")..];
+        for key in LIMIT_KEYS.iter().map(|limit| limit.key).chain(["side_effect", "concurrency_safe"]) {
+            assert!(section.lines().any(|line| line.starts_with(&format!("{key} = "))), "{key}:\n{section}");
+        }
+        for (key, _) in TOOL_KEYS {
+            let line = section
+                .lines()
+                .find(|line| line.starts_with(&format!("{key} = ")) || line.starts_with(&format!("# {key}: ")));
+            assert!(line.is_some(), "{key}:\n{section}");
+        }
+    }
 
     fn describe(text: &str) -> String {
         Config::layered(text, "my.toml", Path::new(".")).unwrap().describe()

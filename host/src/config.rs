@@ -220,12 +220,16 @@ impl Config {
     /// Unknown keys, wrong types, impossible values.
     pub fn layered(text: &str, file: &str, base: &Path) -> Result<Self, ConfigError> {
         let error = |message: String| ConfigError { file: file.to_owned(), message };
-        // The text alone first, so that its errors point at its own lines.
-        let alone = Self::parse(text, file, base)?;
+        // The text alone is read first, so that its type errors point at
+        // its own lines; its values are checked once, in the config they
+        // end up in (token and secret files are read once).
+        let alone: RawConfig = toml::from_str(text).map_err(|err| error(err.to_string().trim_end().to_owned()))?;
         let table: toml::Table = toml::from_str(text).map_err(|err| error(err.to_string().trim_end().to_owned()))?;
         if !layer::wants_builtin(&table).map_err(error)? {
-            return Ok(Config { layers: layer::layer(None, table, file), ..alone });
+            let config = Self::from_raw(alone, file, base)?;
+            return Ok(Config { layers: layer::layer(None, table, file), ..config });
         }
+        drop(alone);
         let builtin: toml::Table = toml::from_str(BUILTIN_CONFIG)
             .map_err(|err| ConfigError { file: "<built-in>".into(), message: err.to_string() })?;
         let layers = layer::layer(Some(&builtin), table, file);

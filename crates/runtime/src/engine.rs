@@ -140,21 +140,7 @@ impl Compiler {
     /// The cached artifact of the component with this digest, if there is a
     /// usable one. Fast (the file is mapped, not compiled).
     pub(crate) fn cached(&self, digest: &str) -> Option<Component> {
-        let path = self.cache_path(digest)?;
-        if !path.is_file() {
-            return None;
-        }
-        // SAFETY: the cache directory is operator-owned (see
-        // `EngineSettings::cache_dir`) and the file name binds the artifact
-        // to the component digest and this engine's compatibility hash.
-        // wasmtime still checks the artifact header.
-        match unsafe { Component::deserialize_file(&self.engine, &path) } {
-            Ok(component) => Some(component),
-            Err(err) => {
-                tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {err:#}");
-                None
-            }
-        }
+        cached_artifact(&self.engine, &self.cache_path(digest)?)
     }
 
     /// Compile a component in a metered child process (slow: seconds for a
@@ -181,11 +167,35 @@ impl Compiler {
     }
 
     fn cache_path(&self, digest: &str) -> Option<PathBuf> {
-        let dir = self.cache_dir.as_ref()?;
-        let mut hasher = std::hash::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = format!("{:016x}", hasher.finish());
-        Some(dir.join(format!("{digest}-{engine_key}.cwasm")))
+        Some(artifact_path(&self.engine, self.cache_dir.as_ref()?, digest))
+    }
+}
+
+/// Where the compile cache in `dir` keeps the artifact of the component
+/// named `name` (its digest) for `engine`: the name binds it to the
+/// component and to the engine's compatibility hash.
+pub(crate) fn artifact_path(engine: &Engine, dir: &Path, name: &str) -> PathBuf {
+    let mut hasher = std::hash::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    dir.join(format!("{name}-{:016x}.cwasm", hasher.finish()))
+}
+
+/// The artifact at `path` of the compile cache, if there is a usable one
+/// (mapped, not compiled); an unusable one is logged and ignored.
+pub(crate) fn cached_artifact(engine: &Engine, path: &Path) -> Option<Component> {
+    if !path.is_file() {
+        return None;
+    }
+    // SAFETY: the cache directory is operator-owned (see
+    // `EngineSettings::cache_dir`) and the file name binds the artifact to
+    // the component digest and this engine's compatibility hash
+    // ([`artifact_path`]). wasmtime still checks the artifact header.
+    match unsafe { Component::deserialize_file(engine, path) } {
+        Ok(component) => Some(component),
+        Err(err) => {
+            tracing::warn!(path = %path.display(), "ignoring unusable cached artifact: {err:#}");
+            None
+        }
     }
 }
 

@@ -19,7 +19,7 @@
 
 use airlock_core::outcome::{ErrorKind, Failure};
 use anyhow::Context as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -176,25 +176,10 @@ impl Meter {
 /// The validator compiled for `engine`: from the cache when an artifact of
 /// these bytes for this engine is there, else compiled and cached.
 fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Component> {
-    use std::hash::{Hash, Hasher};
-    let path: Option<PathBuf> = cache_dir.map(|dir| {
-        let mut hasher = std::hash::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        // The component's sha256 (as `engine::digest` computes it; this
-        // module stays below the engine in the module graph).
-        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(COMPONENT));
-        dir.join(format!("validator-{digest}-{:016x}.cwasm", hasher.finish()))
-    });
-    if let Some(path) = &path
-        && path.is_file()
-    {
-        // SAFETY: the cache directory is operator-owned (see
-        // `EngineSettings::cache_dir`) and the file name binds the artifact
-        // to the validator's digest and this engine's compatibility hash.
-        match unsafe { Component::deserialize_file(engine, path) } {
-            Ok(component) => return Ok(component),
-            Err(err) => tracing::warn!(path = %path.display(), "ignoring unusable cached validator: {err:#}"),
-        }
+    let name = format!("validator-{}", crate::engine::digest(COMPONENT));
+    let path = cache_dir.map(|dir| crate::engine::artifact_path(engine, dir, &name));
+    if let Some(component) = path.as_deref().and_then(|path| crate::engine::cached_artifact(engine, path)) {
+        return Ok(component);
     }
     let component =
         Component::new(engine, COMPONENT).map_err(anyhow::Error::from).context("compiling the schema validator")?;

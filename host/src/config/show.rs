@@ -146,14 +146,11 @@ impl Config {
         for (key, value) in table.iter().filter(|(_, v)| !v.is_table()) {
             self.line(out, key, &format!("{path}.{key}"), value);
         }
-        if let Some((_, keys)) = self.section_keys().into_iter().find(|(section, _)| *section == path) {
-            for (key, value) in keys.iter().filter(|(key, _)| !table.contains_key(*key)) {
-                // A subtable of its own (`[http.jwt]`) is listed as a section.
-                if self.section_keys().iter().any(|(section, _)| *section == format!("{path}.{key}")) {
-                    continue;
-                }
-                unset_line(out, key, value.as_deref());
-            }
+        // The section's other keys (a subtable such as `[http.jwt]` is a
+        // section of its own in `section_keys`, not a key of its parent).
+        let keys = self.section_keys().into_iter().find(|(section, _)| *section == path);
+        for (key, value) in keys.iter().flat_map(|(_, keys)| keys).filter(|(key, _)| !table.contains_key(*key)) {
+            unset_line(out, key, value.as_deref());
         }
         for (key, value) in table {
             if let Value::Table(sub) = value {
@@ -184,11 +181,7 @@ fn limit_values(limits: &Limits) -> impl Iterator<Item = (&'static str, String)>
 /// that it is not set.
 fn unset_line(out: &mut String, key: &str, value: Option<&str>) {
     match value {
-        Some(value) => {
-            let text = format!("# {} = {value}", layer::key(key));
-            let pad = COMMENT_COLUMN.saturating_sub(text.chars().count()).max(1);
-            let _ = writeln!(out, "{text}{:pad$}# default", "");
-        }
+        Some(value) => commented(out, &format!("# {} = {value}", layer::key(key)), "default"),
         None => {
             let _ = writeln!(out, "# {} is not set", layer::key(key));
         }
@@ -196,9 +189,13 @@ fn unset_line(out: &mut String, key: &str, value: Option<&str>) {
 }
 
 fn line(out: &mut String, key: &str, value: &str, source: &str) {
-    let text = format!("{} = {value}", layer::key(key));
+    commented(out, &format!("{} = {value}", layer::key(key)), source);
+}
+
+/// `text`, then `# comment` at [`COMMENT_COLUMN`].
+fn commented(out: &mut String, text: &str, comment: &str) {
     let pad = COMMENT_COLUMN.saturating_sub(text.chars().count()).max(1);
-    let _ = writeln!(out, "{text}{:pad$}# {source}", "");
+    let _ = writeln!(out, "{text}{:pad$}# {comment}", "");
 }
 
 /// `value` with every secret member replaced.

@@ -49,7 +49,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ),
         ));
     }
-    let Some(schema) = &tool.output_check else { return Ok(value) };
+    let Some(schema) = &tool.output else { return Ok(value) };
     let memory_bytes = tool.settings.limits.validation_memory_bytes;
     match validate::check(schema, text, memory_bytes, deadline, "the tool's result").await {
         Ok(Ok(())) => Ok(value),

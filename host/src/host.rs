@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 /// // processes (see `EngineSettings::compiler`).
 /// let host = Host::builder().config_file("airlock.toml")?.compiler("/usr/local/bin/airlock").build().await?;
 /// let result = host.call(CallRequest::new("alice", "echo", serde_json::json!({"text": "hi"})), None).await;
-/// match &result.outcome {
+/// match result.result() {
 ///     Ok(success) => println!("{}", success.value),
 ///     Err(failure) => println!("{}: {}", failure.kind, failure.message),
 /// }

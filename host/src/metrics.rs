@@ -419,14 +419,18 @@ mod process {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_core::outcome::{Decision, Failure, Success};
+    use airlock_core::outcome::{Authority, CallOutcome, Failure, Success};
     use std::time::Duration;
 
     fn finish(metrics: &Metrics, tool: Option<&str>, outcome: Result<Success, Failure>, principal: &str) {
         let mut timeline = Timeline::start(false);
         timeline.lap(Stage::Admit);
         timeline.lap(Stage::Audit);
-        let mut result = ToolResult::new("c", tool.unwrap_or("nope"), Decision::Allow, outcome);
+        let mut result = ToolResult::new(
+            "c",
+            tool.unwrap_or("nope"),
+            CallOutcome::Ran { authority: Authority::Allowed, result: outcome },
+        );
         result.fuel_used = Some(7);
         result.duration = Duration::from_millis(1);
         metrics.call_finished(&timeline, &result, tool, principal);

@@ -122,7 +122,7 @@ impl Traces {
         let mut attributes = vec![
             KeyValue::new("airlock.tool", tool.to_owned()),
             KeyValue::new("airlock.outcome", result.outcome_name()),
-            KeyValue::new("airlock.decision", result.decision.as_str()),
+            KeyValue::new("airlock.decision", result.decision().as_str()),
             KeyValue::new("airlock.duration_us", i64::try_from(result.duration.as_micros()).unwrap_or(i64::MAX)),
         ];
         if let Some(fuel) = result.fuel_used {
@@ -178,7 +178,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn past_max_queued_spans_a_span_is_dropped_and_counted_without_waiting() {
         use crate::metrics::{Metrics, Snapshot};
-        use airlock_core::outcome::{Decision, Success};
+        use airlock_core::outcome::{Authority, CallOutcome, Success};
         // A collector that takes connections (the kernel's backlog does)
         // and never answers: with a 300 s export timeout, no export ends
         // while the spans are finished, so the first two stay held.
@@ -188,7 +188,11 @@ mod tests {
         let settings = crate::config::testing::parse(&text).unwrap().traces.unwrap();
         let metrics = Metrics::new(0);
         let traces = Traces::start(&settings, metrics.spans_dropped()).unwrap();
-        let result = ToolResult::new("c", "echo", Decision::Allow, Ok(Success::new(serde_json::json!("hi"))));
+        let result = ToolResult::new(
+            "c",
+            "echo",
+            CallOutcome::Ran { authority: Authority::Allowed, result: Ok(Success::new(serde_json::json!("hi"))) },
+        );
         // Each call (no stages) is one span; the third finds the queue full.
         for _ in 0..3 {
             traces.call_finished(&Timeline::start(true), &result, Some("echo"), "alice", None);

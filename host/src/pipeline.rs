@@ -26,10 +26,9 @@ use airlock_core::arguments;
 use airlock_core::call::{CallRequest, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
 use airlock_core::caller::Caller;
 use airlock_core::optional_null;
-use airlock_core::outcome::{Decision, ErrorKind, Failure, Success};
-use airlock_core::render;
+use airlock_core::outcome::{Authority, CallOutcome, ErrorKind, Failure, Refusal, Success};
 use airlock_core::timeline::{Stage, Timeline};
-use airlock_policy::audit::{self, AuditEntry};
+use airlock_policy::audit::{AuditEntry, Event};
 use airlock_policy::authorize::{ToolFacts, Verdict};
 use airlock_policy::card;
 use airlock_policy::confirm::{ConfirmRequest, Confirmer};
@@ -65,7 +64,7 @@ struct Approved {
     tool: Arc<LoadedTool>,
     arguments: String,
     session: Option<SessionId>,
-    decision: Decision,
+    authority: Authority,
     policy: Option<String>,
     /// Host time spent on the call before it was authorized (parsing and
     /// validating the arguments); it counts against the tool's deadline.
@@ -78,9 +77,29 @@ fn denied(reason: &str) -> Failure {
     Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed; do not retry it unchanged."))
 }
 
-/// A call refused before it ran: why, what was decided, the determining
-/// policy and the tool (when it was resolved).
-type Refusal = (Failure, Decision, Option<String>, Option<Arc<LoadedTool>>);
+/// A call refused before it ran.
+struct Refused {
+    /// Why, as decided.
+    refusal: Refusal,
+    /// What the model reads about it.
+    failure: Failure,
+    /// The policy that determined the decision, if one did.
+    policy: Option<String>,
+    /// The tool, when the call got as far as resolving it.
+    tool: Option<Arc<LoadedTool>>,
+}
+
+impl Refused {
+    /// Refused before the policy was consulted.
+    fn not_reached(failure: Failure, tool: Option<Arc<LoadedTool>>) -> Self {
+        Refused { refusal: Refusal::NotReached, failure, policy: None, tool }
+    }
+
+    /// Refused by the policy (`refusal` says how) under `policy`.
+    fn by_policy(refusal: Refusal, failure: Failure, policy: Option<String>, tool: &Arc<LoadedTool>) -> Self {
+        Refused { refusal, failure, policy, tool: Some(tool.clone()) }
+    }
+}
 
 /// A call on its way through the pipeline.
 struct InFlight {
@@ -109,13 +128,11 @@ impl Pipeline {
         flight.timeline.lap(Stage::Admit);
         let _admitted = match admitted {
             Ok(admitted) => admitted,
-            Err(failure) => return self.finish_early(state, flight, failure, Decision::NotReached, None, None),
+            Err(failure) => return self.finish_early(state, flight, Refused::not_reached(failure, None)),
         };
         match self.approve(state, &mut flight, confirmer, cancel).await {
             Ok(approved) => self.run(state, flight, approved, quota.sessions_per_tool, cancel).await,
-            Err((failure, decision, policy, tool)) => {
-                self.finish_early(state, flight, failure, decision, policy, tool.as_deref())
-            }
+            Err(refused) => self.finish_early(state, flight, refused),
         }
     }
 
@@ -123,7 +140,7 @@ impl Pipeline {
     /// shutting down, say); it is audited and counted as any other.
     pub(crate) fn refuse(&self, state: &State, request: CallRequest, failure: Failure) -> ToolResult {
         let flight = self.receive(request);
-        self.finish_early(state, flight, failure, Decision::NotReached, None, None)
+        self.finish_early(state, flight, Refused::not_reached(failure, None))
     }
 
     /// Run a batch of calls (as a model proposes them in one turn).
@@ -147,7 +164,7 @@ impl Pipeline {
             flight.timeline.lap(Stage::Admit);
             let (admitted, verdict) = match admitted {
                 Ok(admitted) => (Some(admitted), self.approve(state, &mut flight, confirmer, cancel).await),
-                Err(failure) => (None, Err((failure, Decision::NotReached, None, None))),
+                Err(failure) => (None, Err(Refused::not_reached(failure, None))),
             };
             approved.push((flight, admitted, quota.sessions_per_tool, verdict));
         }
@@ -156,9 +173,7 @@ impl Pipeline {
             let _admitted = admitted;
             match verdict {
                 Ok(approved) => self.run(state, flight, approved, sessions_per_tool, cancel).await,
-                Err((failure, decision, policy, tool)) => {
-                    self.finish_early(state, flight, failure, decision, policy, tool.as_deref())
-                }
+                Err(refused) => self.finish_early(state, flight, refused),
             }
         });
         futures::future::join_all(runs).await
@@ -171,11 +186,11 @@ impl Pipeline {
         flight: &mut InFlight,
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
-    ) -> Result<Approved, Refusal> {
+    ) -> Result<Approved, Refused> {
         let InFlight { request, timeline, .. } = flight;
         let resolved = resolve(state.registry(), &request.tool);
         timeline.lap(Stage::Resolve);
-        let tool = resolved.map_err(|f| (f, Decision::NotReached, None, None))?;
+        let tool = resolved.map_err(|failure| Refused::not_reached(failure, None))?;
         // A principal the policy denies whatever the arguments is refused
         // before they are parsed and validated: such a call costs the host
         // no validation.
@@ -184,15 +199,15 @@ impl Pipeline {
             state.policy().deny_whatever_the_arguments(&request.principal, &request.attributes, &facts)
         {
             timeline.lap(Stage::Authorize);
-            return Err((denied(&reason), Decision::Deny, policy, Some(tool)));
+            return Err(Refused::by_policy(Refusal::Denied, denied(&reason), policy, &tool));
         }
-        let not_reached = |f: Failure| (f, Decision::NotReached, None, Some(tool.clone()));
+        let not_reached = |failure: Failure| Refused::not_reached(failure, Some(tool.clone()));
         let parsed = arguments::parse(&request.arguments);
         timeline.lap(Stage::Parse);
         let mut arguments = parsed.map_err(not_reached)?;
         // `null` for an optional property means "absent" (strict mode makes
         // every property required and optional ones nullable).
-        optional_null::drop_absent_nulls(&tool.parameters, &mut arguments);
+        optional_null::drop_absent_nulls(tool.parameters.json(), &mut arguments);
         // The call's deadline starts at receipt: time spent checking the
         // arguments is taken from the time the tool gets.
         let timeout = tool.settings.limits.timeout;
@@ -210,9 +225,11 @@ impl Pipeline {
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let verdict = state.policy().decide_as(&request.principal, &request.attributes, &facts, &arguments.value);
         timeline.lap(Stage::Authorize);
-        let (decision, policy) = match verdict {
-            Verdict::Allow { policy } => (Decision::Allow, policy),
-            Verdict::Deny { reason, policy } => return Err((denied(&reason), Decision::Deny, policy, Some(tool))),
+        let (authority, policy) = match verdict {
+            Verdict::Allow { policy } => (Authority::Allowed, policy),
+            Verdict::Deny { reason, policy } => {
+                return Err(Refused::by_policy(Refusal::Denied, denied(&reason), policy, &tool));
+            }
             Verdict::Ask { reason, policy } => {
                 let confirmed = match confirmer {
                     Some(confirmer) => {
@@ -240,7 +257,7 @@ impl Pipeline {
                                         "this call needs confirmation ({reason}) and the server began shutting down before it was answered; nothing was run. Propose it again once the server is back."
                                     ),
                                 );
-                                return Err((failure, Decision::AskDeclined, policy, Some(tool)));
+                                return Err(Refused::by_policy(Refusal::Declined, failure, policy, &tool));
                             }
                         };
                         timeline.lap(Stage::Confirm);
@@ -255,7 +272,7 @@ impl Pipeline {
                             "this call needs confirmation ({reason}); the question was handed to the client and nothing was run yet: it runs when the call is sent again with the user's answer."
                         ),
                     );
-                    return Err((failure, Decision::AskPending, policy, Some(tool)));
+                    return Err(Refused::by_policy(Refusal::Pending, failure, policy, &tool));
                 }
                 if !confirmed {
                     let failure = Failure::new(
@@ -264,12 +281,12 @@ impl Pipeline {
                             "this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."
                         ),
                     );
-                    return Err((failure, Decision::AskDeclined, policy, Some(tool)));
+                    return Err(Refused::by_policy(Refusal::Declined, failure, policy, &tool));
                 }
-                (Decision::AskConfirmed, policy)
+                (Authority::Confirmed, policy)
             }
         };
-        Ok(Approved { tool, arguments: arguments.text, session, decision, policy, host_time })
+        Ok(Approved { tool, arguments: arguments.text, session, authority, policy, host_time })
     }
 
     /// schedule → execute → check output → render → audit.
@@ -282,7 +299,7 @@ impl Pipeline {
         sessions_per_tool: usize,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let Approved { tool, arguments, session, decision, policy, host_time } = approved;
+        let Approved { tool, arguments, session, authority, policy, host_time } = approved;
         let settings = &tool.settings;
         // What is left of the deadline after the host's own checks. (A
         // session call keeps the tool's whole timeout: sessions apply it
@@ -293,7 +310,7 @@ impl Pipeline {
         let limits = Limits { timeout: settings.limits.timeout.saturating_sub(host_ms), ..settings.limits };
         // Nothing with side effects runs unaudited: its record goes first.
         if settings.side_effect
-            && let Err(refused) = self.write_ahead(state, &flight, &tool, decision, policy.as_ref(), session.as_ref())
+            && let Err(refused) = self.write_ahead(state, &flight, &tool, authority, policy.as_ref(), session.as_ref())
         {
             return *refused;
         }
@@ -344,8 +361,8 @@ impl Pipeline {
         }
         // A session reset by a call that still produced a result (the
         // interpreter recovered from its memory cap) is said after it.
-        let outcome = checked.map(|value| Success { value, note: reset });
-        let presented = match (&settings.present_result, &outcome) {
+        let result = checked.map(|value| Success { value, note: reset });
+        let presented = match (&settings.present_result, &result) {
             (Some(template), Ok(success)) => {
                 let caller = Self::caller_value(state, &flight.request);
                 let caps = state.config().cards;
@@ -361,13 +378,13 @@ impl Pipeline {
             fuel_used: execution.fuel_used,
             session: session.map(|id| id.as_str().to_owned()),
             presented,
-            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, outcome)
+            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, CallOutcome::Ran { authority, result })
         };
         self.audit(state, flight, result, policy, Some(&*tool))
     }
 
     /// The write-ahead record of a call to a tool with side effects
-    /// (`outcome` [`audit::STARTED`]), durable as the log's durability says
+    /// ([`Event::Started`]), durable as the log's durability says
     /// before the tool runs. When it cannot be written the call is refused
     /// and nothing runs: the refusal is audited nowhere (the log is
     /// failing) but counted in `airlock_audit_write_failures_total` and the
@@ -377,7 +394,7 @@ impl Pipeline {
         state: &State,
         flight: &InFlight,
         tool: &LoadedTool,
-        decision: Decision,
+        authority: Authority,
         policy: Option<&String>,
         session: Option<&SessionId>,
     ) -> Result<(), Box<ToolResult>> {
@@ -392,10 +409,8 @@ impl Pipeline {
             component_ref: tool.origin.as_ref().map(|o| o.reference.clone()),
             signer: tool.origin.as_ref().and_then(|o| o.signer.clone()),
             arguments: request.arguments.clone().into_audit(),
-            decision,
+            event: Event::Started(authority),
             policy: policy.cloned(),
-            outcome: audit::STARTED.to_owned(),
-            message: None,
             duration_us: u64::try_from(flight.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             fuel_used: None,
         };
@@ -414,7 +429,7 @@ impl Pipeline {
         let result = ToolResult {
             duration: flight.started.elapsed(),
             session: entry.session,
-            ..ToolResult::new(&request.call_id, &request.tool, decision, Err(failure))
+            ..ToolResult::new(&request.call_id, &request.tool, CallOutcome::Ran { authority, result: Err(failure) })
         };
         self.telemetry.finish(&flight.timeline, &result, Some(tool), &request.principal, request.trace_parent.as_ref());
         Err(Box::new(result))
@@ -439,23 +454,16 @@ impl Pipeline {
         card::caller_value(&request.principal, &facts.attributes)
     }
 
-    fn finish_early(
-        &self,
-        state: &State,
-        flight: InFlight,
-        failure: Failure,
-        decision: Decision,
-        policy: Option<String>,
-        tool: Option<&LoadedTool>,
-    ) -> ToolResult {
+    fn finish_early(&self, state: &State, flight: InFlight, refused: Refused) -> ToolResult {
+        let Refused { refusal, failure, policy, tool } = refused;
         let result = ToolResult {
             duration: flight.started.elapsed(),
-            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, decision, Err(failure))
+            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, CallOutcome::Refused { refusal, failure })
         };
         // A call refused before it was resolved (a quota) still counts
         // under its tool when there is one by that name.
         let registry = state.registry();
-        let tool = tool.or_else(|| registry.get(&flight.request.tool).map(|tool| &**tool));
+        let tool = tool.as_deref().or_else(|| registry.get(&flight.request.tool).map(|tool| &**tool));
         self.audit(state, flight, result, policy, tool)
     }
 
@@ -486,10 +494,8 @@ impl Pipeline {
             component_ref: tool.and_then(|t| t.origin.as_ref()).map(|o| o.reference.clone()),
             signer: tool.and_then(|t| t.origin.as_ref()).and_then(|o| o.signer.clone()),
             arguments: request.arguments.into_audit(),
-            decision: result.decision,
+            event: Event::Finished(result.outcome.without_value()),
             policy,
-            outcome: result.outcome_name().to_owned(),
-            message: result.failure().map(render::failure_text),
             duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
             fuel_used: result.fuel_used,
         };
@@ -502,7 +508,7 @@ impl Pipeline {
                 ErrorKind::Internal,
                 "the host could not record this call in its audit log, so its result is withheld; tell the operator",
             );
-            result.outcome = Err(failure);
+            result.outcome.withhold(failure);
         }
         self.telemetry.finish(&flight.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());
         result

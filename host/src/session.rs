@@ -126,7 +126,7 @@ pub fn split(tool: &LoadedTool, arguments: &mut Parsed) -> Result<Option<Session
         // `null` (an optional argument left empty) means no session.
         return if raw.is_null() { Ok(None) } else { SessionId::parse(&raw).map(Some) };
     }
-    let declared = tool.parameters.get("properties").and_then(|p| p.get("session")).is_some();
+    let declared = tool.parameters.json().get("properties").and_then(|p| p.get("session")).is_some();
     if map.contains_key("session") && !declared {
         return Err(Failure::new(
             ErrorKind::InvalidArguments,

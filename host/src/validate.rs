@@ -90,7 +90,7 @@ pub(crate) async fn check(
 /// when the deadline passes or the call is cancelled first.
 pub(crate) async fn validate(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<(), Failure> {
     let memory_bytes = tool.settings.limits.validation_memory_bytes;
-    let lines = match check(&tool.parameters_check, text, memory_bytes, deadline, "the arguments").await {
+    let lines = match check(&tool.parameters, text, memory_bytes, deadline, "the arguments").await {
         Ok(Ok(())) => return Ok(()),
         Ok(Err(lines)) => lines,
         Err(Unchecked::Failed(failure)) => return Err(failure),
@@ -122,7 +122,7 @@ pub(crate) async fn validate(tool: &LoadedTool, text: &str, deadline: Deadline<'
             "the arguments do not match the parameters of {}:\n{}\nExpected arguments matching this JSON Schema: {}",
             tool.name,
             lines.join("\n"),
-            restate(&tool.parameters),
+            restate(tool.parameters.json()),
         ),
     ))
 }

@@ -160,7 +160,7 @@ async fn bank_scenario_authorizes_confirms_and_audits() {
     let yes = FnConfirmer(|_: ConfirmRequest<'_>| true);
     let confirmed = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 20000})), Some(&yes)).await;
     assert!(!confirmed.is_error(), "{}", confirmed.text());
-    assert_eq!(confirmed.decision.as_str(), "ask:confirmed");
+    assert_eq!(confirmed.decision().as_str(), "ask:confirmed");
 
     let no_confirmer = host.call(as_alice("create_transfer", json!({"to": "acc-bob", "amount": 20000})), None).await;
     assert_failed(&no_confirmer, "declined", "confirmation");

@@ -69,7 +69,7 @@ async fn a_principal_at_its_calls_in_flight_is_refused_and_others_are_served() {
     for needle in ["\"a\" already has 2 calls in flight", "[quotas]", "[quotas.principals.a]"] {
         assert!(refused.text().contains(needle), "{} should contain {needle:?}", refused.text());
     }
-    assert_eq!(refused.decision.as_str(), "not_reached");
+    assert_eq!(refused.decision().as_str(), "not_reached");
     assert_ok(&host.call(echo("b"), None).await);
     assert_eq!(host.calls_in_flight("a"), 2, "the refused call was not counted");
 

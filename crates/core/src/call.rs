@@ -4,7 +4,7 @@
 
 use crate::arguments::RawArguments;
 use crate::caller::TokenAttributes;
-use crate::outcome::{Decision, ErrorKind, Failure, Success};
+use crate::outcome::{CallOutcome, Decision, ErrorKind, Failure, Success};
 use crate::render;
 use crate::trace_parent::TraceParent;
 use serde_json::Value;
@@ -65,10 +65,8 @@ pub struct ToolResult {
     pub call_id: String,
     /// The tool name as requested.
     pub tool: String,
-    /// The tool's result, or why there is none.
-    pub outcome: Result<Success, Failure>,
-    /// What was decided about the call before it ran.
-    pub decision: Decision,
+    /// What was decided about the call and what came of it.
+    pub outcome: CallOutcome,
     /// Captured stdout (for humans and logs, never the model).
     pub stdout: Captured,
     /// Captured stderr (for humans and logs, never the model).
@@ -87,17 +85,11 @@ pub struct ToolResult {
 impl ToolResult {
     /// A result of the call `call_id` to `tool`, with nothing captured, no
     /// fuel, no session and no duration yet.
-    pub fn new(
-        call_id: impl Into<String>,
-        tool: impl Into<String>,
-        decision: Decision,
-        outcome: Result<Success, Failure>,
-    ) -> Self {
+    pub fn new(call_id: impl Into<String>, tool: impl Into<String>, outcome: CallOutcome) -> Self {
         Self {
             call_id: call_id.into(),
             tool: tool.into(),
             outcome,
-            decision,
             stdout: Captured::default(),
             stderr: Captured::default(),
             duration: Duration::ZERO,
@@ -107,14 +99,24 @@ impl ToolResult {
         }
     }
 
+    /// What was decided about the call before it ran.
+    pub fn decision(&self) -> Decision {
+        self.outcome.decision()
+    }
+
+    /// The tool's result, or why there is none.
+    pub fn result(&self) -> Result<&Success, &Failure> {
+        self.outcome.result()
+    }
+
     /// True for every failure.
     pub fn is_error(&self) -> bool {
-        self.outcome.is_err()
+        self.result().is_err()
     }
 
     /// Why the call failed; `None` on success.
     pub fn failure(&self) -> Option<&Failure> {
-        self.outcome.as_ref().err()
+        self.outcome.failure()
     }
 
     /// The kind of failure; `None` on success.
@@ -130,24 +132,24 @@ impl ToolResult {
 
     /// The tool's JSON result, on success.
     pub fn value(&self) -> Option<&Value> {
-        self.outcome.as_ref().ok().map(|success| &success.value)
+        self.result().ok().map(|success| &success.value)
     }
 
     /// The protocol name of the outcome: `ok` or the error kind.
     pub fn outcome_name(&self) -> &'static str {
-        self.kind().map_or("ok", ErrorKind::as_str)
+        self.outcome.name()
     }
 
     /// What the model reads in a provider's tool-result message: the
     /// result, or `error (kind): message` (`tool error (code): message` for
     /// a tool's own error), cut at 32 KiB with a note.
     pub fn text(&self) -> String {
-        render::model_text(&self.outcome)
+        render::model_text(self.result())
     }
 
     /// A one-line presentation for humans.
     pub fn human_line(&self) -> String {
-        render::human_line(&self.tool, &self.outcome, self.presented.as_deref(), self.duration.as_secs_f64() * 1e3)
+        render::human_line(&self.tool, self.result(), self.presented.as_deref(), self.duration.as_secs_f64() * 1e3)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The result of a call, as data: a [`Success`] or a [`Failure`] with an
 //! error kind the model can act on, and the [`Decision`] that let the call
-//! run (or stopped it). A denial, a timeout or a trap is an ordinary value
+//! run (or stopped it), held together as one [`CallOutcome`]. A denial, a timeout or a trap is an ordinary value
 //! here; only host faults are Rust errors, and even those become
 //! [`ErrorKind::Internal`] before they reach a front end.
 //!
@@ -263,9 +263,162 @@ impl fmt::Display for Decision {
     }
 }
 
+/// Why a call was refused before it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// It failed before the policy was consulted (a quota, an unknown tool,
+    /// invalid arguments, the host shutting down).
+    NotReached,
+    /// The policy denied it.
+    Denied,
+    /// The policy asked and the user declined (or could not be asked).
+    Declined,
+    /// The policy asked and the question went to the client
+    /// ([`Decision::AskPending`]).
+    Pending,
+}
+
+/// What let a call run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Authority {
+    /// The policy allowed it.
+    Allowed,
+    /// The policy asked and the user confirmed.
+    Confirmed,
+}
+
+impl Authority {
+    /// The decision that let the call run.
+    pub fn decision(self) -> Decision {
+        match self {
+            Authority::Allowed => Decision::Allow,
+            Authority::Confirmed => Decision::AskConfirmed,
+        }
+    }
+}
+
+/// What became of a call: refused before it ran, with only a failure, or
+/// authorized and run, with a result or a failure. The [`Decision`] is read
+/// from it, so a denied call with a result, or a result nobody authorized,
+/// cannot be built.
+///
+/// `S` is what a success carries: the tool's [`Success`] in a result, `()`
+/// in an audit record, which keeps the outcome but not the value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome<S = Success> {
+    /// Refused before it ran.
+    Refused {
+        /// Why it was refused.
+        refusal: Refusal,
+        /// What the model reads about it.
+        failure: Failure,
+    },
+    /// Authorized and run (or stopped while it ran, or withheld after).
+    Ran {
+        /// What let it run.
+        authority: Authority,
+        /// The tool's result, or why there is none.
+        result: Result<S, Failure>,
+    },
+}
+
+impl<S> CallOutcome<S> {
+    /// A call refused before the policy was consulted.
+    pub fn not_reached(failure: Failure) -> Self {
+        CallOutcome::Refused { refusal: Refusal::NotReached, failure }
+    }
+
+    /// What was decided about the call.
+    pub fn decision(&self) -> Decision {
+        match self {
+            CallOutcome::Refused { refusal: Refusal::NotReached, .. } => Decision::NotReached,
+            CallOutcome::Refused { refusal: Refusal::Denied, .. } => Decision::Deny,
+            CallOutcome::Refused { refusal: Refusal::Declined, .. } => Decision::AskDeclined,
+            CallOutcome::Refused { refusal: Refusal::Pending, .. } => Decision::AskPending,
+            CallOutcome::Ran { authority, .. } => authority.decision(),
+        }
+    }
+
+    /// The success, or the failure.
+    pub fn result(&self) -> Result<&S, &Failure> {
+        match self {
+            CallOutcome::Refused { failure, .. } => Err(failure),
+            CallOutcome::Ran { result, .. } => result.as_ref(),
+        }
+    }
+
+    /// The success, or the failure, by value.
+    pub fn into_result(self) -> Result<S, Failure> {
+        match self {
+            CallOutcome::Refused { failure, .. } => Err(failure),
+            CallOutcome::Ran { result, .. } => result,
+        }
+    }
+
+    /// Why the call failed; `None` on success.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.result().err()
+    }
+
+    /// The protocol name of the outcome: `ok` or the error kind.
+    pub fn name(&self) -> &'static str {
+        self.failure().map_or("ok", |failure| failure.kind.as_str())
+    }
+
+    /// Replace whatever the call produced with `failure`, keeping what was
+    /// decided: a result that must not be handed out (its audit record
+    /// could not be written).
+    pub fn withhold(&mut self, withheld: Failure) {
+        match self {
+            CallOutcome::Refused { failure, .. } => *failure = withheld,
+            CallOutcome::Ran { result, .. } => *result = Err(withheld),
+        }
+    }
+
+    /// The same outcome without the success's value.
+    pub fn without_value(&self) -> CallOutcome<()> {
+        match self {
+            CallOutcome::Refused { refusal, failure } => {
+                CallOutcome::Refused { refusal: *refusal, failure: failure.clone() }
+            }
+            CallOutcome::Ran { authority, result } => {
+                CallOutcome::Ran { authority: *authority, result: result.as_ref().map(|_| ()).map_err(Failure::clone) }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_decision_is_read_from_the_outcome_and_survives_a_withheld_result() {
+        let failure = || Failure::new(ErrorKind::Internal, "the audit log cannot be written");
+        let refused = |refusal| CallOutcome::<Success>::Refused { refusal, failure: failure() };
+        let ran = |authority| CallOutcome::Ran { authority, result: Ok(Success::new(Value::from(1))) };
+        let cases = [
+            (refused(Refusal::NotReached), Decision::NotReached),
+            (refused(Refusal::Denied), Decision::Deny),
+            (refused(Refusal::Declined), Decision::AskDeclined),
+            (refused(Refusal::Pending), Decision::AskPending),
+            (ran(Authority::Allowed), Decision::Allow),
+            (ran(Authority::Confirmed), Decision::AskConfirmed),
+        ];
+        let mut seen: Vec<&str> = cases.iter().map(|(_, decision)| decision.as_str()).collect();
+        let mut all: Vec<&str> = Decision::ALL.iter().map(|decision| decision.as_str()).collect();
+        seen.sort_unstable();
+        all.sort_unstable();
+        assert_eq!(seen, all, "every decision has exactly one shape");
+        for (mut outcome, decision) in cases {
+            assert_eq!(outcome.decision(), decision);
+            assert_eq!(outcome.without_value().decision(), decision);
+            outcome.withhold(failure());
+            assert_eq!((outcome.decision(), outcome.name()), (decision, "internal"));
+        }
+        assert_eq!(ran(Authority::Allowed).name(), "ok");
+        assert_eq!(ran(Authority::Allowed).without_value().result(), Ok(&()));
+    }
 
     #[test]
     fn names_match_serde() {

@@ -35,7 +35,7 @@ pub fn cap(text: &str, max: usize) -> Cow<'_, str> {
 }
 
 /// The model-facing text of an outcome: the result or the error narration.
-pub fn model_text(outcome: &Result<Success, Failure>) -> String {
+pub fn model_text(outcome: Result<&Success, &Failure>) -> String {
     match outcome {
         Ok(success) => success_text(success),
         Err(failure) => failure_text(failure),
@@ -118,7 +118,7 @@ fn cut_for_model(text: String) -> String {
 }
 
 /// A one-line human summary, e.g. `echo ok in 0.4 ms: {"text":"hi"}`.
-pub fn human_line(tool: &str, outcome: &Result<Success, Failure>, presented: Option<&str>, millis: f64) -> String {
+pub fn human_line(tool: &str, outcome: Result<&Success, &Failure>, presented: Option<&str>, millis: f64) -> String {
     let status = match outcome {
         Ok(_) => "ok",
         Err(failure) => failure.kind.as_str(),
@@ -212,9 +212,9 @@ mod tests {
 
     #[test]
     fn human_line_is_one_line() {
-        let line = human_line("echo", &Ok(Success::new(json!("{\"a\":1}\nmore"))), None, 0.42);
+        let line = human_line("echo", Ok(&Success::new(json!("{\"a\":1}\nmore"))), None, 0.42);
         assert_eq!(line, "echo ok in 0.4 ms: {\"a\":1}");
-        let line = human_line("echo", &Err(Failure::new(ErrorKind::Timeout, "late")), None, 1.0);
+        let line = human_line("echo", Err(&Failure::new(ErrorKind::Timeout, "late")), None, 1.0);
         assert_eq!(line, "echo timeout in 1.0 ms: error (timeout): late");
     }
 }

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
-use airlock_core::outcome::Decision;
+use airlock_core::outcome::{Authority, CallOutcome, Decision};
+use airlock_core::render;
 
 mod files;
 pub mod postgres;
@@ -179,6 +180,42 @@ impl AuditSettings {
     }
 }
 
+/// What a record says of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The write-ahead record of a call to a tool with side effects: it was
+    /// authorized and is about to run (`outcome` [`STARTED`]).
+    Started(Authority),
+    /// The call is over: what was decided and what came of it.
+    Finished(CallOutcome<()>),
+}
+
+impl Event {
+    /// What was decided about the call.
+    pub fn decision(&self) -> Decision {
+        match self {
+            Event::Started(authority) => authority.decision(),
+            Event::Finished(outcome) => outcome.decision(),
+        }
+    }
+
+    /// The record's `outcome`: [`STARTED`], `ok` or the error kind.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Event::Started(_) => STARTED,
+            Event::Finished(outcome) => outcome.name(),
+        }
+    }
+
+    /// The record's `message`: the failure as the model read it.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Event::Started(_) => None,
+            Event::Finished(outcome) => outcome.failure().map(render::failure_text),
+        }
+    }
+}
+
 /// What the pipeline reports about one call. The log adds `seq`, `time`,
 /// `argument_digest`, `prev` and `hash`, and caps every string.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,16 +239,15 @@ pub struct AuditEntry {
     pub signer: Option<String>,
     /// The raw arguments as received; `Value::String` if they were not JSON.
     pub arguments: Value,
-    /// What was decided about the call, recorded by its protocol name
-    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"`, `"ask:pending"` or
-    /// `"not_reached"`).
-    pub decision: Decision,
+    /// What the record says of the call: that it is about to run, or what
+    /// was decided and what came of it. The record's `decision`
+    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"`,
+    /// `"ask:pending"` or `"not_reached"`), `outcome` (`"started"`, `"ok"`
+    /// or an error kind such as `"timeout"`) and `message` (the failure as
+    /// the model read it; untrusted, capped at 1 KiB) are read from it.
+    pub event: Event,
     /// Id of the policy that determined the decision, if any.
     pub policy: Option<String>,
-    /// `"ok"` or an error kind such as `"timeout"`.
-    pub outcome: String,
-    /// The error message, if any (untrusted; capped at 1 KiB).
-    pub message: Option<String>,
     /// Wall-clock duration of the call, in microseconds.
     pub duration_us: u64,
     /// Fuel the guest consumed, when it ran.

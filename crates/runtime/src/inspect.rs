@@ -126,8 +126,8 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
             report.metadata = Some(json!({
                 "name": tool.name,
                 "description": tool.description,
-                "parameters": tool.parameters,
-                "output": tool.output_schema,
+                "parameters": tool.parameters.json(),
+                "output": tool.output.as_ref().map(|schema| schema.json()),
             }));
             report.contract = Some(tool.contract().version().to_owned());
             report.accepted = true;

@@ -52,10 +52,11 @@ pub struct LoadedTool {
     pub name: String,
     /// Declared description (capped).
     pub description: String,
-    /// Parameters schema (a JSON object schema).
-    pub parameters: Value,
-    /// Output schema, if declared.
-    pub output_schema: Option<Value>,
+    /// Parameters schema (a JSON object schema), compiled in the metered
+    /// validator.
+    pub parameters: Arc<Schema>,
+    /// Output schema, if declared, compiled in the metered validator.
+    pub output: Option<Arc<Schema>>,
     /// sha256 of the component bytes.
     pub digest: String,
     /// Where it was loaded from.
@@ -72,11 +73,6 @@ pub struct LoadedTool {
     /// The component pre-instantiated for its contract version: each call
     /// instantiates it in a fresh store.
     pub pre: ToolPre,
-    /// The parameters schema compiled in the metered validator.
-    pub parameters_check: Arc<Schema>,
-    /// The output schema compiled in the metered validator, if the tool
-    /// declares one.
-    pub output_check: Option<Arc<Schema>>,
 }
 
 impl LoadedTool {
@@ -290,9 +286,9 @@ pub(crate) async fn describe(
     }
     let bad = |why| LoadError::BadMetadata { path: path_buf.clone(), why };
     let cache_dir = runtime.cache_dir();
-    let parameters_check =
+    let parameters =
         compile_schema(&checked.name, "parameters", &checked.parameters, &settings, cache_dir).await.map_err(bad)?;
-    let output_check = match &checked.output {
+    let output = match &checked.output {
         Some(schema) => Some(compile_schema(&checked.name, "output", schema, &settings, cache_dir).await.map_err(bad)?),
         None => None,
     };
@@ -303,8 +299,8 @@ pub(crate) async fn describe(
     Ok(LoadedTool {
         name: checked.name,
         description: checked.description,
-        parameters: checked.parameters,
-        output_schema: checked.output,
+        parameters,
+        output,
         digest,
         source: path_buf,
         size,
@@ -312,8 +308,6 @@ pub(crate) async fn describe(
         settings,
         origin: None,
         pre,
-        parameters_check,
-        output_check,
     })
 }
 

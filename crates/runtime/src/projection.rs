@@ -37,7 +37,7 @@ pub fn project(tool: &LoadedTool) -> ModelTool {
     ModelTool {
         name: name.clone(),
         description: description.clone(),
-        parameters: schema_portable::portable(parameters),
+        parameters: schema_portable::portable(parameters.json()),
         defer_loading: *defer_loading,
     }
 }
@@ -60,10 +60,10 @@ pub struct McpExtras {
 /// Select the MCP-only extras of a tool; `fleet`: replicas behind a load
 /// balancer (`[fleet]`), which hash the session header.
 pub fn mcp_extras(tool: &LoadedTool, fleet: bool) -> McpExtras {
-    let LoadedTool { output_schema, settings, .. } = tool;
+    let LoadedTool { output, settings, .. } = tool;
     let ToolSettings { side_effect, .. } = settings;
     McpExtras {
-        output_schema: output_schema.as_ref().map(schema_portable::portable),
+        output_schema: output.as_ref().map(|schema| schema_portable::portable(schema.json())),
         read_only: !*side_effect,
         session_header: fleet && settings.sessions.is_some(),
     }

@@ -129,11 +129,12 @@ impl ResourceLimiter for GrowthLimiter {
     }
 }
 
-/// What running a guest produced, whatever happened.
+/// What running a guest produced, whatever happened. `R` is what the guest
+/// returned: a call's JSON text, or the component's metadata.
 #[derive(Debug, Clone)]
-pub struct Execution {
-    /// The JSON text the tool returned, or why there is none.
-    pub result: Result<String, Failure>,
+pub struct Execution<R = String> {
+    /// What the guest returned, or why there is none.
+    pub result: Result<R, Failure>,
     /// Captured stdout.
     pub stdout: Captured,
     /// Captured stderr.
@@ -144,7 +145,7 @@ pub struct Execution {
     pub duration: Duration,
 }
 
-impl Execution {
+impl<R> Execution<R> {
     /// A call that failed before the guest ran.
     pub fn failed(failure: Failure, started: Instant) -> Self {
         Self {
@@ -295,7 +296,7 @@ async fn run_on<R, F>(
     caller: Option<&Arc<Caller>>,
     cancel: &CancellationToken,
     work: F,
-) -> (Result<R, Failure>, Execution, Option<Spent>)
+) -> (Execution<R>, Option<Spent>)
 where
     F: for<'a> FnOnce(
         &'a Tool,
@@ -305,7 +306,7 @@ where
     let started = Instant::now();
     if let Err(err) = live.arm(limits, caller) {
         let failure = unprepared(&err);
-        return (Err(failure.clone()), Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
+        return (Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
     let LiveInstance { store, tool, stdout, stderr, .. } = live;
     let ended = {
@@ -351,13 +352,13 @@ where
         _ => None,
     };
     let execution = Execution {
-        result: outcome.as_ref().map(|_| String::new()).map_err(Clone::clone),
+        result: outcome,
         stdout: stdout.take(),
         stderr: stderr.take(),
         fuel_used,
         duration: started.elapsed(),
     };
-    (outcome, execution, spent)
+    (execution, spent)
 }
 
 /// Run `work` on a fresh instance of `pre` under `limits`, with `grants`,
@@ -369,7 +370,7 @@ async fn run<R, F>(
     caller: Option<&Arc<Caller>>,
     cancel: &CancellationToken,
     work: F,
-) -> (Result<R, Failure>, Execution)
+) -> Execution<R>
 where
     F: for<'a> FnOnce(
         &'a Tool,
@@ -379,12 +380,12 @@ where
     let started = Instant::now();
     let mut live = match fresh(pre, limits, grants) {
         Ok(live) => live,
-        Err(failure) => return (Err(failure.clone()), Execution::failed(failure, started)),
+        Err(failure) => return Execution::failed(failure, started),
     };
-    let (outcome, mut execution, _) = run_on(&mut live, pre, limits, limits.timeout, caller, cancel, work).await;
+    let (mut execution, _) = run_on(&mut live, pre, limits, limits.timeout, caller, cancel, work).await;
     drop(live);
     execution.duration = started.elapsed();
-    (outcome, execution)
+    execution
 }
 
 /// Call the tool's handler once in a fresh instance, for `caller`, within
@@ -438,11 +439,10 @@ async fn call_within(
     cancel: &CancellationToken,
 ) -> (Execution, Option<Spent>) {
     let arguments = arguments.to_owned();
-    let (result, mut execution, spent) = run_on(live, pre, limits, stated, Some(caller), cancel, move |tool, store| {
+    let (mut execution, spent) = run_on(live, pre, limits, stated, Some(caller), cancel, move |tool, store| {
         Box::pin(async move { tool.call(store, &arguments).await })
     })
     .await;
-    execution.result = result;
     if let Some(network) = live.network.as_deref() {
         scrub_secrets(network, &mut execution);
     }
@@ -486,11 +486,11 @@ pub struct RawMetadata {
 /// Read a component's metadata in a fresh instance with no grants and the
 /// given limits: reading metadata runs untrusted code.
 pub(crate) async fn metadata(pre: &ToolPre, limits: &Limits) -> Result<RawMetadata, Failure> {
-    let (result, _) = run(pre, limits, &Grants::default(), None, &CancellationToken::new(), |tool, store| {
+    let execution = run(pre, limits, &Grants::default(), None, &CancellationToken::new(), |tool, store| {
         Box::pin(async move { tool.metadata(store).await.map(Ok) })
     })
     .await;
-    result
+    execution.result
 }
 
 /// The failure of a call stopped at its deadline; `stated` is the tool's

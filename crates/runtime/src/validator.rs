@@ -256,8 +256,11 @@ pub struct Listed {
     pub counted: usize,
 }
 
-/// A schema compiled in the validator, with its idle instances.
+/// A schema compiled in the validator, with its idle instances and the
+/// schema it was compiled from.
 pub struct Schema {
+    /// The schema as declared.
+    json: serde_json::Value,
     /// The schema as JSON text (to compile it into new instances).
     text: String,
     /// Idle instances and the memory cap each was created under.
@@ -280,9 +283,16 @@ impl Schema {
         let meter = meter(cache_dir).map_err(|failure| Stopped::Fault(failure.message))?;
         let text = schema.to_string();
         match instantiate(meter, &text, bounds).await? {
-            Ok(warm) => Ok(Ok(Schema { text, idle: Mutex::new(vec![(bounds.memory_bytes, warm)]) })),
+            Ok(warm) => {
+                Ok(Ok(Schema { json: schema.clone(), text, idle: Mutex::new(vec![(bounds.memory_bytes, warm)]) }))
+            }
             Err(why) => Ok(Err(why)),
         }
+    }
+
+    /// The schema as declared.
+    pub fn json(&self) -> &serde_json::Value {
+        &self.json
     }
 
     /// Check `instance` (JSON text) against the schema within `bounds`:

@@ -119,8 +119,8 @@ fn stages(runtime: &tokio::runtime::Runtime, host: &Host, n: usize) -> Vec<(Stri
     let registry = host.tools();
     let tool = registry.get("echo").expect("echo loaded");
     let raw = json!({"text": "hi"});
-    let parameters = jsonschema::validator_for(&tool.parameters).expect("schema compiles");
-    let output = tool.output_schema.as_ref().map(|s| jsonschema::validator_for(s).expect("schema compiles"));
+    let parameters = jsonschema::validator_for(tool.parameters.json()).expect("schema compiles");
+    let output = tool.output.as_ref().map(|s| jsonschema::validator_for(s.json()).expect("schema compiles"));
     let policy = Policy::default_policy();
     let facts = ToolFacts { name: "echo", side_effect: false };
     let reads_context = Policy::from_text(

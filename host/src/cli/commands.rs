@@ -105,7 +105,7 @@ pub fn man(command: clap::Command) -> std::io::Result<ExitCode> {
 /// `airlock call`'s answer: the tool's JSON result, or the error text the
 /// model would read.
 fn result_json(result: &ToolResult) -> Value {
-    let content = match &result.outcome {
+    let content = match result.result() {
         Ok(success) => success.value.clone(),
         Err(_) => Value::String(result.text()),
     };

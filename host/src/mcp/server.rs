@@ -169,7 +169,7 @@ const STATE_REFUSED: &str = "requestState is not valid for this call: it is unkn
 /// pick one of the tools the text names) but turn a protocol error into an
 /// exception that ends the run or hides the message.
 fn to_response(result: ToolResult) -> CallToolResponse {
-    match result.outcome {
+    match result.outcome.into_result() {
         Err(failure) => {
             let mut meta = JsonObject::new();
             meta.insert(META_KIND.to_owned(), Value::from(failure.kind.as_str()));
@@ -341,11 +341,11 @@ impl ServerHandler for AirlockServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_core::outcome::{Decision, ErrorKind, Failure, Success};
+    use airlock_core::outcome::{Authority, CallOutcome, ErrorKind, Failure, Success};
     use serde_json::json;
 
     fn result(outcome: Result<Success, Failure>) -> ToolResult {
-        ToolResult::new("c", "echo", Decision::Allow, outcome)
+        ToolResult::new("c", "echo", CallOutcome::Ran { authority: Authority::Allowed, result: outcome })
     }
 
     fn complete(response: CallToolResponse) -> CallToolResult {
@@ -403,7 +403,7 @@ mod tests {
             ErrorKind::UnknownTool,
             "there is no tool named \"ech\". Available tools, closest first: echo",
         );
-        let unknown = ToolResult::new("c", "ech", Decision::NotReached, Err(failure));
+        let unknown = ToolResult::new("c", "ech", CallOutcome::not_reached(failure));
         let out = complete(to_response(unknown));
         assert_eq!(out.is_error, Some(true));
         assert_eq!(meta(&out), json!({"airlock/kind": "unknown_tool"}));

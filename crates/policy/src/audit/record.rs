@@ -42,10 +42,10 @@ impl AuditLog {
         if self.record_arguments {
             body.push(("arguments", recorded_arguments(&arguments, canonical_arguments)));
         }
-        body.push(("decision", json_string(entry.decision.as_str())));
+        body.push(("decision", json_string(entry.event.decision().as_str())));
         body.push(("policy", optional(&entry.policy, MAX_FIELD_BYTES)));
-        body.push(("outcome", capped(&entry.outcome, MAX_FIELD_BYTES)));
-        body.push(("message", optional(&entry.message, MAX_MESSAGE_BYTES)));
+        body.push(("outcome", json_string(entry.event.outcome())));
+        body.push(("message", optional(&entry.event.message(), MAX_MESSAGE_BYTES)));
         body.push(("duration_us", entry.duration_us.to_string()));
         body.push(("fuel_used", entry.fuel_used.map_or_else(|| "null".to_owned(), |f| f.to_string())));
         body

@@ -1,6 +1,7 @@
 use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
 use super::record::{canonical, is_sha256_hex};
 use super::*;
+use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_core::render::{ELLIPSIS, cap};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -27,10 +28,8 @@ fn entry(i: usize) -> AuditEntry {
         session: None,
         component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
         arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
-        decision: Decision::Allow,
+        event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
         policy: Some("read-data".to_owned()),
-        outcome: "ok".to_owned(),
-        message: None,
         duration_us: 1234 + i as u64,
         fuel_used: Some(56_789),
     }
@@ -461,15 +460,14 @@ fn strings_are_capped() {
         tool: long.clone(),
         component_digest: Some(long.clone()),
         policy: Some(long.clone()),
-        outcome: long.clone(),
-        message: Some(long.clone()),
+        event: Event::Finished(CallOutcome::not_reached(Failure::new(ErrorKind::Internal, long.clone()))),
         ..entry(0)
     })
     .unwrap();
     drop(log);
     assert_eq!(lines(&path).len(), 1, "a newline in a field split the record");
     let record = &tail(&path, 1).unwrap()[0];
-    for field in ["call_id", "principal", "tool", "component_digest", "policy", "outcome"] {
+    for field in ["call_id", "principal", "tool", "component_digest", "policy"] {
         let value = record[field].as_str().unwrap();
         assert!(value.len() <= MAX_FIELD_BYTES && value.ends_with(ELLIPSIS), "{field}: {} bytes", value.len());
     }
@@ -686,7 +684,7 @@ fn a_reconfigured_log_continues_the_chain_under_its_own_settings() {
 }
 
 fn started(i: usize) -> AuditEntry {
-    AuditEntry { outcome: STARTED.to_owned(), duration_us: 0, fuel_used: None, ..entry(i) }
+    AuditEntry { event: Event::Started(Authority::Allowed), duration_us: 0, fuel_used: None, ..entry(i) }
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Unit tests of `ship`.
 
-use super::super::{AuditEntry, AuditLog, Durability};
+use super::super::{AuditEntry, AuditLog, Durability, Event};
 use super::*;
-use airlock_core::outcome::Decision;
+use airlock_core::outcome::{Authority, CallOutcome};
 
 fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -25,10 +25,8 @@ fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
             component_ref: None,
             signer: None,
             arguments: serde_json::json!({"text": i}),
-            decision: Decision::Allow,
+            event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
             policy: None,
-            outcome: "ok".into(),
-            message: None,
             duration_us: 1,
             fuel_used: None,
         })

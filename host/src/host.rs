@@ -16,9 +16,9 @@ use crate::metrics::{Metrics, Snapshot};
 use crate::observe::Telemetry;
 use crate::otel::Traces;
 use crate::pipeline::Pipeline;
+use crate::pipeline::Scheduler;
 use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::{self, LoadProgress, Registry};
-use crate::schedule::Scheduler;
 use crate::session::Sessions;
 pub use crate::state::HostError;
 use crate::state::{LoadErrors, State, needs_restart};
@@ -606,12 +606,12 @@ pub mod bench {
         let tool = registry.get(tool)?;
         let cancel = CancellationToken::new();
         let timeout = tool.settings.limits.timeout;
-        let deadline = crate::validate::Deadline {
+        let deadline = crate::pipeline::validate::Deadline {
             at: tokio::time::Instant::now() + timeout,
             timeout_ms: timeout.as_millis(),
             cancel: &cancel,
         };
-        Some(crate::validate::validate(tool, arguments, deadline).await.is_ok())
+        Some(crate::pipeline::validate::validate(tool, arguments, deadline).await.is_ok())
     }
 
     /// Run `tool` on `arguments` in a fresh instance, nothing else.

@@ -29,7 +29,6 @@
 // workspace in Cargo.toml `[workspace.lints.clippy]`.
 
 mod access;
-mod check;
 pub mod client_log;
 mod config;
 pub mod fleet;
@@ -44,11 +43,8 @@ mod otel;
 mod pipeline;
 mod quota;
 mod registry;
-mod resolve;
-mod schedule;
 mod session;
 mod state;
-mod validate;
 
 pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use airlock_core::call::Captured;

@@ -1,4 +1,4 @@
-//! Check output: the result a guest returned is untrusted. Its size is
+//! Check: the result a guest returned is untrusted. Its size is
 //! capped, it must be JSON, and when the tool declared an output schema the
 //! result must match it.
 //!
@@ -6,7 +6,7 @@
 //! meter as arguments (`validate.rs`), within what is left of the call's
 //! deadline and the tool's `validation_memory_mib`.
 
-use crate::validate::{self, Deadline, Unchecked};
+use super::validate::{self, Deadline, Unchecked};
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
 use serde_json::Value;

@@ -1,0 +1,23 @@
+//! Parse: the arguments as proposed (a JSON value, or text that should be
+//! one) become a JSON object within the host's caps
+//! (`airlock_core::arguments`: size, depth, exact integers). A `null` for
+//! an optional property means "absent": strict mode makes every property
+//! required and the optional ones nullable, so such nulls are dropped
+//! before the schema sees them.
+
+use airlock_core::arguments::{self, Parsed, RawArguments};
+use airlock_core::optional_null;
+use airlock_core::outcome::Failure;
+use airlock_runtime::loader::LoadedTool;
+
+/// The arguments of a call to `tool`, parsed.
+///
+/// # Errors
+///
+/// An [`ErrorKind::InvalidArguments`](airlock_core::outcome::ErrorKind)
+/// failure saying what was wrong with them.
+pub(super) fn parse(tool: &LoadedTool, raw: &RawArguments) -> Result<Parsed, Failure> {
+    let mut parsed = arguments::parse(raw)?;
+    optional_null::drop_absent_nulls(tool.parameters.json(), &mut parsed);
+    Ok(parsed)
+}

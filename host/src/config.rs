@@ -38,6 +38,7 @@ mod layer;
 mod show;
 
 pub use bundled::{BundledTools, TOOLS_DIR_ENV};
+pub use keys::Restart;
 
 pub use crate::http_settings::{BearerToken, HttpSettings, JwksSource, JwtSettings};
 pub use airlock_policy::authorize::PolicyFiles;

@@ -21,7 +21,7 @@ use crate::quota::{QuotaTracker, Quotas};
 use crate::registry::{self, LoadProgress, Registry};
 use crate::session::Sessions;
 pub use crate::state::HostError;
-use crate::state::{LoadErrors, State, needs_restart};
+use crate::state::{LoadErrors, State};
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_policy::confirm::Confirmer;
 use airlock_runtime::engine::Runtime;
@@ -128,7 +128,7 @@ impl HostBuilder {
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
         crate::client_log::configure(&config.log);
         // Metrics and the span exporter live as long as the host: their
-        // settings are fixed at start (`state::needs_restart`).
+        // settings are fixed at start (`Config::restarts`).
         let metrics =
             Arc::new(Metrics::new(config.metrics.max_principals).with_max_tool_labels(config.metrics.max_tool_labels));
         let traces = match &config.traces {
@@ -424,7 +424,7 @@ impl Host {
                 None => current.config().clone(),
             },
         };
-        let fixed = needs_restart(current.config(), &config);
+        let fixed = current.config().restarts(&config);
         if !fixed.is_empty() {
             return Err(HostError::NeedsRestart(fixed));
         }
@@ -464,11 +464,7 @@ impl Host {
     fn check_tokens(&self, http: &HttpSettings) -> Result<(), HostError> {
         let needs = *self.inner.needs_tokens.lock().unwrap_or_else(PoisonError::into_inner);
         match needs {
-            Some(addr) if http.tokens.is_empty() && http.jwt.is_none() => Err(HostError::Refused(format!(
-                "[http] tokens: the config has no bearer tokens and no [http.jwt], but the MCP HTTP server listens \
-                 on {addr}, which is not a loopback address and is never served without them; keep at least one \
-                 `[[http.tokens]]` entry or the `[http.jwt]` section, or restart airlock serve on 127.0.0.1"
-            ))),
+            Some(addr) if http.tokens.is_empty() && http.jwt.is_none() => Err(HostError::Refused(addr)),
             _ => Ok(()),
         }
     }

@@ -95,7 +95,7 @@ pub use airlock_settings::engine::{
 };
 pub use airlock_settings::limits::Limits;
 pub use airlock_settings::service::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
-pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, TOOLS_DIR_ENV};
+pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, Restart, TOOLS_DIR_ENV};
 pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
 pub use formats::Format;
 pub use host::startup::Readiness;

@@ -22,7 +22,7 @@
 //! chain ([`AuditLog::reconfigured`]); another file is opened fresh.
 
 use crate::access::Access;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Restart};
 use crate::quota::Quotas;
 use crate::registry::{LoadProgress, Registry, RegistryError};
 use airlock_policy::audit::{AuditError, AuditLog};
@@ -50,14 +50,18 @@ pub enum HostError {
     /// The audit log cannot be opened.
     #[error(transparent)]
     Audit(#[from] AuditError),
-    /// A reload changed settings that are fixed while the host runs; each
-    /// sentence names the key.
-    #[error("{}", .0.join("; "))]
-    NeedsRestart(Vec<String>),
-    /// A reload would leave a running server unsafe (a non-loopback HTTP
-    /// server without bearer tokens).
-    #[error("{0}")]
-    Refused(String),
+    /// A reload changed settings that are fixed while the host runs, each
+    /// naming its key (`Config::restarts`).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    NeedsRestart(Vec<Restart>),
+    /// A reload would leave the MCP HTTP server listening on this address,
+    /// which is not loopback, without bearer tokens.
+    #[error(
+        "[http] tokens: the config has no bearer tokens and no [http.jwt], but the MCP HTTP server listens on {0}, \
+         which is not a loopback address and is never served without them; keep at least one `[[http.tokens]]` \
+         entry or the `[http.jwt]` section, or restart airlock serve on 127.0.0.1"
+    )]
+    Refused(std::net::SocketAddr),
 }
 
 /// What the host runs, built from one config. Cheap to share
@@ -255,87 +259,6 @@ fn policy_of(config: &Config) -> Result<Policy, HostError> {
     })
 }
 
-/// Why `next` cannot replace `current` without a restart: one sentence per
-/// setting fixed at start that differs, naming the key. Empty when the
-/// change can be applied.
-pub fn needs_restart(current: &Config, next: &Config) -> Vec<String> {
-    let (now, new) = (&current.engine, &next.engine);
-    let mut changed = Vec::new();
-    let mut check = |key: &str, from: String, to: String| {
-        if from != to {
-            changed.push(format!("{key} changed from {from} to {to}; restart airlock serve to apply it"));
-        }
-    };
-    check("engine.max_live_instances", now.max_live_instances.to_string(), new.max_live_instances.to_string());
-    check("engine.wasm_stack_kib", (now.wasm_stack_bytes >> 10).to_string(), (new.wasm_stack_bytes >> 10).to_string());
-    let dir = |d: &Option<PathBuf>| d.as_ref().map_or_else(|| "none (cache off)".to_owned(), |d| format!("{d:?}"));
-    check("engine.cache_dir", dir(&now.cache_dir), dir(&new.cache_dir));
-    check("engine.compile_timeout_secs", now.compile_timeout_secs.to_string(), new.compile_timeout_secs.to_string());
-    check("engine.compile_memory_mib", now.compile_memory_mib.to_string(), new.compile_memory_mib.to_string());
-    // The connection and body caps, the session table and the table of
-    // waiting confirmations are set up when the server starts.
-    let (now, new) = (&current.http.caps, &next.http.caps);
-    let secs = |d: std::time::Duration| format!("{} s", d.as_secs());
-    check("http.header_timeout_secs", secs(now.header_timeout), secs(new.header_timeout));
-    check("http.body_timeout_secs", secs(now.body_timeout), secs(new.body_timeout));
-    check("http.max_connections", now.max_connections.to_string(), new.max_connections.to_string());
-    check(
-        "http.max_connections_per_peer",
-        now.max_connections_per_peer.to_string(),
-        new.max_connections_per_peer.to_string(),
-    );
-    check(
-        "http.max_unauthenticated_connections",
-        now.max_unauthenticated_connections.to_string(),
-        new.max_unauthenticated_connections.to_string(),
-    );
-    check("http.unauthenticated_timeout_secs", secs(now.unauthenticated_timeout), secs(new.unauthenticated_timeout));
-    check("http.max_body_bytes", now.max_body_bytes.to_string(), new.max_body_bytes.to_string());
-    check("http.max_sessions", now.max_sessions.to_string(), new.max_sessions.to_string());
-    check(
-        "http.max_pending_confirmations",
-        now.max_pending_confirmations.to_string(),
-        new.max_pending_confirmations.to_string(),
-    );
-    if current.http.trusted_proxies != next.http.trusted_proxies {
-        changed.push("http.trusted_proxies changed; restart airlock serve to apply it".to_owned());
-    }
-    // The JWT verifier (and its key cache) is built when the HTTP server
-    // starts.
-    if current.http.jwt != next.http.jwt {
-        changed.push("http.jwt changed; restart airlock serve to apply it".to_owned());
-    }
-    // The signer of requestStates and its Redis connection, and the audit
-    // shipper, are started with the server.
-    if current.fleet != next.fleet {
-        changed.push("fleet changed; restart airlock serve to apply it".to_owned());
-    }
-    let postgres = |c: &Config| c.audit.as_ref().and_then(|a| a.postgres.clone());
-    if postgres(current) != postgres(next) {
-        changed.push("audit.postgres changed; restart airlock serve to apply it".to_owned());
-    }
-    // The shipper follows the file it was started with: a new `[audit] file`
-    // would be written but never shipped.
-    let shipped_file = |c: &Config| c.audit.as_ref().filter(|a| a.postgres.is_some()).map(|a| a.file.clone());
-    if let Some(shipped) = shipped_file(current) {
-        let next_file = next.audit.as_ref().map(|a| a.file.clone());
-        if next_file.as_ref().is_some_and(|file| *file != shipped) {
-            changed.push(format!(
-                "audit.file changed from {shipped:?} while [audit.postgres] ships it; restart airlock serve to apply it"
-            ));
-        }
-    }
-    // The metrics registry, its listener and the span exporter are built
-    // when the host starts.
-    if current.metrics != next.metrics {
-        changed.push("[metrics] changed; restart airlock serve to apply it".to_owned());
-    }
-    if current.traces != next.traces {
-        changed.push("[traces] changed; restart airlock serve to apply it".to_owned());
-    }
-    changed
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,18 +268,28 @@ mod tests {
         Config::parse(text, "airlock.toml", Path::new("/etc/airlock")).expect("valid config")
     }
 
+    /// The sentences of a reload from `current` to `next`.
+    fn restarts(current: &Config, next: &Config) -> Vec<String> {
+        current.restarts(next).iter().map(ToString::to_string).collect()
+    }
+
     #[test]
     fn an_engine_change_is_refused_naming_the_key() {
         let current = parse("[engine]\nmax_live_instances = 100\ncache_dir = \"/c\"\n");
         let next = parse("[engine]\nmax_live_instances = 50\ncache_dir = \"/c\"\n");
         assert_eq!(
-            needs_restart(&current, &next),
+            restarts(&current, &next),
             vec!["engine.max_live_instances changed from 100 to 50; restart airlock serve to apply it".to_owned()]
         );
         let next =
             parse("[engine]\nmax_live_instances = 100\ncache_dir = \"/c\"\nwasm_stack_kib = 64\ncache = false\n");
-        let refused = needs_restart(&current, &next).join("\n");
-        for needle in ["engine.wasm_stack_kib changed from", "to 64;", "engine.cache_dir changed", "cache off"] {
+        let refused = restarts(&current, &next).join("\n");
+        for needle in [
+            "engine.wasm_stack_kib changed from",
+            "to 64;",
+            "engine.cache_dir changed",
+            "engine.cache changed from true to false",
+        ] {
             assert!(refused.contains(needle), "{refused:?} should contain {needle:?}");
         }
     }
@@ -366,12 +299,48 @@ mod tests {
         let current = parse("[http]\nmax_connections = 100\n");
         let next = parse("[http]\nmax_connections = 50\nheader_timeout_secs = 3\n");
         assert_eq!(
-            needs_restart(&current, &next),
+            restarts(&current, &next),
             vec![
-                "http.header_timeout_secs changed from 10 s to 3 s; restart airlock serve to apply it".to_owned(),
+                "http.header_timeout_secs changed from 10 to 3; restart airlock serve to apply it".to_owned(),
                 "http.max_connections changed from 100 to 50; restart airlock serve to apply it".to_owned(),
             ]
         );
+    }
+
+    #[test]
+    fn a_reload_names_each_fixed_key_it_would_change_and_never_shows_a_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("state.key");
+        std::fs::write(&key, [7u8; 32]).unwrap();
+        let config = |password: &str, extra: &str| {
+            parse(&format!(
+                "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://:{password}@127.0.0.1:6379\"\n{extra}",
+                key.display()
+            ))
+        };
+        let current = config("hunter2", "");
+        assert!(restarts(&current, &config("hunter2", "")).is_empty());
+        assert_eq!(
+            restarts(&current, &config("swordfish", "")),
+            ["fleet.redis_url changed; restart airlock serve to apply it"],
+            "a secret is named, never shown"
+        );
+        std::fs::write(&key, [8u8; 32]).unwrap();
+        assert_eq!(
+            restarts(&current, &config("hunter2", "")),
+            ["fleet.state_key_file changed; restart airlock serve to apply it"],
+            "the key file's contents count, not only its path"
+        );
+        std::fs::write(&key, [7u8; 32]).unwrap();
+        let next = config("hunter2", "[metrics]\nmax_principals = 7\n[traces]\nendpoint = \"http://127.0.0.1:4318\"\n");
+        let said = restarts(&current, &next);
+        for start in [
+            "metrics.max_principals changed from ",
+            "traces.endpoint changed from not set to \"http://127.0.0.1:4318\"",
+        ] {
+            assert!(said.iter().any(|sentence| sentence.starts_with(start)), "{said:#?} lacks {start:?}");
+        }
+        assert!(said.iter().all(|sentence| !sentence.contains("hunter2")), "{said:#?}");
     }
 
     #[test]
@@ -381,7 +350,7 @@ mod tests {
             "[engine]\nmax_live_instances = 100\n[quotas]\ncalls_in_flight = 3\n[policy]\npolicies = \"p.cedar\"\n\
              [cards]\nmax_card_bytes = 100\n",
         );
-        assert!(needs_restart(&current, &next).is_empty());
+        assert!(restarts(&current, &next).is_empty());
     }
 
     #[test]
@@ -390,12 +359,12 @@ mod tests {
             let shipped = "[audit.postgres]\nurl = \"postgresql://a@127.0.0.1/db\"\nreplica = \"r1\"\n";
             parse(&format!("[audit]\nfile = \"{file}\"\n{}", if postgres { shipped } else { "" }))
         };
-        let refused = needs_restart(&audit("a.jsonl", true), &audit("b.jsonl", true));
+        let refused = restarts(&audit("a.jsonl", true), &audit("b.jsonl", true));
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0].contains("audit.file changed") && refused[0].contains("restart"), "{refused:?}");
-        assert!(needs_restart(&audit("a.jsonl", true), &audit("a.jsonl", true)).is_empty());
+        assert!(restarts(&audit("a.jsonl", true), &audit("a.jsonl", true)).is_empty());
         // Without shipping, the log's file may change on a reload.
-        assert!(needs_restart(&audit("a.jsonl", false), &audit("b.jsonl", false)).is_empty());
+        assert!(restarts(&audit("a.jsonl", false), &audit("b.jsonl", false)).is_empty());
     }
 
     #[test]

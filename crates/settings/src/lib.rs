@@ -10,5 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod engine;
+#[doc(hidden)]
+pub mod generated;
 pub mod limits;
 pub mod service;

@@ -504,25 +504,11 @@ impl Limits {
 mod tests {
     use super::*;
 
-    /// The text between the lines holding `begin` and `end` in `path`
-    /// (relative to the workspace) is `expected`; if it is not, the file is
-    /// rewritten with it and the test fails, so a stale generated part is
-    /// both caught and fixed (commit the file).
-    fn ensure_generated(path: &str, begin: &str, end: &str, expected: &str) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let start = text.find(begin).map(|i| i + text[i..].find('\n').unwrap() + 1).expect("the begin marker");
-        let stop = start + text[start..].find(end).expect("the end marker");
-        let stop = text[..stop].rfind('\n').map_or(stop, |i| i + 1);
-        if text[start..stop] != *expected {
-            let updated = format!("{}{expected}{}", &text[..start], &text[stop..]);
-            std::fs::write(&path, updated).unwrap();
-            panic!("{} was not up to date with LIMIT_KEYS; it has been updated, commit it", path.display());
-        }
-    }
-
     #[test]
     fn generated_limit_docs_are_current() {
+        let ensure_generated = |path, begin, end, expected: &str| {
+            crate::generated::ensure(path, begin, end, expected, "LIMIT_KEYS");
+        };
         ensure_generated(
             "book/src/operator/limits.md",
             "<!-- generated from LIMIT_KEYS",

@@ -77,8 +77,8 @@ impl Config {
                 continue;
             }
             let _ = writeln!(out, "\n# [{section}]");
-            for (key, value) in keys {
-                unset_line(&mut out, key, value.as_deref());
+            for key in keys {
+                unset_line(&mut out, key.name, key.shown.as_deref());
             }
         }
         out
@@ -149,8 +149,8 @@ impl Config {
         // The section's other keys (a subtable such as `[http.jwt]` is a
         // section of its own in `section_keys`, not a key of its parent).
         let keys = self.section_keys().into_iter().find(|(section, _)| *section == path);
-        for (key, value) in keys.iter().flat_map(|(_, keys)| keys).filter(|(key, _)| !table.contains_key(*key)) {
-            unset_line(out, key, value.as_deref());
+        for key in keys.iter().flat_map(|(_, keys)| keys).filter(|key| !table.contains_key(key.name)) {
+            unset_line(out, key.name, key.shown.as_deref());
         }
         for (key, value) in table {
             if let Value::Table(sub) = value {

@@ -6,27 +6,29 @@
 
 use std::path::Path;
 
-/// The text between the lines holding `begin` and `end` in `path`
-/// (relative to the workspace) is `expected`; if it is not, the file is
-/// rewritten with it and this panics, naming `table`, the table it is
-/// generated from.
+/// Check that the text between the lines holding `begin` and `end` in
+/// `path` (relative to the workspace) is `expected`; if it is not, rewrite
+/// the file with it.
 ///
-/// # Panics
+/// # Errors
 ///
-/// When the file is stale (after rewriting it), cannot be read or written,
-/// or lacks a marker. For tests only.
-pub fn ensure(path: &str, begin: &str, end: &str, expected: &str, table: &str) {
+/// The file was stale (and has been rewritten; the message names `table`,
+/// the table it is generated from), cannot be read or written, or lacks a
+/// marker.
+pub fn ensure(path: &str, begin: &str, end: &str, expected: &str, table: &str) -> Result<(), String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let shown = path.display();
+    let text = std::fs::read_to_string(&path).map_err(|err| format!("{shown}: {err}"))?;
     let start = text
         .find(begin)
         .and_then(|i| text[i..].find('\n').map(|n| i + n + 1))
-        .unwrap_or_else(|| panic!("{} lacks the marker {begin:?}", path.display()));
-    let stop = text[start..].find(end).map(|i| start + i).unwrap_or_else(|| panic!("{} lacks {end:?}", path.display()));
+        .ok_or_else(|| format!("{shown} lacks the marker {begin:?}"))?;
+    let stop = text[start..].find(end).map(|i| start + i).ok_or_else(|| format!("{shown} lacks {end:?}"))?;
     let stop = text[..stop].rfind('\n').map_or(stop, |i| i + 1);
-    if text[start..stop] != *expected {
-        let updated = format!("{}{expected}{}", &text[..start], &text[stop..]);
-        std::fs::write(&path, updated).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-        panic!("{} was not up to date with {table}; it has been updated, commit it", path.display());
+    if text[start..stop] == *expected {
+        return Ok(());
     }
+    let updated = format!("{}{expected}{}", &text[..start], &text[stop..]);
+    std::fs::write(&path, updated).map_err(|err| format!("{shown}: {err}"))?;
+    Err(format!("{shown} was not up to date with {table}; it has been updated, commit it"))
 }

@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn generated_limit_docs_are_current() {
         let ensure_generated = |path, begin, end, expected: &str| {
-            crate::generated::ensure(path, begin, end, expected, "LIMIT_KEYS");
+            crate::generated::ensure(path, begin, end, expected, "LIMIT_KEYS").unwrap();
         };
         ensure_generated(
             "book/src/operator/limits.md",

@@ -17,7 +17,7 @@ PY := $(VENV)/bin/python
 # The host's crates, layer by layer (crates/*, then host/): built, tested
 # and linted together, so shared dependencies are compiled once with one
 # set of features.
-HOST_PACKAGES := -p airlock-core -p airlock-settings -p airlock-policy -p airlock-runtime -p airlock
+HOST_PACKAGES := -p airlock-core -p airlock-settings -p airlock-policy -p airlock-runtime -p airlock-host -p airlock-mcp -p airlock
 
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
 TOOLS := echo read_file list_dir write_file search_files json_query http_fetch

@@ -1,0 +1,102 @@
+//! The host: the call pipeline, whose stages are:
+//!
+//! admit → resolve → parse → validate → authorize → confirm → schedule → execute → check → audit
+//!
+//! with the host state it runs under (the `State` built from the operator's
+//! files, swapped whole on reload), start-up, the configuration file,
+//! quotas and sessions, metrics, traces and logs, the fleet, and the
+//! provider formats. Execute runs a fresh instance under fuel, deadline and
+//! memory limits, with only the granted directories and origins, or the
+//! live instance of an opt-in session. Every call comes back as an
+//! ordinary [`ToolResult`] whose outcome is a [`Success`] or a [`Failure`]
+//! with an [`ErrorKind`]; front ends render it at their edge.
+//!
+//! The crate root is the library API that `airlock` re-exports: start with
+//! [`Host::builder`]. The public modules are what the MCP transports
+//! (`airlock-mcp`, the layer above) use besides it. See `ARCHITECTURE.md`
+//! for the map of the crates.
+
+#![deny(missing_docs)]
+// No unwrap, expect, panic or indexing outside tests: denied for the whole
+// workspace in Cargo.toml `[workspace.lints.clippy]`.
+
+pub mod access;
+pub mod client_log;
+pub mod config;
+pub mod fleet;
+pub mod formats;
+pub mod host;
+pub mod http_settings;
+mod messages;
+pub mod metrics;
+mod observe;
+mod otel;
+mod pipeline;
+pub mod quota;
+mod registry;
+mod session;
+pub mod state;
+
+pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
+pub use airlock_core::call::Captured;
+pub use airlock_core::call::{CallRequest, ToolResult};
+pub use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
+pub use airlock_core::outcome::{
+    Authority, CallOutcome, Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE,
+    MAX_TOOL_ERROR_MESSAGE, Refusal, Success,
+};
+pub use airlock_core::trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
+pub use airlock_policy::audit::postgres::{
+    MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres,
+};
+pub use airlock_policy::audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
+pub use airlock_policy::audit::{
+    AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
+    verify as audit_verify,
+};
+pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
+pub use airlock_policy::card::{
+    CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
+    MAX_TEMPLATE_BYTES, Template,
+};
+pub use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
+pub use airlock_runtime::bindings::Contract;
+pub use airlock_runtime::compiler::{
+    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, check_header, child_main as compile_child_main,
+};
+/// Components from OCI registries: pull, push, keys, the store and the lock file.
+pub use airlock_runtime::distribution;
+pub use airlock_runtime::engine::{Runtime, digest};
+pub use airlock_runtime::grants::{DirAccess, DirGrant, EnvGrant, Grants};
+pub use airlock_runtime::inspect::{Inspection, inspect};
+pub use airlock_runtime::loader::{
+    LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, description_too_long, load as load_component,
+};
+pub use airlock_runtime::network::{
+    DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
+    RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
+};
+pub use airlock_runtime::projection::{McpExtras, ModelTool, mcp_extras, project};
+pub use airlock_runtime::sandbox::Execution;
+pub use airlock_runtime::strict::{Provider, lint as strict_lint};
+pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
+pub use airlock_settings::engine::{
+    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,
+    MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB,
+};
+pub use airlock_settings::limits::Limits;
+pub use airlock_settings::service::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
+pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, Restart, TOOLS_DIR_ENV};
+pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
+pub use formats::Format;
+pub use host::startup::Readiness;
+pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
+pub use messages::{read_calls, write_results};
+pub use metrics::{OTHER, UNKNOWN_TOOL};
+pub use quota::{Quota, Quotas};
+pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
+pub use session::MAX_SESSION_ID_LEN;
+pub use state::{Sources, State};
+
+/// Re-exported so front ends can cancel calls without another dependency.
+pub use tokio_util::sync::CancellationToken;

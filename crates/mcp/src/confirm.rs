@@ -1,0 +1,420 @@
+//! Confirmation of "ask" decisions through the MCP client.
+//!
+//! On the `initialize`-based revisions the server sends `elicitation/create`
+//! ([`ElicitConfirmer`]). On 2026-07-28 the server may not send requests:
+//! the call answers with an "input required" result carrying the same
+//! elicitation, and finishes when the client retries it with the user's
+//! answer ([`Confirmations`]).
+//!
+//! Trusts nothing from the client: an answer only counts as confirmation
+//! when it is an `accept` whose `allow` field is `true`; anything else
+//! (decline, cancel, malformed, missing, late) declines. A `requestState`
+//! is a random handle to a call waiting here; it is only honoured for the
+//! principal, tool and arguments it was issued for, only once, and only
+//! until the confirmer gives up after [`CONFIRM_TIMEOUT`]. The number of
+//! waiting calls is capped by `[http] max_pending_confirmations`
+//! ([`DEFAULT_MAX_PENDING_CONFIRMATIONS`](crate::DEFAULT_MAX_PENDING_CONFIRMATIONS)).
+//! Arguments shown
+//! to the user are JSON-encoded (control characters escaped) and cut at
+//! [`MAX_CONFIRM_ARGUMENT_BYTES`].
+//!
+//! While an `elicitation/create` is unanswered, a call that came with a
+//! `progressToken` gets `notifications/progress` every
+//! [`CONFIRM_PROGRESS_INTERVAL`]: a client's request timeout would otherwise
+//! fire long before a person answers (clients that reset the timeout on
+//! progress, e.g. the TypeScript SDK's `resetTimeoutOnProgress`, keep waiting).
+
+use super::CONFIRM_TIMEOUT;
+use super::cancel::{Link, link};
+use airlock_core::call::{CallRequest, ToolResult};
+use airlock_core::render::cap;
+use airlock_host::host::Host;
+use airlock_policy::confirm::{ConfirmRequest, Confirmer};
+use futures::future::BoxFuture;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    InputResponses, JsonObject, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// How often a call waiting for the user's confirmation reports progress
+/// (to clients that sent a `progressToken`), so that their request timeouts
+/// do not fire while the user reads the question.
+pub const CONFIRM_PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
+/// Arguments shown in a confirmation message are cut at this many bytes.
+pub const MAX_CONFIRM_ARGUMENT_BYTES: usize = 2048;
+/// The key of the confirmation in `inputRequests` / `inputResponses`.
+pub const CONFIRM_KEY: &str = "confirm";
+/// The boolean field of the confirmation form.
+const ALLOW_FIELD: &str = "allow";
+
+/// The question put to the user, e.g. `alice wants to call create_transfer
+/// with {"amount":20000,"to":"bob"}: transfers above 10,000 need
+/// confirmation. Allow?`. A tool with a confirmation card shows the card
+/// (already escaped and capped) in place of the arguments: `Transfer 20000
+/// to bob\n\nalice wants to call create_transfer: transfers above 10,000
+/// need confirmation. Allow?`.
+pub fn message(request: &ConfirmRequest<'_>) -> String {
+    let reason = request.reason.trim().trim_end_matches('.');
+    if let Some(card) = request.card {
+        return format!("{card}\n\n{} wants to call {}: {reason}. Allow?", request.principal, request.tool);
+    }
+    let arguments = request.arguments.to_string();
+    let arguments = cap(&arguments, MAX_CONFIRM_ARGUMENT_BYTES);
+    format!("{} wants to call {} with {arguments}: {reason}. Allow?", request.principal, request.tool)
+}
+
+/// The form: one required boolean, `allow`, defaulting to `false`.
+pub fn form(message: String) -> ElicitRequestParams {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            ALLOW_FIELD: {
+                "type": "boolean",
+                "title": "Allow this call",
+                "description": "Run the tool now with the arguments shown.",
+                "default": false,
+            }
+        },
+        "required": [ALLOW_FIELD],
+    });
+    let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
+        Ok(schema) => schema,
+        // The literal above is tested; failing here is a bug in this crate.
+        Err(err) => unreachable!("the confirmation schema is invalid: {err}"),
+    };
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema }
+}
+
+/// Whether an elicitation result confirms the call.
+pub fn accepted(result: &ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept
+        && result.content.as_ref().and_then(|c| c.get(ALLOW_FIELD)) == Some(&Value::Bool(true))
+}
+
+/// Whether the `inputResponses` of a retried call confirm it.
+pub fn accepted_responses(responses: Option<&InputResponses>) -> bool {
+    responses
+        .and_then(|r| r.get(CONFIRM_KEY))
+        .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok())
+        .is_some_and(|result| accepted(&result))
+}
+
+/// Asks with `elicitation/create` (the `initialize`-based revisions).
+pub struct ElicitConfirmer {
+    /// The client of the session the call came from.
+    pub peer: Peer<RoleServer>,
+    /// The call's cancellation: a cancelled call stops waiting and declines.
+    pub cancel: CancellationToken,
+    /// The call's `progressToken`, when the client sent one: progress is
+    /// reported while the user has not answered.
+    pub progress: Option<ProgressToken>,
+}
+
+impl ElicitConfirmer {
+    /// Tell the client the call is still alive (it waits for the user), so
+    /// that a client resetting its request timeout on progress keeps waiting.
+    async fn still_waiting(&self, token: &ProgressToken, count: u32) {
+        let note = ProgressNotificationParam::new(token.clone(), f64::from(count))
+            .with_message("waiting for the user to confirm this call");
+        if let Err(err) = self.peer.notify_progress(note).await {
+            tracing::debug!("cannot send a progress notification: {err}");
+        }
+    }
+}
+
+impl Confirmer for ElicitConfirmer {
+    fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        let params = form(message(&request));
+        Box::pin(async move {
+            let answer = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT));
+            tokio::pin!(answer);
+            // The first tick is immediate: the client hears at once that the
+            // call waits for the user, then every interval until the answer.
+            let mut ticks = tokio::time::interval(CONFIRM_PROGRESS_INTERVAL);
+            let mut count = 0u32;
+            loop {
+                tokio::select! {
+                    answer = &mut answer => return match answer {
+                        Ok(result) => accepted(&result),
+                        Err(err) => {
+                            tracing::info!("confirmation request failed, the call is declined: {err}");
+                            false
+                        }
+                    },
+                    () = self.cancel.cancelled() => return false,
+                    _ = ticks.tick(), if self.progress.is_some() => {
+                        if let Some(token) = &self.progress {
+                            count = count.saturating_add(1);
+                            self.still_waiting(token, count).await;
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Who a waiting call belongs to: a retry must match all of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owner {
+    /// The principal of the call.
+    pub principal: String,
+    /// The tool name as requested.
+    pub tool: String,
+    /// The arguments as requested.
+    pub arguments: Option<JsonObject>,
+}
+
+/// A call waiting for the user's answer.
+struct Slot {
+    owner: Owner,
+    answer: oneshot::Sender<bool>,
+    result: oneshot::Receiver<ToolResult>,
+    cancel: CancellationToken,
+}
+
+/// Calls waiting for a confirmation answer (2026-07-28), by `requestState`.
+pub struct Confirmations {
+    slots: Mutex<HashMap<String, Slot>>,
+    /// Most calls waiting at once (`[http] max_pending_confirmations`).
+    max: usize,
+}
+
+/// How the first round of a call ended.
+pub enum Started {
+    /// The call finished (no confirmation was needed, or it was declined).
+    Done(Box<ToolResult>),
+    /// The call waits: answer `elicitation` and retry with `state`.
+    Ask {
+        /// The `requestState` to hand out.
+        state: String,
+        /// The elicitation to put in `inputRequests`.
+        elicitation: Box<InputRequest>,
+    },
+    /// The pipeline task died (a bug): no result.
+    Lost,
+}
+
+/// How a retried call ended.
+pub enum Resumed {
+    /// The call finished.
+    Done(Box<ToolResult>),
+    /// No call waits under that state for this principal (never issued,
+    /// already used, expired, or someone else's).
+    Unknown,
+    /// The state belongs to a different tool or different arguments.
+    Mismatch,
+    /// The pipeline task died (a bug): no result.
+    Lost,
+    /// The fleet's shared store could not say whether the state was used
+    /// (why, in words): nothing was run.
+    Unavailable(String),
+}
+
+/// A question for the user and where to send the answer.
+type Question = (String, oneshot::Sender<bool>);
+
+/// The confirmer of a 2026-07-28 call: hands the question to the request
+/// handler once, then waits for the answer.
+struct AskOnce {
+    ask: Mutex<Option<oneshot::Sender<Question>>>,
+    cancel: CancellationToken,
+}
+
+impl Confirmer for AskOnce {
+    fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        let question = message(&request);
+        let ask = self.ask.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Box::pin(async move {
+            let Some(ask) = ask else { return false };
+            let (answer_tx, answer_rx) = oneshot::channel();
+            if ask.send((question, answer_tx)).is_err() {
+                return false;
+            }
+            tokio::select! {
+                answer = tokio::time::timeout(CONFIRM_TIMEOUT, answer_rx) => matches!(answer, Ok(Ok(true))),
+                () = self.cancel.cancelled() => false,
+            }
+        })
+    }
+}
+
+impl Confirmations {
+    /// No call waiting yet; at most `max` at once (`[http]
+    /// max_pending_confirmations`).
+    pub fn new(max: usize) -> Self {
+        Confirmations { slots: Mutex::new(HashMap::new()), max }
+    }
+
+    /// Run `request`. If the policy asks and `can_elicit`, the call is
+    /// parked and [`Started::Ask`] returned; without `can_elicit`, ask
+    /// means declined. `cancel` cancels the call while this round runs.
+    pub async fn start(
+        self: &Arc<Self>,
+        host: Host,
+        request: CallRequest,
+        owner: Owner,
+        can_elicit: bool,
+        cancel: &[CancellationToken],
+    ) -> Started {
+        let state = uuid::Uuid::new_v4().simple().to_string();
+        let run_cancel = CancellationToken::new();
+        let (ask_tx, mut ask_rx) = oneshot::channel();
+        let (result_tx, mut result_rx) = oneshot::channel();
+        let confirmer = AskOnce { ask: Mutex::new(can_elicit.then_some(ask_tx)), cancel: run_cancel.clone() };
+        let this = Arc::clone(self);
+        let (task_state, task_cancel) = (state.clone(), run_cancel.clone());
+        tokio::spawn(async move {
+            let result = host.call_cancellable(request, Some(&confirmer), &task_cancel).await;
+            let _ = result_tx.send(result);
+            // Nobody retried in time: drop the parked slot.
+            this.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_state);
+        });
+        let _link = link(&run_cancel, cancel);
+        tokio::select! {
+            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
+            asked = &mut ask_rx => {
+                let Ok((question, answer)) = asked else {
+                    // The confirmer was dropped without asking: the call is finishing.
+                    return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
+                };
+                if let Err(result_rx) = self.park(&state, owner, answer, result_rx, run_cancel.clone()) {
+                    // No room: the call was declined and is finishing.
+                    return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
+                }
+                let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
+                Started::Ask { state, elicitation }
+            }
+        }
+    }
+
+    /// Park a call under `state`. With `[http] max_pending_confirmations`
+    /// calls already waiting, the call is declined and its result handed
+    /// back.
+    fn park(
+        &self,
+        state: &str,
+        owner: Owner,
+        answer: oneshot::Sender<bool>,
+        result: oneshot::Receiver<ToolResult>,
+        cancel: CancellationToken,
+    ) -> Result<(), oneshot::Receiver<ToolResult>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        // Calls whose confirmer gave up (timeout, cancellation) are gone.
+        slots.retain(|_, slot| !slot.answer.is_closed());
+        if slots.len() >= self.max {
+            tracing::warn!(
+                "{} calls already wait for confirmation ([http] max_pending_confirmations); this one is declined",
+                self.max
+            );
+            let _ = answer.send(false);
+            return Err(result);
+        }
+        slots.insert(state.to_owned(), Slot { owner, answer, result, cancel });
+        Ok(())
+    }
+
+    /// Finish a parked call with the user's answer from `responses`.
+    /// `cancel` cancels the call while this round runs.
+    pub async fn resume(
+        &self,
+        state: &str,
+        owner: &Owner,
+        responses: Option<&InputResponses>,
+        cancel: &[CancellationToken],
+    ) -> Resumed {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            match slots.get(state) {
+                // Someone else's state reads as unknown, and stays usable by its owner.
+                None => return Resumed::Unknown,
+                Some(slot) if slot.owner.principal != owner.principal => return Resumed::Unknown,
+                Some(slot) if slot.owner != *owner => return Resumed::Mismatch,
+                Some(_) => match slots.remove(state) {
+                    Some(slot) => slot,
+                    None => return Resumed::Unknown,
+                },
+            }
+        };
+        let _ = slot.answer.send(accepted_responses(responses));
+        let _link: Link = link(&slot.cancel, cancel);
+        slot.result.await.map_or(Resumed::Lost, |r| Resumed::Done(Box::new(r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_confirmations_are_capped_at_the_configured_count() {
+        let confirmations = Confirmations::new(2);
+        let owner = Owner { principal: "alice".into(), tool: "t".into(), arguments: None };
+        let mut answers = Vec::new();
+        let mut park = |state: &str| {
+            let (answer, answered) = oneshot::channel();
+            let (_result, result) = oneshot::channel();
+            answers.push(answered);
+            confirmations.park(state, owner.clone(), answer, result, CancellationToken::new()).is_ok()
+        };
+        assert!(park("a") && park("b"), "two calls wait: the cap");
+        assert!(!park("c"), "a third is declined");
+        let declined = answers.pop().unwrap();
+        assert_eq!(declined.blocking_recv(), Ok(false), "the declined call is told so");
+    }
+
+    #[test]
+    fn the_form_is_a_valid_elicitation_schema() {
+        let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = form("ok?".into()) else {
+            panic!("not a form")
+        };
+        let value = serde_json::to_value(requested_schema).unwrap();
+        assert_eq!(value["properties"]["allow"]["type"], "boolean");
+        assert_eq!(value["required"], json!(["allow"]));
+    }
+
+    #[test]
+    fn only_accept_with_allow_true_confirms() {
+        let check = |value: Value, expect: bool| {
+            let mut responses = InputResponses::new();
+            responses.insert(CONFIRM_KEY.into(), value.clone());
+            assert_eq!(accepted_responses(Some(&responses)), expect, "{value}");
+        };
+        check(json!({"action": "accept", "content": {"allow": true}}), true);
+        check(json!({"action": "accept", "content": {"allow": false}}), false);
+        check(json!({"action": "accept", "content": {"allow": "true"}}), false);
+        check(json!({"action": "accept"}), false);
+        check(json!({"action": "decline", "content": {"allow": true}}), false);
+        check(json!({"action": "cancel"}), false);
+        check(json!("yes"), false);
+        assert!(!accepted_responses(None));
+    }
+
+    #[test]
+    fn the_message_names_who_what_and_why_and_caps_arguments() {
+        let arguments = json!({"to": "bob", "amount": 20000, "memo": "x".repeat(10_000)});
+        let request = ConfirmRequest {
+            principal: "alice",
+            tool: "create_transfer",
+            arguments: &arguments,
+            reason: "transfers above 10,000 need confirmation.",
+            card: None,
+        };
+        let text = message(&request);
+        assert!(text.starts_with("alice wants to call create_transfer with {"), "{text}");
+        assert!(text.ends_with(": transfers above 10,000 need confirmation. Allow?"), "{text}");
+        assert!(text.len() < MAX_CONFIRM_ARGUMENT_BYTES + 200);
+        let card = ConfirmRequest { card: Some("Transfer 20000 to bob"), ..request };
+        assert_eq!(
+            message(&card),
+            "Transfer 20000 to bob\n\nalice wants to call create_transfer: transfers above 10,000 need confirmation. Allow?"
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! The MCP front end: Airlock's tools served over the Model Context Protocol,
+//! on stdio and on streamable HTTP, with [`rmcp`].
+//!
+//! # What this module trusts and what it does not
+//!
+//! Trusted: the [`Host`] (its pipeline decides every call) and the
+//! operator's config (bearer tokens, allowed origins, the files to watch),
+//! read from the host state in force.
+//!
+//! Not trusted: everything a client sends, and that it reads what it is
+//! sent. rmcp implements the protocol; the framing in front of it is ours.
+//! Each JSON-RPC message is capped in size ([`MAX_STDIO_MESSAGE_BYTES`],
+//! `[http] max_body_bytes`) and nesting ([`MAX_MESSAGE_DEPTH`]) and parsed
+//! before rmcp sees it; what is not one message is answered with the
+//! JSON-RPC error for it (`-32700` Parse error, `-32600` Invalid Request,
+//! `"id": null` when the id is unknown) and the connection goes on. On stdio
+//! at most [`MAX_STDIO_REQUESTS_IN_FLIGHT`] requests are read ahead of their
+//! written replies, so a client that does not read stops being read (see
+//! `stdio`). Over HTTP, connections that no request has authenticated yet
+//! have their own small pool (`[http] max_unauthenticated_connections`,
+//! `unauthenticated_timeout_secs`), authenticated ones are capped (`[http]
+//! max_connections`, `max_connections_per_peer`), and all must send their
+//! headers within `header_timeout_secs` (see `http`). Tool names and arguments go
+//! to the pipeline as proposed, which resolves, validates and authorizes
+//! them. The HTTP `Authorization`, `Origin`, `Host` and `Mcp-Session-Id`
+//! headers are checked before rmcp sees a request (see `http`). Answers to confirmation requests
+//! (elicitation results, `requestState` and `inputResponses` on retried
+//! calls) are only ever read as "the user confirmed" or "did not": a
+//! `requestState` is an opaque handle to state kept here, bound to the
+//! principal, tool and arguments it was issued for, used once and expired
+//! after [`CONFIRM_TIMEOUT`]. With `[fleet]` it is instead signed with the
+//! fleet's shared key over the same binding and redeemed once across the
+//! fleet in Redis, so that any replica can finish the call (see `signed`).
+//!
+//! Tool lists come only from [`Host::schemas`] with [`Format::Mcp`](airlock_host::Format::Mcp):
+//! the projection is the trust boundary, this module never builds tool JSON
+//! from host-side tool definitions.
+//!
+//! # Start-up
+//!
+//! `airlock serve` builds its host with
+//! [`HostBuilder::load_in_background`](airlock_host::HostBuilder::load_in_background):
+//! `initialize` (and `server/discover`) are answered at once, even while
+//! components compile. A tool appears in `tools/list` once it is ready and
+//! clients are sent `notifications/tools/list_changed`; a list asked for in
+//! the first [`STARTUP_LIST_WAIT`] waits for the tools until then; a call
+//! for a tool still compiling waits for it until the tool's deadline.
+//!
+//! Nothing here writes to stdout: the stdio transport owns it, guest output
+//! is captured by the sandbox, and logs go to stderr through `tracing`.
+//!
+//! # Protocol revisions
+//!
+//! Every revision rmcp knows is served: the `initialize`-based ones
+//! (2024-11-05 … 2025-11-25), where a call that needs confirmation sends
+//! `elicitation/create` to the client, and 2026-07-28 (`server/discover`,
+//! per-request metadata), where the server may not send requests and a call
+//! that needs confirmation answers with an "input required" result instead
+//! (SEP-2322) and finishes when the client retries with the user's answer.
+
+mod cancel;
+mod changes;
+mod confirm;
+mod http;
+mod jsonrpc;
+mod server;
+mod shutdown;
+mod signed;
+mod stdio;
+mod watch;
+
+use airlock_host::host::Host;
+use anyhow::Context as _;
+use changes::Changes;
+use confirm::Confirmations;
+use rmcp::ServiceExt as _;
+use server::{AirlockServer, Shared};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub use airlock_host::http_settings::{
+    DEFAULT_HTTP_BODY_READ_TIMEOUT, DEFAULT_HTTP_HEADER_READ_TIMEOUT, DEFAULT_MAX_HTTP_BODY_BYTES,
+    DEFAULT_MAX_HTTP_CONNECTIONS, DEFAULT_MAX_HTTP_CONNECTIONS_PER_PEER, DEFAULT_MAX_HTTP_SESSIONS,
+    DEFAULT_MAX_PENDING_CONFIRMATIONS,
+};
+pub use http::{HEALTHZ_PATH, HTTP_SHUTDOWN_GRACE, METRICS_PATH, READYZ_PATH};
+pub use jsonrpc::MAX_MESSAGE_DEPTH;
+pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_IN_FLIGHT};
+/// How long a call waits for the user to answer a confirmation request
+/// before it is declined.
+pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(300);
+/// Quiet time after the last change to a watched file before a reload
+/// (`--watch`): long enough to take an editor's save (write, rename,
+/// close) as one change.
+pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(100);
+/// Longest time from the first change of a burst to its reload
+/// (`--watch`), however often the watched files keep changing.
+pub const RELOAD_MAX_WAIT: Duration = Duration::from_millis(300);
+/// During start-up, a `tools/list` waits for the tools still loading until
+/// this long after the server started. With a warm compile cache every
+/// tool is ready well within it, so clients that read the list once (many
+/// agent frameworks do) see every tool; with a cold one the list has the
+/// tools ready so far and `notifications/tools/list_changed` follows.
+pub const STARTUP_LIST_WAIT: Duration = Duration::from_secs(2);
+/// Tools that become ready within this time of each other during start-up
+/// are announced with one `notifications/tools/list_changed`.
+pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);
+
+/// Serve the host's tools over MCP on stdin/stdout until stdin closes, or
+/// until SIGTERM or Ctrl-C: then calls received from then on are refused,
+/// calls in flight get `[serve] shutdown_grace_secs` to finish and the
+/// rest are cancelled (their `cancelled` results are written), and it
+/// returns. With `[metrics] listen`, `/metrics`, `/healthz` and `/readyz`
+/// are served there meanwhile.
+///
+/// Every call acts as `principal`. With `watch`, every file the host state
+/// is built from and the tool directories are watched; a change reloads the
+/// state and, when the tool list changed, clients are sent
+/// `notifications/tools/list_changed`.
+///
+/// # Errors
+///
+/// The transport fails before the client connects, or the watcher cannot
+/// be started.
+pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::Result<()> {
+    let shared = Shared::new(host.clone())?;
+    let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
+    let stop_metrics = tokio_util::sync::CancellationToken::new();
+    let metrics = match host.config().metrics.listen {
+        Some(addr) => Some(http::serve_metrics_only(&host, addr, &principal, stop_metrics.clone()).await?),
+        None => None,
+    };
+    let server = AirlockServer::new(shared, principal);
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    let transport = stdio::StdioTransport::new(reader, writer);
+    let unanswered = transport.unanswered();
+    let direct = transport.opener();
+    // Clients on the initialize-based revisions are registered for
+    // list_changed by `notifications/initialized`; 2026-07-28 clients
+    // subscribe with `subscriptions/listen`. The client connecting is
+    // raced against a signal, so that SIGTERM stops a server whose client
+    // never spoke.
+    let running = tokio::select! {
+        running = server.clone().serve(transport) => running.context("the MCP client did not connect on stdio")?,
+        () = shutdown::signal() => {
+            host.begin_shutdown();
+            host.finish().await;
+            return Ok(());
+        }
+    };
+    // The session is up: calls are answered beside rmcp's loop from now on.
+    direct.open(server, running.peer().clone());
+    let service = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let reason = tokio::select! {
+        reason = &mut waiting => Some(reason),
+        () = shutdown::signal() => None,
+    };
+    let reason = match reason {
+        Some(reason) => reason.context("the MCP stdio service stopped unexpectedly")?,
+        None => {
+            shutdown::last_resort(shutdown::longest(&host, STDIO_SHUTDOWN_REST));
+            // New calls are refused from now on; the replies of calls that
+            // finish are written as usual. A request read but not yet in
+            // the pipeline (rmcp has not run its task) counts as busy too.
+            shutdown::drain(&host, || host.calls_in_flight_total() > 0 || unanswered.count() > 0).await;
+            // rmcp writes the replies still queued before it stops.
+            service.cancel();
+            waiting.await.context("the MCP stdio service stopped unexpectedly")?
+        }
+    };
+    tracing::info!(?reason, "MCP stdio session ended");
+    stop_metrics.cancel();
+    if let Some(metrics) = metrics
+        && let Ok(open) = metrics.await
+    {
+        let _ = tokio::time::timeout(HTTP_SHUTDOWN_GRACE, open.wait()).await;
+    }
+    host.finish().await;
+    Ok(())
+}
+
+/// On stdio, once the calls are done, how long rmcp, the metrics listener
+/// and the exports may take before the last-resort exit.
+const STDIO_SHUTDOWN_REST: Duration = Duration::from_secs(15);
+
+/// Serve the host's tools over MCP streamable HTTP at `http://ADDR/mcp`
+/// until interrupted (Ctrl-C or SIGTERM), then shut down gracefully (see
+/// `http`): no new connections, calls in flight finish within `[serve]
+/// shutdown_grace_secs` or are cancelled, the audit log is synced.
+///
+/// Requests act as the principal their bearer token maps to
+/// (`[http] tokens`), or as `principal` when no tokens are configured. The
+/// bound address is announced on stderr in one line, so that a caller that
+/// asked for port 0 learns the port.
+///
+/// # Security
+///
+/// Refuses to bind a non-loopback address unless the config has at least
+/// one bearer token. See `http` for the header checks.
+///
+/// # Errors
+///
+/// The address is refused or cannot be bound, or the watcher cannot be
+/// started.
+pub async fn serve_http(host: Host, addr: SocketAddr, principal: String, watch: bool) -> anyhow::Result<()> {
+    let shared = Shared::new(host)?;
+    let _watcher = if watch { Some(watch::spawn(shared.clone())?) } else { None };
+    http::serve(shared, addr, principal).await
+}
+
+impl Shared {
+    /// The state of one server. `[fleet]` (read from the config at start)
+    /// turns on signed, fleet-wide single-use confirmations, and
+    /// `[audit.postgres]` the shipping of audit records.
+    fn new(host: Host) -> anyhow::Result<Arc<Self>> {
+        let config = host.config();
+        let signed = match &config.fleet {
+            Some(fleet) => Some(signed::SignedConfirmations::new(fleet).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let shipper = config.audit.as_ref().and_then(airlock_policy::audit::ship::spawn);
+        let shared = Arc::new(Shared {
+            host,
+            changes: Changes::default(),
+            confirmations: Arc::new(Confirmations::new(config.http.caps.max_pending_confirmations)),
+            signed,
+            partial_list_sent: AtomicBool::new(false),
+            _shipper: shipper,
+        });
+        announce_startup(&shared);
+        Ok(shared)
+    }
+}
+
+/// While the host loads its tools in the background, tell clients each
+/// time the tool list grew (coalesced over [`STARTUP_NOTICE_COALESCE`]),
+/// once some client was sent a list that lacked tools still loading: a
+/// client that has not listed the tools yet will see them when it does.
+/// The task ends when start-up is done or the server is gone.
+fn announce_startup(shared: &Arc<Shared>) {
+    let mut changes = shared.host.startup().subscribe();
+    if changes.borrow_and_update().finished() {
+        return;
+    }
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            tokio::time::sleep(STARTUP_NOTICE_COALESCE).await;
+            let Some(shared) = shared.upgrade() else { return };
+            // Marked seen before the notice: a tool installed after this
+            // point gets a notice of its own.
+            let finished = changes.borrow_and_update().finished();
+            if shared.partial_list_sent.load(Ordering::SeqCst) {
+                shared.changes.notify();
+            }
+            if finished {
+                return;
+            }
+        }
+    });
+}

@@ -1,0 +1,422 @@
+//! The rmcp [`ServerHandler`]: `tools/list`, `tools/call`, confirmation,
+//! cancellation and list_changed subscriptions, converted to and from core
+//! types at this edge.
+//!
+//! Trusts nothing a client sends: a call's name and arguments go to the
+//! pipeline as proposed (it resolves, validates, authorizes and audits
+//! them); the principal is never taken from the message but from the
+//! transport (the `--principal` of stdio, or the bearer token checked by
+//! the HTTP layer). Results are rendered here from the typed outcome of a
+//! [`ToolResult`]: the tool's JSON result and its text, or the failure's
+//! message with its kind and code as data; never captured guest output.
+
+use super::cancel::linked;
+use super::changes::Changes;
+use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
+use airlock_core::arguments::RawArguments;
+use airlock_core::call::{CallRequest, ToolResult};
+use airlock_core::caller::TokenAttributes;
+use airlock_core::render;
+use airlock_core::trace_parent::TraceParent;
+use airlock_host::formats::Format;
+use airlock_host::host::Host;
+use airlock_policy::confirm::Confirmer;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
+    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// State shared by every session of one server.
+pub struct Shared {
+    /// The host that runs the calls.
+    pub host: Host,
+    /// Who hears about tool list changes.
+    pub changes: Changes,
+    /// Calls waiting for a confirmation answer (2026-07-28).
+    pub confirmations: Arc<Confirmations>,
+    /// With `[fleet]`: signed, fleet-wide single-use confirmations in place
+    /// of `confirmations` (2026-07-28).
+    pub signed: Option<super::signed::SignedConfirmations>,
+    /// The audit shipper (`[audit.postgres]`), stopped when the server is
+    /// dropped.
+    pub _shipper: Option<airlock_policy::audit::ship::Shipper>,
+    /// Some client was sent a tool list while start-up was loading tools:
+    /// only then do tools that become ready need a list_changed.
+    pub partial_list_sent: AtomicBool,
+}
+
+/// Who sent an HTTP request, as established by the HTTP layer. Requests
+/// that reached the handler over HTTP without it are refused.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The principal the bearer token maps to (or the default principal).
+    pub principal: String,
+    /// The attributes the token carried (`[http.jwt] attribute_claims`;
+    /// empty for static tokens).
+    pub attributes: TokenAttributes,
+    /// Cancelled when the client drops the HTTP response.
+    pub disconnected: CancellationToken,
+}
+
+/// One MCP server; clones share everything (one per HTTP session).
+#[derive(Clone)]
+pub struct AirlockServer {
+    shared: Arc<Shared>,
+    principal: Arc<str>,
+}
+
+impl AirlockServer {
+    /// A server whose calls act as `principal` unless the HTTP layer says
+    /// otherwise.
+    pub fn new(shared: Arc<Shared>, principal: String) -> Self {
+        Self { shared, principal: principal.into() }
+    }
+
+    /// The model-facing tool list, from the MCP projection only.
+    fn tools(&self) -> Vec<Tool> {
+        self.shared
+            .host
+            .schemas(Format::Mcp, false)
+            .into_iter()
+            .filter_map(|value| match serde_json::from_value::<Tool>(value) {
+                Ok(tool) => Some(tool),
+                Err(err) => {
+                    tracing::error!("a tool's MCP schema is not a valid MCP tool and is left out: {err}");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Who is calling and the tokens that cancel the call: the request's
+    /// own (`notifications/cancelled`, end of session) and, over HTTP, the
+    /// client dropping the response.
+    /// Who the request acts for (principal and token attributes) and what
+    /// cancels it.
+    fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(String, TokenAttributes, Vec<CancellationToken>), ErrorData> {
+        let mut cancel = vec![context.ct.clone()];
+        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            // A stdio call run by rmcp's loop: cancelled at the end of input
+            // by the transport, which then waits for its answer.
+            if let Some(end) = context.extensions.get::<super::stdio::CallsEnd>() {
+                cancel.push(end.0.clone());
+            }
+            return Ok((self.principal.to_string(), TokenAttributes::default(), cancel));
+        };
+        let Some(caller) = parts.extensions.get::<Caller>() else {
+            // Fail closed: every HTTP request passes the HTTP layer first.
+            return Err(ErrorData::internal_error("the request did not pass authentication", None));
+        };
+        cancel.push(caller.disconnected.clone());
+        Ok((caller.principal.clone(), caller.attributes.clone(), cancel))
+    }
+}
+
+/// The caller's trace context: the request's `_meta.traceparent`
+/// (SEP-414; 2026-07-28 clients send it there), else the HTTP request's
+/// `traceparent` header. One that does not parse is ignored.
+fn trace_parent(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<TraceParent> {
+    let from_meta =
+        request.meta.as_ref().and_then(|meta| meta.get_traceparent()).or_else(|| context.meta.get_traceparent());
+    let from_header = || {
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        parts.headers.get("traceparent")?.to_str().ok().and_then(TraceParent::parse)
+    };
+    from_meta.and_then(TraceParent::parse).or_else(from_header)
+}
+
+/// Whether the client can answer a form elicitation.
+fn can_elicit(capabilities: Option<ClientCapabilities>) -> bool {
+    let Some(elicitation) = capabilities.and_then(|c| c.elicitation) else { return false };
+    // A capability without modes predates URL elicitation and means form.
+    elicitation.form.is_some() || elicitation.url.is_none()
+}
+
+/// The `_meta` key of an error result's kind (`denied`, `timeout`, …).
+pub const META_KIND: &str = "airlock/kind";
+/// The `_meta` key of a tool error's own code, when the tool gave one.
+pub const META_CODE: &str = "airlock/code";
+
+/// What a client is told about a `requestState` that is not honoured
+/// (unknown, expired, already used, altered, or issued for another call).
+/// One message for every case, so the answer tells nothing about other
+/// callers' states.
+const STATE_REFUSED: &str = "requestState is not valid for this call: it is unknown, expired, already used, altered, or was issued for another tool or other arguments; nothing was run. Send the call again without requestState and inputResponses.";
+
+/// The MCP result of a finished call, rendered here from the typed outcome.
+/// Every failure, an unknown tool included, is an `isError` result: its
+/// text is the failure's message, and the kind (and a tool error's code)
+/// travel as data in `_meta`, read from the
+/// [`Failure`](airlock_core::outcome::Failure), never from text.
+///
+/// An error result carries no `structuredContent`: a tool's `outputSchema`
+/// describes its successful result, and clients that check structured
+/// content against it (the TypeScript SDK does, even for error results)
+/// would throw instead of showing the model the message.
+///
+/// An unknown tool is a result rather than the `-32602` protocol error the
+/// spec also allows: agent frameworks hand a result to the model (which can
+/// pick one of the tools the text names) but turn a protocol error into an
+/// exception that ends the run or hides the message.
+fn to_response(result: ToolResult) -> CallToolResponse {
+    match result.outcome.into_result() {
+        Err(failure) => {
+            let mut meta = JsonObject::new();
+            meta.insert(META_KIND.to_owned(), Value::from(failure.kind.as_str()));
+            if let Some(code) = &failure.code {
+                meta.insert(META_CODE.to_owned(), Value::from(code.as_str()));
+            }
+            let mut out = CallToolResult::error(vec![ContentBlock::text(render::failure_text(&failure))]);
+            out.meta = Some(MetaObject(meta));
+            out.into()
+        }
+        Ok(success) => {
+            let mut out = CallToolResult::success(vec![ContentBlock::text(render::success_text(&success))]);
+            // MCP structured content is an object; a tool with an (object)
+            // output schema always produces one, and a bare scalar result
+            // stays text only.
+            out.structured_content = Some(success.value).filter(Value::is_object);
+            out.into()
+        }
+    }
+}
+
+/// The answer to a first round: the result, or "input required".
+fn started(started: Started) -> Result<CallToolResponse, ErrorData> {
+    match started {
+        Started::Done(result) => Ok(to_response(*result)),
+        Started::Ask { state, elicitation } => {
+            let mut requests = InputRequests::new();
+            requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
+            Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+        }
+        Started::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+    }
+}
+
+/// The answer to a retry with a `requestState`.
+fn resumed(resumed: Resumed) -> Result<CallToolResponse, ErrorData> {
+    match resumed {
+        Resumed::Done(result) => Ok(to_response(*result)),
+        // The conformance suite (SEP-2322) requires a protocol error for a
+        // state that fails verification; a state for other arguments is the
+        // same mistake and gets the same answer.
+        Resumed::Unknown | Resumed::Mismatch => Err(ErrorData::invalid_params(STATE_REFUSED, None)),
+        Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
+        Resumed::Unavailable(why) => Err(ErrorData::internal_error(
+            format!(
+                "{why}. The confirmation could not be checked as unused across the fleet, so nothing was run; send \
+                 the same retry again later (it stays valid until its requestState expires)"
+            ),
+            None,
+        )),
+    }
+}
+
+impl ServerHandler for AirlockServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
+            .with_instructions("Tools run as sandboxed WebAssembly components. Failed calls come back as results with isError and a message saying what to change.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // During start-up, give the tools still loading a moment: with a
+        // warm cache they are all ready within it.
+        airlock_host::host::startup::settle(&self.shared.host, super::STARTUP_LIST_WAIT).await;
+        // Noted before the tools are read: a tool installed after that
+        // read finds the note and is announced.
+        if !self.shared.host.readiness().finished() {
+            self.shared.partial_list_sent.store(true, Ordering::SeqCst);
+        }
+        // One page: the tool list is small and bounded by the operator.
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|tool| tool.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (principal, attributes, cancel) = self.caller(&context)?;
+        let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
+        let elicit = can_elicit(context.client_capabilities());
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let call = CallRequest {
+            call_id: format!("mcp:{}", context.id),
+            tool: request.name.to_string(),
+            arguments: RawArguments::Json(arguments),
+            principal: principal.clone(),
+            attributes,
+            trace_parent: trace_parent(&request, &context),
+        };
+        if !modern {
+            let (run_cancel, _link) = linked(&cancel);
+            let confirmer = elicit.then(|| ElicitConfirmer {
+                peer: context.peer.clone(),
+                cancel: run_cancel.clone(),
+                progress: context.meta.get_progress_token(),
+            });
+            // Boxed: the pipeline's future is large, and rmcp moves this
+            // handler's future into a new task for every request; a box
+            // keeps that move small.
+            let result = Box::pin(self.shared.host.call_cancellable(
+                call,
+                confirmer.as_ref().map(|c| c as &dyn Confirmer),
+                &run_cancel,
+            ))
+            .await;
+            return Ok(to_response(result));
+        }
+        // 2026-07-28: no server-to-client requests. A call that needs
+        // confirmation is parked and answered with "input required".
+        let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone() };
+        let responses = request.input_responses.as_ref();
+        // In a fleet, no call waits here: the state is signed and any
+        // replica finishes the call.
+        if let Some(signed) = &self.shared.signed {
+            let host = &self.shared.host;
+            return match request.request_state.as_deref() {
+                Some(state) => resumed(signed.resume(host, call, state, &owner, responses, &cancel).await),
+                None => started(signed.start(host, call, &owner, elicit, &cancel).await),
+            };
+        }
+        let confirmations = &self.shared.confirmations;
+        if let Some(state) = request.request_state.as_deref() {
+            return resumed(confirmations.resume(state, &owner, responses, &cancel).await);
+        }
+        started(confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.shared.changes.register(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        // Only the tool list ever changes here; other categories are
+        // accepted as nothing rather than refusing the whole subscription.
+        let filter = SubscriptionFilter::builder();
+        Some(if requested.tools_list_changed == Some(true) { filter.tools_list_changed() } else { filter }.build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(mut slot) = self.shared.changes.listen() else {
+            return Err(ErrorData::internal_error("too many subscriptions are open; try again later", None));
+        };
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = slot.changed.recv() => match changed {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airlock_core::outcome::{Authority, CallOutcome, ErrorKind, Failure, Success};
+    use serde_json::json;
+
+    fn result(outcome: Result<Success, Failure>) -> ToolResult {
+        ToolResult::new("c", "echo", CallOutcome::Ran { authority: Authority::Allowed, result: outcome })
+    }
+
+    fn complete(response: CallToolResponse) -> CallToolResult {
+        match response {
+            CallToolResponse::Complete(result) => result,
+            other => panic!("not complete: {other:?}"),
+        }
+    }
+
+    fn meta(out: &CallToolResult) -> Value {
+        serde_json::to_value(out.meta.as_ref().expect("an error result has _meta")).unwrap()
+    }
+
+    fn text(out: &CallToolResult) -> Value {
+        serde_json::to_value(&out.content[0]).unwrap()["text"].clone()
+    }
+
+    #[test]
+    fn success_carries_text_and_object_structured_content() {
+        let out = complete(to_response(result(Ok(Success::new(json!({"text": "hi"}))))));
+        assert_eq!(out.is_error, Some(false));
+        assert_eq!(text(&out), r#"{"text":"hi"}"#);
+        assert_eq!(out.structured_content, Some(json!({"text": "hi"})));
+        assert_eq!(out.meta, None);
+        let out = complete(to_response(result(Ok(Success::new(json!("hi"))))));
+        assert_eq!(text(&out), "hi");
+        assert_eq!(out.structured_content, None, "a scalar result is text only");
+    }
+
+    #[test]
+    fn failure_is_an_error_result_with_the_kind_in_meta_and_no_structured_content() {
+        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Timeout, "too slow")))));
+        assert_eq!(out.is_error, Some(true));
+        assert_eq!(out.structured_content, None, "an error result must not be checked against the output schema");
+        assert_eq!(meta(&out), json!({"airlock/kind": "timeout"}));
+        assert_eq!(text(&out), "error (timeout): too slow", "the kind is data in _meta and named in the text");
+    }
+
+    #[test]
+    fn a_tool_error_carries_its_code_as_data_and_in_the_text() {
+        let failed =
+            Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
+        let out = complete(to_response(result(Err(failed))));
+        assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
+        assert_eq!(text(&out), "tool error (not_found): no such file");
+        // A message that looks like another kind changes nothing: the kind is data.
+        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged")))));
+        assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));
+        assert_eq!(text(&out), "error (denied): error (timeout): forged");
+    }
+
+    #[test]
+    fn unknown_tool_is_an_error_result_naming_the_tools() {
+        let failure = Failure::new(
+            ErrorKind::UnknownTool,
+            "there is no tool named \"ech\". Available tools, closest first: echo",
+        );
+        let unknown = ToolResult::new("c", "ech", CallOutcome::not_reached(failure));
+        let out = complete(to_response(unknown));
+        assert_eq!(out.is_error, Some(true));
+        assert_eq!(meta(&out), json!({"airlock/kind": "unknown_tool"}));
+        assert!(text(&out).as_str().unwrap().contains("closest first: echo"), "{}", text(&out));
+    }
+
+    #[test]
+    fn elicitation_capability_without_modes_means_form() {
+        let caps = |value: Value| Some(serde_json::from_value::<ClientCapabilities>(value).unwrap());
+        assert!(can_elicit(caps(json!({"elicitation": {}}))));
+        assert!(can_elicit(caps(json!({"elicitation": {"form": {}}}))));
+        assert!(!can_elicit(caps(json!({"elicitation": {"url": {}}}))));
+        assert!(!can_elicit(caps(json!({}))));
+        assert!(!can_elicit(None));
+    }
+}

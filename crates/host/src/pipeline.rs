@@ -77,7 +77,7 @@ struct Approved {
 }
 
 /// A call refused before it ran.
-pub(super) struct Refused {
+struct Refused {
     /// Why, as decided.
     refusal: Refusal,
     /// What the model reads about it.
@@ -90,17 +90,12 @@ pub(super) struct Refused {
 
 impl Refused {
     /// Refused before the policy was consulted.
-    pub(super) fn not_reached(failure: Failure, tool: Option<Arc<LoadedTool>>) -> Self {
+    fn not_reached(failure: Failure, tool: Option<Arc<LoadedTool>>) -> Self {
         Refused { refusal: Refusal::NotReached, failure, policy: None, tool }
     }
 
     /// Refused by the policy (`refusal` says how) under `policy`.
-    pub(super) fn by_policy(
-        refusal: Refusal,
-        failure: Failure,
-        policy: Option<String>,
-        tool: &Arc<LoadedTool>,
-    ) -> Self {
+    fn by_policy(refusal: Refusal, failure: Failure, policy: Option<String>, tool: &Arc<LoadedTool>) -> Self {
         Refused { refusal, failure, policy, tool: Some(tool.clone()) }
     }
 }

@@ -368,7 +368,7 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
     // The text formats are never compiled (the parent checked the header).
     check_header(&bytes).map_err(|why| (EXIT_INVALID, why))?;
     let settings = EngineSettings { wasm_stack_bytes: stack_bytes, ..EngineSettings::default() };
-    let engine = airlock_settings::engine::compile_only_engine(&settings)
+    let engine = crate::wasmtime_config::compile_only_engine(&settings)
         .map_err(|err| (classify(&err), format!("configuring the compiler: {err:#}")))?;
     let component = wasmtime::component::Component::new(&engine, &bytes)
         .map_err(anyhow::Error::from)

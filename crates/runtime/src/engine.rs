@@ -2,15 +2,17 @@
 //! allocator, fuel, epochs), the epoch ticker, the WASI linker and the
 //! on-disk cache of compiled components.
 //!
-//! `[engine]` is read by [`airlock_settings::engine`], which also configures
-//! wasmtime (for this engine and for the compiler process's).
+//! `[engine]` is read by [`airlock_settings::engine`]; `wasmtime_config.rs`
+//! turns it into wasmtime's configuration (for this engine and for the
+//! compiler process's).
 //!
 //! Components are compiled in a metered child process (`compiler.rs`); an
 //! artifact enters the cache only once its component was accepted.
 
 use crate::compiler::{Artifact, CompileFailure, Meter};
 use crate::sandbox::CallCtx;
-use airlock_settings::engine::{EngineSettings, wasmtime_config};
+use crate::wasmtime_config::wasmtime_config;
+use airlock_settings::engine::EngineSettings;
 use anyhow::Context as _;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};

@@ -31,3 +31,4 @@ pub mod schema_portable;
 pub mod strict;
 pub mod tool_settings;
 pub mod validator;
+pub mod wasmtime_config;

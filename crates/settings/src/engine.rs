@@ -1,13 +1,9 @@
 //! `[engine]`: [`RawEngine`] is it as written, [`EngineSettings::from_raw`]
-//! checks it, and [`wasmtime_config`] turns it into the wasmtime
-//! configuration of the engine that runs tools and of the engine of the
-//! compiler process (the same, so the compiler's artifacts load into the
-//! host's engine).
+//! checks it. `airlock-runtime` turns it into wasmtime's configuration.
 
-use crate::limits::{DEFAULT_WASM_STACK_BYTES, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use crate::limits::DEFAULT_WASM_STACK_BYTES;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Default `[engine] compile_timeout_secs`: seconds of CPU one component
 /// may take to compile (the bundled `run_python`, ~20 MB, takes ~30 s).
@@ -160,56 +156,4 @@ fn default_cache_dir() -> Option<PathBuf> {
     non_empty("AIRLOCK_CACHE_DIR")
         .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("airlock")))
         .or_else(|| non_empty("HOME").map(|d| d.join(".cache/airlock")))
-}
-
-/// The engine of the compiler process: configured like the host's, so
-/// that its artifacts load there, but without the pooling allocator (it
-/// instantiates nothing, and the pool would reserve far more address space
-/// than `compile_memory_mib` allows).
-///
-/// # Errors
-///
-/// wasmtime refuses the configuration.
-pub fn compile_only_engine(settings: &EngineSettings) -> anyhow::Result<Engine> {
-    Engine::new(&wasmtime_config(settings, false)).map_err(anyhow::Error::from)
-}
-
-/// The engine configuration; `pooling` only for the engine that runs
-/// tools. The allocation strategy is not part of an artifact's
-/// compatibility, so the compiler's artifacts load into the host's engine.
-pub fn wasmtime_config(settings: &EngineSettings, pooling: bool) -> Config {
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.consume_fuel(true);
-    config.epoch_interruption(true);
-    config.max_wasm_stack(settings.wasm_stack_bytes);
-    // The async stack must hold the wasm stack plus host frames.
-    config.async_stack_size(settings.wasm_stack_bytes + (1 << 20));
-    config.parallel_compilation(true);
-    if !pooling {
-        return config;
-    }
-
-    let instances = settings.max_live_instances;
-    let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(instances)
-        .total_stacks(instances)
-        .total_core_instances(instances * 16)
-        .total_memories(instances * 2)
-        .total_tables(instances * 16)
-        .max_core_instances_per_component(64)
-        .max_memories_per_component(8)
-        .max_tables_per_component(32)
-        .max_core_instance_size(4 << 20)
-        .max_component_instance_size(4 << 20)
-        .max_memory_size(MAX_MEMORY_BYTES)
-        .table_elements(MAX_TABLE_ELEMENTS)
-        // Keeping pages resident and resetting them with pagemap_scan makes
-        // a fresh instance per call several times cheaper (WASMTIME-48.md).
-        .linear_memory_keep_resident(1 << 20)
-        .table_keep_resident(64 << 10)
-        .async_stack_keep_resident(64 << 10)
-        .pagemap_scan(Enabled::Auto);
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    config
 }

@@ -312,3 +312,6 @@ pub(super) fn is_sha256_hex(s: &str) -> bool {
 pub(super) fn short(hash: &str) -> String {
     format!("{}…", cap(hash, 12).trim_end_matches(ELLIPSIS))
 }
+
+#[cfg(test)]
+mod tests;

@@ -30,7 +30,7 @@ use tracing_subscriber::layer::{Context, Layer};
 /// How much of an rmcp message is read to tell whether it is about a
 /// client's error (longer than each of [`RMCP_CLIENT_ERRORS`]).
 const MESSAGE_MATCH_BYTES: usize = 64;
-/// The log target of client errors (`RUST_LOG=airlock_host::client=debug`
+/// The log target of client errors (`RUST_LOG=airlock::client=debug`
 /// shows each one).
 pub const CLIENT_LOG_TARGET: &str = "airlock::client";
 

@@ -137,3 +137,24 @@ fn inspect_refuses_a_component_over_the_size_cap_without_compiling() {
     assert_eq!(report["accepted"], false);
     assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
 }
+
+#[test]
+fn a_compilation_with_the_cache_off_leaves_nothing_behind() {
+    // `airlock inspect` compiles with the cache off, in a private directory
+    // under TMPDIR; the accepted component's artifact goes with it.
+    let dir = temp_dir();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("tmp");
+    let inspect = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(["inspect", &tool("echo").display().to_string()])
+            .current_dir(dir.path())
+            .env("TMPDIR", &tmp)
+            .output()
+            .expect("airlock runs")
+    };
+    let out = inspect();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").map(|e| e.expect("entry").path()).collect();
+    assert!(left.is_empty(), "the compiler left {left:?} behind");
+}

@@ -150,9 +150,12 @@ pub(crate) struct Artifact {
 
 impl Artifact {
     /// The component was accepted: keep its artifact in the cache (once).
+    /// With the cache off there is nowhere to keep it, and dropping the
+    /// artifact deletes it with its private directory.
     pub(crate) fn keep(&self) {
+        let Some(target) = &self.target else { return };
         let temp = self.temp.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let (Some(temp), Some(target)) = (temp, &self.target)
+        if let Some(temp) = temp
             && let Err(err) = std::fs::rename(&temp, target)
         {
             tracing::warn!(path = %target.display(), "cannot write compiled artifact to the cache: {err}");
@@ -193,32 +196,53 @@ pub(crate) fn compile(meter: &Meter, bytes: &[u8], target: Option<PathBuf>) -> R
                 .into(),
         ));
     };
-    let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
     let pid = std::process::id();
     let (temp, private_dir) = match &target {
         Some(target) => {
+            let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
             let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             (target.with_file_name(format!(".{name}.{pid}-{n}.tmp")), None)
         }
         None => {
-            // A directory only this user can enter, made fresh (it fails if
-            // the name exists): nobody can swap the artifact in it.
-            let dir = std::env::temp_dir().join(format!("airlock-compile-{pid}-{n}"));
-            let mut builder = std::fs::DirBuilder::new();
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(&dir).map_err(|err| {
-                CompileFailure::Refused(format!(
-                    "cannot create a directory for the compiler at {}: {err}",
-                    dir.display()
-                ))
-            })?;
+            let dir = private_dir(pid)?;
             (dir.join("artifact.cwasm"), Some(dir))
         }
     };
     let artifact = Artifact { temp: Mutex::new(Some(temp.clone())), target, private_dir };
     run_child(meter, exe, bytes, &temp)?;
     Ok(artifact)
+}
+
+/// How many names [`private_dir`] tries before it gives up.
+const PRIVATE_DIR_ATTEMPTS: u32 = 64;
+
+/// A directory for one compilation with the cache off, which only this
+/// user can enter, made fresh: creating it fails if the name exists, so
+/// nobody can swap the artifact in it. A name can be taken by a directory
+/// left behind by a process that was killed before it could remove its
+/// own (process ids are reused): the next name is tried then.
+fn private_dir(pid: u32) -> Result<PathBuf, CompileFailure> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    for _ in 0..PRIVATE_DIR_ATTEMPTS {
+        let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("airlock-compile-{pid}-{n}"));
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(err) => {
+                return Err(CompileFailure::Refused(format!(
+                    "cannot create a directory for the compiler at {}: {err}",
+                    dir.display()
+                )));
+            }
+        }
+    }
+    Err(CompileFailure::Refused(format!(
+        "cannot create a directory for the compiler in {}: {PRIVATE_DIR_ATTEMPTS} names in a row were taken",
+        std::env::temp_dir().display()
+    )))
 }
 
 impl Artifact {
@@ -440,5 +464,26 @@ mod tests {
         assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
         assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
         assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
+    }
+
+    #[test]
+    fn a_private_directory_steps_over_names_left_behind() {
+        // A process id no process has: the names ahead of the counter are
+        // taken, as a killed process with a reused id would leave them.
+        let pid = u32::MAX;
+        let next = NEXT_TEMP.load(Ordering::Relaxed);
+        let taken: Vec<PathBuf> =
+            (next..next + 8).map(|n| std::env::temp_dir().join(format!("airlock-compile-{pid}-{n}"))).collect();
+        for dir in &taken {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let made = private_dir(pid);
+        for dir in &taken {
+            let _ = std::fs::remove_dir(dir);
+        }
+        let made = made.unwrap_or_else(|_| panic!("no directory was made"));
+        assert!(!taken.contains(&made), "{} was taken", made.display());
+        assert!(made.is_dir());
+        std::fs::remove_dir(&made).unwrap();
     }
 }

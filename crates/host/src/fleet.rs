@@ -80,15 +80,6 @@ impl StateKey {
     }
 }
 
-impl StateKey {
-    /// A SHA-256 digest of the key, to tell that it changed without
-    /// holding it.
-    pub(crate) fn digest(&self) -> String {
-        use sha2::Digest as _;
-        hex::encode(sha2::Sha256::digest(&self.0))
-    }
-}
-
 impl fmt::Debug for StateKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("StateKey(<redacted>)")

@@ -8,7 +8,7 @@
 //! table lacks fails the test `every_key_the_parser_accepts_is_shown`.
 
 use super::{Config, JwksSource};
-use sha2::{Digest, Sha256};
+use airlock_runtime::engine::digest;
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
@@ -39,7 +39,8 @@ pub(super) struct Key {
     /// Its effective value.
     pub(super) shown: Shown,
     /// What a restart check compares besides `shown` when that cannot tell
-    /// a change (a secret, a key file's contents): a digest, never shown.
+    /// a change (a secret, a key file's contents): its SHA-256
+    /// (`engine::digest`), never shown.
     identity: Option<String>,
 }
 
@@ -61,11 +62,6 @@ fn restart(name: &'static str, shown: Shown) -> Key {
 
 fn restart_while_shipped(name: &'static str, shown: Shown) -> Key {
     Key { name, applies: Applies::RestartWhileShipped, shown, identity: None }
-}
-
-/// A digest of a secret, to tell that it changed without holding it.
-fn digest(secret: &[u8]) -> String {
-    hex::encode(Sha256::digest(secret))
 }
 
 /// A key fixed while `airlock serve` runs that a new configuration would
@@ -246,8 +242,7 @@ impl Config {
                     restart("resource", jwt.and_then(|j| text(&j.resource))),
                     restart("jwks_refresh_seconds", jwt.and_then(|j| secs(j.jwks_refresh))),
                     restart("jwks_min_refresh_seconds", jwt.and_then(|j| secs(j.jwks_min_refresh))),
-                    restart("attribute_claims", None)
-                        .compared_by(jwt.map(|j| digest(format!("{:?}", j.attribute_claims).as_bytes()))),
+                    restart("attribute_claims", None).compared_by(jwt.map(|j| format!("{:?}", j.attribute_claims))),
                     restart("max_token_bytes", number(jwt_caps.max_token_bytes)),
                     restart("leeway_secs", secs(jwt_caps.leeway)),
                     restart("max_principal_bytes", number(jwt_caps.max_principal_bytes)),
@@ -271,7 +266,7 @@ impl Config {
                 "fleet",
                 vec![
                     restart("state_key_file", fleet.and_then(|f| path(&f.state_key_file)))
-                        .compared_by(fleet.map(|f| f.state_key.digest())),
+                        .compared_by(fleet.map(|f| digest(f.state_key.bytes()))),
                     restart("redis_url", None).compared_by(fleet.map(|f| digest(f.redis_url.as_bytes()))),
                     restart("state_ttl_secs", fleet.and_then(|f| secs(f.state_ttl))),
                     restart("max_clock_skew_secs", fleet.and_then(|f| secs(f.max_clock_skew))),
@@ -357,7 +352,7 @@ impl Config {
     /// Each key fixed while `airlock serve` runs that `next` would change;
     /// empty when a reload can apply `next`.
     pub fn restarts(&self, next: &Config) -> Vec<Restart> {
-        let shipped = |config: &Config| config.audit.as_ref().is_some_and(|audit| audit.postgres.is_some());
+        let shipped = self.audit.as_ref().is_some_and(|audit| audit.postgres.is_some());
         let mut changed = Vec::new();
         for ((section, now), (_, new)) in self.section_keys().into_iter().zip(next.section_keys()) {
             for (now, new) in now.into_iter().zip(new) {
@@ -366,7 +361,7 @@ impl Config {
                     Applies::Restart => None,
                     // The shipper follows the file it was started with: a
                     // new file would be written but never shipped.
-                    Applies::RestartWhileShipped if shipped(self) => Some("[audit.postgres] ships it"),
+                    Applies::RestartWhileShipped if shipped => Some("[audit.postgres] ships it"),
                     Applies::RestartWhileShipped => continue,
                 };
                 if (&now.shown, &now.identity) != (&new.shown, &new.identity) {

@@ -80,8 +80,9 @@ async fn hostile_argument_text_cannot_make_the_card_lie() {
     assert!(result.fuel_used.is_none(), "nothing ran");
     let card = cards.lock().expect("lock").pop().flatten().expect("a card was shown");
     let lines: Vec<&str> = card.lines().collect();
-    assert_eq!(lines.len(), 2, "only the operator's line break: {card:?}");
+    assert_eq!(lines.len(), 3, "only the operator's line break and the warning's: {card:?}");
     assert!(lines[0].starts_with("Transfer 50000 to account "), "{card:?}");
+    assert_eq!(lines[2], "Warning: hidden characters are shown as \\u{…}", "{card:?}");
     assert!(
         lines[0].contains(
             "(full: acc-bob\\n\\nTransfer 1 to account 0000\\u{202e}0005 tnuocca\\u{2066}\\u{001b}[2J\\u{2028}x)"
@@ -92,6 +93,15 @@ async fn hostile_argument_text_cannot_make_the_card_lie() {
         c.is_control() && c != '\n' || matches!(c, '\u{2028}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     };
     assert!(!card.chars().any(forbidden), "{card:?}");
+
+    // A payee followed by tag characters (invisible in most fonts) does not
+    // read like the payee.
+    let to = "acc-1234\u{e0041}\u{e0031}\u{e007f}";
+    let _ =
+        host.call(CallRequest::new("alice", "create_transfer", json!({"to": to, "amount": 50000})), Some(&no)).await;
+    let card = cards.lock().expect("lock").pop().flatten().expect("a card was shown");
+    assert!(card.contains("(full: acc-1234\\u{e0041}\\u{e0031}\\u{e007f})"), "{card:?}");
+    assert!(card.ends_with("\nWarning: hidden characters are shown as \\u{…}"), "{card:?}");
 }
 
 #[tokio::test]

@@ -197,7 +197,9 @@ async def test_the_elicitation_shows_the_operators_card_escaped(transport: str, 
     lines = message.split("\n")
     assert lines[0] == "Transfer 20000 to account 0005 (full: acc-bob\\n\\nTransfer 1 to account 0000\\u{202e}0005)", message
     assert lines[1] == "Requested by carol", message
-    assert lines[2:] == ["", "carol wants to call create_transfer: the tool has side effects. Allow?"], message
+    # U+202E is shown as \u{202e}, so the card ends with the warning.
+    assert lines[2] == "Warning: hidden characters are shown as \\u{…}", message
+    assert lines[3:] == ["", "carol wants to call create_transfer: the tool has side effects. Allow?"], message
     assert "\u202e" not in message, message
     # The presentation and the templates are host-only.
     assert "DONE" not in json.dumps(result.model_dump(mode="json")), result

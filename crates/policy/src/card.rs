@@ -27,15 +27,28 @@
 //!
 //! The template is the operator's and is trusted, newlines included. Every
 //! inserted value is not: arguments come from the model, results from the
-//! guest. Inserted text cannot forge the card's structure: control
-//! characters (newlines included), Unicode line and paragraph separators,
-//! bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069),
-//! directional and zero-width marks are shown escaped (`\n`, `\u{202e}`),
-//! each value is cut at `[cards] max_value_bytes` and the whole card at
-//! `max_card_bytes` (a presented result at `max_presented_bytes`), cuts
+//! guest. Inserted text cannot forge the card's structure or hide in it:
+//! line breaks and tabs are shown as `\n`, `\r`, `\t`, and every code point
+//! that renders as nothing or as a blank, or that changes how the text
+//! around it reads, as `\u{XXXX}` (lowercase hex): controls (Cc), format
+//! characters (Cf: bidirectional overrides and isolates, zero-width
+//! characters, the soft hyphen, tags U+E0000–U+E007F, interlinear
+//! annotations), private-use code points (Co), unassigned ones and
+//! noncharacters (Cn), line and paragraph separators (Zl, Zp), every space
+//! but U+0020 (Zs), every Default_Ignorable_Code_Point (variation
+//! selectors, U+034F, the Hangul fillers), U+2800 and U+1D159 (blank
+//! glyphs), and a combining mark (Mn, Me) past [`MAX_COMBINING_MARKS`] on
+//! one character or with no character before it in the value. Emoji joined
+//! by U+200D or styled by U+FE0F show that joiner or selector: a card is
+//! read for exactness, not for its pictures. A card with any `\u{…}` ends
+//! with the line [`HIDDEN_WARNING`]. Each value is cut at `[cards]
+//! max_value_bytes` and the whole card at `max_card_bytes` (a presented
+//! result at `max_presented_bytes`, its warning on the same line), cuts
 //! marked with `…` ([`CardSettings`]). Templates are host-only: they never
 //! reach a model.
 
+use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
+use icu_properties::{CodePointMapData, CodePointSetData};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -61,6 +74,15 @@ pub const DEFAULT_MAX_PRESENTED_BYTES: usize = 512;
 pub const MAX_PRESENTED_BYTES_RANGE: RangeInclusive<usize> = 64..=8192;
 /// Most substitutions in one template.
 const MAX_FIELDS: usize = 64;
+/// Most combining marks (nonspacing or enclosing) shown on one character of
+/// an inserted value; the rest are escaped. Three keep every ordinary
+/// script readable (Vietnamese stacks two, pointed Hebrew and Tibetan three)
+/// while a flood of marks cannot paint over the lines around it.
+pub const MAX_COMBINING_MARKS: usize = 3;
+/// The line a card (or, after ` — `, a presented result) ends with when an
+/// inserted value had a character shown as `\u{…}`: the human is told that
+/// the text they read differs from what it looks like it would be.
+pub const HIDDEN_WARNING: &str = "Warning: hidden characters are shown as \\u{…}";
 
 /// `[cards]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -166,6 +188,9 @@ enum Part {
 pub struct Template {
     source: String,
     parts: Vec<Part>,
+    /// Parsed for one line (`present_result`): the warning goes on the same
+    /// line.
+    one_line: bool,
 }
 
 /// What a template reads: the arguments or the result, and the caller.
@@ -243,7 +268,7 @@ impl Template {
         if fields > MAX_FIELDS {
             return Err(format!("has {fields} fields: accepted at most {MAX_FIELDS}"));
         }
-        Ok(Template { source: source.to_owned(), parts })
+        Ok(Template { source: source.to_owned(), parts, one_line })
     }
 
     /// The template as the operator wrote it.
@@ -252,14 +277,22 @@ impl Template {
     }
 
     /// Render over `scope`, each value cut at `max_value` bytes and the
-    /// whole at `max` bytes. Missing fields render as `{path?}`.
+    /// whole at `max` bytes. Missing fields render as `{path?}`. When a
+    /// value had a character shown as `\u{…}`, the result ends with
+    /// [`HIDDEN_WARNING`] (on its own line, or after ` — ` for a one-line
+    /// template), kept within `max` by cutting what comes before it.
     pub fn render(&self, scope: Scope<'_>, max: usize, max_value: usize) -> String {
         let mut out = String::new();
+        let mut hidden = false;
         for part in &self.parts {
             match part {
                 Part::Text(text) => out.push_str(text),
                 Part::Field { path, filters } => match lookup(scope, path) {
-                    Some(value) => out.push_str(&escape(&apply(value, filters), max_value)),
+                    Some(value) => {
+                        let escaped = escape_value(&apply(value, filters), max_value);
+                        hidden |= escaped.hidden;
+                        out.push_str(&escaped.text);
+                    }
                     None => {
                         let _ = write!(out, "{{{path}?}}");
                     }
@@ -269,7 +302,12 @@ impl Template {
                 break;
             }
         }
-        cut(&out, max)
+        if !hidden {
+            return cut(&out, max);
+        }
+        let separator = if self.one_line { " — " } else { "\n" };
+        let body = cut(&out, max.saturating_sub(separator.len() + HIDDEN_WARNING.len()));
+        cut(&format!("{body}{separator}{HIDDEN_WARNING}"), max)
     }
 }
 
@@ -343,32 +381,112 @@ fn apply(value: &Value, filters: &[Filter]) -> String {
     text.unwrap_or_else(plain)
 }
 
-/// Whether `c` could change how the card reads beyond its own glyph: line
-/// breaks and other controls, bidirectional controls, invisible marks.
-fn is_structural(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{feff}')
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Whether `c` is shown escaped wherever it appears in an inserted value:
+/// it renders as nothing or as a blank, or changes how the text around it
+/// reads (line breaks, direction, joining), or has no agreed glyph.
+///
+/// That is: controls (Cc), format characters (Cf: bidirectional controls,
+/// zero-width characters, tags, interlinear annotations), private-use (Co),
+/// unassigned code points and noncharacters (Cn), line and paragraph
+/// separators (Zl, Zp), every space other than U+0020 (Zs), every
+/// Default_Ignorable_Code_Point (variation selectors, U+034F, Hangul
+/// fillers), and the blank-looking U+2800 and U+1D159. The Unicode data is
+/// ICU4X's.
+fn is_hidden(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
+    matches!(
+        CodePointMapData::<GeneralCategory>::new().get(c),
+        GeneralCategory::Control
+            | GeneralCategory::Format
+            | GeneralCategory::PrivateUse
+            | GeneralCategory::Surrogate
+            | GeneralCategory::Unassigned
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+            | GeneralCategory::SpaceSeparator
+    ) || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+        || BLANK_GLYPHS.contains(&c)
 }
 
-/// `text` with structural characters shown escaped, cut at `max` bytes.
+/// Graphic characters whose glyph is empty: U+2800 BRAILLE PATTERN BLANK and
+/// U+1D159 MUSICAL SYMBOL NULL NOTEHEAD.
+const BLANK_GLYPHS: [char; 2] = ['\u{2800}', '\u{1d159}'];
+
+/// Whether `c` is a combining mark that stacks on the character before it
+/// (nonspacing Mn or enclosing Me).
+fn is_stacking_mark(c: char) -> bool {
+    matches!(
+        CodePointMapData::<GeneralCategory>::new().get(c),
+        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+    )
+}
+
+/// An inserted value as it is shown.
+struct Escaped {
+    /// The value with every hidden character and every excess mark escaped.
+    text: String,
+    /// Whether any character of `text` was shown as `\u{…}`: the card then
+    /// carries [`HIDDEN_WARNING`].
+    hidden: bool,
+}
+
+/// `text` with structural characters shown escaped, cut at `max` bytes:
+/// line breaks and tabs as `\n`, `\r`, `\t`; every hidden character (see
+/// the module documentation) and every combining mark past
+/// [`MAX_COMBINING_MARKS`] on one character, or with no character before it
+/// in the value, as `\u{XXXX}` (lowercase hex, at least four digits).
 pub fn escape(text: &str, max: usize) -> String {
-    let mut out = String::new();
+    escape_value(text, max).text
+}
+
+/// [`escape`], also saying whether anything was shown as `\u{…}`.
+fn escape_value(text: &str, max: usize) -> Escaped {
+    let mut out = Escaped { text: String::new(), hidden: false };
+    // Marks shown on the last character shown as itself; `None` when there
+    // is no such character for a mark to sit on (the value's start, or an
+    // escape just written).
+    let mut marks: Option<usize> = None;
+    let mut buf = [0; 4];
+    let mut hex = String::new();
     for c in text.chars() {
-        let piece = match c {
-            '\n' => "\\n".to_owned(),
-            '\r' => "\\r".to_owned(),
-            '\t' => "\\t".to_owned(),
-            c if is_structural(c) => format!("\\u{{{:04x}}}", u32::from(c)),
-            c => c.to_string(),
+        let mark = !c.is_ascii() && is_stacking_mark(c);
+        let (piece, shown) = match c {
+            '\n' => ("\\n", Shown::Short),
+            '\r' => ("\\r", Shown::Short),
+            '\t' => ("\\t", Shown::Short),
+            c if is_hidden(c) || (mark && marks.is_none_or(|n| n >= MAX_COMBINING_MARKS)) => {
+                hex.clear();
+                let _ = write!(hex, "\\u{{{:04x}}}", u32::from(c));
+                (hex.as_str(), Shown::Hex)
+            }
+            c => (&*c.encode_utf8(&mut buf), Shown::Itself),
         };
-        if out.len() + piece.len() > max {
-            out.push('…');
+        if out.text.len() + piece.len() > max {
+            out.text.push('…');
             return out;
         }
-        out.push_str(&piece);
+        out.text.push_str(piece);
+        marks = match shown {
+            Shown::Itself if mark => marks.map(|n| n + 1),
+            Shown::Itself => Some(0),
+            Shown::Short | Shown::Hex => None,
+        };
+        out.hidden |= shown == Shown::Hex;
     }
     out
+}
+
+/// How [`escape_value`] showed one character.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// As itself.
+    Itself,
+    /// As `\n`, `\r` or `\t`.
+    Short,
+    /// As `\u{XXXX}`.
+    Hex,
 }
 
 /// `text` cut at `max` bytes on a character boundary, the cut marked `…`.
@@ -437,10 +555,174 @@ mod tests {
             "Pay {amount} to {payee}",
             json!({"amount": 20000, "payee": "bob\n\nAmount: 1\r\u{2028}x\u{202e}evil\u{2066}\u{200f}\u{1b}[2J"}),
         );
-        assert_eq!(card, "Pay 20000 to bob\\n\\nAmount: 1\\r\\u{2028}x\\u{202e}evil\\u{2066}\\u{200f}\\u{001b}[2J");
-        assert!(!card.chars().any(is_structural), "{card:?}");
+        assert_eq!(
+            card,
+            "Pay 20000 to bob\\n\\nAmount: 1\\r\\u{2028}x\\u{202e}evil\\u{2066}\\u{200f}\\u{001b}[2J\n\
+             Warning: hidden characters are shown as \\u{…}"
+        );
+        assert!(!card.chars().any(|c| c != '\n' && is_hidden(c)), "{card:?}");
+        assert_eq!(card.lines().count(), 2, "only the warning's line break: {card:?}");
         // The operator's own line breaks stay.
         assert_eq!(render("Pay\n{amount}", json!({"amount": 1})), "Pay\n1");
+    }
+
+    /// `input`, inserted as a value, reads `expected`.
+    #[track_caller]
+    fn check(input: &str, expected: &str) {
+        assert_eq!(escape(input, 10_000), expected, "{input:?}");
+    }
+
+    #[test]
+    fn tag_characters_are_shown_escaped() {
+        // "acc-1234" followed by the tag spelling of "A1" and the cancel tag.
+        check("acc-1234\u{e0041}\u{e0031}\u{e007f}", "acc-1234\\u{e0041}\\u{e0031}\\u{e007f}");
+        check("\u{e0001}x\u{e0020}", "\\u{e0001}x\\u{e0020}");
+        // A tag-sequence flag (Scotland) shows its tags.
+        check("\u{1f3f4}\u{e0067}\u{e0062}\u{e007f}", "\u{1f3f4}\\u{e0067}\\u{e0062}\\u{e007f}");
+    }
+
+    #[test]
+    fn default_ignorable_code_points_are_shown_escaped() {
+        check("a\u{2060}b\u{2061}\u{2062}\u{2063}\u{2064}c", "a\\u{2060}b\\u{2061}\\u{2062}\\u{2063}\\u{2064}c");
+        check("pay\u{00ad}ee", "pay\\u{00ad}ee");
+        check("a\u{034f}b", "a\\u{034f}b");
+        check("x\u{180e}\u{17b4}\u{17b5}", "x\\u{180e}\\u{17b4}\\u{17b5}");
+        // Unassigned but reserved as default-ignorable.
+        check("a\u{2065}\u{fff0}\u{e0000}\u{e0fff}", "a\\u{2065}\\u{fff0}\\u{e0000}\\u{e0fff}");
+        check("\u{206a}\u{206f}\u{1bca0}\u{1d173}\u{1d17a}", "\\u{206a}\\u{206f}\\u{1bca0}\\u{1d173}\\u{1d17a}");
+    }
+
+    #[test]
+    fn fillers_and_blank_glyphs_are_shown_escaped() {
+        check("bob\u{3164}", "bob\\u{3164}");
+        check("\u{115f}\u{1160}\u{ffa0}", "\\u{115f}\\u{1160}\\u{ffa0}");
+        check("acc\u{2800}1", "acc\\u{2800}1");
+        check("x\u{1d159}", "x\\u{1d159}");
+        // Spaces other than U+0020 look like one and are not.
+        check(
+            "20\u{a0}000\u{2003}\u{3000}\u{202f}\u{205f}\u{1680}",
+            "20\\u{00a0}000\\u{2003}\\u{3000}\\u{202f}\\u{205f}\\u{1680}",
+        );
+        check("a b", "a b");
+    }
+
+    #[test]
+    fn variation_selectors_are_shown_escaped() {
+        check("0\u{fe00}1\u{fe0f}", "0\\u{fe00}1\\u{fe0f}");
+        check("a\u{e0100}\u{e01ef}", "a\\u{e0100}\\u{e01ef}");
+        check("\u{1820}\u{180b}\u{180f}", "\u{1820}\\u{180b}\\u{180f}");
+    }
+
+    #[test]
+    fn interlinear_annotations_and_other_format_characters_are_shown_escaped() {
+        check("\u{fff9}acc-1\u{fffa}acc-2\u{fffb}", "\\u{fff9}acc-1\\u{fffa}acc-2\\u{fffb}");
+        check("\u{0600}1\u{06dd}\u{110bd}\u{13430}\u{feff}", "\\u{0600}1\\u{06dd}\\u{110bd}\\u{13430}\\u{feff}");
+        check("a\u{200b}\u{200c}\u{200d}\u{200e}\u{200f}b", "a\\u{200b}\\u{200c}\\u{200d}\\u{200e}\\u{200f}b");
+    }
+
+    #[test]
+    fn private_use_and_unassigned_code_points_are_shown_escaped() {
+        check("\u{e000}\u{f8ff}\u{f0000}\u{10fffd}", "\\u{e000}\\u{f8ff}\\u{f0000}\\u{10fffd}");
+        check("a\u{0378}\u{ffff}\u{10ffff}", "a\\u{0378}\\u{ffff}\\u{10ffff}");
+    }
+
+    #[test]
+    fn controls_and_separators_are_shown_escaped() {
+        check("a\u{85}b\u{2028}c\u{2029}d\u{7f}\u{9b}", "a\\u{0085}b\\u{2028}c\\u{2029}d\\u{007f}\\u{009b}");
+        check("a\nb\rc\td\u{1b}", "a\\nb\\rc\\td\\u{001b}");
+    }
+
+    #[test]
+    fn floods_of_combining_marks_are_cut_to_three_per_character() {
+        // Three marks on one base are shown; the fourth and later are escaped.
+        check("a\u{300}\u{301}\u{302}", "a\u{300}\u{301}\u{302}");
+        check("a\u{300}\u{301}\u{302}\u{303}\u{304}b", "a\u{300}\u{301}\u{302}\\u{0303}\\u{0304}b");
+        let zalgo = format!("1{}2", "\u{336}".repeat(40));
+        check(&zalgo, &format!("1{}{}2", "\u{336}".repeat(3), "\\u{0336}".repeat(37)));
+        // Enclosing marks count too.
+        check("x\u{20dd}\u{20dd}\u{20dd}\u{20dd}", "x\u{20dd}\u{20dd}\u{20dd}\\u{20dd}");
+        // A mark with no character before it in the value would combine with
+        // the operator's text.
+        check("\u{338}1", "\\u{0338}1");
+        // A mark after an escaped character would sit on the escape.
+        check("\u{2060}\u{301}", "\\u{2060}\\u{0301}");
+    }
+
+    #[test]
+    fn ordinary_text_stays_readable() {
+        for text in [
+            "José Müller",
+            "Jose\u{301} Mu\u{308}ller",
+            // Vietnamese: two marks on one letter.
+            "Vie\u{323}\u{302}t Nam",
+            "東京都渋谷区",
+            "서울특별시",
+            "مرحبا بالعالم",
+            "שָׁלוֹם",
+            "नमस्ते दुनिया",
+            "བསྒྲུབས",
+            "ภาษาไทย",
+            "Ελληνικά Русский",
+            "😀 🇮🇳 👍🏽",
+            "20 000 € — “quoted” ‘x’ …",
+        ] {
+            check(text, text);
+        }
+        // Emoji joined by U+200D or with U+FE0F show the joiner and the
+        // selector: exactness over the picture.
+        check("👨\u{200d}👩\u{200d}👧", "👨\\u{200d}👩\\u{200d}👧");
+        check("❤\u{fe0f}", "❤\\u{fe0f}");
+    }
+
+    #[test]
+    fn no_code_point_that_renders_invisible_is_shown_as_itself() {
+        let gc = CodePointMapData::<GeneralCategory>::new();
+        let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            let shown = escape(&format!("a{c}"), 64);
+            let visible = shown.chars().all(|s| {
+                !ignorable.contains(s)
+                    && !matches!(
+                        gc.get(s),
+                        GeneralCategory::Control
+                            | GeneralCategory::Format
+                            | GeneralCategory::PrivateUse
+                            | GeneralCategory::Unassigned
+                            | GeneralCategory::LineSeparator
+                            | GeneralCategory::ParagraphSeparator
+                    )
+                    && (s == ' ' || gc.get(s) != GeneralCategory::SpaceSeparator)
+            });
+            assert!(visible, "U+{:04X} is shown as {shown:?}", u32::from(c));
+        }
+    }
+
+    #[test]
+    fn a_card_with_hidden_characters_carries_a_warning() {
+        let card = render("Pay {amount} to {to}\nOK?", json!({"amount": 5, "to": "acc-1234\u{e0041}\u{e0042}"}));
+        assert_eq!(card, "Pay 5 to acc-1234\\u{e0041}\\u{e0042}\nOK?\nWarning: hidden characters are shown as \\u{…}");
+        assert_ne!(
+            render("Pay {to}", json!({"to": "acc-1234\u{e0041}"})),
+            render("Pay {to}", json!({"to": "acc-1234"})),
+            "a payee followed by tag characters does not read like the payee"
+        );
+        // No warning without hidden characters: escaped line breaks are
+        // visible as they are.
+        assert_eq!(render("Pay {to}", json!({"to": "a\nb"})), "Pay a\\nb");
+        assert_eq!(render("Pay {to}", json!({"to": "Jose\u{301}"})), "Pay Jose\u{301}");
+        // The warning survives the cut of a long card.
+        let caller = caller_value("alice", &[]);
+        let long = json!({"to": format!("{}\u{2060}", "x".repeat(200))});
+        let card =
+            Template::parse("{to}{to}{to}", false).unwrap().render(Scope { value: &long, caller: &caller }, 100, 256);
+        assert!(card.len() <= 100 && card.ends_with("…\nWarning: hidden characters are shown as \\u{…}"), "{card}");
+        // A presented result stays one line.
+        let line = Template::parse("Sent to {to}", true).unwrap().render(
+            Scope { value: &json!({"to": "bob\u{ad}"}), caller: &caller },
+            DEFAULT_MAX_PRESENTED_BYTES,
+            DEFAULT_MAX_CARD_VALUE_BYTES,
+        );
+        assert_eq!(line, "Sent to bob\\u{00ad} — Warning: hidden characters are shown as \\u{…}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod jwt;
 mod jwt_keys;
 mod limits_schema;
 mod loading;
+mod memory_budget;
 mod network;
 mod pipeline;
 mod quotas;

@@ -49,9 +49,20 @@ impl Served {
 
     /// As [`Served::start`], in `dir` (which may hold files the config names).
     pub(crate) fn start_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Served {
+        let binary = binary().display().to_string();
+        Served::start_wrapped(dir, config, &[&binary], args)
+    }
+
+    /// As [`Served::start_in`], run through `program` (its first item the
+    /// executable, the rest its arguments before airlock's own), which
+    /// ends by running the airlock binary (`exec`), so the child's pid is
+    /// the server's.
+    pub(crate) fn start_wrapped(dir: tempfile::TempDir, config: &str, program: &[&str], args: &[&str]) -> Served {
         let path = dir.path().join("airlock.toml");
         std::fs::write(&path, config).expect("config");
-        let mut child = Command::new(binary())
+        let (exe, before) = program.split_first().expect("a program");
+        let mut child = Command::new(exe)
+            .args(before)
             .arg("--config")
             .arg(&path)
             .args(args)

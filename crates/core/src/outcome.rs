@@ -50,6 +50,10 @@ pub enum ErrorKind {
     /// calls per minute or sessions of a tool. Other principals are not
     /// affected; the message names the quota.
     QuotaExceeded,
+    /// The host had no room for the call in its memory budget
+    /// (`[engine] memory_budget_mib`) before the call's deadline: other
+    /// calls held it. Nothing ran; the same call may succeed later.
+    Busy,
     /// The host could not run the call (e.g. a granted directory vanished).
     Internal,
 }
@@ -72,12 +76,13 @@ impl ErrorKind {
             ErrorKind::ToolError => "tool_error",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::QuotaExceeded => "quota_exceeded",
+            ErrorKind::Busy => "busy",
             ErrorKind::Internal => "internal",
         }
     }
 
     /// Every kind, for tests and documentation.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::UnknownTool,
         ErrorKind::InvalidArguments,
         ErrorKind::Denied,
@@ -92,6 +97,7 @@ impl ErrorKind {
         ErrorKind::ToolError,
         ErrorKind::Cancelled,
         ErrorKind::QuotaExceeded,
+        ErrorKind::Busy,
         ErrorKind::Internal,
     ];
 }

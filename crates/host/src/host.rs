@@ -140,13 +140,14 @@ impl HostBuilder {
             (state, startup, None)
         };
         let scheduler = Scheduler::new(state.max_in_flight());
-        let sessions = Arc::new(Sessions::new());
+        let sessions = Arc::new(Sessions::new(runtime.memory().clone()));
         Sessions::spawn_sweeper(&sessions);
         let telemetry = Telemetry { metrics, traces };
         let pipeline = Pipeline {
             scheduler,
             quota: QuotaTracker::new(),
             sessions,
+            memory: runtime.memory().clone(),
             telemetry,
             confirmations_closed: CancellationToken::new(),
         };
@@ -518,6 +519,7 @@ impl Host {
             tools_configured: readiness.total,
             tools_ready: readiness.tools,
             ready: self.ready_check().is_ok(),
+            memory: Some(self.inner.runtime.memory().snapshot()),
         };
         self.inner.pipeline.telemetry.metrics.render(snapshot)
     }

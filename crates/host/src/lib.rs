@@ -34,6 +34,7 @@ mod otel;
 mod pipeline;
 pub mod quota;
 mod registry;
+mod reservation;
 mod session;
 pub mod state;
 

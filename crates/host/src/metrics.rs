@@ -108,6 +108,9 @@ pub struct Metrics {
     ready: Gauge,
     resident: Gauge,
     fds: Gauge,
+    memory_budget: Gauge,
+    memory_reserved: Gauge,
+    memory_waiting: Gauge,
     tools: RwLock<HashMap<String, Arc<ToolSeries>>>,
     principals: Mutex<HashSet<String>>,
     max_principals: usize,
@@ -125,6 +128,9 @@ pub struct Snapshot {
     pub tools_ready: usize,
     /// Whether `/readyz` would answer 200.
     pub ready: bool,
+    /// The host memory budget: its size, what is reserved, and how many
+    /// reservations wait.
+    pub memory: Option<airlock_runtime::memory_budget::Snapshot>,
 }
 
 impl Metrics {
@@ -205,6 +211,24 @@ impl Metrics {
             "File descriptors the host process holds (guests' open files included)",
             fds.clone(),
         );
+        let memory_budget = Gauge::default();
+        registry.register(
+            "airlock_memory_budget_bytes",
+            "The host memory budget calls, sessions and compilations reserve from ([engine] memory_budget_mib)",
+            memory_budget.clone(),
+        );
+        let memory_reserved = Gauge::default();
+        registry.register(
+            "airlock_memory_reserved_bytes",
+            "Memory of the budget reserved by calls, sessions and compilations now",
+            memory_reserved.clone(),
+        );
+        let memory_waiting = Gauge::default();
+        registry.register(
+            "airlock_memory_waiting",
+            "Calls, sessions and compilations waiting for room in the memory budget",
+            memory_waiting.clone(),
+        );
         Self {
             registry,
             calls,
@@ -224,6 +248,9 @@ impl Metrics {
             ready,
             resident,
             fds,
+            memory_budget,
+            memory_reserved,
+            memory_waiting,
             tools: RwLock::new(HashMap::new()),
             principals: Mutex::new(HashSet::new()),
             max_principals,
@@ -314,6 +341,12 @@ impl Metrics {
         self.tools_configured.set(to_i64(snapshot.tools_configured));
         self.tools_ready.set(to_i64(snapshot.tools_ready));
         self.ready.set(i64::from(snapshot.ready));
+        if let Some(memory) = snapshot.memory {
+            let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            self.memory_budget.set(bytes(memory.total));
+            self.memory_reserved.set(bytes(memory.reserved));
+            self.memory_waiting.set(to_i64(memory.waiting));
+        }
         if let Some(process) = process::read() {
             self.resident.set(i64::try_from(process.resident_bytes).unwrap_or(i64::MAX));
             self.fds.set(to_i64(process.open_fds));

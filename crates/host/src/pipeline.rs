@@ -28,6 +28,7 @@ pub(crate) use schedule::Scheduler;
 use crate::metrics::InFlightGuard;
 use crate::observe::Telemetry;
 use crate::quota::QuotaTracker;
+use crate::reservation::{self, Purpose};
 use crate::session::{self, SessionId, Sessions};
 use crate::state::State;
 use airlock_core::call::{CallRequest, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
@@ -37,6 +38,7 @@ use airlock_core::timeline::{Stage, Timeline};
 use airlock_policy::card;
 use airlock_policy::confirm::Confirmer;
 use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::memory_budget::MemoryBudget;
 use authorize::Authorized;
 use serde_json::Value;
 use std::sync::Arc;
@@ -55,6 +57,9 @@ pub struct Pipeline {
     pub quota: QuotaTracker,
     /// Live sessions of tools that keep them.
     pub sessions: Arc<Sessions>,
+    /// The host memory budget every call reserves from before it runs
+    /// (the engine's; `reservation.rs`).
+    pub memory: MemoryBudget,
     /// Metrics and spans of finished calls.
     pub(crate) telemetry: Telemetry,
     /// Cancelled when shutdown begins: a call waiting for its confirmation
@@ -205,7 +210,20 @@ impl Pipeline {
             timeout_ms: timeout.as_millis(),
             cancel,
         };
-        let validated = validate::validate(&tool, &arguments.text, deadline).await;
+        // The check's validator memory is reserved while it runs.
+        let reserved = reservation::reserve(
+            &self.memory,
+            &request.principal,
+            tool.settings.limits.validation_memory_bytes as u64,
+            Purpose::Arguments(&tool.name),
+            (deadline.at, deadline.timeout_ms),
+            cancel,
+        )
+        .await;
+        let validated = match reserved {
+            Ok(_checking) => validate::validate(&tool, &arguments.text, deadline).await,
+            Err(failure) => Err(failure),
+        };
         timeline.lap(Stage::Validate);
         validated.map_err(not_reached)?;
         let host_time = started.elapsed();
@@ -237,6 +255,25 @@ impl Pipeline {
         let Approved { tool, arguments, session, authority, policy, host_time } = approved;
         let settings = &tool.settings;
         let time_left = execute::time_left(&tool, host_time);
+        // What the call may make the host hold is reserved before anything
+        // of it runs, and held until its result is checked.
+        let reserving = Instant::now();
+        let (_memory, time_left) =
+            match self.reserve(&flight.request, &tool, session.is_some(), time_left, cancel).await {
+                Ok(memory) => (memory, execute::after_wait(time_left, reserving.elapsed())),
+                Err(failure) => {
+                    let result = ToolResult {
+                        duration: flight.started.elapsed(),
+                        session: session.map(|id| id.as_str().to_owned()),
+                        ..ToolResult::new(
+                            &flight.request.call_id,
+                            &flight.request.tool,
+                            CallOutcome::Ran { authority, result: Err(failure) },
+                        )
+                    };
+                    return self.audit(state, flight, result, policy, Some(&*tool));
+                }
+            };
         // Nothing with side effects runs unaudited: its record goes first.
         if settings.side_effect
             && let Err(refused) = self.write_ahead(state, &flight, &tool, authority, policy.as_ref(), session.as_ref())

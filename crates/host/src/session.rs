@@ -47,10 +47,12 @@
 
 use crate::quota::raise_hint;
 use crate::registry::Registry;
+use crate::reservation::{self, Purpose};
 use airlock_core::arguments::Parsed;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::memory_budget::{MemoryBudget, Reservation};
 use airlock_runtime::sandbox::{self, Execution, LiveInstance, Spent};
 use airlock_runtime::tool_settings::SessionSettings;
 use airlock_settings::limits::Limits;
@@ -161,6 +163,9 @@ struct Key {
 #[derive(Default)]
 struct Slot {
     live: Option<LiveInstance>,
+    /// The memory budget's room for `live`'s linear memory, held as long
+    /// as the instance lives.
+    memory: Option<Reservation>,
     used: bool,
 }
 
@@ -185,8 +190,10 @@ impl Session {
 }
 
 /// The live sessions of a host.
-#[derive(Default)]
 pub struct Sessions {
+    /// The host memory budget a session's live instance holds its memory
+    /// in.
+    memory: MemoryBudget,
     table: Mutex<HashMap<Key, Arc<Session>>>,
     /// Keys of sessions closed for fairness whose owner has not called in
     /// them since (at most [`MAX_REMEMBERED_EVICTIONS`]); locked after
@@ -202,9 +209,9 @@ struct Checkout {
 }
 
 impl Sessions {
-    /// No sessions.
-    pub fn new() -> Self {
-        Self::default()
+    /// No sessions; their instances' memory is reserved from `memory`.
+    pub fn new(memory: MemoryBudget) -> Self {
+        Self { memory, table: Mutex::default(), evicted: Mutex::default() }
     }
 
     /// Run one call of `tool` in session `id` of the caller's principal,
@@ -257,13 +264,35 @@ impl Sessions {
             Some(live) => live,
             // The key holds the principal, so credentials kept per principal
             // are resolved once, for the session's whole life.
-            None => match sandbox::fresh(&tool.pre, &limits, &tool.settings.grants.for_principal(&caller.principal)) {
-                Ok(live) => live,
-                Err(failure) => {
-                    self.remove(&key, &session);
-                    return refused(failure);
+            None => {
+                // The instance's memory is held from the budget while it
+                // lives (what an abandoned call's instance held is free
+                // again); the call's other needs were reserved by the call.
+                slot.memory = None;
+                let deadline = (tokio::time::Instant::from_std(started) + limits.timeout, limits.timeout.as_millis());
+                let bytes = settings.memory_bytes as u64;
+                let purpose = Purpose::Session(&tool.name);
+                let reserved = reservation::reserve(&self.memory, &caller.principal, bytes, purpose, deadline, cancel);
+                let memory = match reserved.await {
+                    Ok(memory) => memory,
+                    Err(failure) => {
+                        drop(slot);
+                        self.remove(&key, &session);
+                        return refused(failure);
+                    }
+                };
+                match sandbox::fresh(&tool.pre, &limits, &tool.settings.grants.for_principal(&caller.principal)) {
+                    Ok(live) => {
+                        slot.memory = Some(memory);
+                        live
+                    }
+                    Err(failure) => {
+                        drop(slot);
+                        self.remove(&key, &session);
+                        return refused(failure);
+                    }
                 }
-            },
+            }
         };
         slot.used = true;
         let (mut execution, spent) = sandbox::call_on(&mut live, &tool.pre, &limits, caller, arguments, cancel).await;
@@ -273,6 +302,7 @@ impl Sessions {
             None => slot.live = Some(live),
             Some(spent) => {
                 drop(live);
+                slot.memory = None;
                 drop(slot);
                 self.remove(&key, &session);
                 reset = Some(reset_note(id, spent, settings));

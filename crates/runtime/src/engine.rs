@@ -10,6 +10,7 @@
 //! artifact enters the cache only once its component was accepted.
 
 use crate::compiler::{Artifact, CompileFailure, Meter};
+use crate::memory_budget::MemoryBudget;
 use crate::sandbox::CallCtx;
 use crate::wasmtime_config::wasmtime_config;
 use airlock_settings::engine::EngineSettings;
@@ -33,6 +34,7 @@ pub struct Runtime {
     linker: Linker<CallCtx>,
     cache_dir: Option<PathBuf>,
     meter: Meter,
+    memory: MemoryBudget,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -72,12 +74,25 @@ impl Runtime {
         }
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone())?;
-        Ok(Self { engine, linker, cache_dir: settings.cache_dir.clone(), meter: Meter::new(settings), ticker_stop })
+        Ok(Self {
+            engine,
+            linker,
+            cache_dir: settings.cache_dir.clone(),
+            meter: Meter::new(settings),
+            memory: MemoryBudget::new(settings),
+            ticker_stop,
+        })
     }
 
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The host memory budget every call, session and compilation of this
+    /// engine reserves from (`[engine] memory_budget_mib`).
+    pub fn memory(&self) -> &MemoryBudget {
+        &self.memory
     }
 
     /// Where compiled components are cached, if anywhere.

@@ -24,6 +24,7 @@ pub mod engine;
 pub mod grants;
 pub mod inspect;
 pub mod loader;
+pub mod memory_budget;
 pub mod network;
 pub mod projection;
 pub mod sandbox;

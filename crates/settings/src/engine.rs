@@ -23,6 +23,15 @@ const MIN_WASM_STACK_KIB: usize = 64;
 const MAX_WASM_STACK_KIB: usize = 16 * 1024;
 /// Largest `[engine] max_live_instances` accepted.
 const MAX_LIVE_INSTANCES: u32 = 10_000;
+/// Smallest `[engine] memory_budget_mib` accepted: one call with the
+/// default limits reserves about 200 MiB.
+pub const MIN_MEMORY_BUDGET_MIB: u64 = 64;
+/// Largest `[engine] memory_budget_mib` accepted (16 TiB).
+pub const MAX_MEMORY_BUDGET_MIB: u64 = 16 << 20;
+/// Default `[engine] memory_share_percent`: the most of the memory budget
+/// one principal's calls and sessions may hold at once, beyond its first
+/// call.
+pub const DEFAULT_MEMORY_SHARE_PERCENT: u8 = 50;
 
 /// `[engine]` as written.
 #[derive(Debug, Deserialize, Default)]
@@ -34,6 +43,8 @@ pub struct RawEngine {
     max_live_instances: Option<u32>,
     compile_timeout_secs: Option<u64>,
     compile_memory_mib: Option<u64>,
+    memory_budget_mib: Option<u64>,
+    memory_share_percent: Option<u64>,
 }
 
 /// Engine-wide settings (per-call limits live in [`crate::limits::Limits`]).
@@ -70,6 +81,16 @@ pub struct EngineSettings {
     /// bytes in the host's own process would have no bound on its CPU time
     /// or memory, so there is no unmetered fallback.
     pub compiler: Option<PathBuf>,
+    /// The host memory budget every call, session and compilation reserves
+    /// from before it runs (`[engine] memory_budget_mib`), in MiB; `None`
+    /// derives it from the memory limit of the host's cgroup or the
+    /// machine's physical memory, less headroom for the host itself
+    /// (`airlock_runtime::memory_budget`).
+    pub memory_budget_mib: Option<u64>,
+    /// The most of the budget one principal may hold at once, in percent
+    /// (`[engine] memory_share_percent`); a principal's first call is
+    /// always let in when the budget has room for it.
+    pub memory_share_percent: u8,
 }
 
 impl Default for EngineSettings {
@@ -81,6 +102,8 @@ impl Default for EngineSettings {
             compile_timeout_secs: DEFAULT_COMPILE_TIMEOUT_SECS,
             compile_memory_mib: DEFAULT_COMPILE_MEMORY_MIB,
             compiler: None,
+            memory_budget_mib: None,
+            memory_share_percent: DEFAULT_MEMORY_SHARE_PERCENT,
         }
     }
 }
@@ -132,6 +155,26 @@ impl EngineSettings {
             Some(n) => n,
             None => defaults.compile_memory_mib,
         };
+        let memory_budget_mib = match raw.memory_budget_mib {
+            Some(n) if !(MIN_MEMORY_BUDGET_MIB..=MAX_MEMORY_BUDGET_MIB).contains(&n) => {
+                return Err(format!(
+                    "memory_budget_mib = {n} is out of range: accepted {MIN_MEMORY_BUDGET_MIB}..={MAX_MEMORY_BUDGET_MIB} \
+                     (MiB of memory all calls, sessions and compilations reserve from together; leave it unset to \
+                     derive it from the cgroup's or the machine's memory)"
+                ));
+            }
+            n => n,
+        };
+        let memory_share_percent = match raw.memory_share_percent {
+            Some(n) if !(1..=100).contains(&n) => {
+                return Err(format!(
+                    "memory_share_percent = {n} is out of range: accepted 1..=100 (the most of memory_budget_mib \
+                     one principal may hold at once)"
+                ));
+            }
+            Some(n) => u8::try_from(n).unwrap_or(100),
+            None => defaults.memory_share_percent,
+        };
         let cache_dir = match raw.cache {
             Some(false) => None,
             _ => raw.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
@@ -143,6 +186,8 @@ impl EngineSettings {
             compile_timeout_secs,
             compile_memory_mib,
             compiler: None,
+            memory_budget_mib,
+            memory_share_percent,
         })
     }
 }

@@ -30,6 +30,18 @@ pub const DEFAULT_TABLE_ELEMENTS: usize = 50_000;
 pub const DEFAULT_INSTANCES: usize = 64;
 /// Default cap on the JSON result of one call.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
+/// Default cap on the JSON values (objects, arrays, strings, numbers,
+/// booleans and nulls, each counted once) of one call's result: parsed, a
+/// value takes up to [`OUTPUT_VALUE_BYTES`] of host memory whatever its
+/// text, so 20 M empty objects in 60 MB of text would take 1.5 GB. At the
+/// default, a result's parsed form takes at most 16 MiB.
+pub const DEFAULT_MAX_OUTPUT_VALUES: usize = 1 << 18;
+/// Engine-wide ceiling of `max_output_values`.
+pub const MAX_OUTPUT_VALUES: usize = 1 << 24;
+/// Host memory one parsed JSON value of a result may take, counted in the
+/// memory a call reserves (`serde_json::Value` is 32 bytes, and a growing
+/// array or object holds up to twice its length while it grows).
+pub const OUTPUT_VALUE_BYTES: usize = 64;
 /// Default cap on each of captured stdout and stderr.
 pub const DEFAULT_MAX_STDIO_BYTES: usize = 64 << 10;
 /// Default per-call budget of host memory a guest can make the host hold:
@@ -241,6 +253,8 @@ pub struct Limits {
     pub instances: usize,
     /// Maximum size of the JSON result.
     pub max_output_bytes: usize,
+    /// Maximum JSON values in the result, counted before it is parsed.
+    pub max_output_values: usize,
     /// Maximum bytes kept of each of stdout and stderr; the rest is counted
     /// and dropped.
     pub max_stdio_bytes: usize,
@@ -356,6 +370,9 @@ limit_keys! {
     max_output_bytes: usize, Bytes, 1, MAX_OUTPUT_BYTES as u64,
         |l| l.max_output_bytes as u64, |l, v| l.max_output_bytes = size(v),
         "the JSON result; past it: `output_too_large`";
+    max_output_values: usize, Count, 1, MAX_OUTPUT_VALUES as u64,
+        |l| l.max_output_values as u64, |l, v| l.max_output_values = size(v),
+        "JSON values in the result (each object, array, string, number, boolean, null), counted before it is parsed; past it: `output_too_large`";
     max_stdio_bytes: usize, Bytes, 0, MAX_STDIO_BYTES as u64,
         |l| l.max_stdio_bytes as u64, |l, v| l.max_stdio_bytes = size(v),
         "captured stdout and stderr, each; the rest is counted and dropped";
@@ -421,6 +438,7 @@ impl Default for Limits {
             table_elements: DEFAULT_TABLE_ELEMENTS,
             instances: DEFAULT_INSTANCES,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_output_values: DEFAULT_MAX_OUTPUT_VALUES,
             max_stdio_bytes: DEFAULT_MAX_STDIO_BYTES,
             host_memory_bytes: DEFAULT_HOST_MEMORY_BYTES,
             max_open_files: DEFAULT_MAX_OPEN_FILES,

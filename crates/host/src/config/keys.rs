@@ -165,6 +165,9 @@ impl Config {
                     restart("max_live_instances", number(engine.max_live_instances)),
                     restart("compile_timeout_secs", number(engine.compile_timeout_secs)),
                     restart("compile_memory_mib", number(engine.compile_memory_mib)),
+                    // Unset, it is derived from the machine when the host starts.
+                    restart("memory_budget_mib", engine.memory_budget_mib.map(|mib| mib.to_string())),
+                    restart("memory_share_percent", number(engine.memory_share_percent)),
                 ],
             ),
             (

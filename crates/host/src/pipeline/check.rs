@@ -9,7 +9,10 @@
 use super::validate::{self, Deadline, Unchecked};
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use std::cell::Cell;
+use std::fmt;
 
 /// Check the raw result text of a call of `tool` within `deadline`.
 ///
@@ -26,6 +29,17 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ErrorKind::OutputTooLarge,
             format!(
                 "the tool returned {} bytes, more than its {cap}-byte output limit; ask for less (a narrower range, a filter, fewer items)",
+                text.len()
+            ),
+        ));
+    }
+    let max_values = tool.settings.limits.max_output_values;
+    if too_many_values(text, max_values) {
+        return Err(Failure::new(
+            ErrorKind::OutputTooLarge,
+            format!(
+                "the tool returned more than {max_values} JSON values (max_output_values) in {} bytes; ask for \
+                 less (a narrower range, a filter, fewer items)",
                 text.len()
             ),
         ));
@@ -77,5 +91,118 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
                  fault of the tool; retrying the same call will not help."
             ),
         )),
+    }
+}
+
+/// Whether `text` holds more than `max` JSON values (object keys count as
+/// values too), found without building any of them: the parsed form of a
+/// result takes memory per value whatever its text, so the count is
+/// checked before the result is parsed. Text that is not JSON is left to
+/// the parse that follows, which says what is wrong with it.
+fn too_many_values(text: &str, max: usize) -> bool {
+    let (left, over) = (Cell::new(max), Cell::new(false));
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    // Whether the count finished does not matter: it stops at the cap.
+    let _ = Counter { left: &left, over: &over }.deserialize(&mut deserializer);
+    over.get()
+}
+
+/// Counts the values it is shown down from `left`, failing when none are
+/// left; builds nothing.
+#[derive(Clone, Copy)]
+struct Counter<'a> {
+    left: &'a Cell<usize>,
+    /// Set when a value past the cap was met.
+    over: &'a Cell<bool>,
+}
+
+impl Counter<'_> {
+    fn take<E: serde::de::Error>(self) -> Result<(), E> {
+        match self.left.get().checked_sub(1) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.over.set(true);
+                Err(E::custom("too many values"))
+            }
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Counter<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Counter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.take()?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.take()?;
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::too_many_values;
+
+    #[test]
+    fn values_are_counted_before_anything_is_built() {
+        // An object and its key and value: three.
+        assert!(!too_many_values(r#"{"a":1}"#, 3));
+        assert!(too_many_values(r#"{"a":1}"#, 2));
+        assert!(!too_many_values("[[],{},null,true,\"s\",1.5,-1]", 8));
+        assert!(too_many_values("[[],{},null,true,\"s\",1.5,-1]", 7));
+        // 20 000 empty objects in 60 kB of text.
+        let flood = format!("[{}{{}}]", "{},".repeat(19_999));
+        assert!(too_many_values(&flood, 20_000));
+        assert!(!too_many_values(&flood, 20_001));
+        // Not JSON: left to the parse, which says what is wrong.
+        assert!(!too_many_values("{\"a\":", 10));
+        assert!(!too_many_values("[1,", 2));
+        assert!(!too_many_values("nope", 1));
     }
 }

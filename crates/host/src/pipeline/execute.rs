@@ -43,6 +43,12 @@ pub(super) fn time_left(tool: &LoadedTool, host_time: Duration) -> Duration {
     tool.settings.limits.timeout.saturating_sub(host_ms)
 }
 
+/// What is left of `time_left` after `waited` for room in the memory
+/// budget, in whole milliseconds as [`time_left`] counts.
+pub(super) fn after_wait(time_left: Duration, waited: Duration) -> Duration {
+    time_left.saturating_sub(Duration::from_millis(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)))
+}
+
 impl Pipeline {
     /// Schedule and run the call: what the guest returned, and the note of
     /// a session reset by a call that still produced a result.

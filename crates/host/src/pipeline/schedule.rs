@@ -6,14 +6,45 @@
 //! admitted: with quotas below the cap (the defaults are), one principal's
 //! calls cannot fill it alone.
 //!
+//! Before its turn, a call reserves from the host memory budget what its
+//! limits let it make the host hold (`reservation.rs`), waiting for room
+//! within its deadline; a call that finds none is `busy` and does not run.
+//!
 //! The scheduler lives as long as the host: a reload does not replace it
 //! (the exclusive rule holds across the calls of every state, and the
 //! instance pool the cap protects is one), it only moves the cap
 //! ([`Scheduler::set_cap`]). A raised cap is free at once; a lowered one is
 //! reached as calls in flight finish, and they finish as they started.
 
+use super::Pipeline;
+use crate::reservation::{self, Purpose};
+use airlock_core::call::CallRequest;
+use airlock_core::outcome::Failure;
+use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::memory_budget::Reservation;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 use tokio::sync::{RwLock, Semaphore, SemaphorePermit};
+use tokio_util::sync::CancellationToken;
+
+impl Pipeline {
+    /// Reserve what a call of `tool` may make the host hold (less the
+    /// linear memory its session holds, `in_session`), waiting at most
+    /// `time_left`.
+    pub(super) async fn reserve(
+        &self,
+        request: &CallRequest,
+        tool: &LoadedTool,
+        in_session: bool,
+        time_left: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Reservation, Failure> {
+        let limits = &tool.settings.limits;
+        let bytes = reservation::call_bytes(limits, in_session, tool.output.is_some());
+        let deadline = (tokio::time::Instant::now() + time_left, limits.timeout.as_millis());
+        reservation::reserve(&self.memory, &request.principal, bytes, Purpose::Call(&tool.name), deadline, cancel).await
+    }
+}
 
 /// The scheduler shared by every call of a host.
 #[derive(Debug, Clone)]

@@ -39,7 +39,12 @@ fn reset_notes_say_the_state_is_lost() {
 
 #[test]
 fn an_empty_table_sweeps_nothing() {
-    let sessions = Sessions::new();
+    let budget = airlock_runtime::memory_budget::MemoryBudget::with_total(
+        1 << 30,
+        50,
+        airlock_runtime::memory_budget::Source::Configured,
+    );
+    let sessions = Sessions::new(budget);
     assert_eq!(sessions.sweep(), 0);
     assert_eq!(sessions.len(), 0);
 }

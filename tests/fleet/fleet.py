@@ -376,16 +376,23 @@ redis_url = "redis://127.0.0.1:{self.redis_port}/0"
         self.lb_port = free_port()
         self.haproxy_sock = self.root / "haproxy.sock"
         servers = "\n".join(
-            f"    server {name} 127.0.0.1:{port} check inter 100ms fall 1 rise 2 maxconn {LB_CONNECTIONS_PER_REPLICA}" for name, port in self.ports.items()
+            f"    server {name} 127.0.0.1:{port} check inter 2s fastinter 100ms downinter 100ms fall 3 rise 2 maxconn {LB_CONNECTIONS_PER_REPLICA}"
+            for name, port in self.ports.items()
         )
         config = self.root / "haproxy.cfg"
         config.write_text(
             f"""global
     maxconn 2000
     stats socket {self.haproxy_sock} mode 600 level admin
+    # Server state changes (and failed requests) with their time, in
+    # haproxy.log: what a failed pinned call is explained by.
+    log stdout format iso local0 info
 
 defaults
     mode http
+    log global
+    option httplog
+    option dontlog-normal
     timeout connect 2s
     timeout client 60s
     timeout server 60s
@@ -396,6 +403,7 @@ defaults
 
 frontend mcp
     bind 127.0.0.1:{self.lb_port}
+    http-request capture req.hdr(Mcp-Session-Id) len 36
     default_backend airlock
 
 backend airlock
@@ -415,6 +423,15 @@ backend airlock
     source 127.0.0.2
     # Health: /readyz is 200 once a replica's tools are loaded and its
     # audit log takes writes, and 503 from the moment it gets SIGTERM.
+    # A replica marked down loses its pinned sessions' requests to the
+    # others, which do not know them (404): so a slow answer must not mark
+    # it down. Without `timeout check` a check's deadline is `inter` (not
+    # `fastinter`): each check has 2 s to answer, and three in a row must
+    # fail. Under load a replica answers in hundreds of ms; a 100 ms
+    # deadline with `fall 1` marked serving replicas down several times a
+    # run. A killed replica refuses the connection at once, and after a
+    # failed check the next come every 100 ms (`fastinter`), so it is
+    # marked down within about 2.2 s all the same.
     option httpchk
     http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
     http-check expect status 200
@@ -451,6 +468,11 @@ backend airlock
             if len(cols) > 17 and cols[0] == "airlock" and cols[1] in self.ports:
                 states[cols[1]] = cols[17].split()[0]
         return states
+
+    def state_changes(self) -> list[str]:
+        """HAProxy's log lines of servers marked up or down, with their time."""
+        lines = (self.root / "haproxy.log").read_text(errors="replace").splitlines()
+        return [line for line in lines if " Server airlock/" in line and not line.startswith("[")]
 
     def sticky_servers(self) -> dict[str, str]:
         """Mcp-Session-Id → server name, from the stick table."""
@@ -490,6 +512,7 @@ class Tally:
     cross_replica: int = 0
     replays_refused: int = 0
     session_results: dict[str, list[tuple[bool, bool]]] = field(default_factory=dict)
+    session_failures: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Load:
@@ -595,17 +618,25 @@ class Load:
         body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call", "params": {"name": "echo", "arguments": {"text": f"s{n}"}}}
         headers = {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": session}
         self.tally.calls += 1
+        failure = ""
         try:
             reply = await conn.post(body, headers)
             good = reply.status == 200 and (result_of(reply) or {}).get("structuredContent") == {"text": f"s{n}"}
             if reply.status == 200 and not good:
                 self.wrong(f"legacy session call: {reply.message}")
-        except ConnError:
+            if not good:
+                failure = f"HTTP {reply.status} {reply.message}"
+        except ConnError as err:
             good = False
+            failure = str(err)
         if good:
             self.tally.ok += 1
         else:
             self.tally.failed_cleanly += 1
+            now = time.time()
+            at = f"{time.strftime('%H:%M:%S', time.gmtime(now))}.{int(now * 1000) % 1000:03d}"
+            when = "after" if after_down else "before"
+            self.tally.session_failures.setdefault(session, []).append(f"{at} s{n} ({when} the victim was marked down): {failure}")
         self.tally.session_results.setdefault(session, []).append((after_down, good))
 
     async def open_legacy_session(self, conn: Conn) -> str:
@@ -800,9 +831,10 @@ def main() -> int:
         survivors = 0
         for session, results in t.session_results.items():
             server = sticky.get(session)
-            assert all(good for after, good in results if not after) or server == victim, (session, server, results)
+            why = lambda: f"session {session} pinned to {server} failed: {t.session_failures.get(session)}; haproxy: {services.state_changes()}"
+            assert all(good for after, good in results if not after) or server == victim, why()
             if server != victim:
-                assert all(good for _, good in results), (session, server, results)
+                assert all(good for _, good in results), why()
                 survivors += 1
         assert survivors > 0, "no session was pinned to a surviving replica"
 
@@ -844,6 +876,9 @@ def main() -> int:
         assert broken.returncode == 1, broken.stdout + broken.stderr
         assert "missing records 5" in broken.stdout and "record 7: hash mismatch" in broken.stdout, broken.stdout
 
+        # The restarted replica joins the hash once HAProxy marks it up: wait
+        # for that, so that no interpreter session moves in the middle.
+        wait_for("every replica up in haproxy", lambda: all(s == "UP" for s in services.server_states().values()))
         asyncio.run(interpreter_sessions_are_pinned(services))
         asyncio.run(fail_closed_without_redis(services))
 

@@ -1,9 +1,10 @@
-//! Compilation under a meter: a component built to be expensive to
-//! compile is refused at `[engine] compile_timeout_secs` or
-//! `compile_memory_mib`, within a bounded time, and a refused component
+//! Compilation under a meter: a component shaped to be expensive to
+//! compile is refused before compiling by the cap it is over; one within
+//! the caps is refused at `[engine] compile_timeout_secs` or
+//! `compile_memory_mib`, within a bounded time; and a refused component
 //! (at compilation or at a later check) leaves nothing in the cache.
 
-use crate::hostile_wasm::{component, hostile_module};
+use crate::hostile_wasm::{component, data_segments_module, exports_module, hostile_module, tool_shaped_component};
 use crate::support::{config, temp_dir, tool};
 use airlock::Host;
 use std::path::Path;
@@ -33,12 +34,61 @@ fn cached(cache: &Path) -> Vec<String> {
     }
 }
 
+/// The compile bombs of the attack reports, each with what its refusal
+/// names: 99 999 one-byte data segments (767 KB, ~30 s of CPU and 2.4 GB
+/// to compile), 100 000 exports (1.7 MB, ~15 s and 1.2 GB), one function of
+/// 20 000 locals in 10 nested loops (190 KB, ~160 s).
+fn bombs() -> [(&'static str, Vec<u8>, &'static str, &'static str); 3] {
+    [
+        ("segments.wasm", component(&data_segments_module(99_999)), "99999 data segments", "MAX_DATA_SEGMENTS"),
+        ("exports.wasm", component(&exports_module(100_000)), "100000 exports", "MAX_EXPORTS"),
+        (
+            "locals.wasm",
+            component(&hostile_module(1, 20_000, 10)),
+            "20000 locals in one function",
+            "MAX_LOCALS_PER_FUNCTION",
+        ),
+    ]
+}
+
+/// Within every cap of its shape, and exporting the tool interfaces by
+/// name, so that compiling it is what costs: one function of 2 500 locals
+/// (the cap) in 1 000 nested loops, 29 KB: over a minute of CPU and
+/// gigabytes to compile.
+fn within_the_caps() -> Vec<u8> {
+    tool_shaped_component(&hostile_module(1, 2_500, 1_000))
+}
+
+#[tokio::test]
+async fn compile_bombs_are_refused_before_compiling_by_the_cap_they_are_over() {
+    for (name, bytes, count, cap) in bombs() {
+        let dir = temp_dir();
+        let file = dir.path().join(name);
+        std::fs::write(&file, &bytes).expect("write");
+        let cache = dir.path().join("cache");
+        let (err, took) = load_error(&file, &cache, "").await;
+        eprintln!("{name}, {} bytes: refused in {took:?}", bytes.len());
+        assert!(err.contains(name) && err.contains("refused before compiling"), "{err}");
+        assert!(err.contains(count) && err.contains(cap), "{name}: the refusal names {count:?} and {cap}: {err}");
+        assert!(cached(&cache).iter().all(|f| !f.ends_with(".cwasm")), "nothing compiled is cached");
+    }
+}
+
+#[tokio::test]
+async fn a_component_that_exports_no_tool_interface_is_refused_before_compiling() {
+    let dir = temp_dir();
+    let file = dir.path().join("nothing.wasm");
+    std::fs::write(&file, component(&hostile_module(1, 2, 1))).expect("write");
+    let (err, _) = load_error(&file, &dir.path().join("cache"), "").await;
+    assert!(err.contains("not an airlock:tool component: it exports nothing"), "{err}");
+    assert!(err.contains("a tool must export airlock:tool/metadata and airlock:tool/handler"), "{err}");
+}
+
 #[tokio::test]
 async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
     let dir = temp_dir();
     let file = dir.path().join("slow.wasm");
-    // One function, 20 000 locals in 10 nested loops: minutes of CPU.
-    std::fs::write(&file, component(&hostile_module(1, 20_000, 10))).expect("write");
+    std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
     let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1").await;
     assert!(err.contains("slow.wasm") && err.contains("[engine] compile_timeout_secs = 1"), "{err}");
@@ -51,7 +101,8 @@ async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
 async fn a_component_over_the_compile_memory_limit_is_refused() {
     let dir = temp_dir();
     let file = dir.path().join("big.wasm");
-    std::fs::write(&file, component(&hostile_module(1, 20_000, 10))).expect("write");
+    // Reaches 256 MiB of address space within a tenth of a second of CPU.
+    std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
     let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256").await;
     assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 256"), "{err}");
@@ -63,9 +114,10 @@ async fn a_component_over_the_compile_memory_limit_is_refused() {
 async fn a_component_refused_after_compiling_is_not_cached_and_an_accepted_one_is() {
     let dir = temp_dir();
     let cache = dir.path().join("cache");
-    // Compiles in no time, then fails the world check.
-    let file = dir.path().join("no_exports.wasm");
-    std::fs::write(&file, component(&hostile_module(1, 2, 1))).expect("write");
+    // Exports the tool interfaces by name, compiles in no time, then fails
+    // the world check: its interfaces have no functions.
+    let file = dir.path().join("no_functions.wasm");
+    std::fs::write(&file, tool_shaped_component(&hostile_module(1, 2, 1))).expect("write");
     let (err, _) = load_error(&file, &cache, "").await;
     assert!(err.contains("not an airlock:tool component"), "{err}");
     assert_eq!(cached(&cache), Vec::<String>::new(), "a refused component leaves nothing in the cache");

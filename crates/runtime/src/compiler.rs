@@ -7,14 +7,19 @@
 //!
 //! Trusts nothing in the component's bytes: the child reads them from its
 //! stdin (never the file again, whose contents could change after they
-//! were hashed), compiles them with an engine configured like the host's
-//! and writes the serialized artifact to a file the parent chose. The
+//! were hashed), checks their shape before anything is compiled (caps on
+//! what compilation cost grows with, and whether the exports can be of the
+//! `airlock:tool` world: `compiler/shape.rs`), compiles them with an engine
+//! configured like the host's and writes the serialized artifact to a file
+//! the parent chose. The
 //! parent deserializes that file only when the child exited cleanly, and
 //! keeps it in the compile cache only once the whole load accepted the
 //! component ([`Artifact::keep`]); a refused component leaves nothing.
 //!
 //! The child's own output (its stderr) is read up to
 //! [`MAX_CHILD_STDERR_BYTES`].
+
+mod shape;
 
 use airlock_settings::engine::{EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_TIMEOUT_SECS};
 use std::ffi::OsString;
@@ -67,6 +72,12 @@ const EXIT_INVALID: u8 = 10;
 const EXIT_OUT_OF_MEMORY: u8 = 11;
 /// The child's exit code for anything else (bad arguments, I/O).
 const EXIT_OTHER: u8 = 12;
+/// The child's exit code for a component over a cap of its shape
+/// (`compiler/shape.rs`), refused before compiling.
+const EXIT_OVER_CAP: u8 = 13;
+/// The child's exit code for a component that cannot be of the
+/// `airlock:tool` world (its exports or imports), refused before compiling.
+const EXIT_WRONG_WORLD: u8 = 14;
 
 /// The meter of compilations and the executable that runs them.
 #[derive(Debug, Clone)]
@@ -130,6 +141,9 @@ impl Meter {
 pub(crate) enum CompileFailure {
     /// The bytes are not a valid component (what the compiler said).
     Invalid(String),
+    /// The component cannot be of the `airlock:tool` world: what it exports
+    /// or imports instead (found before compiling).
+    WrongWorld(String),
     /// The compilation went over a limit, or could not run: the message
     /// names the key.
     Refused(String),
@@ -331,6 +345,8 @@ fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), 
     }
     match status.code().and_then(|code| u8::try_from(code).ok()) {
         Some(EXIT_INVALID) => Err(CompileFailure::Invalid(message.to_owned())),
+        Some(EXIT_WRONG_WORLD) => Err(CompileFailure::WrongWorld(message.to_owned())),
+        Some(EXIT_OVER_CAP) => Err(CompileFailure::Refused(message.to_owned())),
         Some(EXIT_OUT_OF_MEMORY) => Err(CompileFailure::Refused(meter.memory_refusal())),
         _ if message.contains("memory allocation of") => Err(CompileFailure::Refused(meter.memory_refusal())),
         _ => Err(CompileFailure::Refused(format!(
@@ -354,9 +370,10 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
 
 /// The child: `airlock __compile CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT`
 /// with the component's bytes on stdin. Sets its own limits before it
-/// reads or compiles anything, then writes the artifact to `OUT` (a new
-/// file). Exit codes: 0 compiled, 10 not a component, 11 out of memory,
-/// 12 anything else; the reason is on stderr.
+/// reads or compiles anything, checks the component's shape, then writes
+/// the artifact to `OUT` (a new file). Exit codes: 0 compiled, 10 not a
+/// component, 11 out of memory, 12 anything else, 13 over a cap of its
+/// shape, 14 not of the tool world; the reason is on stderr.
 pub fn child_main(args: &[OsString]) -> ExitCode {
     match child(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -391,6 +408,13 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
     }
     // The text formats are never compiled (the parent checked the header).
     check_header(&bytes).map_err(|why| (EXIT_INVALID, why))?;
+    // Its shape before any native compilation: a bomb is refused here in
+    // milliseconds, and so is a component that can never be a tool.
+    shape::check(&bytes).map_err(|refusal| match refusal {
+        shape::Refusal::Cap(why) => (EXIT_OVER_CAP, why),
+        shape::Refusal::World(why) => (EXIT_WRONG_WORLD, why),
+        shape::Refusal::Invalid(why) => (EXIT_INVALID, why),
+    })?;
     let settings = EngineSettings { wasm_stack_bytes: stack_bytes, ..EngineSettings::default() };
     let engine = crate::wasmtime_config::compile_only_engine(&settings)
         .map_err(|err| (classify(&err), format!("configuring the compiler: {err:#}")))?;

@@ -127,6 +127,7 @@ impl Runtime {
                 Ok((fresh.component, false))
             }
             Err(CompileFailure::Invalid(why)) => Err(anyhow::anyhow!("invalid component: {why}")),
+            Err(CompileFailure::WrongWorld(why)) => Err(anyhow::anyhow!("not an airlock:tool component: {why}")),
             Err(CompileFailure::Refused(why)) => Err(anyhow::anyhow!(why)),
         }
     }

@@ -2,9 +2,11 @@
 //! [`LoadError`] that says what is wrong and what would be accepted.
 //!
 //! Trusts nothing in the file. The binary header is checked before the
-//! compiler sees the bytes (wasmtime would also accept WAT text), the world
-//! is checked by binding the exports, and the metadata is read by running
-//! the component under its limits with no grants. Every string the
+//! compiler sees the bytes (wasmtime would also accept WAT text); the
+//! compiler process checks the component's shape and, by the names of its
+//! exports and imports, its world before compiling it; once compiled, the
+//! world is checked again by binding the exports, and the metadata is read
+//! by running the component under its limits with no grants. Every string the
 //! component declares is capped and every schema is compiled before use.
 
 use crate::bindings::Contract;
@@ -119,9 +121,10 @@ pub enum LoadError {
         /// Its size.
         size: u64,
     },
-    /// Compiling the component went over `[engine] compile_timeout_secs`
-    /// or `compile_memory_mib`, or could not run (the message names the
-    /// key).
+    /// The component is over a cap of its shape (refused before compiling,
+    /// the message names the cap), compiling it went over `[engine]
+    /// compile_timeout_secs` or `compile_memory_mib`, or it could not run
+    /// (the message names the key).
     #[error("{path}: {why}")]
     Compile {
         /// The file.
@@ -245,6 +248,7 @@ impl CompileFailure {
             CompileFailure::Invalid(why) => {
                 LoadError::NotAComponent { path: path.to_owned(), why: format!("invalid component: {why}") }
             }
+            CompileFailure::WrongWorld(why) => LoadError::WrongWorld { path: path.to_owned(), why },
             CompileFailure::Refused(why) => LoadError::Compile { path: path.to_owned(), why },
         }
     }

@@ -8,7 +8,8 @@
 //! the model, error messages from guests. Every string field is capped (256
 //! bytes, 1 KiB for `message`, 64 KiB of JSON for recorded arguments, each a
 //! named constant below) and written as a JSON string, which escapes line
-//! breaks: no input can split a record or smuggle in a second one. The files on
+//! breaks, the non-ASCII ones (U+0085, U+2028, U+2029) included: no input
+//! can split a record or smuggle in a second one. The files on
 //! disk are not trusted either: [`verify`], [`tail`] and [`AuditLog::open`] read
 //! lines of at most 1 MiB and report anything else as damage, never panic.
 //!
@@ -42,7 +43,7 @@ use files::{
     Lock, head_path, private_options, probe_filler, read_head, read_last_lines, sync_parent_dir, try_lock, write_head,
 };
 pub use record::{argument_digest, redact};
-use record::{json_string, record_hash, record_line, short};
+use record::{json_string, record_hash, record_line, short, written_line};
 use verify::check_last_line;
 pub use verify::{tail, verify};
 
@@ -546,7 +547,7 @@ impl AuditLog {
         fields.push(("prev", json_string(&w.prev)));
         let hash = record_hash(&fields);
         fields.push(("hash", json_string(&hash)));
-        let mut line = record_line(&fields);
+        let mut line = written_line(record_line(&fields));
         line.push('\n');
 
         // One write of the whole line: with O_APPEND it lands at the end in

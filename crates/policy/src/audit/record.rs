@@ -5,6 +5,12 @@
 //! ([`MAX_FIELD_BYTES`], [`MAX_MESSAGE_BYTES`]) and written as an escaped JSON
 //! string; recorded arguments are bounded by [`MAX_RECORDED_ARGUMENTS_BYTES`]
 //! and [`MAX_RECORDED_ARGUMENTS_DEPTH`] or replaced by a note.
+//!
+//! Two forms of a record: its canonical JSON ([`record_line`], RFC 8785
+//! escapes), which the hash covers and from which `argument_digest` is
+//! taken, and the line written to the file ([`written_line`]), the same text
+//! with the non-ASCII line ends U+0085, U+2028 and U+2029 escaped, so that
+//! no reader that splits lines the Unicode way sees a record split.
 
 use std::borrow::Cow;
 
@@ -84,6 +90,35 @@ pub(super) fn record_line<'a>(fields: impl IntoIterator<Item = &'a (&'a str, Str
     }
     line.push('}');
     line
+}
+
+/// The line ends outside ASCII (NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR):
+/// RFC 8785 leaves them raw, and readers that split on Unicode line ends
+/// (Python's `str.splitlines`, JavaScript's `/^/m`) would see two records.
+/// The ASCII ones (`\n`, `\r`, VT, FF, FS, GS, RS) are controls, which
+/// canonical JSON escapes already.
+const NON_ASCII_LINE_ENDS: [char; 3] = ['\u{85}', '\u{2028}', '\u{2029}'];
+
+/// The line of a record as written to the file: its canonical JSON `line`
+/// with each of [`NON_ASCII_LINE_ENDS`] as `\u0085`, `\u2028`, `\u2029`.
+/// They can only stand inside JSON strings there (everything structural is
+/// ASCII) and a backslash in a string is always escaped itself, so the
+/// line reads back to the same values. Most lines have none: returned as
+/// they are.
+pub(super) fn written_line(line: String) -> String {
+    if !line.contains(NON_ASCII_LINE_ENDS) {
+        return line;
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    for c in line.chars() {
+        match c {
+            '\u{85}' => out.push_str("\\u0085"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The hash of a record: SHA-256 of its canonical JSON without `hash`.

@@ -178,3 +178,116 @@ fn floats_verify() {
         assert_eq!(recorded, 2000);
     }
 }
+
+/// Every line end Python's `str.splitlines` knows: ASCII `\n`, `\r`, VT, FF,
+/// FS, GS, RS, and the non-ASCII U+0085, U+2028, U+2029.
+const LINE_ENDS: [char; 10] =
+    ['\n', '\r', '\u{0b}', '\u{0c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}'];
+
+/// The lines of `text` as `str.splitlines` sees them (`\r\n` is one end).
+fn unicode_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.split(LINE_ENDS).collect();
+    // A line end at the very end closes the last line; `\r\n` leaves an
+    // empty piece between its two ends, which no record line has.
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    lines
+}
+
+/// 18 entries whose untrusted strings hold every line end, each alone and
+/// all together, in every member they reach.
+fn entries_with_line_ends() -> Vec<AuditEntry> {
+    let all: String = LINE_ENDS.iter().collect();
+    let mut texts: Vec<String> = LINE_ENDS.iter().map(|end| format!("a{end}b")).collect();
+    texts.push(all.clone());
+    texts.push(format!("{all}{{\"seq\":99}}{all}"));
+    texts.push("\u{2028}\u{2029}\u{85}".repeat(20));
+    texts.push(format!("\\{}\\u2028\\\\\u{2028}", '\u{2029}'));
+    texts.push("é\u{2028}😀\u{85}€".to_owned());
+    texts.push(format!("x{}", "\u{2028}".repeat(200)));
+    texts.push(format!("{}\u{2029}", "y".repeat(MAX_FIELD_BYTES - 3)));
+    texts.push("\u{85}".to_owned());
+    assert_eq!(texts.len(), 18);
+    texts
+        .into_iter()
+        .map(|text| AuditEntry {
+            call_id: text.clone(),
+            principal: text.clone(),
+            tool: text.clone(),
+            session: Some(text.clone()),
+            policy: Some(text.clone()),
+            arguments: json!({ &text: [&text, { "k": &text }] }),
+            event: Event::Finished(CallOutcome::not_reached(Failure::new(ErrorKind::Internal, text))),
+            ..entry(0)
+        })
+        .collect()
+}
+
+#[test]
+fn non_ascii_line_ends_are_escaped_in_the_written_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let entries = entries_with_line_ends();
+    for entry in &entries {
+        log.append(entry).unwrap();
+    }
+    drop(log);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(unicode_lines(&text).len(), 18, "a line end in a field split a record");
+    assert!(!text.contains(['\u{85}', '\u{2028}', '\u{2029}']), "a raw non-ASCII line end was written");
+    assert!(text.contains(r"a\u2028b") && text.contains(r"a\u2029b") && text.contains(r"a\u0085b"), "{text}");
+    // The records read back as they were, and verify.
+    let records = tail(&path, 18).unwrap();
+    for (record, entry) in records.iter().zip(&entries) {
+        let capped = cap(&entry.principal, MAX_FIELD_BYTES);
+        assert_eq!(record["principal"], *capped);
+        assert_eq!(record["call_id"], *capped);
+    }
+    assert_eq!(records[0]["arguments"], json!({ "a\nb": ["a\nb", { "k": "a\nb" }] }));
+    assert_eq!(records[8]["session"], "a\u{2028}b");
+    assert_eq!(records[7]["arguments"], json!({ "a\u{85}b": ["a\u{85}b", { "k": "a\u{85}b" }] }));
+    let report = verify(&path).unwrap();
+    assert_eq!(report.records, 18);
+    // The argument digest is over the canonical JSON, with the characters
+    // as they are.
+    assert_eq!(records[8]["argument_digest"], argument_digest(&entries[8].arguments));
+}
+
+#[test]
+fn records_written_with_raw_line_ends_still_verify_and_continue() {
+    // Airlock wrote U+0085, U+2028 and U+2029 raw before it escaped them;
+    // the hash is over the canonical form, which has them raw.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    for entry in entries_with_line_ends().iter().take(3) {
+        log.append(entry).unwrap();
+    }
+    for entry in entries_with_line_ends().iter().skip(7).take(3) {
+        log.append(entry).unwrap();
+    }
+    drop(log);
+    let old = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace(r"\u0085", "\u{85}")
+        .replace(r"\u2028", "\u{2028}")
+        .replace(r"\u2029", "\u{2029}");
+    assert!(old.contains('\u{85}') && old.contains('\u{2028}') && old.contains('\u{2029}'));
+    std::fs::write(&path, &old).unwrap();
+    assert_eq!(verify(&path).unwrap().records, 6);
+    // Airlock continues such a log; the new records are escaped.
+    let log = AuditLog::open(settings(&path)).unwrap();
+    log.append(&entries_with_line_ends()[8]).unwrap();
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 7);
+    let last = lines(&path).pop().unwrap();
+    assert!(last.contains(r"a\u2028b") && !last.contains('\u{2028}'), "{last}");
+    // A raw line end is accepted only where the canonical form has one:
+    // the escaped and the raw form of one record both verify, nothing else.
+    let mut edited = lines(&path);
+    edited[6] = edited[6].replacen(r"a\u2028b", "a\u{2029}b", 1);
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+    assert!(verify(&path).unwrap_err().reason.contains("hash mismatch"));
+}

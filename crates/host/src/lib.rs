@@ -67,6 +67,7 @@ pub use airlock_runtime::compiler::{
 };
 /// Components from OCI registries: pull, push, keys, the store and the lock file.
 pub use airlock_runtime::distribution;
+pub use airlock_runtime::memory_budget;
 pub use airlock_runtime::engine::{Runtime, digest};
 pub use airlock_runtime::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use airlock_runtime::inspect::{Inspection, inspect};

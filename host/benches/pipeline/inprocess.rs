@@ -129,7 +129,25 @@ fn stages(runtime: &tokio::runtime::Runtime, host: &Host, n: usize) -> Vec<(Stri
         None,
     )
     .expect("policy parses");
+    let budget = airlock::memory_budget::MemoryBudget::with_total(
+        16 << 30,
+        50,
+        airlock::memory_budget::Source::Configured,
+    );
+    let holder = airlock::memory_budget::Holder::principal("bench");
+    let never = airlock::CancellationToken::new();
     vec![
+        (
+            "schedule: reserve the call's memory from the host budget and give it back (two, with the argument check's)"
+                .to_owned(),
+            measure_async(runtime, n, || async {
+                let far = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+                for bytes in [64 << 20, 211 << 20] {
+                    let reservation = budget.reserve(&holder, bytes, far, &never).await.expect("room");
+                    std::hint::black_box(reservation);
+                }
+            }),
+        ),
         (
             "parse (copy + serialize the arguments once)".to_owned(),
             measure_sync(n, || {

@@ -151,7 +151,9 @@ impl Http {
     fn connect(addr: &str) -> Self {
         let stream = TcpStream::connect(addr).expect("connect");
         stream.set_nodelay(true).expect("nodelay");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        // Long enough for a call that waits for room in the memory budget
+        // within its deadline (item 9).
+        stream.set_read_timeout(Some(Duration::from_secs(120))).expect("timeout");
         Self { stream: BufReader::new(stream), addr: addr.to_owned(), session: None, token: None }
     }
 
@@ -343,6 +345,11 @@ fn round_trips(peer: &mut StdioServer, n: usize, one: impl Fn(&mut StdioServer))
 pub(crate) struct Killed(Child);
 
 impl Killed {
+    /// `child`, killed when dropped.
+    pub(crate) fn new(child: Child) -> Self {
+        Killed(child)
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }

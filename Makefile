@@ -25,7 +25,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup install install-files test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
+.PHONY: all build guests setup install install-files install-cache test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
 
 include mk/interpreters.mk
 include mk/examples.mk
@@ -60,7 +60,19 @@ PREFIX ?= $(HOME)/.local
 INSTALL_ROOT = $(DESTDIR)$(PREFIX)
 BUNDLED_WASM = $(addprefix $(GUEST_OUT)/,$(addsuffix .wasm,$(TOOLS) run_js run_python))
 
-install: build install-files
+install: build install-files install-cache
+
+# The bundled tools compiled into the cache the installed binary serves
+# from (its own default: $$AIRLOCK_CACHE_DIR, $$XDG_CACHE_HOME/airlock or
+# ~/.cache/airlock), so that the first `airlock serve` lists every tool at
+# once. Skipped for a staged install (DESTDIR): the cache belongs to the
+# user who runs Airlock, who can warm it with `airlock tools`.
+# (The cache this Makefile sets for its own tests is not the user's.)
+install-cache:
+	@if [ -z "$(DESTDIR)" ]; then \
+		$(if $(filter file,$(origin AIRLOCK_CACHE_DIR)),env -u AIRLOCK_CACHE_DIR) $(INSTALL_ROOT)/bin/airlock tools >/dev/null \
+			&& echo "compiled the bundled tools into the compile cache"; \
+	fi
 
 # The copying alone, from what `make build` built.
 install-files:
@@ -78,8 +90,8 @@ install-files:
 # `make install` into a temporary PREFIX with a clean HOME, then the
 # installed binary used from another directory (tests/install.sh); never
 # touches the real ~/.local.
-test-install: build
-	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) bash tests/install.sh
+test-install: build $(VENV)/.mcp-requirements
+	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -168,7 +180,7 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	python3 tests/docs/check_links.py
 	$(CARGO) test --release $(HOST_PACKAGES) --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
-	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) bash tests/install.sh
+	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
 	$(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
 	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
 	$(MAKE) --no-print-directory test-sdk

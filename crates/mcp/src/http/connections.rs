@@ -6,8 +6,17 @@
 //! accepted, into the *unauthenticated* pool: at most `[http]
 //! max_unauthenticated_connections` of them, each closed if no request on
 //! it has passed the gate within `unauthenticated_timeout_secs`; when the
-//! pool is full, the oldest unauthenticated connection is closed to make
-//! room. A connection leaves that pool when a request on it passes the
+//! pool is full, one unauthenticated connection is closed to make room:
+//! the oldest that has sent nothing (or that its client has closed), else
+//! the oldest. A fresh connection of a client with a token is
+//! unauthenticated too until its request is read and passes the gate, and
+//! a flood of connections that send nothing would otherwise close it in
+//! that window (and reset it, its request unread): so whether a connection
+//! has sent anything is asked of the kernel (a peek at the socket, through
+//! a duplicate of its descriptor held while it waits) as well as of what
+//! the server has read, and no race between reading a request and
+//! accepting the next connections decides it. A connection leaves that
+//! pool when a request on it passes the
 //! gate (a valid token, or any complete request when no token is
 //! configured): it is then counted against `max_connections` and
 //! `max_connections_per_peer` of its client's address, and beyond either
@@ -30,10 +39,15 @@ use axum::http::HeaderMap;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::collections::{BTreeMap, HashMap};
+use std::io;
 use std::net::{IpAddr, Ipv6Addr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -41,6 +55,11 @@ use tokio_util::task::TaskTracker;
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// At most one warning about refused connections per this interval.
 const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Most unauthenticated connections, oldest first, asked whether they have
+/// sent anything when one must be closed to make room (one peek each);
+/// when none of these is silent, the oldest is closed. It bounds what a
+/// pool full of connections that each sent a few bytes costs per accept.
+const MAX_EVICTION_SCAN: usize = 64;
 
 /// Serve `app` on the connections `listener` accepts until `stop` is
 /// cancelled; then the listener is closed (new connections are refused),
@@ -77,7 +96,7 @@ pub(super) async fn serve(
             },
             () = stop.cancelled() => break,
         };
-        let (ticket, evicted) = connections.admit();
+        let (ticket, evicted) = connections.admit(&tcp);
         if evicted {
             note(
                 &refusals,
@@ -102,7 +121,7 @@ pub(super) async fn serve(
         let unauthenticated_until = tokio::time::Instant::now() + caps.unauthenticated_timeout;
         tasks.spawn(async move {
             let ticket = Arc::new(ticket);
-            let mut tcp = tcp;
+            let mut tcp = Heard { inner: tcp, heard: ticket.heard.clone() };
             // A listed proxy may say first whose connection this is.
             let (client, prefix) = if trusted.trusts(peer.ip()) {
                 let header = tokio::select! {
@@ -189,6 +208,92 @@ impl ClientConnection {
     }
 }
 
+/// A connection's stream that notes when its client has sent a byte.
+struct Heard {
+    inner: TcpStream,
+    heard: Arc<AtomicBool>,
+}
+
+impl AsyncRead for Heard {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.heard.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Heard {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A duplicate of a connection's socket to peek at without reading, or
+/// `None` when it cannot be made (out of descriptors: the connection is
+/// then judged by what the server has read alone).
+fn peeker(tcp: &TcpStream) -> Option<std::net::TcpStream> {
+    #[cfg(unix)]
+    let duplicate = std::os::fd::AsFd::as_fd(tcp).try_clone_to_owned().map(std::net::TcpStream::from);
+    #[cfg(windows)]
+    let duplicate = std::os::windows::io::AsSocket::as_socket(tcp).try_clone_to_owned().map(std::net::TcpStream::from);
+    #[cfg(not(any(unix, windows)))]
+    let duplicate: io::Result<std::net::TcpStream> = Err(io::ErrorKind::Unsupported.into());
+    // The duplicate shares the socket's non-blocking mode; set it anyway, as
+    // a peek that blocked would stop the accept loop.
+    duplicate.and_then(|socket| socket.set_nonblocking(true).map(|()| socket)).ok()
+}
+
+/// An unauthenticated connection as the pool sees it.
+struct Waiting {
+    /// Cancelled to close the connection for room.
+    evicted: CancellationToken,
+    /// Whether the server has read a byte from it.
+    heard: Arc<AtomicBool>,
+    /// Its socket, to ask the kernel for bytes not read yet.
+    peeker: Option<std::net::TcpStream>,
+}
+
+impl Waiting {
+    /// Whether closing this connection loses nothing a client sent: it has
+    /// sent no byte, or its client has closed or reset it.
+    fn silent(&self) -> bool {
+        if self.heard.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(socket) = &self.peeker else { return true };
+        let mut byte = [0u8; 1];
+        match socket.peek(&mut byte) {
+            // Bytes wait to be read: a request is on its way.
+            Ok(n) if n > 0 => false,
+            // The end of the stream, nothing sent, or a socket error.
+            _ => true,
+        }
+    }
+}
+
 /// Open connections in the two pools, and their caps.
 struct Connections {
     open: Mutex<Open>,
@@ -204,9 +309,8 @@ struct Connections {
 struct Open {
     /// The next connection's number (oldest first).
     next: u64,
-    /// Unauthenticated connections by number, oldest first, and what
-    /// closes each.
-    unauthenticated: BTreeMap<u64, CancellationToken>,
+    /// Unauthenticated connections by number, oldest first.
+    unauthenticated: BTreeMap<u64, Waiting>,
     /// Authenticated connections.
     total: usize,
     per_peer: HashMap<IpAddr, usize>,
@@ -218,6 +322,8 @@ struct Ticket {
     number: u64,
     /// Cancelled when the connection is closed to make room.
     evicted: CancellationToken,
+    /// Set once the server has read a byte from the connection.
+    heard: Arc<AtomicBool>,
     /// The client address counted, once authenticated.
     counted: Mutex<Option<IpAddr>>,
 }
@@ -232,15 +338,29 @@ impl Connections {
         })
     }
 
-    /// A place in the unauthenticated pool, and whether the oldest
+    /// A place in the unauthenticated pool for `tcp`, and whether another
     /// connection there was closed to make it.
-    fn admit(self: &Arc<Self>) -> (Ticket, bool) {
+    fn admit(self: &Arc<Self>, tcp: &TcpStream) -> (Ticket, bool) {
+        self.admit_with(peeker(tcp))
+    }
+
+    /// [`Connections::admit`] of a connection whose socket `peeker` peeks
+    /// at (`None`: judged by what the server reads alone).
+    fn admit_with(self: &Arc<Self>, peeker: Option<std::net::TcpStream>) -> (Ticket, bool) {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let mut evicted = false;
         while open.unauthenticated.len() >= self.max_unauthenticated {
-            match open.unauthenticated.pop_first() {
-                Some((_, oldest)) => {
-                    oldest.cancel();
+            // The oldest connection that has sent nothing, else the oldest.
+            let silent = open
+                .unauthenticated
+                .iter()
+                .take(MAX_EVICTION_SCAN)
+                .find(|(_, waiting)| waiting.silent())
+                .map(|(number, _)| *number);
+            let chosen = silent.or_else(|| open.unauthenticated.keys().next().copied());
+            match chosen.and_then(|number| open.unauthenticated.remove(&number)) {
+                Some(waiting) => {
+                    waiting.evicted.cancel();
                     evicted = true;
                 }
                 None => break,
@@ -249,8 +369,9 @@ impl Connections {
         let number = open.next;
         open.next += 1;
         let token = CancellationToken::new();
-        open.unauthenticated.insert(number, token.clone());
-        let ticket = Ticket { connections: self.clone(), number, evicted: token, counted: Mutex::new(None) };
+        let heard = Arc::new(AtomicBool::new(false));
+        open.unauthenticated.insert(number, Waiting { evicted: token.clone(), heard: heard.clone(), peeker });
+        let ticket = Ticket { connections: self.clone(), number, evicted: token, heard, counted: Mutex::new(None) };
         (ticket, evicted)
     }
 }
@@ -370,6 +491,131 @@ mod tests {
     }
 
     #[test]
+    fn connections_that_sent_something_are_closed_for_room_after_silent_ones() {
+        let connections = connections(3, 2, 3);
+        let (first, _) = connections.admit_with(None);
+        let (second, _) = connections.admit_with(None);
+        let (third, _) = connections.admit_with(None);
+        // The oldest has sent part of a request; the two after it nothing.
+        first.heard.store(true, Ordering::Relaxed);
+        let (fourth, evicted) = connections.admit_with(None);
+        assert!(evicted);
+        let closed = |tickets: &[&Ticket]| tickets.iter().map(|t| t.evicted.is_cancelled()).collect::<Vec<_>>();
+        assert_eq!(closed(&[&first, &second, &third, &fourth]), [false, true, false, false], "the oldest silent one");
+        let (fifth, _) = connections.admit_with(None);
+        assert_eq!(closed(&[&first, &third, &fourth, &fifth]), [false, true, false, false]);
+        // Once every waiting connection has sent something, the oldest goes.
+        fourth.heard.store(true, Ordering::Relaxed);
+        fifth.heard.store(true, Ordering::Relaxed);
+        let (sixth, _) = connections.admit_with(None);
+        assert_eq!(closed(&[&first, &fourth, &fifth, &sixth]), [true, false, false, false]);
+        // What was sent is still asked of the kernel when the server has
+        // read nothing yet: a peek at the socket.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        accepted.set_nonblocking(true).unwrap();
+        let waiting = Waiting { evicted: CancellationToken::new(), heard: Arc::default(), peeker: Some(accepted) };
+        assert!(waiting.silent(), "nothing sent yet");
+        std::io::Write::write_all(&mut client, b"P").unwrap();
+        // Loopback delivers the byte before the write returns; a bounded
+        // wait keeps a slow machine from failing the test.
+        let sent = std::time::Instant::now();
+        while waiting.silent() && sent.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!waiting.silent(), "a byte waits to be read");
+        drop(client);
+        drop((first, third, fourth, fifth, sixth));
+    }
+
+    /// Whether the server closed `stream` (end of stream or reset) before
+    /// writing anything on it.
+    async fn closed(stream: &mut tokio::net::TcpStream) -> bool {
+        use tokio::io::AsyncReadExt as _;
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut byte)).await;
+        matches!(read, Ok(Ok(0) | Err(_)))
+    }
+
+    /// Answers `served` to a request with the token, after it takes its
+    /// connection out of the unauthenticated pool as the gate does.
+    async fn admit_with_token(
+        request: axum::extract::Request,
+        next: axum::middleware::Next,
+    ) -> axum::response::Response {
+        use axum::response::IntoResponse as _;
+        let token = request.headers().get(axum::http::header::AUTHORIZATION).is_some_and(|v| v == "Bearer token");
+        if !token {
+            return axum::http::StatusCode::UNAUTHORIZED.into_response();
+        }
+        if let Some(connection) = request.extensions().get::<ClientConnection>()
+            && connection.authenticated(request.headers()).is_err()
+        {
+            return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+        next.run(request).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_header_less_flood_from_the_clients_address_never_closes_its_fresh_connections() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        // The default caps; every connection from 127.0.0.1. For each call
+        // the client opens a fresh connection and sends its request (all of
+        // it, or all but its last line break), then twice the pool's worth
+        // of connections that send nothing arrive from the same address.
+        // The test waits until the server has admitted the whole flood
+        // (the connection the last one's arrival closes is closed), so no
+        // race decides which connection the server closes: only its
+        // choice does.
+        const CALLS: usize = 40;
+        let caps = HttpCaps::default();
+        let pool = caps.max_unauthenticated_connections;
+        let flood_per_call = 2 * pool;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new()
+            .route("/", axum::routing::get(|| async { "served" }))
+            .layer(axum::middleware::from_fn(admit_with_token));
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(serve(listener, app, caps, TrustedProxies::default(), stop.clone()));
+        let request =
+            format!("GET / HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer token\r\nConnection: close\r\n\r\n");
+        let (mut made, mut served, mut closed_unanswered) = (0usize, 0usize, 0usize);
+        for call in 0..CALLS {
+            // Even calls: the whole request is on its way; odd ones: it is
+            // not finished when the flood comes.
+            let (first, rest) = request.split_at(if call % 2 == 0 { request.len() } else { request.len() - 2 });
+            let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+            client.write_all(first.as_bytes()).await.unwrap();
+            let mut flood = Vec::with_capacity(flood_per_call);
+            for _ in 0..flood_per_call {
+                flood.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+            }
+            made += 1 + flood_per_call;
+            let last_closed = flood_per_call - pool - 1;
+            assert!(closed(&mut flood[last_closed]).await, "call {call}: the server admits the flood");
+            let _ = client.write_all(rest.as_bytes()).await;
+            let mut reply = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(60), client.read_to_end(&mut reply)).await;
+            if reply.starts_with(b"HTTP/1.1 200") && reply.ends_with(b"served") {
+                served += 1;
+            } else {
+                closed_unanswered += 1;
+            }
+            drop(flood);
+        }
+        eprintln!(
+            "{made} connections, {} of them header-less; {CALLS} authenticated calls: {served} served, \
+             {closed_unanswered} closed unanswered",
+            made - CALLS
+        );
+        assert_eq!((served, closed_unanswered), (CALLS, 0), "every authenticated call is served");
+        stop.cancel();
+        drop(server.await.unwrap());
+    }
+
+    #[test]
     fn peers_are_addresses_or_ipv6_blocks() {
         let v4: IpAddr = "10.1.2.3".parse().unwrap();
         assert_eq!(peer_key("::ffff:10.1.2.3".parse().unwrap()), v4);
@@ -383,7 +629,7 @@ mod tests {
             let connections = connections(max, per_peer, 4);
             let peer: IpAddr = "10.0.0.1".parse().unwrap();
             let admit = |client: IpAddr| {
-                let (ticket, _) = connections.admit();
+                let (ticket, _) = connections.admit_with(None);
                 ticket.promote(client).map(|()| ticket)
             };
             let mut tickets: Vec<Ticket> = (0..per_peer).map(|_| admit(peer).unwrap()).collect();
@@ -409,7 +655,7 @@ mod tests {
     fn unauthenticated_connections_make_room_oldest_first_and_never_take_authenticated_places() {
         let connections = connections(3, 2, 3);
         let peer: IpAddr = "127.0.0.1".parse().unwrap();
-        let (first, evicted) = connections.admit();
+        let (first, evicted) = connections.admit_with(None);
         assert!(!evicted);
         first.promote(peer).unwrap();
         assert!(first.authenticated());
@@ -417,7 +663,7 @@ mod tests {
         // closes the oldest waiting one, never the authenticated one.
         let mut waiting = Vec::new();
         for n in 0..10 {
-            let (ticket, evicted) = connections.admit();
+            let (ticket, evicted) = connections.admit_with(None);
             assert_eq!(evicted, n >= 3, "connection {n}");
             waiting.push(ticket);
         }

@@ -98,6 +98,20 @@ async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
 }
 
 #[tokio::test]
+async fn a_small_component_may_take_seconds_of_cpu_to_compile_not_the_whole_timeout() {
+    let dir = temp_dir();
+    let file = dir.path().join("small.wasm");
+    let bytes = within_the_caps();
+    std::fs::write(&file, &bytes).expect("write");
+    let (err, took) = load_error(&file, &dir.path().join("cache"), "").await;
+    eprintln!("{} bytes: refused in {took:?}: {err}", bytes.len());
+    // 5 s + 4 s per MiB of its 0.03 MiB, rounded up: 6 s, not 300.
+    assert!(err.contains("more than the 6 s of CPU"), "{err}");
+    assert!(err.contains("`[engine] compile_secs_per_mib = 4`") && err.contains("compile_timeout_secs = 300"), "{err}");
+    assert!(err.contains("a higher compile_secs_per_mib"), "{err}");
+}
+
+#[tokio::test]
 async fn a_component_over_the_compile_memory_limit_is_refused() {
     let dir = temp_dir();
     let file = dir.path().join("big.wasm");
@@ -159,6 +173,8 @@ fn compile_limits_out_of_range_are_config_errors() {
         ("compile_timeout_secs = 0", "accepted 1..=3600"),
         ("compile_timeout_secs = 3601", "accepted 1..=3600"),
         ("compile_memory_mib = 255", "accepted 256..=65536"),
+        ("compile_secs_per_mib = 0", "accepted 1..=600"),
+        ("compile_secs_per_mib = 601", "accepted 1..=600"),
     ] {
         let err = airlock::Config::parse(&format!("[engine]\n{text}\n"), "airlock.toml", Path::new("."))
             .map(|_| ())

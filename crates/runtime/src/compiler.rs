@@ -21,7 +21,9 @@
 
 mod shape;
 
-use airlock_settings::engine::{EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_TIMEOUT_SECS};
+use airlock_settings::engine::{
+    COMPILE_BASE_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_SECS_PER_MIB, MAX_COMPILE_TIMEOUT_SECS,
+};
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -51,10 +53,10 @@ pub fn check_header(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// The wall-clock deadline of one compilation is this many times
-/// `compile_timeout_secs`, plus [`WALL_GRACE`]: CPU time is the meter, the
-/// wall clock only a backstop for a child that does not get the CPU (a
-/// loaded machine) or waits on something.
+/// The wall-clock deadline of one compilation is this many times the CPU
+/// time it may take, plus [`WALL_GRACE`]: CPU time is the meter, the wall
+/// clock only a backstop for a child that does not get the CPU (a loaded
+/// machine) or waits on something.
 pub const WALL_FACTOR: u32 = 3;
 /// Added to the wall-clock deadline of a compilation (process start, a
 /// busy machine).
@@ -84,8 +86,10 @@ const EXIT_WRONG_WORLD: u8 = 14;
 pub(crate) struct Meter {
     /// The `airlock` executable; `None` refuses to compile.
     pub(crate) exe: Option<PathBuf>,
-    /// `[engine] compile_timeout_secs`.
+    /// `[engine] compile_timeout_secs`: the most CPU of any compilation.
     pub(crate) timeout_secs: u64,
+    /// `[engine] compile_secs_per_mib`.
+    pub(crate) secs_per_mib: u64,
     /// `[engine] compile_memory_mib`.
     pub(crate) memory_mib: u64,
     /// `[engine] wasm_stack_kib`, in bytes (part of the engine
@@ -98,32 +102,79 @@ impl Meter {
         Meter {
             exe: settings.compiler.clone(),
             timeout_secs: settings.compile_timeout_secs,
+            secs_per_mib: settings.compile_secs_per_mib,
             memory_mib: settings.compile_memory_mib,
             wasm_stack_bytes: settings.wasm_stack_bytes,
         }
     }
 
-    fn wall_deadline(&self) -> Duration {
-        Duration::from_secs(self.timeout_secs.saturating_mul(u64::from(WALL_FACTOR))).saturating_add(WALL_GRACE)
+    /// Seconds of CPU compiling a component of `size` bytes may take:
+    /// [`COMPILE_BASE_SECS`] plus `compile_secs_per_mib` per MiB (rounded
+    /// up to a second), at most `compile_timeout_secs`.
+    pub(crate) fn cpu_secs(&self, size: u64) -> u64 {
+        self.by_size(size).min(self.timeout_secs)
     }
 
-    fn cpu_refusal(&self) -> String {
+    /// What the size alone allows, before the cap.
+    fn by_size(&self, size: u64) -> u64 {
+        let per_mib = u128::from(self.secs_per_mib).saturating_mul(u128::from(size)).div_ceil(1 << 20);
+        COMPILE_BASE_SECS.saturating_add(u64::try_from(per_mib).unwrap_or(u64::MAX))
+    }
+
+    fn wall_deadline(&self, size: u64) -> Duration {
+        Duration::from_secs(self.cpu_secs(size).saturating_mul(u64::from(WALL_FACTOR))).saturating_add(WALL_GRACE)
+    }
+
+    /// The CPU allowed for `size` bytes and how it was reached, naming the
+    /// keys.
+    fn allowance(&self, size: u64) -> String {
+        let mib = size as f64 / f64::from(1 << 20);
+        let formula =
+            format!("{COMPILE_BASE_SECS} s + `[engine] compile_secs_per_mib = {}` s per MiB", self.secs_per_mib);
+        if self.by_size(size) <= self.timeout_secs {
+            format!(
+                "{} s of CPU ({formula} of its {mib:.2} MiB, at most `[engine] compile_timeout_secs = {}`)",
+                self.cpu_secs(size),
+                self.timeout_secs
+            )
+        } else {
+            format!(
+                "`[engine] compile_timeout_secs = {}` seconds of CPU (its size, {mib:.2} MiB, would allow {} s: \
+                 {formula})",
+                self.timeout_secs,
+                self.by_size(size)
+            )
+        }
+    }
+
+    /// Which key raises the CPU allowed for `size` bytes.
+    fn raise(&self, size: u64) -> String {
+        if self.by_size(size) <= self.timeout_secs {
+            format!("compile_secs_per_mib, at most {MAX_COMPILE_SECS_PER_MIB}")
+        } else {
+            format!("compile_timeout_secs, at most {MAX_COMPILE_TIMEOUT_SECS}")
+        }
+    }
+
+    fn cpu_refusal(&self, size: u64, used: Duration) -> String {
         format!(
-            "compiling it took more than `[engine] compile_timeout_secs = {}` seconds of CPU; the component is \
-             refused (a component that costs this much to compile is built to exhaust the host, or needs a higher \
-             compile_timeout_secs, at most {MAX_COMPILE_TIMEOUT_SECS})",
-            self.timeout_secs
+            "compiling it took more than the {} it may take; it was stopped after {:.1} s of CPU and the component \
+             is refused (a component that costs this much to compile is built to exhaust the host, or needs a \
+             higher {})",
+            self.allowance(size),
+            used.as_secs_f64(),
+            self.raise(size)
         )
     }
 
-    fn wall_refusal(&self) -> String {
+    fn wall_refusal(&self, size: u64) -> String {
         format!(
-            "compiling it did not finish within {} s of wall-clock time ({WALL_FACTOR} × `[engine] \
-             compile_timeout_secs = {}` + {} s); the component is refused (raise compile_timeout_secs, at most \
-             {MAX_COMPILE_TIMEOUT_SECS}, if the machine is only busy)",
-            self.wall_deadline().as_secs(),
-            self.timeout_secs,
-            WALL_GRACE.as_secs()
+            "compiling it did not finish within {} s of wall-clock time ({WALL_FACTOR} × the {} s of CPU it may \
+             take + {} s); the component is refused (raise {}, if the machine is only busy)",
+            self.wall_deadline(size).as_secs(),
+            self.cpu_secs(size),
+            WALL_GRACE.as_secs(),
+            self.raise(size)
         )
     }
 
@@ -133,6 +184,11 @@ impl Meter {
              is refused (raise compile_memory_mib, at most {MAX_COMPILE_MEMORY_MIB}, if you trust it)",
             self.memory_mib
         )
+    }
+
+    /// The limits the child ran under, for a failure that is none of them.
+    fn limits(&self, size: u64) -> String {
+        format!("it runs under {} and `[engine] compile_memory_mib = {}`", self.allowance(size), self.memory_mib)
     }
 }
 
@@ -266,12 +322,19 @@ impl Artifact {
     }
 }
 
-/// Run `exe __compile` on `bytes`, writing the artifact to `out`.
+/// Run `exe __compile` on `bytes`, writing the artifact to `out`, under
+/// the CPU time a component of this size may take ([`Meter::cpu_secs`]).
+///
+/// This is the one place a compiler process is started: anything that must
+/// hold for every compilation (a reservation of its address space from the
+/// host's memory budget, say) wraps this function.
 fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), CompileFailure> {
     let started = Instant::now();
+    let size = bytes.len() as u64;
+    let cpu_secs = meter.cpu_secs(size);
     let mut child = Command::new(exe)
         .arg(COMPILE_SUBCOMMAND)
-        .arg(meter.timeout_secs.to_string())
+        .arg(cpu_secs.to_string())
         .arg(meter.memory_mib.to_string())
         .arg(meter.wasm_stack_bytes.to_string())
         .arg(out)
@@ -285,8 +348,8 @@ fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), 
         })?;
     let stdin = child.stdin.take();
     let stderr = child.stderr.take();
-    let deadline = meter.wall_deadline();
-    let (status, killed, text) = std::thread::scope(|scope| {
+    let deadline = meter.wall_deadline(size);
+    let (exit, killed, text) = std::thread::scope(|scope| {
         // The child may die before reading everything: a write error only
         // means it stopped, which its status says.
         scope.spawn(move || {
@@ -305,9 +368,10 @@ fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), 
             String::from_utf8_lossy(&text).into_owned()
         });
         let mut killed = false;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ok(status),
+        let exit = loop {
+            match reap(&mut child) {
+                Ok(Some(exit)) => break Ok(exit),
+                // Not reaped yet, so the process id is still the child's.
                 Ok(None) if started.elapsed() >= deadline && !killed => {
                     killed = true;
                     let _ = child.kill();
@@ -321,25 +385,36 @@ fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), 
             }
         };
         let text = reader.join().unwrap_or_default();
-        (status, killed, text)
+        (exit, killed, text)
     });
-    let status =
-        status.map_err(|err| CompileFailure::Refused(format!("cannot wait for the compiler process: {err}")))?;
+    let Exit { status, cpu } =
+        exit.map_err(|err| CompileFailure::Refused(format!("cannot wait for the compiler process: {err}")))?;
+    tracing::debug!(
+        bytes = size,
+        cpu_ms = cpu.as_millis() as u64,
+        wall_ms = started.elapsed().as_millis() as u64,
+        allowed_cpu_secs = cpu_secs,
+        %status,
+        "compiler process finished"
+    );
     let message = text.trim();
     if killed {
-        return Err(CompileFailure::Refused(meter.wall_refusal()));
+        return Err(CompileFailure::Refused(meter.wall_refusal(size)));
     }
     if status.success() {
         return Ok(());
     }
     if let Some(signal) = signal_of(&status) {
+        // SIGXCPU at the soft limit; SIGKILL at the hard one, a second later.
+        let over_cpu = signal == libc::SIGXCPU || (signal == libc::SIGKILL && cpu >= Duration::from_secs(cpu_secs));
         return Err(CompileFailure::Refused(match signal {
-            libc::SIGXCPU | libc::SIGKILL => meter.cpu_refusal(),
+            _ if over_cpu => meter.cpu_refusal(size, cpu),
             libc::SIGABRT | libc::SIGSEGV | libc::SIGBUS => meter.memory_refusal(),
             _ => format!(
-                "the compiler process died with signal {signal} ({message}); it runs under `[engine] \
-                 compile_timeout_secs = {}` and `[engine] compile_memory_mib = {}`",
-                meter.timeout_secs, meter.memory_mib
+                "the compiler process died with signal {signal} after {:.1} s of CPU ({message}), not at one of its \
+                 limits (the system's out-of-memory killer, or someone, may have killed it); {}",
+                cpu.as_secs_f64(),
+                meter.limits(size)
             ),
         }));
     }
@@ -350,11 +425,50 @@ fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), 
         Some(EXIT_OUT_OF_MEMORY) => Err(CompileFailure::Refused(meter.memory_refusal())),
         _ if message.contains("memory allocation of") => Err(CompileFailure::Refused(meter.memory_refusal())),
         _ => Err(CompileFailure::Refused(format!(
-            "the compiler process failed ({status}): {message}; it runs under `[engine] compile_timeout_secs = {}` \
-             and `[engine] compile_memory_mib = {}`",
-            meter.timeout_secs, meter.memory_mib
+            "the compiler process failed ({status}): {message}; {}",
+            meter.limits(size)
         ))),
     }
+}
+
+/// How a compiler process ended, and the CPU time it used (its own and
+/// its threads', as `RLIMIT_CPU` counts it).
+struct Exit {
+    status: std::process::ExitStatus,
+    cpu: Duration,
+}
+
+/// The child's exit if it has exited (reaping it), else `None`: `wait4`,
+/// which also returns the CPU time it used.
+#[cfg(unix)]
+fn reap(child: &mut std::process::Child) -> std::io::Result<Option<Exit>> {
+    let pid = libc::pid_t::try_from(child.id()).map_err(|_| std::io::Error::other("process id out of range"))?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain integers, for which all zeroes is a value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `wait4` writes only the status and the usage we pass, and
+    // with WNOHANG returns at once; the process is our child, not yet reaped
+    // (std's `Child` never waited on it), so the id is still its own.
+    let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+    if reaped == 0 {
+        return Ok(None);
+    }
+    if reaped != pid {
+        let err = std::io::Error::last_os_error();
+        return if err.kind() == std::io::ErrorKind::Interrupted { Ok(None) } else { Err(err) };
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            .saturating_add(Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0)))
+    };
+    let status = std::os::unix::process::ExitStatusExt::from_raw(status);
+    Ok(Some(Exit { status, cpu: time(usage.ru_utime).saturating_add(time(usage.ru_stime)) }))
+}
+
+/// Elsewhere: the exit, with no CPU time.
+#[cfg(not(unix))]
+fn reap(child: &mut std::process::Child) -> std::io::Result<Option<Exit>> {
+    Ok(child.try_wait()?.map(|status| Exit { status, cpu: Duration::ZERO }))
 }
 
 /// The signal that ended the child, if one did.
@@ -481,6 +595,37 @@ fn set_limits(_cpu_secs: u64, _memory_mib: u64) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_allowed_grows_with_the_size_up_to_the_timeout() {
+        let meter = |timeout_secs, secs_per_mib| Meter {
+            exe: None,
+            timeout_secs,
+            secs_per_mib,
+            memory_mib: 4096,
+            wasm_stack_bytes: 1 << 20,
+        };
+        let default = meter(300, 4);
+        assert_eq!(default.cpu_secs(0), 5);
+        assert_eq!(default.cpu_secs(210_000), 6, "a 210 KB component");
+        assert_eq!(default.cpu_secs(21_353_022), 87, "run_python");
+        assert_eq!(default.cpu_secs(256 << 20), 300, "capped at compile_timeout_secs");
+        assert_eq!(meter(1, 4).cpu_secs(210_000), 1);
+        assert_eq!(meter(300, 1).cpu_secs(1 << 20), 6);
+        assert_eq!(default.wall_deadline(210_000), Duration::from_secs(3 * 6 + 10));
+        let by_size = default.cpu_refusal(210_000, Duration::from_millis(6_010));
+        assert!(by_size.contains("more than the 6 s of CPU (5 s + `[engine] compile_secs_per_mib = 4` s per MiB of its 0.20 MiB, at most `[engine] compile_timeout_secs = 300`)"), "{by_size}");
+        assert!(
+            by_size.contains("stopped after 6.0 s") && by_size.contains("a higher compile_secs_per_mib, at most 600"),
+            "{by_size}"
+        );
+        let capped = meter(1, 4).cpu_refusal(210_000, Duration::from_secs(1));
+        assert!(
+            capped.contains("`[engine] compile_timeout_secs = 1` seconds of CPU (its size, 0.20 MiB, would allow 6 s"),
+            "{capped}"
+        );
+        assert!(capped.contains("a higher compile_timeout_secs, at most 3600"), "{capped}");
+    }
 
     #[test]
     fn header_check_names_what_it_is() {

@@ -5,11 +5,27 @@ use crate::limits::DEFAULT_WASM_STACK_BYTES;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-/// Default `[engine] compile_timeout_secs`: seconds of CPU one component
-/// may take to compile (the bundled `run_python`, ~20 MB, takes ~30 s).
+/// Default `[engine] compile_timeout_secs`: the most seconds of CPU any
+/// component may take to compile, whatever its size (the CPU a component
+/// may take grows with its size, [`COMPILE_BASE_SECS`] plus
+/// `compile_secs_per_mib` per MiB, up to this).
 pub const DEFAULT_COMPILE_TIMEOUT_SECS: u64 = 300;
 /// Largest `[engine] compile_timeout_secs` accepted.
 pub const MAX_COMPILE_TIMEOUT_SECS: u64 = 3600;
+/// Seconds of CPU any component may take to compile, however small: the
+/// compiler process's start and wasmtime's fixed costs, with room to spare.
+/// Measured (a 2-core machine, alone or at a load of 6): `echo` (0.27 MiB)
+/// compiles in 0.46 s, the smallest bundled tools in under 0.5 s.
+pub const COMPILE_BASE_SECS: u64 = 5;
+/// Default `[engine] compile_secs_per_mib`: seconds of CPU a component may
+/// take to compile per MiB of its size, on top of [`COMPILE_BASE_SECS`].
+/// Measured (the same machine): `run_python` (20.4 MiB) takes 17–19 s of
+/// CPU, `run_js` (1.5 MiB) 2.5–3.0 s, three at once at a load of 6 no more
+/// (CPU time, not wall-clock time, is metered); they are allowed 87 s and
+/// 11 s, 4.5× and 3.7× what they take. A 210 KB component gets 6 s.
+pub const DEFAULT_COMPILE_SECS_PER_MIB: u64 = 4;
+/// Largest `[engine] compile_secs_per_mib` accepted.
+pub const MAX_COMPILE_SECS_PER_MIB: u64 = 600;
 /// Default `[engine] compile_memory_mib`: the address space of the
 /// compiling process, in MiB.
 pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 4096;
@@ -42,6 +58,7 @@ pub struct RawEngine {
     wasm_stack_kib: Option<usize>,
     max_live_instances: Option<u32>,
     compile_timeout_secs: Option<u64>,
+    compile_secs_per_mib: Option<u64>,
     compile_memory_mib: Option<u64>,
     memory_budget_mib: Option<u64>,
     memory_share_percent: Option<u64>,
@@ -62,9 +79,14 @@ pub struct EngineSettings {
     pub cache_dir: Option<PathBuf>,
     /// Instances that can be alive at once (calls in flight + sessions).
     pub max_live_instances: u32,
-    /// Seconds of CPU one component may take to compile
-    /// (`[engine] compile_timeout_secs`).
+    /// The most seconds of CPU one component may take to compile, whatever
+    /// its size (`[engine] compile_timeout_secs`).
     pub compile_timeout_secs: u64,
+    /// Seconds of CPU one component may take to compile per MiB of its
+    /// size, on top of [`COMPILE_BASE_SECS`] and up to
+    /// `compile_timeout_secs` (`[engine] compile_secs_per_mib`): a small
+    /// component cannot take the minutes a large one may.
+    pub compile_secs_per_mib: u64,
     /// Address space of the process compiling one component, in MiB
     /// (`[engine] compile_memory_mib`).
     pub compile_memory_mib: u64,
@@ -100,6 +122,7 @@ impl Default for EngineSettings {
             cache_dir: None,
             max_live_instances: 256,
             compile_timeout_secs: DEFAULT_COMPILE_TIMEOUT_SECS,
+            compile_secs_per_mib: DEFAULT_COMPILE_SECS_PER_MIB,
             compile_memory_mib: DEFAULT_COMPILE_MEMORY_MIB,
             compiler: None,
             memory_budget_mib: None,
@@ -144,6 +167,17 @@ impl EngineSettings {
             Some(n) => n,
             None => defaults.compile_timeout_secs,
         };
+        let compile_secs_per_mib = match raw.compile_secs_per_mib {
+            Some(n) if !(1..=MAX_COMPILE_SECS_PER_MIB).contains(&n) => {
+                return Err(format!(
+                    "compile_secs_per_mib = {n} is out of range: accepted 1..={MAX_COMPILE_SECS_PER_MIB} (seconds \
+                     of CPU to compile one component per MiB of its size, on top of {COMPILE_BASE_SECS} s and up to \
+                     compile_timeout_secs)"
+                ));
+            }
+            Some(n) => n,
+            None => defaults.compile_secs_per_mib,
+        };
         let compile_memory_mib = match raw.compile_memory_mib {
             Some(n) if !(MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB).contains(&n) => {
                 return Err(format!(
@@ -184,6 +218,7 @@ impl EngineSettings {
             cache_dir,
             max_live_instances,
             compile_timeout_secs,
+            compile_secs_per_mib,
             compile_memory_mib,
             compiler: None,
             memory_budget_mib,

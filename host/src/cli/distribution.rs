@@ -193,6 +193,7 @@ pub async fn inspect(config: &Config, reference: &Path) -> ExitCode {
     let settings = airlock::EngineSettings {
         compiler: config.engine.compiler.clone(),
         compile_timeout_secs: config.engine.compile_timeout_secs,
+        compile_secs_per_mib: config.engine.compile_secs_per_mib,
         compile_memory_mib: config.engine.compile_memory_mib,
         ..airlock::EngineSettings::default()
     };

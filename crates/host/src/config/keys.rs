@@ -164,6 +164,7 @@ impl Config {
                     restart("wasm_stack_kib", number(engine.wasm_stack_bytes >> 10)),
                     restart("max_live_instances", number(engine.max_live_instances)),
                     restart("compile_timeout_secs", number(engine.compile_timeout_secs)),
+                    restart("compile_secs_per_mib", number(engine.compile_secs_per_mib)),
                     restart("compile_memory_mib", number(engine.compile_memory_mib)),
                     // Unset, it is derived from the machine when the host starts.
                     restart("memory_budget_mib", engine.memory_budget_mib.map(|mib| mib.to_string())),

@@ -40,7 +40,8 @@ pub mod ship;
 mod verify;
 
 use files::{
-    Lock, head_path, private_options, probe_filler, read_head, read_last_lines, sync_parent_dir, try_lock, write_head,
+    Lock, head_path, irregular_file, irregular_path, no_waiting, not_regular, private_options, probe_filler, read_head,
+    read_last_lines, sync_parent_dir, try_lock, write_head,
 };
 pub use record::{argument_digest, redact};
 use record::{json_string, record_hash, record_line, short, written_line};
@@ -134,6 +135,9 @@ impl Durability {
 pub struct AuditSettings {
     /// The log file; its head file is this path with `.head` appended.
     pub file: PathBuf,
+    /// `file` as the operator wrote it (before a relative path was resolved),
+    /// for the errors that name the key.
+    pub file_as_written: PathBuf,
     /// When a record counts as written.
     pub durability: Durability,
     /// Whether records carry the (redacted) arguments, not only their digest.
@@ -173,6 +177,7 @@ impl AuditSettings {
         };
         Ok(AuditSettings {
             file: resolve(&raw.file),
+            file_as_written: raw.file,
             durability,
             record_arguments: raw.record_arguments,
             redact_keys: raw.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
@@ -312,6 +317,17 @@ pub enum AuditError {
         /// What is wrong.
         reason: String,
     },
+    /// The log or its head file is, or resolves to, something other than a
+    /// regular file (a FIFO, a device such as `/dev/null`, a socket, a
+    /// directory): records written there could vanish or block the writer.
+    #[error("{message}")]
+    NotRegular {
+        /// The file concerned (the log or its head file).
+        path: PathBuf,
+        /// The refusal: the key as the operator wrote it, what the file is,
+        /// and what is accepted.
+        message: String,
+    },
     /// Another process holds the log's lock.
     #[error(
         "audit log {} is locked by another process (an `airlock` writing it, or `airlock audit verify` reading it); \
@@ -381,13 +397,16 @@ impl AuditLog {
     ///
     /// # Errors
     ///
+    /// [`AuditError::NotRegular`] when the log or its head file is, or
+    /// resolves to, anything but a regular file (checked before opening and
+    /// on the opened descriptor; a FIFO is never waited on);
     /// [`AuditError::Io`] when a file cannot be created, read or locked;
     /// [`AuditError::Locked`] when another process has the log open;
     /// [`AuditError::Damaged`] when the last line is not an intact record, the
     /// head file is missing or unreadable, or the two disagree (for example
     /// because records were removed from the end).
     pub fn open(settings: AuditSettings) -> Result<AuditLog, AuditError> {
-        let AuditSettings { file: path, durability, record_arguments, redact_keys, .. } = settings;
+        let AuditSettings { file: path, file_as_written, durability, record_arguments, redact_keys, .. } = settings;
         let head_path = head_path(&path);
         let io_error = |path: &Path, action: &'static str| {
             let path = path.to_path_buf();
@@ -395,8 +414,19 @@ impl AuditLog {
         };
         let damaged = |reason: String| AuditError::Damaged { path: path.clone(), reason };
 
+        // Both files must be regular: checked before opening (a socket or a
+        // directory cannot be opened, a device should not be), opened
+        // without waiting (a FIFO with no reader), and checked again on the
+        // descriptor, so a swap in between cannot get a FIFO through.
+        let regular = |file: &Path, head: bool, kind: Option<&str>| match kind {
+            Some(kind) => Err(not_regular(&file_as_written, file, head, kind)),
+            None => Ok(()),
+        };
+        regular(&path, false, irregular_path(&path))?;
+        regular(&head_path, true, irregular_path(&head_path))?;
         let log =
             private_options().read(true).append(true).create(true).open(&path).map_err(io_error(&path, "open"))?;
+        regular(&path, false, irregular_file(&log).map_err(io_error(&path, "inspect"))?)?;
         let head = match private_options().read(true).write(true).open(&head_path) {
             Ok(head) => head,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -416,6 +446,7 @@ impl AuditLog {
             }
             Err(e) => return Err(io_error(&head_path, "open")(e)),
         };
+        regular(&head_path, true, irregular_file(&head).map_err(io_error(&head_path, "inspect"))?)?;
         match try_lock(&head, false).map_err(io_error(&head_path, "lock"))? {
             Lock::Held => {}
             Lock::Busy => return Err(AuditError::Locked { path }),
@@ -619,11 +650,17 @@ impl AuditLog {
                 }
             }
         }
-        std::fs::OpenOptions::new()
+        // Without waiting: a FIFO put in the log's place would block this
+        // probe (and `/readyz`) until something read it.
+        let file = no_waiting()
             .append(true)
             .open(&self.path)
-            .map(drop)
-            .map_err(|err| format!("the audit log {} cannot be opened for appending: {err}", self.path.display()))
+            .map_err(|err| format!("the audit log {} cannot be opened for appending: {err}", self.path.display()))?;
+        match irregular_file(&file) {
+            Ok(None) => Ok(()),
+            Ok(Some(kind)) => Err(format!("the audit log {} is now {kind}, not a regular file", self.path.display())),
+            Err(err) => Err(format!("the audit log {} cannot be inspected: {err}", self.path.display())),
+        }
     }
 
     /// Sync the log and its head file to disk (at exit, whatever the

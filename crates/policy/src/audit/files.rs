@@ -1,9 +1,12 @@
 //! The files on disk: the head file beside the log, reading a log from its
-//! end, private file modes, directory fsync and the advisory lock. Nothing
-//! read here is trusted: a head file that is not what Airlock writes is
-//! reported as damage, and reading from the end gives up after a byte limit.
+//! end, private file modes, directory fsync, the advisory lock, and the
+//! check that the log and its head are regular files. Nothing read here is
+//! trusted: a head file that is not what Airlock writes is reported as
+//! damage, reading from the end gives up after a byte limit, and a path that
+//! is (or resolves to) a FIFO, a device, a socket or a directory is refused
+//! without blocking on it.
 
-use std::fs::{OpenOptions, TryLockError};
+use std::fs::{FileType, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom};
 
 use serde::Deserialize;
@@ -158,16 +161,112 @@ pub(super) fn filler_len(tail: &[u8], len: u64) -> u64 {
 }
 
 /// Options for files only the operator should read (0600 on unix; elsewhere
-/// the directory's permissions apply).
+/// the directory's permissions apply), opened as [`no_waiting`] says.
 pub(super) fn private_options() -> OpenOptions {
-    #[allow(unused_mut)]
-    let mut options = OpenOptions::new();
+    let mut options = no_waiting();
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
     options
+}
+
+/// Options under which opening a path that turns out not to be a regular
+/// file cannot block or take over a terminal: `O_NONBLOCK` (a FIFO with no
+/// reader or no writer opens at once, or fails) and `O_NOCTTY` on unix.
+/// `O_NONBLOCK` has no effect on a regular file's reads and writes.
+pub(super) fn no_waiting() -> OpenOptions {
+    #[allow(unused_mut)]
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    options
+}
+
+/// What a file that is not a regular file is, as a refusal names it; `None`
+/// for a regular file.
+pub(super) fn irregular_kind(file_type: FileType) -> Option<&'static str> {
+    if file_type.is_file() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return Some("a FIFO");
+        }
+        if file_type.is_char_device() {
+            return Some("a character device");
+        }
+        if file_type.is_block_device() {
+            return Some("a block device");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some(if file_type.is_dir() { "a directory" } else { "not a regular file" })
+}
+
+/// What `path` resolves to (through symlinks) when that is not a regular
+/// file, checked without opening it. `None` for a regular file, and for a
+/// path that does not exist (it is created as a regular file) or cannot be
+/// inspected (opening it reports why).
+pub(super) fn irregular_path(path: &Path) -> Option<&'static str> {
+    std::fs::metadata(path).ok().and_then(|meta| irregular_kind(meta.file_type()))
+}
+
+/// What an opened file is (`fstat` of its descriptor) when that is not a
+/// regular file: the check that a swap between [`irregular_path`] and the
+/// open cannot get past.
+pub(super) fn irregular_file(file: &File) -> io::Result<Option<&'static str>> {
+    Ok(irregular_kind(file.metadata()?.file_type()))
+}
+
+/// The refusal of `path`, the log (`[audit] file`, `written` as the operator
+/// wrote it) or, when `head`, its head file, which is or resolves to `kind`.
+pub(super) fn not_regular(written: &Path, path: &Path, head: bool, kind: &str) -> AuditError {
+    let target = std::fs::symlink_metadata(path)
+        .is_ok_and(|meta| meta.file_type().is_symlink())
+        .then(|| std::fs::canonicalize(path).ok())
+        .flatten();
+    let which = if head {
+        format!(": its head file {}", path.display())
+    } else if path != written {
+        format!(" ({})", path.display())
+    } else {
+        String::new()
+    };
+    let is = match target {
+        Some(target) => format!("resolves to {}, {kind}", target.display()),
+        None => format!("is {kind}"),
+    };
+    let must = if head { "the head file" } else { "the audit log" };
+    AuditError::NotRegular {
+        path: path.to_path_buf(),
+        message: format!(
+            "`[audit] file = \"{}\"`{which} {is}; {must} must be a regular file (or a symlink to one): records \
+             written to anything else can vanish or block",
+            written.display()
+        ),
+    }
+}
+
+/// Opens `path` for reading, refusing anything but a regular file without
+/// blocking on it (a FIFO with no writer): the error says what it is.
+pub(super) fn open_regular(path: &Path) -> io::Result<File> {
+    let file = no_waiting().read(true).open(path)?;
+    match irregular_file(&file)? {
+        None => Ok(file),
+        Some(kind) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {kind}; an audit log and its head file are regular files"),
+        )),
+    }
 }
 
 #[cfg(unix)]

@@ -12,6 +12,7 @@ use std::time::Instant;
 pub(super) fn settings(path: &Path) -> AuditSettings {
     AuditSettings {
         file: path.to_path_buf(),
+        file_as_written: path.to_path_buf(),
         durability: Durability::Flush,
         record_arguments: true,
         redact_keys: vec!["api_key".to_owned()],
@@ -599,4 +600,132 @@ fn readiness_follows_the_last_append() {
     assert_eq!(verify(&path).unwrap().records, 1);
     log.append(&entry(1)).unwrap();
     assert_eq!(verify(&path).unwrap().records, 2);
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// `AuditLog::open` refuses `settings` with a [`AuditError::NotRegular`]
+/// whose message holds each of `expected`.
+#[track_caller]
+fn refused(settings: AuditSettings, expected: &[&str]) {
+    let err = AuditLog::open(settings).expect_err("a file that is not regular was accepted");
+    let text = err.to_string();
+    assert!(matches!(err, AuditError::NotRegular { .. }), "{text}");
+    for part in expected.iter().chain(&["must be a regular file"]) {
+        assert!(text.contains(part), "expected {part:?} in: {text}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn the_log_must_be_a_regular_file() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let named = |path: &Path| format!("`[audit] file = \"{}\"`", path.display());
+
+    let null = dir.path().join("null.jsonl");
+    symlink("/dev/null", &null).unwrap();
+    refused(settings(&null), &[&named(&null), "resolves to /dev/null, a character device"]);
+
+    // A FIFO with no reader: refused at once, not waited on.
+    let fifo = dir.path().join("fifo.jsonl");
+    mkfifo(&fifo);
+    refused(settings(&fifo), &[&named(&fifo), " is a FIFO; the audit log must be a regular file"]);
+    let to_fifo = dir.path().join("to-fifo.jsonl");
+    symlink(&fifo, &to_fifo).unwrap();
+    refused(settings(&to_fifo), &[&named(&to_fifo), "resolves to ", "fifo.jsonl, a FIFO"]);
+
+    let directory = dir.path().join("dir.jsonl");
+    std::fs::create_dir(&directory).unwrap();
+    refused(settings(&directory), &[&named(&directory), "is a directory"]);
+
+    let socket = dir.path().join("socket.jsonl");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    refused(settings(&socket), &[&named(&socket), "is a socket"]);
+
+    // No head file was created beside any of them.
+    for path in [&null, &fifo, &to_fifo, &directory, &socket] {
+        assert!(!head_path(path).exists(), "{}", path.display());
+    }
+
+    // The key is named as the operator wrote it, the resolved path beside it.
+    let raw: RawAudit = serde_json::from_value(json!({ "file": "fifo.jsonl" })).unwrap();
+    let resolved = AuditSettings::from_raw(raw, &|p| dir.path().join(p)).unwrap();
+    refused(resolved, &[&format!("`[audit] file = \"fifo.jsonl\"` ({}) is a FIFO", fifo.display())]);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_head_file_must_be_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    mkfifo(&head_path(&path));
+    refused(
+        settings(&path),
+        &[&format!("`[audit] file = \"{}\"`: its head file {} is a FIFO", path.display(), head_path(&path).display())],
+    );
+    std::fs::remove_file(head_path(&path)).unwrap();
+    std::os::unix::fs::symlink("/dev/null", head_path(&path)).unwrap();
+    refused(settings(&path), &["its head file", "resolves to /dev/null, a character device"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn regular_files_and_symlinks_to_them_are_accepted() {
+    use std::os::unix::fs::symlink;
+    let (dir, real) = log_with(2);
+    let link = dir.path().join("link.jsonl");
+    symlink(&real, &link).unwrap();
+    symlink(head_path(&real), head_path(&link)).unwrap();
+    append_to(&link, 2..3);
+    assert_eq!(verify(&real).unwrap().records, 3);
+    assert_eq!(verify(&link).unwrap().records, 3);
+    // A symlink to a file not there yet: the file is created, regular.
+    let later = dir.path().join("later.jsonl");
+    let dangling = dir.path().join("dangling.jsonl");
+    symlink(&later, &dangling).unwrap();
+    append_to(&dangling, 0..1);
+    assert!(std::fs::symlink_metadata(&later).unwrap().file_type().is_file());
+    assert_eq!(verify(&dangling).unwrap().records, 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_opened_fifo_is_caught_on_its_descriptor() {
+    // What `open` checks after opening, for a FIFO swapped in after the
+    // check on the path: the descriptor's own type.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let file = private_options().read(true).append(true).create(true).open(&fifo).unwrap();
+    assert_eq!(files::irregular_file(&file).unwrap(), Some("a FIFO"));
+    let regular = private_options().read(true).append(true).create(true).open(dir.path().join("f")).unwrap();
+    assert_eq!(files::irregular_file(&regular).unwrap(), None);
+}
+
+#[cfg(unix)]
+#[test]
+fn readers_and_the_readiness_probe_do_not_wait_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    log.append(&entry(0)).unwrap();
+    // The log's path now names a FIFO with nobody reading or writing it.
+    std::fs::remove_file(&path).unwrap();
+    mkfifo(&path);
+    let not_ready = log.writable().unwrap_err();
+    assert!(not_ready.contains("cannot be opened for appending"), "{not_ready}");
+    let err = verify(&path).unwrap_err();
+    assert!(err.reason.contains("it is a FIFO"), "{err}");
+    let err = tail(&path, 1).unwrap_err().to_string();
+    assert!(err.contains("it is a FIFO"), "{err}");
+    // A head file that is a FIFO, too.
+    let other = dir.path().join("other.jsonl");
+    mkfifo(&head_path(&other));
+    let err = verify(&other).unwrap_err();
+    assert!(err.reason.contains("it is a FIFO"), "{err}");
 }

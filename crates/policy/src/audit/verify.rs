@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 
-use super::files::{READ_CHUNK, filler_len};
+use super::files::{READ_CHUNK, filler_len, open_regular};
 use super::record::{canonical, is_sha256_hex, written_line};
 use super::*;
 use airlock_core::render::cap;
@@ -32,7 +32,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
     let at_head = |line, reason| VerifyError { file: head_path.clone(), line, reason };
     let at_log = |line, reason| VerifyError { file: path.to_path_buf(), line, reason };
 
-    let head_file = File::open(&head_path).map_err(|e| {
+    let head_file = open_regular(&head_path).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             at_head(0, "the head file is missing, so records removed from the end of the log cannot be detected".into())
         } else {
@@ -49,7 +49,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
         .map_err(|e| at_head(0, format!("cannot read: {e}")))?
         .map_err(|reason| at_head(1, reason))?;
 
-    let log = File::open(path).map_err(|e| at_log(0, format!("cannot open: {e}")))?;
+    let log = open_regular(path).map_err(|e| at_log(0, format!("cannot open: {e}")))?;
     let mut reader = BufReader::with_capacity(READ_CHUNK as usize, log);
     let mut buf = Vec::new();
     let mut line_no = 0u64;
@@ -174,7 +174,7 @@ pub fn tail(path: &Path, n: usize) -> Result<Vec<Value>, AuditError> {
     }
     let io_error = |action| move |source| AuditError::Io { path: path.to_path_buf(), action, source };
     let damaged = |reason| AuditError::Damaged { path: path.to_path_buf(), reason };
-    let file = File::open(path).map_err(io_error("open"))?;
+    let file = open_regular(path).map_err(io_error("open"))?;
     let len = file.metadata().map_err(io_error("read the size of"))?.len();
     // One line more than asked: the last one may be incomplete.
     let wanted = n.saturating_add(1);

@@ -9,6 +9,7 @@ fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().join("audit.jsonl");
     let settings = AuditSettings {
         file: path.clone(),
+        file_as_written: path.clone(),
         durability: Durability::Flush,
         record_arguments: true,
         redact_keys: Vec::new(),

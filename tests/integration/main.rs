@@ -21,6 +21,7 @@ mod loading;
 mod memory_budget;
 mod network;
 mod pipeline;
+mod protocol_errors;
 mod quotas;
 mod reload;
 mod sandbox;

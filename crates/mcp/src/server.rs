@@ -13,6 +13,7 @@
 use super::cancel::linked;
 use super::changes::Changes;
 use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
+use super::jsonrpc::{self, Rejection};
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::caller::TokenAttributes;
@@ -22,9 +23,9 @@ use airlock_host::formats::Format;
 use airlock_host::host::Host;
 use airlock_policy::confirm::Confirmer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
-    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, CustomRequest,
+    CustomResult, Implementation, InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -233,9 +234,14 @@ impl ServerHandler for AirlockServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // The list is one page and no `nextCursor` is ever given, so no
+        // cursor is one this server issued.
+        if let Some(cursor) = request.as_ref().and_then(|params| params.cursor.as_deref()) {
+            return Err(Rejection::invalid_params(None, &jsonrpc::unknown_cursor(cursor)).into_error());
+        }
         // During start-up, give the tools still loading a moment: with a
         // warm cache they are all ready within it.
         airlock_host::host::startup::settle(&self.shared.host, super::STARTUP_LIST_WAIT).await;
@@ -305,6 +311,22 @@ impl ServerHandler for AirlockServer {
             return resumed(confirmations.resume(state, &owner, responses, &cancel).await);
         }
         started(confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await)
+    }
+
+    /// rmcp's catch-all: a request for a method it does not know, or for
+    /// one it knows whose params are not that method's (a `tools/call`
+    /// without a string `name`, with `arguments` that are not an object).
+    /// The second is `-32602` naming what is wrong (see `jsonrpc`); only
+    /// the first is `-32601`.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(match jsonrpc::params_problem(&request.method, request.params.as_ref()) {
+            Some(detail) => Rejection::invalid_params(None, &detail).into_error(),
+            None => jsonrpc::method_not_found(&request.method),
+        })
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -4,8 +4,10 @@
 //! with `notifications/tools/list_changed`, and a call for a tool still
 //! compiling waits for it and succeeds.
 //!
-//! The proof that the answer came before compilation finished is an order
-//! of events, not a time: the first `tools/list` (answered after
+//! With `[serve] startup_list_wait_secs = 0` (a list answers at once with
+//! the tools ready so far, as it does once the wait has passed), the proof
+//! that the answer came before compilation finished is an order of events,
+//! not a time: the first `tools/list` (answered after
 //! `initialize`) lacks the largest bundled component, which takes seconds
 //! to compile on any machine, and a later list has every tool.
 
@@ -85,8 +87,12 @@ impl Server {
         let dir = temp_dir();
         let cache = dir.path().join("cache");
         std::fs::create_dir(&cache).expect("cache dir");
+        // `startup_list_wait_secs = 0`: a list during start-up answers at
+        // once with the tools ready so far (the path a compile longer than
+        // the wait takes), so the order of events shows the answer came
+        // before the compilation ended.
         let config = format!(
-            "tool_dirs = [{:?}]\n\n[tools.{waited}]\ntimeout_ms = {WAITED_TIMEOUT_MS}\n",
+            "tool_dirs = [{:?}]\n\n[serve]\nstartup_list_wait_secs = 0\n\n[tools.{waited}]\ntimeout_ms = {WAITED_TIMEOUT_MS}\n",
             guests().display().to_string()
         );
         let config_file = dir.path().join("airlock.toml");

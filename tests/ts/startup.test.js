@@ -42,6 +42,11 @@ test('a first start answers within the Inspector timeout and lists each tool onc
   writeFileSync(config, `
 tool_dirs = [${JSON.stringify(TOOLS_DIR)}]
 
+# A list during start-up answers at once with the tools ready so far (as it
+# does once the wait has passed), so the order of events is the proof.
+[serve]
+startup_list_wait_secs = 0
+
 [engine]
 cache_dir = ${JSON.stringify(path.join(dir, 'empty-cache'))}
 

@@ -42,9 +42,10 @@
 //! [`HostBuilder::load_in_background`](airlock_host::HostBuilder::load_in_background):
 //! `initialize` (and `server/discover`) are answered at once, even while
 //! components compile. A tool appears in `tools/list` once it is ready and
-//! clients are sent `notifications/tools/list_changed`; a list asked for in
-//! the first [`STARTUP_LIST_WAIT`] waits for the tools until then; a call
-//! for a tool still compiling waits for it until the tool's deadline.
+//! clients are sent `notifications/tools/list_changed`; a list asked for
+//! while tools are loading waits for them until `[serve]
+//! startup_list_wait_secs` after the start; a call for a tool still
+//! compiling waits for it until the tool's deadline.
 //!
 //! Nothing here writes to stdout: the stdio transport owns it, guest output
 //! is captured by the sandbox, and logs go to stderr through `tracing`.
@@ -98,12 +99,6 @@ pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(100);
 /// Longest time from the first change of a burst to its reload
 /// (`--watch`), however often the watched files keep changing.
 pub const RELOAD_MAX_WAIT: Duration = Duration::from_millis(300);
-/// During start-up, a `tools/list` waits for the tools still loading until
-/// this long after the server started. With a warm compile cache every
-/// tool is ready well within it, so clients that read the list once (many
-/// agent frameworks do) see every tool; with a cold one the list has the
-/// tools ready so far and `notifications/tools/list_changed` follows.
-pub const STARTUP_LIST_WAIT: Duration = Duration::from_secs(2);
 /// Tools that become ready within this time of each other during start-up
 /// are announced with one `notifications/tools/list_changed`.
 pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);

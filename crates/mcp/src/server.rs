@@ -242,9 +242,11 @@ impl ServerHandler for AirlockServer {
         if let Some(cursor) = request.as_ref().and_then(|params| params.cursor.as_deref()) {
             return Err(Rejection::invalid_params(None, &jsonrpc::unknown_cursor(cursor)).into_error());
         }
-        // During start-up, give the tools still loading a moment: with a
-        // warm cache they are all ready within it.
-        airlock_host::host::startup::settle(&self.shared.host, super::STARTUP_LIST_WAIT).await;
+        // During start-up, wait for the tools still loading (bounded by
+        // `[serve] startup_list_wait_secs`), so that a client that lists
+        // once sees every tool.
+        let wait = self.shared.host.state().config().serve.startup_list_wait;
+        airlock_host::host::startup::settle(&self.shared.host, wait).await;
         // Noted before the tools are read: a tool installed after that
         // read finds the note and is announced.
         if !self.shared.host.readiness().finished() {

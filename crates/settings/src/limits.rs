@@ -138,6 +138,14 @@ pub const MAX_SHUTDOWN_GRACE: Duration = Duration::from_secs(3600);
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
 /// Most `[serve] cancel_grace_secs` accepted.
 pub const MAX_CANCEL_GRACE: Duration = Duration::from_secs(600);
+/// Default of `[serve] startup_list_wait_secs`: with an empty compile
+/// cache the bundled tools take 20–40 s to compile on two cores
+/// (`run_python` the longest), and many agent frameworks list the tools
+/// once, so the first `tools/list` waits for them rather than answer with
+/// a partial list.
+pub const DEFAULT_STARTUP_LIST_WAIT: Duration = Duration::from_secs(60);
+/// Most `[serve] startup_list_wait_secs` accepted.
+pub const MAX_STARTUP_LIST_WAIT: Duration = Duration::from_secs(600);
 /// Default of `[metrics] max_tool_labels`: tool names labelled in metrics;
 /// more (over many reloads) are counted under `tool="other"`.
 pub const DEFAULT_MAX_TOOL_LABELS: usize = 1024;

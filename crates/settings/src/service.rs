@@ -13,9 +13,9 @@
 use crate::limits::{
     DEFAULT_CANCEL_GRACE, DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES, DEFAULT_MAX_QUEUED_SPANS,
     DEFAULT_MAX_TOOL_LABELS, DEFAULT_METRICS_MAX_PRINCIPALS, DEFAULT_OTLP_EXPORT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE,
-    MAX_CANCEL_GRACE, MAX_CLIENT_ERROR_LOG_INTERVAL, MAX_LOGGED_CLIENT_BYTES_CEILING, MAX_METRICS_PRINCIPALS,
-    MAX_OTLP_EXPORT_TIMEOUT, MAX_QUEUED_SPANS_CEILING, MAX_SHUTDOWN_GRACE, MAX_TOOL_LABELS_CEILING,
-    MIN_LOGGED_CLIENT_BYTES, in_range,
+    DEFAULT_STARTUP_LIST_WAIT, MAX_CANCEL_GRACE, MAX_CLIENT_ERROR_LOG_INTERVAL, MAX_LOGGED_CLIENT_BYTES_CEILING,
+    MAX_METRICS_PRINCIPALS, MAX_OTLP_EXPORT_TIMEOUT, MAX_QUEUED_SPANS_CEILING, MAX_SHUTDOWN_GRACE,
+    MAX_STARTUP_LIST_WAIT, MAX_TOOL_LABELS_CEILING, MIN_LOGGED_CLIENT_BYTES, in_range,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -237,6 +237,7 @@ impl TraceSettings {
 pub struct RawServe {
     shutdown_grace_secs: Option<u64>,
     cancel_grace_secs: Option<u64>,
+    startup_list_wait_secs: Option<u64>,
 }
 
 /// How `airlock serve` behaves as a service.
@@ -249,11 +250,22 @@ pub struct ServeSettings {
     /// cancelled, how long they may take to write their `cancelled` results
     /// (`[serve] cancel_grace_secs`).
     pub cancel_grace: Duration,
+    /// While the tools are still loading at start-up, how long after the
+    /// server started a `tools/list` waits for them
+    /// (`[serve] startup_list_wait_secs`): long enough for a cold compile
+    /// cache, so that a client that lists once (many agent frameworks do)
+    /// sees every tool. A tool still loading then is announced with
+    /// `notifications/tools/list_changed` when it is ready.
+    pub startup_list_wait: Duration,
 }
 
 impl Default for ServeSettings {
     fn default() -> Self {
-        Self { shutdown_grace: DEFAULT_SHUTDOWN_GRACE, cancel_grace: DEFAULT_CANCEL_GRACE }
+        Self {
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+            startup_list_wait: DEFAULT_STARTUP_LIST_WAIT,
+        }
     }
 }
 
@@ -279,6 +291,10 @@ impl ServeSettings {
         if let Some(secs) = raw.cancel_grace_secs {
             settings.cancel_grace =
                 Duration::from_secs(in_range("[serve] cancel_grace_secs", secs, 0, MAX_CANCEL_GRACE.as_secs())?);
+        }
+        if let Some(secs) = raw.startup_list_wait_secs {
+            let max = MAX_STARTUP_LIST_WAIT.as_secs();
+            settings.startup_list_wait = Duration::from_secs(in_range("[serve] startup_list_wait_secs", secs, 0, max)?);
         }
         Ok(settings)
     }

@@ -333,6 +333,7 @@ impl Config {
                 vec![
                     reload("shutdown_grace_secs", secs(self.serve.shutdown_grace)),
                     reload("cancel_grace_secs", secs(self.serve.cancel_grace)),
+                    reload("startup_list_wait_secs", secs(self.serve.startup_list_wait)),
                 ],
             ),
             (

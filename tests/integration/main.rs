@@ -27,6 +27,7 @@ mod reload;
 mod sandbox;
 mod service;
 mod sessions;
+mod shared_audit;
 mod startup;
 mod strict_schemas;
 mod support;

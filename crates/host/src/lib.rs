@@ -52,8 +52,9 @@ pub use airlock_policy::audit::postgres::{
 };
 pub use airlock_policy::audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
 pub use airlock_policy::audit::{
-    AuditSettings, Durability, VerifyError, VerifyReport, argument_digest, redact, tail as audit_tail,
-    verify as audit_verify,
+    AuditSettings, ChainsReport, Durability, MAX_AUDIT_SIBLINGS, VerifyError, VerifyReport, argument_digest,
+    existing_siblings as audit_siblings, redact, tail as audit_tail, verify as audit_verify,
+    verify_all as audit_verify_all,
 };
 pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use airlock_policy::card::{
@@ -67,20 +68,20 @@ pub use airlock_runtime::compiler::{
 };
 /// Components from OCI registries: pull, push, keys, the store and the lock file.
 pub use airlock_runtime::distribution;
-pub use airlock_runtime::memory_budget;
 pub use airlock_runtime::engine::{Runtime, digest};
 pub use airlock_runtime::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use airlock_runtime::inspect::{Inspection, inspect};
 pub use airlock_runtime::loader::{
     LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, description_too_long, load as load_component,
 };
+pub use airlock_runtime::memory_budget;
 pub use airlock_runtime::network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
 pub use airlock_runtime::projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use airlock_runtime::sandbox::Execution;
-pub use airlock_runtime::strict::{Provider, lint as strict_lint};
+pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
 pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
 pub use airlock_settings::engine::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,

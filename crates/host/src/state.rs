@@ -25,7 +25,7 @@ use crate::access::Access;
 use crate::config::{Config, ConfigError, Restart};
 use crate::quota::Quotas;
 use crate::registry::{LoadProgress, Registry, RegistryError};
-use airlock_policy::audit::{AuditError, AuditLog};
+use airlock_policy::audit::{self, AuditError, AuditLog};
 use airlock_policy::authorize::{Policy, PolicyError};
 use airlock_runtime::engine::Runtime;
 use std::collections::BTreeSet;
@@ -175,10 +175,13 @@ impl State {
         let audit = match &config.audit {
             None => None,
             Some(settings) => {
-                let running = previous.and_then(|p| p.audit.as_deref()).and_then(|log| log.reconfigured(settings));
+                // A process writing a sibling `<file>.<n>` (another one
+                // holds the configured file) keeps writing it on a reload.
+                let running =
+                    previous.and_then(|p| p.audit.as_deref()).and_then(|log| audit::reconfigured_shared(log, settings));
                 match running {
                     Some(log) => Some(Arc::new(log)),
-                    None => Some(Arc::new(AuditLog::open(settings.clone())?)),
+                    None => Some(Arc::new(audit::open_shared(settings.clone())?)),
                 }
             }
         };

@@ -37,6 +37,10 @@ mod files;
 pub mod postgres;
 mod record;
 pub mod ship;
+mod siblings;
+pub use siblings::{
+    ChainsReport, MAX_AUDIT_SIBLINGS, existing_siblings, open_shared, reconfigured_shared, sibling_path, verify_all,
+};
 mod verify;
 
 use files::{

@@ -11,7 +11,13 @@
 //! never serve as an HMAC secret and `none` is never accepted), and the key
 //! must be of that algorithm's type. Then `iss`, `aud` and `exp` must be
 //! present and right, `exp`/`nbf` with `leeway_secs` of clock skew, and
-//! the principal claim a string of at most `max_principal_bytes`.
+//! the principal claim a string of 1 to `max_principal_bytes` bytes with no
+//! control character, format character (bidirectional controls, invisible
+//! marks) or line or paragraph separator (see [`principal_fault`]): a
+//! principal is written into audit records and logs, matched by policies
+//! and shown on confirmation cards, where such a character could forge a
+//! line or hide what the name is. A refusal names the code point as
+//! `U+XXXX`, never the character itself.
 //!
 //! A token whose header has `crit` is refused: it names extensions the
 //! token's reader must understand, and this one understands none (RFC 7515
@@ -229,23 +235,15 @@ impl Verifier {
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|err| invalid(self.describe(&err)))?;
         let claim = &self.settings.principal_claim;
-        match data.claims.get(claim).and_then(Value::as_str) {
-            Some(principal) if !principal.is_empty() && principal.len() <= caps.max_principal_bytes => {
-                let attributes = claim_attributes(
-                    &data.claims,
-                    &self.settings.attribute_claims,
-                    principal,
-                    caps.max_claim_list_items,
-                );
-                Ok((principal.to_owned(), attributes))
-            }
-            Some(principal) => Err(invalid(format!(
-                "the token's {claim} claim is {} bytes: accepted 1 to {} bytes ([http.jwt] max_principal_bytes)",
-                principal.len(),
-                caps.max_principal_bytes
-            ))),
-            None => Err(invalid(format!("the token has no string {claim} claim to name the principal"))),
+        let Some(principal) = data.claims.get(claim).and_then(Value::as_str) else {
+            return Err(invalid(format!("the token has no string {claim} claim to name the principal")));
+        };
+        if let Some(fault) = principal_fault(principal, caps.max_principal_bytes) {
+            return Err(invalid(format!("the token's {claim} claim {fault}")));
         }
+        let attributes =
+            claim_attributes(&data.claims, &self.settings.attribute_claims, principal, caps.max_claim_list_items);
+        Ok((principal.to_owned(), attributes))
     }
 
     /// The key for a token's `kid` and `alg`. An unknown `kid` asks for a
@@ -382,6 +380,45 @@ fn claim_attributes(
         }
     }
     attributes.into()
+}
+
+/// What is wrong with `principal` as a principal's name, said without
+/// repeating a character that is wrong (as `U+XXXX` instead), or `None`
+/// when it is 1 to `max_bytes` bytes of characters none of which is a
+/// control (Unicode category Cc: NUL, line feeds, escapes), a format
+/// character (Cf: bidirectional controls and isolates, zero-width and
+/// other invisible marks, tag characters), or a line or paragraph
+/// separator (Zl, Zp).
+fn principal_fault(principal: &str, max_bytes: usize) -> Option<String> {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    if principal.is_empty() || principal.len() > max_bytes {
+        return Some(format!(
+            "is {} bytes: accepted 1 to {max_bytes} bytes ([http.jwt] max_principal_bytes)",
+            principal.len()
+        ));
+    }
+    let (at, c, what) = principal.chars().enumerate().find_map(|(at, c)| {
+        let what = match c {
+            '\0' => "NUL",
+            '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => "a line break",
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                "a bidirectional control"
+            }
+            c => match get_general_category(c) {
+                GeneralCategory::Control => "a control character",
+                GeneralCategory::Format => "an invisible format character",
+                GeneralCategory::LineSeparator | GeneralCategory::ParagraphSeparator => "a line break",
+                _ => return None,
+            },
+        };
+        Some((at, c, what))
+    })?;
+    Some(format!(
+        "holds U+{:04X}, {what}, at character {}: a principal may not hold control characters, format characters \
+         (bidirectional controls, invisible marks) or line breaks",
+        u32::from(c),
+        at + 1
+    ))
 }
 
 /// `text` with only the characters a quoted `error_description` may hold

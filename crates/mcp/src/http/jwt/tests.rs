@@ -247,3 +247,68 @@ fn jwks_caps_hold_at_the_configured_values() {
     let err = parse_jwks(over.as_bytes(), &caps).err().unwrap();
     assert!(err.contains("1025 bytes, over the 1024-byte cap ([http.jwt] max_jwks_bytes)"), "{err}");
 }
+
+#[tokio::test]
+async fn a_principal_with_control_or_format_characters_is_refused_naming_the_code_point() {
+    let (verifier, sign) = with_key(JwtCaps::default());
+    for (sub, expected) in [
+        ("alice\nbob", "holds U+000A, a line break, at character 6"),
+        ("alice\r", "holds U+000D, a line break, at character 6"),
+        ("al\0ice", "holds U+0000, NUL, at character 3"),
+        ("alice\u{2028}", "holds U+2028, a line break"),
+        ("alice\u{85}", "holds U+0085, a line break"),
+        ("\u{202e}ecila", "holds U+202E, a bidirectional control, at character 1"),
+        ("alice\u{2066}", "holds U+2066, a bidirectional control"),
+        ("ali\u{200b}ce", "holds U+200B, an invisible format character, at character 4"),
+        ("alice\u{e0041}", "holds U+E0041, an invisible format character"),
+        ("alice\u{feff}", "holds U+FEFF, an invisible format character"),
+        ("alice\u{1b}[31m", "holds U+001B, a control character"),
+        ("alice\u{7f}", "holds U+007F, a control character"),
+    ] {
+        let why = refusal(verifier.principal(&sign(&claims(sub, 0))).await);
+        assert!(why.starts_with("the token's sub claim ") && why.contains(expected), "{sub:?}: {why}");
+        assert!(why.contains("may not hold control characters, format characters"), "{why}");
+        assert!(why.chars().all(|c| (' '..='~').contains(&c)), "the refusal repeats no character of {sub:?}: {why:?}");
+        // The challenge carries the same description.
+        let response = verifier.unauthorized(&Rejection::Invalid(why.clone()));
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        let challenge = response.headers()[header::WWW_AUTHENTICATE].to_str().unwrap().to_owned();
+        assert!(challenge.contains(&format!("error_description=\"{why}\"")), "{challenge}");
+    }
+    // Empty, and one byte over the principal cap of the pipeline.
+    let why = refusal(verifier.principal(&sign(&claims("", 0))).await);
+    assert!(why.contains("sub claim is 0 bytes: accepted 1 to 256 bytes ([http.jwt] max_principal_bytes)"), "{why}");
+    let long = "a".repeat(airlock_core::call::MAX_PRINCIPAL_LEN + 1);
+    let why = refusal(verifier.principal(&sign(&claims(&long, 0))).await);
+    assert!(why.contains("sub claim is 257 bytes: accepted 1 to 256 bytes"), "{why}");
+    // Printable text in any script, with spaces and punctuation, is a
+    // principal, up to the cap.
+    for sub in
+        ["zoë", "用户-42", "alice@example.com", "Alice Smith", &"a".repeat(airlock_core::call::MAX_PRINCIPAL_LEN)]
+    {
+        let accepted = verifier.principal(&sign(&claims(sub, 0))).await;
+        assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some(sub));
+    }
+}
+
+#[test]
+fn principal_faults_are_found_in_every_category_refused() {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    // Every code point of the refused categories is refused, and the
+    // first of every other category is accepted.
+    let mut refused = 0;
+    for c in (0..=0x10_ffff_u32).filter_map(char::from_u32) {
+        let category = get_general_category(c);
+        let expected = matches!(
+            category,
+            GeneralCategory::Control
+                | GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        );
+        let name = format!("a{c}");
+        assert_eq!(principal_fault(&name, 256).is_some(), expected, "U+{:04X} ({category:?})", u32::from(c));
+        refused += usize::from(expected);
+    }
+    assert!(refused > 65 + 150, "Cc and Cf hold hundreds of code points, {refused} refused");
+}

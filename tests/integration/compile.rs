@@ -1,11 +1,13 @@
 //! Compilation under a meter: a component shaped to be expensive to
 //! compile is refused before compiling by the cap it is over; one within
 //! the caps is refused at `[engine] compile_timeout_secs` or
-//! `compile_memory_mib`, within a bounded time; and a refused component
-//! (at compilation or at a later check) leaves nothing in the cache.
+//! `compile_memory_mib`, within a bounded time; a refused component (at
+//! compilation or at a later check) leaves no artifact in the cache; and a
+//! refusal for what the bytes are is remembered there, so that the next
+//! load does not start a compiler for them, until the limits change.
 
 use crate::hostile_wasm::{component, data_segments_module, exports_module, hostile_module, tool_shaped_component};
-use crate::support::{config, temp_dir, tool};
+use crate::support::{compiler, config, temp_dir, tool};
 use airlock::Host;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -13,13 +15,20 @@ use std::time::{Duration, Instant};
 /// Load `file` with `engine` settings (and an empty cache in `cache`);
 /// the load error and how long it took.
 async fn load_error(file: &Path, cache: &Path, engine: &str) -> (String, Duration) {
+    load_error_with(file, cache, engine, &compiler()).await
+}
+
+/// [`load_error`] with the compiler executable `compiler`.
+async fn load_error_with(file: &Path, cache: &Path, engine: &str, compiler: &Path) -> (String, Duration) {
     let text = format!(
         "[engine]\ncache_dir = {:?}\n{engine}\n[tools.hostile]\ncomponent = {:?}\n",
         cache.display().to_string(),
         file.display().to_string()
     );
+    let mut settings = config(&text);
+    settings.engine.compiler = Some(compiler.to_owned());
     let started = Instant::now();
-    let err = match Host::builder().config(config(&text)).build().await {
+    let err = match Host::builder().config(settings).build().await {
         Ok(_) => panic!("{} should be refused", file.display()),
         Err(err) => err.to_string(),
     };
@@ -31,6 +40,40 @@ fn cached(cache: &Path) -> Vec<String> {
     match std::fs::read_dir(cache) {
         Ok(entries) => entries.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect(),
         Err(_) => Vec::new(),
+    }
+}
+
+/// The refusals remembered in the cache directory.
+fn remembered(cache: &Path) -> Vec<String> {
+    cached(cache).into_iter().filter(|f| f.ends_with(".refused")).collect()
+}
+
+/// Files in the cache directory other than remembered refusals: artifacts
+/// and temporary files.
+fn not_remembered(cache: &Path) -> Vec<String> {
+    cached(cache).into_iter().filter(|f| !f.ends_with(".refused")).collect()
+}
+
+/// A compiler executable that notes each start in a log, then runs the
+/// real one; and how many times it started.
+struct CountingCompiler {
+    script: std::path::PathBuf,
+    log: std::path::PathBuf,
+}
+
+impl CountingCompiler {
+    fn new(dir: &Path) -> Self {
+        let (script, log) = (dir.join("compiler.sh"), dir.join("compiler.log"));
+        // The compiler process starts with an empty environment: absolute
+        // paths only.
+        let text = format!("#!/bin/sh\necho started >> '{}'\nexec '{}' \"$@\"\n", log.display(), compiler().display());
+        std::fs::write(&script, text).expect("write the script");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        CountingCompiler { script, log }
+    }
+
+    fn starts(&self) -> usize {
+        std::fs::read_to_string(&self.log).map(|text| text.lines().count()).unwrap_or(0)
     }
 }
 
@@ -70,7 +113,8 @@ async fn compile_bombs_are_refused_before_compiling_by_the_cap_they_are_over() {
         eprintln!("{name}, {} bytes: refused in {took:?}", bytes.len());
         assert!(err.contains(name) && err.contains("refused before compiling"), "{err}");
         assert!(err.contains(count) && err.contains(cap), "{name}: the refusal names {count:?} and {cap}: {err}");
-        assert!(cached(&cache).iter().all(|f| !f.ends_with(".cwasm")), "nothing compiled is cached");
+        assert_eq!(not_remembered(&cache), Vec::<String>::new(), "nothing compiled is cached");
+        assert_eq!(remembered(&cache).len(), 1, "the refusal is remembered: {:?}", cached(&cache));
     }
 }
 
@@ -94,7 +138,7 @@ async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
     assert!(err.contains("slow.wasm") && err.contains("[engine] compile_timeout_secs = 1"), "{err}");
     // 1 s of CPU; the wall-clock backstop is 3 × 1 + 10 s. Wide margin.
     assert!(took < Duration::from_secs(30), "refused after {took:?}");
-    assert_eq!(cached(&cache), Vec::<String>::new(), "a refused component leaves nothing in the cache");
+    assert_eq!(not_remembered(&cache), Vec::<String>::new(), "a refused component leaves no artifact in the cache");
 }
 
 #[tokio::test]
@@ -121,7 +165,7 @@ async fn a_component_over_the_compile_memory_limit_is_refused() {
     let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256").await;
     assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 256"), "{err}");
     assert!(took < Duration::from_secs(300), "refused after {took:?}");
-    assert_eq!(cached(&cache), Vec::<String>::new());
+    assert_eq!(not_remembered(&cache), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -134,6 +178,8 @@ async fn a_component_refused_after_compiling_is_not_cached_and_an_accepted_one_i
     std::fs::write(&file, tool_shaped_component(&hostile_module(1, 2, 1))).expect("write");
     let (err, _) = load_error(&file, &cache, "").await;
     assert!(err.contains("not an airlock:tool component"), "{err}");
+    // Nor is a refusal once compiled remembered: it is the types, which a
+    // later build of the host may accept.
     assert_eq!(cached(&cache), Vec::<String>::new(), "a refused component leaves nothing in the cache");
 
     // The compiler process's artifact loads into the host's engine and is
@@ -151,6 +197,88 @@ async fn a_component_refused_after_compiling_is_not_cached_and_an_accepted_one_i
     assert!(files.len() == 1 && files[0].ends_with(".cwasm"), "{files:?}");
     let again = Host::builder().config(config(&text)).build().await.expect("echo loads");
     assert!(again.tools().get("echo").expect("echo").from_cache);
+}
+
+#[tokio::test]
+async fn a_refusal_is_remembered_and_not_paid_for_again_until_the_limits_change() {
+    let mut cases: Vec<(&str, Vec<u8>, &str)> =
+        bombs().into_iter().map(|(name, bytes, _, cap)| (name, bytes, cap)).collect();
+    cases.push(("nothing.wasm", component(&hostile_module(1, 2, 1)), "it exports nothing"));
+    cases.push(("garbage.wasm", b"\0asm\x0d\0\x01\0garbage".to_vec(), "invalid component"));
+    cases.push(("slow.wasm", within_the_caps(), "compile_timeout_secs = 1"));
+    for (name, bytes, reason) in cases {
+        let dir = temp_dir();
+        let file = dir.path().join(name);
+        std::fs::write(&file, &bytes).expect("write");
+        let cache = dir.path().join("cache");
+        let counting = CountingCompiler::new(dir.path());
+        let limits = "compile_timeout_secs = 1";
+        let (first, _) = load_error_with(&file, &cache, limits, &counting.script).await;
+        assert!(first.contains(reason) && !first.contains("refused earlier"), "{name}: {first}");
+        assert_eq!(counting.starts(), 1, "{name}");
+        let files = remembered(&cache);
+        assert_eq!(files.len(), 1, "{name}: {:?}", cached(&cache));
+        let path = cache.join(&files[0]);
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).expect("stat").permissions());
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+
+        // A restart (a new host on the same cache): the same reason, said to
+        // be remembered, and no compiler started.
+        let started = Instant::now();
+        let (again, _) = load_error_with(&file, &cache, limits, &counting.script).await;
+        eprintln!("{name}: remembered refusal in {:?}", started.elapsed());
+        assert!(again.contains("refused earlier (cached): ") && again.contains(reason), "{name}: {again}");
+        assert!(again.contains(name), "the error names the file: {again}");
+        assert_eq!(counting.starts(), 1, "{name}: no compiler was started for a remembered refusal");
+
+        // Other compile limits: checked again.
+        let (other, _) = load_error_with(&file, &cache, "compile_timeout_secs = 2", &counting.script).await;
+        assert!(!other.contains("refused earlier"), "{name}: {other}");
+        assert_eq!(counting.starts(), 2, "{name}: a change of the compile limits tries again");
+    }
+}
+
+#[tokio::test]
+async fn a_failure_that_may_not_hold_next_time_is_not_remembered() {
+    let dir = temp_dir();
+    let file = dir.path().join("segments.wasm");
+    std::fs::write(&file, component(&data_segments_module(99_999))).expect("write");
+    let cache = dir.path().join("cache");
+    let (err, _) = load_error_with(&file, &cache, "", &dir.path().join("no-such-compiler")).await;
+    assert!(err.contains("cannot start the compiler process"), "{err}");
+    assert_eq!(remembered(&cache), Vec::<String>::new());
+    let (err, _) = load_error(&file, &cache, "").await;
+    assert!(err.contains("MAX_DATA_SEGMENTS") && !err.contains("refused earlier"), "{err}");
+}
+
+#[test]
+fn airlock_tools_shows_a_remembered_refusal() {
+    let dir = temp_dir();
+    let file = dir.path().join("segments.wasm");
+    std::fs::write(&file, component(&data_segments_module(99_999))).expect("write");
+    let config = format!(
+        "builtin_settings = false\n[engine]\ncache_dir = {:?}\n[tools.segments]\ncomponent = {:?}\n",
+        dir.path().join("cache").display().to_string(),
+        file.display().to_string()
+    );
+    std::fs::write(dir.path().join("airlock.toml"), config).expect("write config");
+    let tools = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_airlock"))
+            .args(["--config", "airlock.toml", "tools"])
+            .current_dir(dir.path())
+            .output()
+            .expect("airlock runs");
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let first = tools();
+    assert!(
+        first.contains("segments.wasm: refused before compiling") && first.contains("MAX_DATA_SEGMENTS"),
+        "{first}"
+    );
+    let second = tools();
+    assert!(second.contains("segments.wasm: refused earlier (cached): refused before compiling"), "{second}");
+    assert!(second.contains("MAX_DATA_SEGMENTS"), "{second}");
 }
 
 #[tokio::test]

@@ -11,10 +11,11 @@
 //! what compilation cost grows with, and whether the exports can be of the
 //! `airlock:tool` world: `compiler/shape.rs`), compiles them with an engine
 //! configured like the host's and writes the serialized artifact to a file
-//! the parent chose. The
-//! parent deserializes that file only when the child exited cleanly, and
-//! keeps it in the compile cache only once the whole load accepted the
-//! component ([`Artifact::keep`]); a refused component leaves nothing.
+//! the parent chose. The parent deserializes that file only when the child
+//! exited cleanly, and keeps it in the compile cache only once the whole
+//! load accepted the component ([`Artifact::keep`]); a refused component
+//! leaves no artifact (the cache remembers a refusal for what the bytes are
+//! instead: [`CompileFailure::to_remembered`], `engine.rs`).
 //!
 //! The child's own output (its stderr) is read up to
 //! [`MAX_CHILD_STDERR_BYTES`].
@@ -108,6 +109,17 @@ impl Meter {
         }
     }
 
+    /// Feed what decides whether a component is refused into `hasher`:
+    /// these limits, the checks made before compiling and this build of
+    /// the compiler. A remembered refusal is keyed by it (with the engine's
+    /// compatibility hash), so a change of any of them tries again.
+    pub(crate) fn fingerprint(&self, hasher: &mut impl std::hash::Hasher) {
+        use std::hash::Hash as _;
+        (self.timeout_secs, self.secs_per_mib, self.memory_mib, self.wasm_stack_bytes, COMPILE_BASE_SECS).hash(hasher);
+        env!("CARGO_PKG_VERSION").hash(hasher);
+        shape::fingerprint(hasher);
+    }
+
     /// Seconds of CPU compiling a component of `size` bytes may take:
     /// [`COMPILE_BASE_SECS`] plus `compile_secs_per_mib` per MiB (rounded
     /// up to a second), at most `compile_timeout_secs`.
@@ -193,16 +205,73 @@ impl Meter {
 }
 
 /// Why a component was not compiled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CompileFailure {
     /// The bytes are not a valid component (what the compiler said).
     Invalid(String),
     /// The component cannot be of the `airlock:tool` world: what it exports
     /// or imports instead (found before compiling).
     WrongWorld(String),
-    /// The compilation went over a limit, or could not run: the message
-    /// names the key.
+    /// The component is over a cap of its shape, or compiling it went over
+    /// the compiler process's CPU or memory limit: the message names the
+    /// cap or the key. The same bytes under the same limits would be
+    /// refused again.
+    OverLimit(String),
+    /// The component could not be compiled for a reason that may not hold
+    /// next time (the wall clock on a busy machine, no compiler, I/O, a
+    /// signal from outside): the message says which.
     Refused(String),
+    /// An earlier compilation of the same bytes under the same limits was
+    /// refused, and the compile cache remembers why: the reason then, as a
+    /// load error shows it after the file ([`CompileFailure::reason`]).
+    Remembered(String),
+}
+
+/// How a remembered [`CompileFailure::Invalid`] starts in the compile
+/// cache: the kind's name on the first line, the message after it.
+const REMEMBERED_INVALID: &str = "invalid";
+/// How a remembered [`CompileFailure::WrongWorld`] starts.
+const REMEMBERED_WRONG_WORLD: &str = "wrong-world";
+/// How a remembered [`CompileFailure::OverLimit`] starts.
+const REMEMBERED_OVER_LIMIT: &str = "over-limit";
+
+impl CompileFailure {
+    /// The reason as a load error shows it after the file's path.
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            CompileFailure::Invalid(why) => format!("invalid component: {why}"),
+            CompileFailure::WrongWorld(why) => format!("not an airlock:tool component: {why}"),
+            CompileFailure::OverLimit(why) | CompileFailure::Refused(why) | CompileFailure::Remembered(why) => {
+                why.clone()
+            }
+        }
+    }
+
+    /// The text that remembers this failure in the compile cache; `None`
+    /// for a failure that may not hold next time (only what the bytes and
+    /// the limits decide is remembered).
+    pub(crate) fn to_remembered(&self) -> Option<String> {
+        let (kind, why) = match self {
+            CompileFailure::Invalid(why) => (REMEMBERED_INVALID, why),
+            CompileFailure::WrongWorld(why) => (REMEMBERED_WRONG_WORLD, why),
+            CompileFailure::OverLimit(why) => (REMEMBERED_OVER_LIMIT, why),
+            CompileFailure::Refused(_) | CompileFailure::Remembered(_) => return None,
+        };
+        Some(format!("{kind}\n{why}"))
+    }
+
+    /// The failure remembered by `text` ([`CompileFailure::to_remembered`]);
+    /// `None` for text that is not such a record (a torn or foreign file).
+    pub(crate) fn from_remembered(text: &str) -> Option<CompileFailure> {
+        let (kind, why) = text.split_once('\n')?;
+        let failure = match kind {
+            REMEMBERED_INVALID => CompileFailure::Invalid(why.to_owned()),
+            REMEMBERED_WRONG_WORLD => CompileFailure::WrongWorld(why.to_owned()),
+            REMEMBERED_OVER_LIMIT => CompileFailure::OverLimit(why.to_owned()),
+            _ => return None,
+        };
+        Some(CompileFailure::Remembered(failure.reason()))
+    }
 }
 
 /// A compiled artifact in a temporary file, waiting for the load to
@@ -248,6 +317,14 @@ impl Drop for Artifact {
 /// Tells apart the temporary files of concurrent compilations.
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
+/// A temporary name beside `target`, for a file that is renamed onto it
+/// once whole: hidden, and unique to this process and this call.
+pub(crate) fn temp_beside(target: &Path) -> PathBuf {
+    let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    target.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()))
+}
+
 /// Compile `bytes` in a metered child process. On success the artifact is
 /// in a temporary file (in the cache directory if `target` is given, else
 /// in a private directory) for the caller to deserialize.
@@ -255,8 +332,10 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 /// # Errors
 ///
 /// [`CompileFailure::Invalid`] for bytes that are not a component,
-/// [`CompileFailure::Refused`] over a limit (naming the key) or when no
-/// compiler executable is set.
+/// [`CompileFailure::WrongWorld`] for one that cannot be a tool,
+/// [`CompileFailure::OverLimit`] over a cap or a limit (naming it),
+/// [`CompileFailure::Refused`] when no compiler executable is set or it
+/// could not finish for another reason.
 pub(crate) fn compile(meter: &Meter, bytes: &[u8], target: Option<PathBuf>) -> Result<Artifact, CompileFailure> {
     let Some(exe) = &meter.exe else {
         return Err(CompileFailure::Refused(
@@ -268,11 +347,7 @@ pub(crate) fn compile(meter: &Meter, bytes: &[u8], target: Option<PathBuf>) -> R
     };
     let pid = std::process::id();
     let (temp, private_dir) = match &target {
-        Some(target) => {
-            let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
-            let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (target.with_file_name(format!(".{name}.{pid}-{n}.tmp")), None)
-        }
+        Some(target) => (temp_beside(target), None),
         None => {
             let dir = private_dir(pid)?;
             (dir.join("artifact.cwasm"), Some(dir))
@@ -407,23 +482,23 @@ fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), 
     if let Some(signal) = signal_of(&status) {
         // SIGXCPU at the soft limit; SIGKILL at the hard one, a second later.
         let over_cpu = signal == libc::SIGXCPU || (signal == libc::SIGKILL && cpu >= Duration::from_secs(cpu_secs));
-        return Err(CompileFailure::Refused(match signal {
-            _ if over_cpu => meter.cpu_refusal(size, cpu),
-            libc::SIGABRT | libc::SIGSEGV | libc::SIGBUS => meter.memory_refusal(),
-            _ => format!(
+        return Err(match signal {
+            _ if over_cpu => CompileFailure::OverLimit(meter.cpu_refusal(size, cpu)),
+            libc::SIGABRT | libc::SIGSEGV | libc::SIGBUS => CompileFailure::OverLimit(meter.memory_refusal()),
+            _ => CompileFailure::Refused(format!(
                 "the compiler process died with signal {signal} after {:.1} s of CPU ({message}), not at one of its \
                  limits (the system's out-of-memory killer, or someone, may have killed it); {}",
                 cpu.as_secs_f64(),
                 meter.limits(size)
-            ),
-        }));
+            )),
+        });
     }
     match status.code().and_then(|code| u8::try_from(code).ok()) {
         Some(EXIT_INVALID) => Err(CompileFailure::Invalid(message.to_owned())),
         Some(EXIT_WRONG_WORLD) => Err(CompileFailure::WrongWorld(message.to_owned())),
-        Some(EXIT_OVER_CAP) => Err(CompileFailure::Refused(message.to_owned())),
-        Some(EXIT_OUT_OF_MEMORY) => Err(CompileFailure::Refused(meter.memory_refusal())),
-        _ if message.contains("memory allocation of") => Err(CompileFailure::Refused(meter.memory_refusal())),
+        Some(EXIT_OVER_CAP) => Err(CompileFailure::OverLimit(message.to_owned())),
+        Some(EXIT_OUT_OF_MEMORY) => Err(CompileFailure::OverLimit(meter.memory_refusal())),
+        _ if message.contains("memory allocation of") => Err(CompileFailure::OverLimit(meter.memory_refusal())),
         _ => Err(CompileFailure::Refused(format!(
             "the compiler process failed ({status}): {message}; {}",
             meter.limits(size)

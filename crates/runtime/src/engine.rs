@@ -7,9 +7,13 @@
 //! compiler process's).
 //!
 //! Components are compiled in a metered child process (`compiler.rs`); an
-//! artifact enters the cache only once its component was accepted.
+//! artifact enters the cache only once its component was accepted. A
+//! component refused for what its bytes are (invalid, not of the tool
+//! world, over a cap or a compile limit) is remembered in the same
+//! directory, so that a restart or a reload does not pay for the refusal
+//! again; a change of the compile limits or of the engine tries again.
 
-use crate::compiler::{Artifact, CompileFailure, Meter};
+use crate::compiler::{Artifact, CompileFailure, MAX_CHILD_STDERR_BYTES, Meter};
 use crate::memory_budget::MemoryBudget;
 use crate::sandbox::CallCtx;
 use crate::wasmtime_config::wasmtime_config;
@@ -113,22 +117,28 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// The bytes are not a valid component, compiling them went over
-    /// `[engine] compile_timeout_secs` or `compile_memory_mib`, or no
-    /// compiler is set ([`EngineSettings::compiler`]).
+    /// The bytes are not a valid component or not of the tool world, are
+    /// over a cap of their shape, compiling them went over the CPU allowed
+    /// (`[engine] compile_secs_per_mib`, `compile_timeout_secs`) or
+    /// `compile_memory_mib`, the cache remembers such a refusal of the same
+    /// bytes under the same limits, or no compiler is set
+    /// ([`EngineSettings::compiler`]).
     pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<(Component, bool)> {
         let compiler = self.compiler();
-        if let Some(component) = compiler.cached(digest) {
-            return Ok((component, true));
-        }
-        match compiler.compile(bytes, digest) {
-            Ok(fresh) => {
-                fresh.artifact.keep();
-                Ok((fresh.component, false))
-            }
-            Err(CompileFailure::Invalid(why)) => Err(anyhow::anyhow!("invalid component: {why}")),
-            Err(CompileFailure::WrongWorld(why)) => Err(anyhow::anyhow!("not an airlock:tool component: {why}")),
-            Err(CompileFailure::Refused(why)) => Err(anyhow::anyhow!(why)),
+        let failure = match compiler.lookup(digest) {
+            Lookup::Artifact(component) => return Ok((component, true)),
+            Lookup::Refused(failure) => failure,
+            Lookup::Miss => match compiler.compile(bytes, digest) {
+                Ok(fresh) => {
+                    fresh.artifact.keep();
+                    return Ok((fresh.component, false));
+                }
+                Err(failure) => failure,
+            },
+        };
+        match failure {
+            CompileFailure::Remembered(why) => Err(anyhow::anyhow!("refused earlier (cached): {why}")),
+            failure => Err(anyhow::anyhow!(failure.reason())),
         }
     }
 
@@ -154,22 +164,50 @@ pub(crate) struct Compiler {
     meter: Meter,
 }
 
+/// What the compile cache holds for one component.
+pub(crate) enum Lookup {
+    /// Its compiled artifact (mapped, not compiled).
+    Artifact(Component),
+    /// Why an earlier compilation under the same limits refused it
+    /// ([`CompileFailure::Remembered`]).
+    Refused(CompileFailure),
+    /// Nothing: it is to be compiled.
+    Miss,
+}
+
 impl Compiler {
     /// The cached artifact of the component with this digest, if there is a
-    /// usable one. Fast (the file is mapped, not compiled).
-    pub(crate) fn cached(&self, digest: &str) -> Option<Component> {
-        cached_artifact(&self.engine, &self.cache_path(digest)?)
+    /// usable one, else the refusal the cache remembers for it under these
+    /// limits, if any. Fast (files are mapped or read, nothing compiled).
+    pub(crate) fn lookup(&self, digest: &str) -> Lookup {
+        if let Some(component) = self.cache_path(digest).and_then(|path| cached_artifact(&self.engine, &path)) {
+            return Lookup::Artifact(component);
+        }
+        match self.refusal_path(digest).and_then(|path| remembered_refusal(&path)) {
+            Some(failure) => Lookup::Refused(failure),
+            None => Lookup::Miss,
+        }
     }
 
     /// Compile a component in a metered child process (slow: seconds for a
     /// large one; call it from a blocking task). The artifact goes into the
-    /// cache only when the caller keeps it ([`Artifact::keep`]).
+    /// cache only when the caller keeps it ([`Artifact::keep`]); a refusal
+    /// for what the bytes are goes into it at once
+    /// ([`CompileFailure::to_remembered`]).
     ///
     /// # Errors
     ///
-    /// The bytes are not a valid component, or compiling them went over
-    /// `[engine] compile_timeout_secs` or `compile_memory_mib`.
+    /// See [`crate::compiler::compile`]; and the compiler's artifact cannot
+    /// be loaded.
     pub(crate) fn compile(&self, bytes: &[u8], digest: &str) -> Result<Fresh, CompileFailure> {
+        let compiled = self.compile_unremembered(bytes, digest);
+        if let (Err(failure), Some(path)) = (&compiled, self.refusal_path(digest)) {
+            remember_refusal(&path, failure);
+        }
+        compiled
+    }
+
+    fn compile_unremembered(&self, bytes: &[u8], digest: &str) -> Result<Fresh, CompileFailure> {
         let artifact = crate::compiler::compile(&self.meter, bytes, self.cache_path(digest))?;
         let Some(path) = artifact.temp_path() else {
             return Err(CompileFailure::Refused("the compiled artifact is gone".into()));
@@ -186,6 +224,74 @@ impl Compiler {
 
     fn cache_path(&self, digest: &str) -> Option<PathBuf> {
         Some(artifact_path(&self.engine, self.cache_dir.as_ref()?, digest))
+    }
+
+    fn refusal_path(&self, digest: &str) -> Option<PathBuf> {
+        Some(refusal_path(&self.engine, self.cache_dir.as_ref()?, digest, &self.meter))
+    }
+}
+
+/// Largest remembered refusal read back: its message is at most what is
+/// read of the compiler's stderr, and a line for its kind.
+const MAX_REFUSAL_FILE_BYTES: u64 = MAX_CHILD_STDERR_BYTES + 64;
+
+/// Where the compile cache in `dir` remembers why the component named
+/// `name` (its digest) was refused: the name binds it to the component, to
+/// the engine's compatibility hash and to what decided the refusal (the
+/// compile limits, the checks made before compiling, this build:
+/// [`Meter::fingerprint`]), so that a change of any of them tries again.
+pub(crate) fn refusal_path(engine: &Engine, dir: &Path, name: &str, meter: &Meter) -> PathBuf {
+    let mut hasher = std::hash::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    meter.fingerprint(&mut hasher);
+    dir.join(format!("{name}-{:016x}.refused", hasher.finish()))
+}
+
+/// The refusal remembered at `path`, if there is one that reads back; a
+/// torn or foreign file is logged and ignored (the component is compiled
+/// again, and a refusal written anew).
+fn remembered_refusal(path: &Path) -> Option<CompileFailure> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(err) => {
+            tracing::warn!(path = %path.display(), "cannot read a remembered refusal: {err}");
+            return None;
+        }
+    };
+    let mut text = String::new();
+    if let Err(err) = std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_REFUSAL_FILE_BYTES), &mut text) {
+        tracing::warn!(path = %path.display(), "cannot read a remembered refusal: {err}");
+        return None;
+    }
+    let failure = CompileFailure::from_remembered(&text);
+    if failure.is_none() {
+        tracing::warn!(path = %path.display(), "ignoring a remembered refusal that does not read back");
+    }
+    failure
+}
+
+/// Remember `failure` at `path` if it is a refusal for what the bytes are
+/// (never one that may not hold next time): written whole to a temporary
+/// file beside it (mode 0600, like the artifacts) and renamed onto it, so
+/// that a reader sees all of it or nothing. A failure to write is logged:
+/// the refusal is then paid again next time, nothing worse.
+fn remember_refusal(path: &Path, failure: &CompileFailure) {
+    let Some(text) = failure.to_remembered() else { return };
+    let temp = crate::compiler::temp_beside(path);
+    let write = || -> std::io::Result<()> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&temp)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    };
+    if let Err(err) = write() {
+        let _ = std::fs::remove_file(&temp);
+        tracing::warn!(path = %path.display(), "cannot remember the refusal in the compile cache: {err}");
     }
 }
 
@@ -239,6 +345,61 @@ pub fn digest(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_refusals_for_what_the_bytes_are_are_remembered() {
+        for failure in [
+            CompileFailure::Invalid("bad".into()),
+            CompileFailure::WrongWorld("it exports nothing".into()),
+            CompileFailure::OverLimit("over the cap".into()),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("x.refused");
+            remember_refusal(&path, &failure);
+            let Some(CompileFailure::Remembered(why)) = remembered_refusal(&path) else { panic!("{failure:?}") };
+            assert_eq!(why, failure.reason());
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            }
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(left.len(), 1, "no temporary file is left");
+        }
+        for failure in
+            [CompileFailure::Refused("no compiler".into()), CompileFailure::Remembered("refused earlier".into())]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("x.refused");
+            remember_refusal(&path, &failure);
+            assert!(!path.exists(), "{failure:?} is not remembered");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.refused");
+        std::fs::write(&path, "torn").unwrap();
+        assert_eq!(remembered_refusal(&path), None, "a file that does not read back is ignored");
+        std::fs::write(&path, "other\nwhy").unwrap();
+        assert_eq!(remembered_refusal(&path), None);
+    }
+
+    #[test]
+    fn a_refusal_is_keyed_by_the_compile_limits() {
+        let settings = EngineSettings::default();
+        let engine = crate::wasmtime_config::compile_only_engine(&settings).unwrap();
+        let path = |settings: &EngineSettings| refusal_path(&engine, Path::new("/c"), "d", &Meter::new(settings));
+        let base = path(&settings);
+        assert!(base.to_string_lossy().ends_with(".refused") && base != artifact_path(&engine, Path::new("/c"), "d"));
+        assert_eq!(path(&settings), base, "the same limits find the same refusal");
+        for changed in [
+            EngineSettings { compile_timeout_secs: 299, ..settings.clone() },
+            EngineSettings { compile_secs_per_mib: 5, ..settings.clone() },
+            EngineSettings { compile_memory_mib: 4095, ..settings.clone() },
+        ] {
+            assert_ne!(path(&changed), base, "{changed:?}");
+        }
+        // Where the compiler is does not decide a refusal.
+        assert_eq!(path(&EngineSettings { compiler: Some("/elsewhere".into()), ..settings.clone() }), base);
+    }
 
     #[test]
     fn digest_is_sha256_hex() {

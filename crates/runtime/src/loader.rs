@@ -11,7 +11,7 @@
 
 use crate::bindings::Contract;
 use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
-use crate::engine::{Runtime, digest};
+use crate::engine::{Lookup, Runtime, digest};
 use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped};
@@ -132,6 +132,17 @@ pub enum LoadError {
         /// Which limit, and how to raise it.
         why: String,
     },
+    /// An earlier load refused these bytes (not a component, not of the
+    /// tool world, over a cap or a compile limit) under the same compile
+    /// limits and engine, and the compile cache remembers why: they are not
+    /// checked or compiled again until one of those changes.
+    #[error("{path}: refused earlier (cached): {why}")]
+    Remembered {
+        /// The file.
+        path: PathBuf,
+        /// The reason then, as its load error gave it.
+        why: String,
+    },
     /// The bytes are not a WebAssembly component.
     #[error("{path}: {why}")]
     NotAComponent {
@@ -249,7 +260,10 @@ impl CompileFailure {
                 LoadError::NotAComponent { path: path.to_owned(), why: format!("invalid component: {why}") }
             }
             CompileFailure::WrongWorld(why) => LoadError::WrongWorld { path: path.to_owned(), why },
-            CompileFailure::Refused(why) => LoadError::Compile { path: path.to_owned(), why },
+            CompileFailure::OverLimit(why) | CompileFailure::Refused(why) => {
+                LoadError::Compile { path: path.to_owned(), why }
+            }
+            CompileFailure::Remembered(why) => LoadError::Remembered { path: path.to_owned(), why },
         }
     }
 }
@@ -346,10 +360,12 @@ impl CompileOnce {
             .get_or_init(|| async {
                 let compiler = runtime.compiler();
                 let (cache, key) = (compiler.clone(), digest.to_owned());
-                // Mapping a cached artifact is file I/O: off the async threads too.
-                match tokio::task::spawn_blocking(move || cache.cached(&key)).await {
-                    Ok(Some(component)) => return Ok((component, true, None)),
-                    Ok(None) => {}
+                // Mapping a cached artifact is file I/O: off the async threads
+                // too. A refusal the cache remembers is not paid for again.
+                match tokio::task::spawn_blocking(move || cache.lookup(&key)).await {
+                    Ok(Lookup::Artifact(component)) => return Ok((component, true, None)),
+                    Ok(Lookup::Refused(failure)) => return Err(failure),
+                    Ok(Lookup::Miss) => {}
                     Err(err) => return Err(CompileFailure::Refused(format!("the cache lookup stopped: {err}"))),
                 }
                 compiling();

@@ -333,6 +333,18 @@ fn importable(name: &str) -> bool {
     name.starts_with("wasi:") || name.starts_with("airlock:tool/")
 }
 
+/// Feed what these checks decide by into `hasher`: every cap and the
+/// contract versions. A refusal the compile cache remembers is keyed by it,
+/// so a changed cap checks the components it refused again.
+pub(crate) fn fingerprint(hasher: &mut impl std::hash::Hasher) {
+    for count in Count::ALL {
+        hasher.write_u64(count.cap());
+    }
+    for contract in CONTRACTS {
+        hasher.write(contract.as_bytes());
+    }
+}
+
 /// Count the shape of `bytes` (a component: the header was checked) and
 /// check it against the caps and the tool world, in one pass that stops at
 /// the first refusal.

@@ -575,7 +575,8 @@ struct Cgroup(std::path::PathBuf);
 
 impl Cgroup {
     fn new(name: &str, limit: u64) -> Option<Cgroup> {
-        let dir = std::path::Path::new("/sys/fs/cgroup/memory").join(format!("airlock-bench-{name}-{}", std::process::id()));
+        let dir =
+            std::path::Path::new("/sys/fs/cgroup/memory").join(format!("airlock-bench-{name}-{}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         let cgroup = Cgroup(dir);
         std::fs::write(cgroup.0.join("memory.limit_in_bytes"), limit.to_string()).ok()?;

@@ -129,11 +129,8 @@ fn stages(runtime: &tokio::runtime::Runtime, host: &Host, n: usize) -> Vec<(Stri
         None,
     )
     .expect("policy parses");
-    let budget = airlock::memory_budget::MemoryBudget::with_total(
-        16 << 30,
-        50,
-        airlock::memory_budget::Source::Configured,
-    );
+    let budget =
+        airlock::memory_budget::MemoryBudget::with_total(16 << 30, 50, airlock::memory_budget::Source::Configured);
     let holder = airlock::memory_budget::Holder::principal("bench");
     let never = airlock::CancellationToken::new();
     vec![

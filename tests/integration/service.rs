@@ -662,14 +662,26 @@ fn the_kubernetes_configmap_config_and_policy_load() {
 
 #[test]
 fn readyz_is_503_while_the_audit_log_cannot_be_written() {
-    // The audit log is a link to /dev/full: every append fails with
-    // ENOSPC, as on a full disk (also for root, who ignores file modes).
+    // The audit log is on a full disk: a tmpfs of two pages, one taken by a
+    // filler and one by the head file, mounted in the server's own mount
+    // namespace, so every append fails with ENOSPC. (A link to /dev/full
+    // would be refused at start-up: the log must be a regular file.)
+    if !Command::new("unshare").args(["--mount", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("skipped: this test needs a mount namespace (unshare --mount, as root)");
+        return;
+    }
     let config = echo_config(&format!(
-        "[http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n[audit]\nfile = \"audit.jsonl\"\n"
+        "[http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n[audit]\nfile = \"full/audit.jsonl\"\n"
     ));
     let dir = temp_dir();
-    std::os::unix::fs::symlink("/dev/full", dir.path().join("audit.jsonl")).expect("symlink");
-    let server = Served::start_in(dir, &config, &["serve", "--http", "127.0.0.1:0"]);
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).expect("mount point");
+    let full = full.display().to_string();
+    let binary = binary().display().to_string();
+    let script = "p=$(getconf PAGESIZE) && mount -t tmpfs -o size=$((2 * p)) airlock-full \"$1\" && \
+                  head -c \"$p\" /dev/zero > \"$1/filler\" && shift && exec \"$@\"";
+    let program = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", &full, &binary];
+    let server = Served::start_wrapped(dir, &config, &program, &["serve", "--http", "127.0.0.1:0"]);
     let addr = server.announced("serving MCP");
     let deadline = Instant::now() + DEADLINE;
     while request(&addr, "GET", "/readyz", &[], "").status != 200 {
@@ -683,5 +695,34 @@ fn readyz_is_503_while_the_audit_log_cannot_be_written() {
         let ready = request(&addr, "GET", "/readyz", &[], "");
         assert_eq!(ready.status, 503, "{}", ready.body);
         assert!(ready.body.contains("audit log"), "{}", ready.body);
+    }
+}
+
+#[test]
+fn an_audit_file_that_is_not_a_regular_file_is_refused_at_start_up() {
+    // A link to /dev/null or a FIFO with no reader: calls would answer ok
+    // and their records vanish (or the writer block). Refused before the
+    // server listens, naming the key as written.
+    for (name, make) in [("null.jsonl", "ln -s /dev/null"), ("fifo.jsonl", "mkfifo")] {
+        let dir = temp_dir();
+        let status =
+            Command::new("sh").args(["-c", &format!("{make} {name}")]).current_dir(dir.path()).status().expect("sh");
+        assert!(status.success(), "{make} {name}");
+        std::fs::write(dir.path().join("airlock.toml"), echo_config(&format!("[audit]\nfile = \"{name}\"\n")))
+            .expect("config");
+        // Bounded, so that a server that did start cannot hang the test.
+        let output = Command::new("timeout")
+            .arg("60")
+            .arg(binary())
+            .args(["--config", "airlock.toml", "serve", "--http", "127.0.0.1:0"])
+            .current_dir(dir.path())
+            .env("AIRLOCK_CACHE_DIR", cache_dir())
+            .stdin(Stdio::null())
+            .output()
+            .expect("airlock serve");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains(&format!("`[audit] file = \"{name}\"`")), "{stderr}");
+        assert!(stderr.contains("the audit log must be a regular file"), "{stderr}");
     }
 }

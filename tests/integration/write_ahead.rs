@@ -63,12 +63,26 @@ async fn a_side_effect_call_is_recorded_before_it_runs_and_after() {
     assert_eq!((report.records, report.unfinished), (3, 0));
 }
 
-/// An audit log whose every write fails: a symbolic link to `/dev/full`
-/// (writes fail with ENOSPC, as on a full disk, even for root).
-fn full_audit_log(dir: &Path) -> std::path::PathBuf {
-    let audit = dir.join("audit.jsonl");
-    std::os::unix::fs::symlink("/dev/full", &audit).expect("symlink");
-    audit
+/// The audit log made immutable (`chattr +i`): every write to it fails
+/// with EPERM, through the descriptor the host already holds too, as writes
+/// on a full disk fail. (A link to `/dev/full` would be refused: the log
+/// must be a regular file.) The flag is cleared again on drop, so the
+/// temporary directory can be removed.
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    /// `None` where the flag cannot be set (it needs root and a file system
+    /// that has the flag).
+    fn seal(path: &Path) -> Option<Immutable> {
+        let sealed = std::process::Command::new("chattr").arg("+i").arg(path).status().is_ok_and(|s| s.success());
+        sealed.then(|| Immutable(path.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
 }
 
 #[tokio::test]
@@ -76,9 +90,13 @@ async fn a_side_effect_call_whose_record_cannot_be_written_does_not_run() {
     let dir = temp_dir();
     let work = dir.path().join("work");
     std::fs::create_dir(&work).unwrap();
-    let audit = full_audit_log(dir.path());
+    let audit = dir.path().join("audit.jsonl");
     let host = host(&config(&work, "", &format!("[audit]\nfile = {:?}\n", audit.display().to_string()))).await;
     assert_eq!(host.ready_check(), Ok(()), "nothing has failed yet");
+    let Some(_sealed) = Immutable::seal(&audit) else {
+        eprintln!("skipped: chattr +i is not possible here (it needs root)");
+        return;
+    };
 
     let refused = write(&host, json!({"path": "/work/a.txt", "content": "hello"})).await;
     assert_eq!(refused.outcome_name(), "internal", "{}", refused.text());

@@ -9,7 +9,9 @@
 //! not hold up tokens with known keys; an unreachable key set is answered
 //! 503 with `Retry-After`; a `crit` header is refused; a plain-HTTP
 //! `jwks_url` to another host fails start-up; the token and principal caps
-//! are the configured ones.
+//! are the configured ones, and a principal with a line break is refused;
+//! a token naming a static token's principal is refused unless `[http.jwt]
+//! shared_principals` shares them.
 
 use crate::jwt_keys::{b64, ed25519, jwks, p256, sign, slow_jwks_server};
 use crate::support::{cache_dir, fixture, temp_dir};
@@ -275,12 +277,35 @@ fn the_token_and_principal_caps_are_the_configured_ones() {
     server
         .initialize(&sign(&ed, "ed-1", &claims("abcdefghi")))
         .assert_refused(Some("9 bytes: accepted 1 to 8 bytes ([http.jwt] max_principal_bytes)"));
+    server
+        .initialize(&sign(&ed, "ed-1", &claims("al\nice")))
+        .assert_refused(Some("sub claim holds U+000A, a line break, at character 3"));
     let mut padded = claims("alice");
     padded["pad"] = json!("p".repeat(1000));
     let token = sign(&ed, "ed-1", &padded);
     assert!(token.len() > 1024, "{}", token.len());
     let expected = format!("the token is {} bytes, over the 1024-byte cap ([http.jwt] max_token_bytes)", token.len());
     server.initialize(&token).assert_refused(Some(&expected));
+}
+
+#[test]
+fn an_access_token_cannot_act_as_a_static_tokens_principal_unless_the_operator_shares_them() {
+    let ed = ed25519("ed-1");
+    let files = [("jwks.json", jwks(&[&ed]))];
+    let files: Vec<(&str, &str)> = files.iter().map(|(name, text)| (*name, text.as_str())).collect();
+    let static_token = "static-token-of-alice-0123456789";
+    let tokens = format!("[[http.tokens]]\ntoken = {static_token:?}\nprincipal = \"alice\"");
+    let server = Server::start(&format!("jwks_file = \"jwks.json\"\n{tokens}"), &files);
+    assert_eq!(server.whoami(static_token), "alice", "the static token acts as alice");
+    server.initialize(&sign(&ed, "ed-1", &claims("alice"))).assert_refused(Some(
+        "names 'alice', a principal of a static bearer token ([[http.tokens]]); an access token cannot act as one \
+         unless the operator sets [http.jwt] shared_principals = true",
+    ));
+    assert_eq!(server.whoami(&sign(&ed, "ed-1", &claims("bob"))), "bob", "other JWT users are served");
+    drop(server);
+    let shared = Server::start(&format!("jwks_file = \"jwks.json\"\nshared_principals = true\n{tokens}"), &files);
+    assert_eq!(shared.whoami(&sign(&ed, "ed-1", &claims("alice"))), "alice", "shared: the token acts as alice");
+    assert_eq!(shared.whoami(static_token), "alice");
 }
 
 #[test]

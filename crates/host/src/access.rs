@@ -7,6 +7,11 @@
 //! configured token without stopping at a match. A reload builds a new
 //! `Access` with the new state, so a token added to the config is accepted
 //! and a removed one refused from the next request on.
+//!
+//! The principals the tokens name are a namespace of their own: the
+//! transport refuses a JWT access token whose principal claim names one of
+//! them unless the operator shares the two (`[http.jwt]
+//! shared_principals`), which [`Access::names_principal`] answers.
 
 use crate::config::{BearerToken, HttpSettings};
 use sha2::{Digest, Sha256};
@@ -70,6 +75,12 @@ impl Access {
         principal
     }
 
+    /// Whether a configured token acts as `principal`: a JWT naming it
+    /// would otherwise act as that token's holder.
+    pub fn names_principal(&self, principal: &str) -> bool {
+        self.tokens.iter().any(|token| token.principal == principal)
+    }
+
     /// Whether `origin` (normalized with [`normalize_origin`]) is listed in
     /// `allowed_origins`.
     pub fn origin_listed(&self, origin: &str) -> bool {
@@ -120,6 +131,9 @@ mod tests {
         assert_eq!(access.principal_of("0123456789abcdef-bob").as_deref(), Some("bob"));
         assert_eq!(access.principal_of("0123456789abcdef-carol"), None);
         assert!(!Access::default().has_tokens());
+        assert!(access.names_principal("alice") && access.names_principal("bob"));
+        assert!(!access.names_principal("carol") && !access.names_principal("Alice"));
+        assert!(!Access::default().names_principal("alice"));
     }
 
     #[test]

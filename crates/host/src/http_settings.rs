@@ -286,6 +286,11 @@ pub struct JwtSettings {
     pub jwks: JwksSource,
     /// The claim whose string value is the principal (default `sub`).
     pub principal_claim: String,
+    /// Whether a token may name a principal that a static bearer token
+    /// (`[[http.tokens]]`) names, and then act as it (`shared_principals`,
+    /// default `false`: such a token is refused, so that an identity
+    /// provider's user cannot act as a static token's holder).
+    pub shared_principals: bool,
     /// The accepted `alg` values, a subset of [`JWT_ALGORITHMS`].
     pub algorithms: Vec<String>,
     /// The authorization servers the metadata document lists (default: the
@@ -337,6 +342,8 @@ struct RawJwt {
     jwks_file: Option<PathBuf>,
     jwks_url: Option<String>,
     principal_claim: Option<String>,
+    #[serde(default)]
+    shared_principals: bool,
     algorithms: Option<Vec<String>>,
     authorization_servers: Option<Vec<String>>,
     resource: Option<String>,
@@ -647,6 +654,7 @@ impl JwtSettings {
             audience: raw.audience,
             jwks,
             principal_claim: raw.principal_claim.unwrap_or_else(|| "sub".to_owned()),
+            shared_principals: raw.shared_principals,
             algorithms,
             resource,
             jwks_refresh: seconds(raw.jwks_refresh_seconds, DEFAULT_JWKS_REFRESH, "jwks_refresh_seconds")?,

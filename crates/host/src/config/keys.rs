@@ -241,6 +241,7 @@ impl Config {
                         }),
                     ),
                     restart("principal_claim", jwt.and_then(|j| text(&j.principal_claim))),
+                    restart("shared_principals", jwt.map(|j| j.shared_principals.to_string())),
                     restart("algorithms", jwt.and_then(|j| list(&j.algorithms))),
                     restart("authorization_servers", jwt.and_then(|j| list(&j.authorization_servers))),
                     restart("resource", jwt.and_then(|j| text(&j.resource))),

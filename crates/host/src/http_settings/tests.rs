@@ -133,6 +133,7 @@ fn jwt_defaults() {
             .unwrap();
     let jwt = config.http.jwt.expect("jwt");
     assert_eq!(jwt.principal_claim, "sub");
+    assert!(!jwt.shared_principals, "JWT principals are apart from static tokens' unless the operator says");
     assert_eq!(jwt.authorization_servers, vec!["https://idp".to_owned()]);
     assert_eq!(jwt.resource, "https://a/mcp");
     assert_eq!(jwt.algorithms, JWT_ALGORITHMS.map(str::to_owned).to_vec());
@@ -146,6 +147,15 @@ fn jwt_defaults() {
     .unwrap();
     let claims = mapped.http.jwt.expect("jwt").attribute_claims;
     assert_eq!(claims, [("accounts".to_owned(), "accounts".to_owned()), ("tenant".to_owned(), "org_id".to_owned())]);
+}
+
+#[test]
+fn jwt_principals_are_shared_with_static_tokens_only_when_asked() {
+    let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"\n";
+    let shared = parse(&format!("{jwt}shared_principals = true")).unwrap();
+    assert!(shared.http.jwt.expect("jwt").shared_principals);
+    assert!(!parse(&format!("{jwt}shared_principals = false")).unwrap().http.jwt.expect("jwt").shared_principals);
+    check_err(&format!("{jwt}shared_principals = \"yes\""), &["shared_principals"]);
 }
 
 #[test]

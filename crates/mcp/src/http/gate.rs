@@ -3,8 +3,11 @@
 //! body (see `body`), and binds new sessions to their principal.
 //!
 //! Trusts nothing in a request: the token alone decides the principal, and
-//! a session is usable only by the principal that opened it (see the
-//! parent module for the order of the checks and what each refusal is).
+//! a session is usable only by the principal that opened it, authenticated
+//! the same way: a JWT principal's session is not a static token's of the
+//! same name unless `[http.jwt] shared_principals` makes them one (a reload
+//! may add a static token named as a JWT user). See the parent module for
+//! the order of the checks and what each refusal is.
 
 use super::super::server::Caller;
 use super::MCP_PATH;
@@ -47,7 +50,7 @@ pub(super) struct Gate {
     pub(super) jwt: Option<Arc<Verifier>>,
     pub(super) loopback: bool,
     pub(super) default_principal: String,
-    pub(super) sessions: Mutex<HashMap<String, String>>,
+    pub(super) sessions: Mutex<HashMap<String, Owner>>,
     pub(super) manager: Arc<LocalSessionManager>,
     pub(super) session_quota: SessionQuota,
     /// Counts `http_sessions` refusals.
@@ -59,6 +62,14 @@ pub(super) struct Gate {
     pub(super) caps: HttpCaps,
     /// The principals that may read `/metrics` (`[metrics] readers`).
     pub(super) metrics_readers: Vec<String>,
+}
+
+/// Who opened a session: its principal, and whether an access token (a
+/// JWT, in a namespace of its own) named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Owner {
+    principal: String,
+    by_jwt: bool,
 }
 
 /// One `POST` in flight until dropped (with the response body, for a
@@ -136,10 +147,10 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         airlock_host::client_log::refused("HTTP 403", "a Host header that does not name a loopback host");
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
-    let (principal, attributes) = match (gate.authenticate(&access, headers), &gate.jwt) {
-        (Some(principal), _) => (principal, TokenAttributes::default()),
-        (None, Some(jwt)) => match jwt.authenticate(headers).await {
-            Ok(authenticated) => authenticated,
+    let (owner, attributes) = match (gate.authenticate(&access, headers), &gate.jwt) {
+        (Some(principal), _) => (Owner { principal, by_jwt: false }, TokenAttributes::default()),
+        (None, Some(jwt)) => match jwt.authenticate(headers, &access).await {
+            Ok((principal, attributes)) => (Owner { principal, by_jwt: !jwt.shares_principals() }, attributes),
             Err(rejection) => {
                 // An invalid token was logged (capped) by the verifier.
                 if matches!(rejection, super::jwt::Rejection::Missing) {
@@ -153,6 +164,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
             return unauthorized();
         }
     };
+    let principal = owner.principal.clone();
     // The connection leaves the unauthenticated pool, or, past the caps of
     // authenticated connections, this request is refused and it is closed.
     if let Some(connection) = request.extensions().get::<ClientConnection>()
@@ -181,7 +193,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     }
     let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(id) = &session
-        && !gate.session_belongs_to(id, &principal)
+        && !gate.session_belongs_to(id, &owner)
     {
         return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
     }
@@ -201,7 +213,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
 
     if session.is_none()
         && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
-        && let Err(unbound) = gate.bind(id, principal).await
+        && let Err(unbound) = gate.bind(id, owner).await
     {
         let _ = gate.manager.close_session(&Arc::from(id)).await;
         if let Unbound::Quota { principal, .. } = &unbound {
@@ -315,15 +327,16 @@ impl Gate {
         access.principal_of(token.trim())
     }
 
-    /// Whether `principal` may use session `id`. Unknown ids are refused:
+    /// Whether `owner` may use session `id`. Unknown ids are refused:
     /// every session is opened through this gate.
-    fn session_belongs_to(&self, id: &str, principal: &str) -> bool {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|owner| owner == principal)
+    fn session_belongs_to(&self, id: &str, owner: &Owner) -> bool {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(|opener| opener == owner)
     }
 
-    /// Bind a new session to `principal`, unless the principal is at its
+    /// Bind a new session to `owner`, unless its principal is at its
     /// `http_sessions` quota or `[http] max_sessions` are open.
-    async fn bind(&self, id: &str, principal: String) -> Result<(), Unbound> {
+    async fn bind(&self, id: &str, owner: Owner) -> Result<(), Unbound> {
+        let principal = owner.principal.clone();
         let quota = (self.session_quota)(&principal);
         let (full, at_quota) = {
             let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
@@ -337,7 +350,7 @@ impl Gate {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .iter()
-                .filter(|(_, owner)| full || **owner == principal)
+                .filter(|(_, opener)| full || opener.principal == principal)
                 .map(|(id, _)| id.clone())
                 .collect();
             for old in ids {
@@ -354,14 +367,15 @@ impl Gate {
         if sessions.len() >= self.caps.max_sessions {
             return Err(Unbound::Full(self.caps.max_sessions));
         }
-        sessions.insert(id.to_owned(), principal);
+        sessions.insert(id.to_owned(), owner);
         Ok(())
     }
 }
 
-/// Sessions bound to `principal`.
-fn open_of(sessions: &HashMap<String, String>, principal: &str) -> usize {
-    sessions.values().filter(|owner| *owner == principal).count()
+/// Sessions bound to `principal` (the quota is the principal's, however
+/// it authenticated).
+fn open_of(sessions: &HashMap<String, Owner>, principal: &str) -> usize {
+    sessions.values().filter(|owner| owner.principal == principal).count()
 }
 
 /// Whether a request's `Origin` is a loopback origin or one `access` lists.
@@ -434,6 +448,14 @@ mod tests {
         }
     }
 
+    fn by_token(principal: &str) -> Owner {
+        Owner { principal: principal.into(), by_jwt: false }
+    }
+
+    fn by_jwt(principal: &str) -> Owner {
+        Owner { principal: principal.into(), by_jwt: true }
+    }
+
     fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
@@ -496,10 +518,20 @@ mod tests {
     #[tokio::test]
     async fn sessions_are_bound_to_their_principal() {
         let gate = gate(&[], &[]);
-        assert_eq!(gate.bind("s1", "alice".into()).await, Ok(()));
-        assert!(gate.session_belongs_to("s1", "alice"));
-        assert!(!gate.session_belongs_to("s1", "bob"));
-        assert!(!gate.session_belongs_to("s2", "alice"), "unknown sessions are refused");
+        assert_eq!(gate.bind("s1", by_token("alice")).await, Ok(()));
+        assert!(gate.session_belongs_to("s1", &by_token("alice")));
+        assert!(!gate.session_belongs_to("s1", &by_token("bob")));
+        assert!(!gate.session_belongs_to("s2", &by_token("alice")), "unknown sessions are refused");
+    }
+
+    #[tokio::test]
+    async fn a_jwt_principals_session_is_not_a_static_tokens_of_the_same_name() {
+        let gate = gate(&[], &[]);
+        assert_eq!(gate.bind("s1", by_jwt("alice")).await, Ok(()));
+        assert!(gate.session_belongs_to("s1", &by_jwt("alice")));
+        assert!(!gate.session_belongs_to("s1", &by_token("alice")), "another namespace, another principal");
+        assert_eq!(gate.bind("s2", by_token("alice")).await, Ok(()));
+        assert!(!gate.session_belongs_to("s2", &by_jwt("alice")));
     }
 
     #[tokio::test]
@@ -513,14 +545,14 @@ mod tests {
             ids.push(id.to_string());
             workers.push(worker);
         }
-        assert_eq!(gate.bind(&ids[0], "small".into()).await, Ok(()));
-        let refused = gate.bind(&ids[1], "small".into()).await;
+        assert_eq!(gate.bind(&ids[0], by_token("small")).await, Ok(()));
+        let refused = gate.bind(&ids[1], by_token("small")).await;
         assert_eq!(refused, Err(Unbound::Quota { principal: "small".into(), open: 1, quota: 1 }));
-        assert_eq!(gate.bind(&ids[1], "bob".into()).await, Ok(()), "another principal is not affected");
+        assert_eq!(gate.bind(&ids[1], by_token("bob")).await, Ok(()), "another principal is not affected");
         // A session rmcp has closed no longer counts against the quota.
         gate.manager.close_session(&Arc::from(ids[0].as_str())).await.expect("close");
-        assert_eq!(gate.bind(&ids[2], "small".into()).await, Ok(()));
-        assert!(!gate.session_belongs_to(&ids[0], "small"), "the closed session is forgotten");
+        assert_eq!(gate.bind(&ids[2], by_token("small")).await, Ok(()));
+        assert!(!gate.session_belongs_to(&ids[0], &by_token("small")), "the closed session is forgotten");
         drop(workers);
     }
 
@@ -548,12 +580,12 @@ mod tests {
             workers.push(worker);
         }
         for (id, principal) in ids.iter().zip(["alice", "alice", "bob", "carol"]) {
-            assert_eq!(gate.bind(id, principal.into()).await, Ok(()), "at most max_sessions are bound");
+            assert_eq!(gate.bind(id, by_token(principal)).await, Ok(()), "at most max_sessions are bound");
         }
-        assert_eq!(gate.bind(&ids[4], "dave".into()).await, Err(Unbound::Full(4)), "one more is refused");
+        assert_eq!(gate.bind(&ids[4], by_token("dave")).await, Err(Unbound::Full(4)), "one more is refused");
         // A closed session frees its place.
         gate.manager.close_session(&Arc::from(ids[0].as_str())).await.expect("close");
-        assert_eq!(gate.bind(&ids[4], "dave".into()).await, Ok(()));
+        assert_eq!(gate.bind(&ids[4], by_token("dave")).await, Ok(()));
         drop(workers);
     }
 

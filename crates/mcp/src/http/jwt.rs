@@ -19,6 +19,14 @@
 //! line or hide what the name is. A refusal names the code point as
 //! `U+XXXX`, never the character itself.
 //!
+//! A token's principal lives apart from the principals of the static
+//! bearer tokens (`[[http.tokens]]`): a token whose principal claim names
+//! one of those is refused, so that whoever the identity provider names
+//! `alice` cannot act as the holder of the static token of `alice`, unless
+//! the operator shares the two namespaces (`[http.jwt] shared_principals =
+//! true`). The tokens in force decide, at each request (a reload may add
+//! one).
+//!
 //! A token whose header has `crit` is refused: it names extensions the
 //! token's reader must understand, and this one understands none (RFC 7515
 //! §4.1.11).
@@ -44,6 +52,7 @@
 //! be good, and a client would otherwise discard it.
 
 use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
+use airlock_host::access::Access;
 use airlock_host::config::{JwksSource, JwtSettings};
 use airlock_host::http_settings::JwtCaps;
 use anyhow::Context as _;
@@ -168,8 +177,14 @@ impl Verifier {
         Ok(Verifier { settings: settings.clone(), algorithms, store })
     }
 
-    /// The principal a request's bearer token names.
-    pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<(String, TokenAttributes), Rejection> {
+    /// The principal a request's bearer token names, refused when it is a
+    /// principal of a static token of `access` (the tokens in force) and
+    /// `[http.jwt] shared_principals` is off.
+    pub(super) async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        access: &Access,
+    ) -> Result<(String, TokenAttributes), Rejection> {
         let value = headers.get(header::AUTHORIZATION).ok_or(Rejection::Missing)?;
         let token = value
             .to_str()
@@ -178,7 +193,7 @@ impl Verifier {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
             .ok_or_else(|| Rejection::Invalid("send the token as Authorization: Bearer <token>".into()))?;
-        let result = self.principal(token).await;
+        let result = self.principal(token).await.and_then(|verified| self.apart_from(access, verified));
         // Logged like every client error: capped and at debug, summed up in
         // one warning a minute (a flood of bad tokens is not a flood of
         // log lines; a `kid` is the client's text).
@@ -191,6 +206,34 @@ impl Verifier {
             _ => {}
         }
         result
+    }
+
+    /// Whether a token may act as a static token's principal of the same
+    /// name (`[http.jwt] shared_principals`): then the two are one
+    /// principal, sessions included.
+    pub(super) fn shares_principals(&self) -> bool {
+        self.settings.shared_principals
+    }
+
+    /// `verified`, unless its principal is one a static token of `access`
+    /// names and the operator has not shared the two namespaces.
+    fn apart_from(
+        &self,
+        access: &Access,
+        verified: (String, TokenAttributes),
+    ) -> Result<(String, TokenAttributes), Rejection> {
+        let principal = &verified.0;
+        if self.settings.shared_principals || !access.names_principal(principal) {
+            return Ok(verified);
+        }
+        // The principal holds no control or format character (see
+        // `principal_fault`); `escape_debug` quotes it as written.
+        Err(Rejection::Invalid(format!(
+            "the token's {} claim names \"{}\", a principal of a static bearer token ([[http.tokens]]); an access \
+             token cannot act as one unless the operator sets [http.jwt] shared_principals = true",
+            self.settings.principal_claim,
+            principal.escape_debug()
+        )))
     }
 
     /// The principal `token` names and its `attribute_claims`, once it is

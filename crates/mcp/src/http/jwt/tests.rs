@@ -16,6 +16,7 @@ fn settings(resource: &str) -> JwtSettings {
         jwks_refresh: Duration::from_secs(3600),
         jwks_min_refresh: Duration::from_secs(60),
         attribute_claims: Vec::new(),
+        shared_principals: false,
         caps: JwtCaps::default(),
     }
 }
@@ -311,4 +312,50 @@ fn principal_faults_are_found_in_every_category_refused() {
         refused += usize::from(expected);
     }
     assert!(refused > 65 + 150, "Cc and Cf hold hundreds of code points, {refused} refused");
+}
+
+#[tokio::test]
+async fn an_access_token_cannot_act_as_a_static_tokens_principal_unless_the_operator_shares_them() {
+    let access = Access::new(&airlock_host::config::HttpSettings {
+        tokens: vec![airlock_host::config::BearerToken {
+            token: "0123456789abcdef-alice".into(),
+            principal: "alice".into(),
+            file: None,
+        }],
+        ..airlock_host::config::HttpSettings::default()
+    });
+    let (mut verifier, sign) = with_key(JwtCaps::default());
+    let bearer = |token: String| {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+        headers
+    };
+    let alice = bearer(sign(&claims("alice", 0)));
+    let bob = bearer(sign(&claims("bob", 0)));
+    // By default: the token naming the static token's principal is
+    // refused, naming the key that would allow it; another is accepted.
+    assert!(!verifier.shares_principals());
+    let why = refusal(verifier.authenticate(&alice, &access).await);
+    assert_eq!(
+        why,
+        "the token's sub claim names \"alice\", a principal of a static bearer token ([[http.tokens]]); an access \
+         token cannot act as one unless the operator sets [http.jwt] shared_principals = true"
+    );
+    let accepted = verifier.authenticate(&bob, &access).await;
+    assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some("bob"));
+    // Without static tokens (the bank demo's JWT users) nothing collides.
+    let accepted = verifier.authenticate(&alice, &Access::default()).await;
+    assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some("alice"));
+    // Also through another principal claim.
+    verifier.settings.principal_claim = "email".into();
+    let mut by_email = claims("someone", 0);
+    by_email["email"] = json!("alice");
+    let why = refusal(verifier.authenticate(&bearer(sign(&by_email)), &access).await);
+    assert!(why.starts_with("the token's email claim names \"alice\""), "{why}");
+    // Shared by the operator: the token acts as alice.
+    verifier.settings.principal_claim = "sub".into();
+    verifier.settings.shared_principals = true;
+    assert!(verifier.shares_principals());
+    let accepted = verifier.authenticate(&alice, &access).await;
+    assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some("alice"));
 }

@@ -354,3 +354,63 @@ fn a_compilation_with_the_cache_off_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").map(|e| e.expect("entry").path()).collect();
     assert!(left.is_empty(), "the compiler left {left:?} behind");
 }
+
+#[tokio::test]
+async fn a_budget_below_compile_memory_mib_is_the_compilers_address_space() {
+    let dir = temp_dir();
+    let file = dir.path().join("big.wasm");
+    // Reaches 256 MiB of address space within a tenth of a second of CPU.
+    std::fs::write(&file, within_the_caps()).expect("write");
+    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 256").await;
+    assert!(
+        err.contains("more than 256 MiB of address space (the whole host memory budget, `[engine] memory_budget_mib` = 256 MiB, which is below `[engine] compile_memory_mib = 4096`)"),
+        "{err}"
+    );
+    assert!(err.contains("raise memory_budget_mib"), "{err}");
+}
+
+#[tokio::test]
+async fn compilations_reserve_their_address_space_from_the_host_memory_budget() {
+    // Each compiler process reserves compile_memory_mib = 1024 of a
+    // 2048 MiB budget, of which the host's compilations hold at most half
+    // beyond the first: however many tools load in parallel, one compiler
+    // runs at a time. A wrapper notes when each starts and ends.
+    let dir = temp_dir();
+    let log = dir.path().join("compiler.log");
+    let script = dir.path().join("compiler.sh");
+    let text = format!(
+        "#!/bin/sh\necho start >> '{log}'\n'{exe}' \"$@\"\nstatus=$?\necho end >> '{log}'\nexit $status\n",
+        log = log.display(),
+        exe = compiler().display()
+    );
+    std::fs::write(&script, text).expect("write the script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let names = ["echo", "read_file", "list_dir", "search_files"];
+    let mut text = format!(
+        "[engine]\ncache_dir = {:?}\nmemory_budget_mib = 2048\ncompile_memory_mib = 1024\n",
+        dir.path().join("cache").display().to_string()
+    );
+    for name in names {
+        text.push_str(&format!("[tools.{name}]\ncomponent = {:?}\n", tool(name).display().to_string()));
+    }
+    let mut settings = config(&text);
+    settings.engine.compiler = Some(script.clone());
+    let host = Host::builder().config(settings).build().await.expect("the tools load");
+    assert_eq!(host.tools().len(), names.len());
+    let events = std::fs::read_to_string(&log).expect("the log");
+    let (mut running, mut most, mut starts) = (0usize, 0usize, 0usize);
+    for event in events.lines() {
+        if event == "start" {
+            running += 1;
+            starts += 1;
+        } else {
+            running = running.saturating_sub(1);
+        }
+        most = most.max(running);
+    }
+    assert_eq!(starts, names.len(), "{events}");
+    assert_eq!(most, 1, "compilers ran at once: {events}");
+    let metrics = host.metrics_text();
+    let reserved = metrics.lines().find(|l| l.starts_with("airlock_memory_reserved_bytes ")).expect("the gauge");
+    assert_eq!(reserved, "airlock_memory_reserved_bytes 0", "every compilation gave its reservation back");
+}

@@ -25,6 +25,7 @@ mod shape;
 use airlock_settings::engine::{
     COMPILE_BASE_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_SECS_PER_MIB, MAX_COMPILE_TIMEOUT_SECS,
 };
+use crate::memory_budget::{Holder, MemoryBudget, Refusal};
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -65,6 +66,9 @@ pub const WALL_GRACE: Duration = Duration::from_secs(10);
 /// The most of the child's stderr that is read (an error message).
 pub const MAX_CHILD_STDERR_BYTES: u64 = 64 << 10;
 
+/// One mebibyte.
+const MIB: u64 = 1 << 20;
+
 /// How often the parent looks whether the child has exited.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -91,21 +95,47 @@ pub(crate) struct Meter {
     pub(crate) timeout_secs: u64,
     /// `[engine] compile_secs_per_mib`.
     pub(crate) secs_per_mib: u64,
-    /// `[engine] compile_memory_mib`.
+    /// The address space of one compiler process, in MiB:
+    /// `[engine] compile_memory_mib`, or the whole host memory budget when
+    /// that is smaller (a compilation reserves it from the budget before
+    /// it starts, so it can never be more).
     pub(crate) memory_mib: u64,
+    /// `[engine] compile_memory_mib` as the operator set it, for messages.
+    pub(crate) configured_memory_mib: u64,
+    /// `[engine] memory_budget_mib` in force (set or derived), in MiB.
+    pub(crate) budget_mib: u64,
     /// `[engine] wasm_stack_kib`, in bytes (part of the engine
     /// configuration, so of the artifact's compatibility).
     pub(crate) wasm_stack_bytes: usize,
 }
 
 impl Meter {
-    pub(crate) fn new(settings: &EngineSettings) -> Self {
+    /// The meter `settings` configure for a host whose memory budget is
+    /// `budget_bytes`.
+    pub(crate) fn new(settings: &EngineSettings, budget_bytes: u64) -> Self {
+        let budget_mib = budget_bytes / MIB;
         Meter {
             exe: settings.compiler.clone(),
             timeout_secs: settings.compile_timeout_secs,
             secs_per_mib: settings.compile_secs_per_mib,
-            memory_mib: settings.compile_memory_mib,
+            memory_mib: settings.compile_memory_mib.min(budget_mib),
+            configured_memory_mib: settings.compile_memory_mib,
+            budget_mib,
             wasm_stack_bytes: settings.wasm_stack_bytes,
+        }
+    }
+
+    /// The address-space limit of a compiler process and where it comes
+    /// from, naming the keys.
+    fn memory_limit(&self) -> String {
+        if self.memory_mib < self.configured_memory_mib {
+            format!(
+                "{} MiB of address space (the whole host memory budget, `[engine] memory_budget_mib` = {} MiB, \
+                 which is below `[engine] compile_memory_mib = {}`)",
+                self.memory_mib, self.budget_mib, self.configured_memory_mib
+            )
+        } else {
+            format!("`[engine] compile_memory_mib = {}` MiB of address space", self.memory_mib)
         }
     }
 
@@ -191,16 +221,37 @@ impl Meter {
     }
 
     fn memory_refusal(&self) -> String {
+        let raise = if self.memory_mib < self.configured_memory_mib {
+            "raise memory_budget_mib"
+        } else {
+            "raise compile_memory_mib"
+        };
         format!(
-            "compiling it needed more than `[engine] compile_memory_mib = {}` MiB of address space; the component \
-             is refused (raise compile_memory_mib, at most {MAX_COMPILE_MEMORY_MIB}, if you trust it)",
-            self.memory_mib
+            "compiling it needed more than {}; the component is refused ({raise}, compile_memory_mib at most \
+             {MAX_COMPILE_MEMORY_MIB}, if you trust it)",
+            self.memory_limit()
         )
     }
 
     /// The limits the child ran under, for a failure that is none of them.
     fn limits(&self, size: u64) -> String {
-        format!("it runs under {} and `[engine] compile_memory_mib = {}`", self.allowance(size), self.memory_mib)
+        format!("it runs under {} and {}", self.allowance(size), self.memory_limit())
+    }
+
+    /// The failure when the host memory budget had no room for one more
+    /// compilation within `waited`.
+    fn budget_refusal(&self, refusal: &Refusal, waited: Duration) -> CompileFailure {
+        let why = match refusal {
+            Refusal::QueueFull => "too many calls and compilations are waiting for room already".to_owned(),
+            _ => format!("no room came within {} s", waited.as_secs()),
+        };
+        CompileFailure::Refused(format!(
+            "a compilation reserves its address space, {} MiB, from the host memory budget (`[engine] \
+             memory_budget_mib` = {} MiB, of which the host's compilations hold at most `memory_share_percent` \
+             beyond the first) before it starts, and {why}: calls and other compilations held it. The component is \
+             compiled again at the next load",
+            self.memory_mib, self.budget_mib
+        ))
     }
 }
 
@@ -336,7 +387,12 @@ pub(crate) fn temp_beside(target: &Path) -> PathBuf {
 /// [`CompileFailure::OverLimit`] over a cap or a limit (naming it),
 /// [`CompileFailure::Refused`] when no compiler executable is set or it
 /// could not finish for another reason.
-pub(crate) fn compile(meter: &Meter, bytes: &[u8], target: Option<PathBuf>) -> Result<Artifact, CompileFailure> {
+pub(crate) fn compile(
+    meter: &Meter,
+    budget: &MemoryBudget,
+    bytes: &[u8],
+    target: Option<PathBuf>,
+) -> Result<Artifact, CompileFailure> {
     let Some(exe) = &meter.exe else {
         return Err(CompileFailure::Refused(
             "no compiler is set, so the component is not compiled: components are compiled in a child process \
@@ -354,6 +410,13 @@ pub(crate) fn compile(meter: &Meter, bytes: &[u8], target: Option<PathBuf>) -> R
         }
     };
     let artifact = Artifact { temp: Mutex::new(Some(temp.clone())), target, private_dir };
+    // The child's address space, reserved from the host budget for as long
+    // as it runs: many compilations (loads run in parallel) add up to at
+    // most the compilations' share of the budget, beyond the first.
+    let wait = meter.wall_deadline(bytes.len() as u64);
+    let _reserved = budget
+        .reserve_blocking(&Holder::Compiler, meter.memory_mib.saturating_mul(MIB), wait)
+        .map_err(|refusal| meter.budget_refusal(&refusal, wait))?;
     run_child(meter, exe, bytes, &temp)?;
     Ok(artifact)
 }
@@ -400,9 +463,9 @@ impl Artifact {
 /// Run `exe __compile` on `bytes`, writing the artifact to `out`, under
 /// the CPU time a component of this size may take ([`Meter::cpu_secs`]).
 ///
-/// This is the one place a compiler process is started: anything that must
-/// hold for every compilation (a reservation of its address space from the
-/// host's memory budget, say) wraps this function.
+/// This is the one place a compiler process is started; [`compile`], its
+/// only caller, holds the process's address space reserved from the host
+/// memory budget while it runs.
 fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), CompileFailure> {
     let started = Instant::now();
     let size = bytes.len() as u64;
@@ -678,6 +741,8 @@ mod tests {
             timeout_secs,
             secs_per_mib,
             memory_mib: 4096,
+            configured_memory_mib: 4096,
+            budget_mib: 8192,
             wasm_stack_bytes: 1 << 20,
         };
         let default = meter(300, 4);

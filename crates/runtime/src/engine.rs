@@ -78,12 +78,13 @@ impl Runtime {
         }
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone())?;
+        let memory = MemoryBudget::new(settings);
         Ok(Self {
             engine,
             linker,
             cache_dir: settings.cache_dir.clone(),
-            meter: Meter::new(settings),
-            memory: MemoryBudget::new(settings),
+            meter: Meter::new(settings, memory.total()),
+            memory,
             ticker_stop,
         })
     }
@@ -144,7 +145,12 @@ impl Runtime {
 
     /// The part of the runtime that compiles, to hand to a blocking task.
     pub(crate) fn compiler(&self) -> Compiler {
-        Compiler { engine: self.engine.clone(), cache_dir: self.cache_dir.clone(), meter: self.meter.clone() }
+        Compiler {
+            engine: self.engine.clone(),
+            cache_dir: self.cache_dir.clone(),
+            meter: self.meter.clone(),
+            memory: self.memory.clone(),
+        }
     }
 }
 
@@ -162,6 +168,9 @@ pub(crate) struct Compiler {
     engine: Engine,
     cache_dir: Option<PathBuf>,
     meter: Meter,
+    /// The host memory budget each compiler process reserves its address
+    /// space from while it runs.
+    memory: MemoryBudget,
 }
 
 /// What the compile cache holds for one component.
@@ -208,7 +217,7 @@ impl Compiler {
     }
 
     fn compile_unremembered(&self, bytes: &[u8], digest: &str) -> Result<Fresh, CompileFailure> {
-        let artifact = crate::compiler::compile(&self.meter, bytes, self.cache_path(digest))?;
+        let artifact = crate::compiler::compile(&self.meter, &self.memory, bytes, self.cache_path(digest))?;
         let Some(path) = artifact.temp_path() else {
             return Err(CompileFailure::Refused("the compiled artifact is gone".into()));
         };
@@ -386,7 +395,7 @@ mod tests {
     fn a_refusal_is_keyed_by_the_compile_limits() {
         let settings = EngineSettings::default();
         let engine = crate::wasmtime_config::compile_only_engine(&settings).unwrap();
-        let path = |settings: &EngineSettings| refusal_path(&engine, Path::new("/c"), "d", &Meter::new(settings));
+        let path = |settings: &EngineSettings| refusal_path(&engine, Path::new("/c"), "d", &Meter::new(settings, 16 << 30));
         let base = path(&settings);
         assert!(base.to_string_lossy().ends_with(".refused") && base != artifact_path(&engine, Path::new("/c"), "d"));
         assert_eq!(path(&settings), base, "the same limits find the same refusal");
@@ -397,6 +406,10 @@ mod tests {
         ] {
             assert_ne!(path(&changed), base, "{changed:?}");
         }
+        // A budget below compile_memory_mib lowers the compiler's address
+        // space, so a refusal under the old one is not this one's.
+        let clamped = refusal_path(&engine, Path::new("/c"), "d", &Meter::new(&settings, 2 << 30));
+        assert_ne!(clamped, base);
         // Where the compiler is does not decide a refusal.
         assert_eq!(path(&EngineSettings { compiler: Some("/elsewhere".into()), ..settings.clone() }), base);
     }

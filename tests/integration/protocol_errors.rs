@@ -9,7 +9,8 @@
 //! is wrong, never `-32601` Method not found; a `tools/list` cursor the
 //! server never issued (it issues none: one page) is `-32602` too, and so
 //! is a cursor that is not a string. A well-formed call and list still
-//! work afterwards, and a method that does not exist is still `-32601`.
+//! work afterwards, and a method that does not exist is still `-32601`,
+//! as is `initialize` on 2026-07-28 (a revision without a handshake).
 
 use crate::service::{Served, request};
 use crate::support::{cache_dir, tool};
@@ -124,6 +125,15 @@ fn check_all(era: Era, transport: &str, mut ask: impl FnMut(&Value) -> Value) {
     id += 1;
     let reply = ask(&message(id, "tools/nonesuch", with_meta(era, Some(json!({})))));
     assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(id), json!(-32601)), "{reply}");
+    // 2026-07-28 has no handshake: `initialize` is not a method there, with
+    // any params (over HTTP: 404), rather than a served method's bad params.
+    if era == Era::Modern {
+        for params in [json!({}), json!({"protocolVersion": MODERN, "capabilities": {}})] {
+            id += 1;
+            let reply = ask(&message(id, "initialize", with_meta(era, Some(params))));
+            assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(id), json!(-32601)), "{reply}");
+        }
+    }
     // Well-formed requests still work, with or without a null cursor.
     id += 1;
     let call = with_meta(era, Some(json!({"name": "echo", "arguments": {"text": "still here"}})));

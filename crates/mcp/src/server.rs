@@ -319,13 +319,19 @@ impl ServerHandler for AirlockServer {
     /// one it knows whose params are not that method's (a `tools/call`
     /// without a string `name`, with `arguments` that are not an object).
     /// The second is `-32602` naming what is wrong (see `jsonrpc`); only
-    /// the first is `-32601`.
+    /// the first is `-32601`. A 2026-07-28 request has no `initialize`
+    /// (the revision has no handshake), so that method is not served to
+    /// it, whatever its params (over HTTP: 404).
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(match jsonrpc::params_problem(&request.method, request.params.as_ref()) {
+        let handshake = context.protocol_version().is_none_or(|version| version.has_initialize());
+        let problem = (handshake || request.method != "initialize")
+            .then(|| jsonrpc::params_problem(&request.method, request.params.as_ref()))
+            .flatten();
+        Err(match problem {
             Some(detail) => Rejection::invalid_params(None, &detail).into_error(),
             None => jsonrpc::method_not_found(&request.method),
         })

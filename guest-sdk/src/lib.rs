@@ -41,6 +41,17 @@
 //! Build it with `cargo build --release --target wasm32-wasip2` (crate type
 //! `cdylib`); the `.wasm` file is the component Airlock loads.
 //!
+//! # The schemas
+//!
+//! The `parameters` schema is derived from the arguments type in the one
+//! shape every client converter takes ([`schema`] has the rules): every
+//! subschema written in place (no `$ref` into `$defs`, except where a type
+//! contains itself), every optional member (an `Option<T>` or a
+//! `#[serde(default)]` field) also accepting `null`, which the handler
+//! reads as "left out", and no `default` keyword (a default is restated in
+//! the description unless the doc comment already names it). Check what a
+//! tool declares with [`schema::parameters`] in its unit tests.
+//!
 //! # Who the call is for
 //!
 //! A handler may take a second argument, the [`Caller`]: the principal the
@@ -251,6 +262,8 @@ pub mod fs {
     }
 }
 
+pub mod schema;
+
 /// Plumbing used by [`export_tool!`]; not a stable API.
 #[doc(hidden)]
 pub mod __private {
@@ -259,15 +272,13 @@ pub mod __private {
     use schemars::JsonSchema;
     use serde::{Serialize, de::DeserializeOwned};
 
-    /// The JSON Schema of `T` as compact JSON text, without the `$schema`
-    /// marker (providers reject or ignore it). `None` when the schema accepts
-    /// anything (e.g. `serde_json::Value`), which says nothing useful.
-    fn schema_text<T: JsonSchema>() -> Option<String> {
-        let schema = schemars::schema_for!(T);
-        let mut value = serde_json::to_value(&schema).ok()?;
-        let object = value.as_object_mut()?;
-        object.remove("$schema");
-        serde_json::to_string(&value).ok()
+    /// A schema as compact JSON text. `None` when it accepts anything (e.g.
+    /// `serde_json::Value`), which says nothing useful.
+    fn schema_text(schema: serde_json::Value) -> Option<String> {
+        if schema.as_object().is_none_or(|o| o.keys().all(|k| k == "title" || k == "description")) {
+            return None;
+        }
+        serde_json::to_string(&schema).ok()
     }
 
     /// A handler of either form: `fn(A) -> Result<O, ToolError>` or
@@ -304,7 +315,7 @@ pub mod __private {
     where
         H::Args: JsonSchema,
     {
-        schema_text::<H::Args>().unwrap_or_else(|| r#"{"type":"object"}"#.to_owned())
+        schema_text(crate::schema::parameters::<H::Args>()).unwrap_or_else(|| r#"{"type":"object"}"#.to_owned())
     }
 
     /// Output schema of a handler.
@@ -312,20 +323,30 @@ pub mod __private {
     where
         H::Output: JsonSchema,
     {
-        schema_text::<H::Output>()
+        schema_text(crate::schema::output::<H::Output>())
     }
 
-    /// Parse the arguments, run the handler, serialize its output.
+    /// Parse the arguments (a `null` for an optional member read as left
+    /// out, see [`crate::schema`]), run the handler, serialize its output.
     pub fn call<M, H>(handler: &H, arguments: &str) -> Result<String, WitToolError>
     where
         H: Handler<M>,
-        H::Args: DeserializeOwned,
+        H::Args: DeserializeOwned + JsonSchema,
         H::Output: Serialize,
     {
-        let args: H::Args = serde_json::from_str(arguments).map_err(|err| WitToolError {
+        let invalid = |err: serde_json::Error| WitToolError {
             message: format!("the arguments do not match the parameters schema: {err}"),
             code: Some("invalid_arguments".to_owned()),
-        })?;
+        };
+        // Only arguments with a `null` somewhere need the schema: text
+        // without one is read directly.
+        let args: H::Args = if arguments.contains("null") {
+            let mut value: serde_json::Value = serde_json::from_str(arguments).map_err(invalid)?;
+            crate::schema::drop_absent_nulls(&crate::schema::parameters::<H::Args>(), &mut value);
+            serde_json::from_value(value).map_err(invalid)?
+        } else {
+            serde_json::from_str(arguments).map_err(invalid)?
+        };
         let output = handler.run(args).map_err(|err| WitToolError { message: err.message, code: err.code })?;
         serde_json::to_string(&output).map_err(|err| WitToolError {
             message: format!("the tool could not serialize its result: {err}"),

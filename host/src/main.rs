@@ -44,7 +44,7 @@ struct Cli {
 enum Command {
     /// List the loaded tools: name, digest, grants, limits, side effect.
     Tools,
-    /// Print the model-facing tool list as JSON (strict-mode warnings go to stderr).
+    /// Print the model-facing tool list as JSON (which tools have a strict form goes to stderr).
     Schema {
         /// openai, openai-responses, anthropic or mcp.
         #[arg(long, default_value = "openai")]

@@ -13,7 +13,7 @@
  *       description: "Greets a person by name.",
  *       parameters: t.object({
  *         name: t.string({ description: "Who to greet." }),
- *         excited: t.optional(t.boolean({ default: false })),
+ *         excited: t.optional(t.boolean({ description: "End with an exclamation mark (default false)." })),
  *       }),
  *       output: t.object({ message: t.string() }),
  *       handler({ name, excited = false }) {
@@ -33,6 +33,16 @@
  * reads the principal, the operator's attributes and roles, and the call and
  * session ids from the host (the `airlock:tool/caller` import). Nothing in
  * it comes from the model.
+ *
+ * Optional properties (`t.optional`) follow the rule every Airlock tool
+ * follows, so that the strict converters of agent frameworks take the
+ * schema as it is: `t.object` makes each one accept `null` too (`null` added
+ * to its `type`, and to its `enum`; `anyOf` with `{type: "null"}` when it
+ * has no single type), and a `null` there reaches the handler as a property
+ * left out (so a destructuring default applies). No schema carries a
+ * `default` keyword (OpenAI's strict mode refuses it): `t.object` moves one
+ * into the property's description (`Default: false.`) unless that already
+ * mentions its default.
  *
  * Trust: the definition is the author's; `arguments` come from the host,
  * already validated against `parameters`, but are still checked to be a
@@ -68,6 +78,95 @@ export class ToolError extends Error {
  * @typedef {{ description?: string } & JsonSchema} Options Extra JSON Schema keywords.
  */
 
+/** Keywords whose subschemas decide what a schema accepts: such a schema is
+ * wrapped in `anyOf` to accept `null`. */
+const COMBINATORS = ["$ref", "anyOf", "oneOf", "allOf", "not", "if", "then", "else"];
+/** Keywords that only describe; they stay outside such a wrapper. */
+const ANNOTATIONS = ["description", "title", "deprecated", "examples"];
+
+/**
+ * `schema`, also accepting `null`: "null" added to its `type` (and `null` to
+ * its `enum`); a schema without a single type is wrapped in `anyOf` (a plain
+ * `anyOf` gets a `{type: "null"}` branch). A schema that accepts anything is
+ * returned as it is.
+ * @param {JsonSchema} schema
+ * @returns {JsonSchema}
+ */
+function nullable(schema) {
+  const has = (key) => Object.hasOwn(schema, key);
+  if (has("anyOf") && !["type", "enum", "const", ...COMBINATORS].some((k) => k !== "anyOf" && has(k))) {
+    const branches = /** @type {JsonSchema[]} */ (schema.anyOf);
+    return branches.some((b) => b.type === "null") ? schema : { ...schema, anyOf: [...branches, { type: "null" }] };
+  }
+  if (COMBINATORS.some(has)) {
+    const outer = {};
+    const inner = {};
+    for (const [key, value] of Object.entries(schema)) (ANNOTATIONS.includes(key) ? outer : inner)[key] = value;
+    return { ...outer, anyOf: [inner, { type: "null" }] };
+  }
+  const out = { ...schema };
+  if (typeof out.type === "string" && out.type !== "null") out.type = [out.type, "null"];
+  else if (Array.isArray(out.type) && !out.type.includes("null")) out.type = [...out.type, "null"];
+  if (has("const")) {
+    const constant = out.const;
+    delete out.const;
+    out.enum = constant === null ? [null] : [constant, null];
+  } else if (Array.isArray(out.enum) && !out.enum.includes(null)) {
+    out.enum = [...out.enum, null];
+  }
+  return out;
+}
+
+/**
+ * `schema` without a `default` keyword; a default other than `null` is
+ * restated in the description unless that already mentions its default.
+ * @param {JsonSchema} schema
+ * @returns {JsonSchema}
+ */
+function withoutDefault(schema) {
+  if (!Object.hasOwn(schema, "default")) return schema;
+  const { default: value, ...rest } = schema;
+  const description = typeof rest.description === "string" ? rest.description : "";
+  if (value === null || value === undefined || /default/i.test(description)) return rest;
+  const note = `Default: ${JSON.stringify(value)}.`;
+  return { ...rest, description: description ? `${description} ${note}` : note };
+}
+
+/** The JSON type every value of `values` has, or undefined. @param {unknown[]} values */
+function sharedType(values) {
+  const kinds = new Set(
+    values.map((v) =>
+      v === null ? "null" : Number.isInteger(v) ? "integer" : typeof v === "number" ? "number" : typeof v,
+    ),
+  );
+  const [kind] = kinds;
+  return kinds.size === 1 && ["string", "integer", "number", "boolean"].includes(kind) ? kind : undefined;
+}
+
+/**
+ * Remove the members of `value` that are `null` where `schema` (built by
+ * `t.object`) makes them optional, in nested objects and array items too:
+ * such a `null` means "left out".
+ * @param {JsonSchema} schema
+ * @param {unknown} value
+ */
+function dropAbsentNulls(schema, value) {
+  if (schema === null || typeof schema !== "object") return;
+  const branches = Array.isArray(schema.anyOf) ? schema.anyOf : [];
+  const inner = branches.length === 2 && branches[1]?.type === "null" ? branches[0] : schema;
+  if (Array.isArray(value)) {
+    if (inner.items && typeof inner.items === "object") for (const item of value) dropAbsentNulls(inner.items, item);
+    return;
+  }
+  if (value === null || typeof value !== "object" || !inner.properties) return;
+  const required = Array.isArray(inner.required) ? inner.required : [];
+  for (const [key, member] of Object.entries(value)) {
+    if (!Object.hasOwn(inner.properties, key)) continue;
+    if (member === null && !required.includes(key)) delete value[key];
+    else dropAbsentNulls(inner.properties[key], member);
+  }
+}
+
 /** JSON Schema helpers: each returns a plain JSON Schema object. */
 export const t = {
   /** @param {Options} [options] */
@@ -80,15 +179,19 @@ export const t = {
   boolean: (options = {}) => ({ type: "boolean", ...options }),
   /** @param {JsonSchema} items @param {Options} [options] */
   array: (items, options = {}) => ({ type: "array", items, ...options }),
-  /** One of fixed values. @param {unknown[]} values @param {Options} [options] */
-  enum: (values, options = {}) => ({ enum: [...values], ...options }),
-  /** The same schema, also accepting `null`. @param {JsonSchema} schema */
-  nullable: (schema) => ({ anyOf: [schema, { type: "null" }] }),
+  /** One of fixed values (with their `type` when they share one). @param {unknown[]} values @param {Options} [options] */
+  enum: (values, options = {}) => {
+    const type = sharedType(values);
+    return { ...(type ? { type } : {}), enum: [...values], ...options };
+  },
+  /** The same schema, also accepting `null` (see `nullable`). @param {JsonSchema} schema */
+  nullable: (schema) => nullable(schema),
   /** A property that may be left out of its object. @param {JsonSchema} schema */
   optional: (schema) => ({ ...schema, [OPTIONAL]: true }),
   /**
    * An object with these properties, all required unless wrapped in
-   * `t.optional`; other properties are refused (`additionalProperties: false`).
+   * `t.optional` (then also accepting `null`, without a `default` keyword);
+   * other properties are refused (`additionalProperties: false`).
    * @param {Record<string, JsonSchema>} properties
    * @param {Options} [options]
    */
@@ -98,7 +201,7 @@ export const t = {
     const required = [];
     for (const [key, schema] of Object.entries(properties)) {
       const { [OPTIONAL]: optional, ...plain } = schema;
-      props[key] = plain;
+      props[key] = optional ? nullable(withoutDefault(plain)) : plain;
       if (!optional) required.push(key);
     }
     const schema = { type: "object", properties: props, additionalProperties: false, ...options };
@@ -192,6 +295,7 @@ export function defineTool({ name, description, parameters, output, handler }) {
         if (args === null || typeof args !== "object" || Array.isArray(args)) {
           throw toolErrorPayload("the arguments must be a JSON object", "invalid_arguments");
         }
+        dropAbsentNulls(parameters, args);
         let result;
         try {
           result = handler(args, context);

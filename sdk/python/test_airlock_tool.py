@@ -47,8 +47,10 @@ class SchemaTests(unittest.TestCase):
         self.assertEqual(schema_of(dict[str, float]), {"type": "object", "additionalProperties": {"type": "number"}})
         self.assertEqual(schema_of(Optional[str]), {"type": ["string", "null"]})
         self.assertEqual(schema_of(int | str), {"anyOf": [{"type": "integer"}, {"type": "string"}]})
-        self.assertEqual(schema_of(Literal["a", "b"]), {"enum": ["a", "b"]})
-        self.assertEqual(schema_of(Color), {"enum": ["red", "green"]})
+        self.assertEqual(schema_of(Literal["a", "b"]), {"type": "string", "enum": ["a", "b"]})
+        self.assertEqual(schema_of(Literal["a", 1]), {"enum": ["a", 1]})
+        self.assertEqual(schema_of(Color), {"type": "string", "enum": ["red", "green"]})
+        self.assertEqual(schema_of(Optional[Color]), {"type": ["string", "null"], "enum": ["red", "green", None]})
         self.assertEqual(
             schema_of(tuple[int, str]),
             {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False, "minItems": 2},
@@ -62,14 +64,14 @@ class SchemaTests(unittest.TestCase):
             {
                 "description": "A point on the plane.",
                 "type": "object",
-                "properties": {"x": {"type": "number"}, "y": {"type": "number", "default": 0.0}},
+                "properties": {"x": {"type": "number"}, "y": {"type": ["number", "null"], "description": "Default: 0.0."}},
                 "required": ["x"],
                 "additionalProperties": False,
             },
         )
         options = schema_of(Options)
         self.assertEqual(options["required"], ["verbose"])
-        self.assertEqual(options["properties"]["limit"], {"type": "integer"})
+        self.assertEqual(options["properties"]["limit"], {"type": ["integer", "null"]})
 
     def test_types_without_a_json_form_are_refused_by_name(self):
         with self.assertRaisesRegex(TypeError, "has no JSON Schema"):
@@ -111,9 +113,12 @@ class ToolTests(unittest.TestCase):
         self.assertEqual(params["required"], ["points"])
         self.assertFalse(params["additionalProperties"])
         self.assertEqual(params["properties"]["points"]["description"], "The points to scale.")
-        self.assertEqual(params["properties"]["factor"], {"type": "number", "minimum": 0, "description": "How much, at least 0.", "default": 1.0})
-        self.assertEqual(params["properties"]["color"], {"enum": ["red", "green"], "default": "red"})
+        # Optional parameters accept null and carry no `default` keyword:
+        # a default is restated in the description.
+        self.assertEqual(params["properties"]["factor"], {"type": ["number", "null"], "minimum": 0, "description": "How much, at least 0. Default: 1.0."})
+        self.assertEqual(params["properties"]["color"], {"type": ["string", "null"], "enum": ["red", "green", None], "description": 'Default: "red".'})
         self.assertEqual(params["properties"]["options"]["type"], ["object", "null"])
+        self.assertNotIn("default", json.dumps(params))
         self.assertEqual(scale.output["required"], ["total"])
 
     def test_a_caller_parameter_is_not_an_argument(self):
@@ -124,6 +129,22 @@ class ToolTests(unittest.TestCase):
     def test_arguments_are_converted_to_the_hinted_types(self):
         out = json.loads(scale.call_json('{"points": [{"x": 1, "y": 2}, {"x": 3}], "factor": 2, "color": "green"}'))
         self.assertEqual(out, {"total": 12.0, "labels": ["green"]})
+
+    def test_null_for_an_optional_argument_means_its_default(self):
+        out = json.loads(scale.call_json('{"points": [{"x": 1, "y": null}], "factor": null, "color": null, "options": null}'))
+        # y's null gave its default (0.0), each parameter's null its default.
+        self.assertEqual(out, {"total": 1.0, "labels": ["red"]})
+
+    def test_the_rule_for_optional_members_holds_for_every_shape(self):
+        from airlock_tool.schema import _nullable
+
+        self.assertEqual(_nullable({"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+                         {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]})
+        self.assertEqual(_nullable({"description": "D.", "allOf": [{"type": "integer"}]}),
+                         {"description": "D.", "anyOf": [{"allOf": [{"type": "integer"}]}, {"type": "null"}]})
+        self.assertEqual(_nullable({"const": "a"}), {"enum": ["a", None]})
+        self.assertEqual(_nullable({"type": ["string", "null"]}), {"type": ["string", "null"]})
+        self.assertEqual(_nullable({}), {}, "accepts anything, null included")
 
     def test_errors_become_tool_errors_with_codes(self):
         with self.assertRaises(ToolError) as raised:

@@ -761,12 +761,12 @@ async def interpreter_sessions_are_pinned(services: Services) -> None:
     for sid in (f"s{i}" for i in range(6)):
         for expected in range(1, 5):
             body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
-                    "params": {"name": "run_js", "arguments": {"code": code, "session": sid}, "_meta": modern_meta()}}
+                    "params": {"name": "run_js", "arguments": {"code": code, "session_id": sid}, "_meta": modern_meta()}}
             headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "run_js", "Mcp-Param-Session": sid}
             result = result_of(await lb.post(body, headers)) or {}
             assert (result.get("structuredContent") or {}).get("result") == expected, (sid, expected, result)
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
-            "params": {"name": "run_js", "arguments": {"code": "1", "session": "s0"}, "_meta": modern_meta()}}
+            "params": {"name": "run_js", "arguments": {"code": "1", "session_id": "s0"}, "_meta": modern_meta()}}
     reply = await lb.post(body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "run_js"})
     assert reply.status == 400 and (error_of(reply) or {}).get("code") == -32020, (reply.status, reply.message)
     await lb.close()

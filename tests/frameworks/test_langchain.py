@@ -102,9 +102,9 @@ async def test_a_persistent_session_keeps_interpreter_sessions(setup: Setup) -> 
     `run_python` session continues from one call to the next."""
     async with airlock_client(setup).session("airlock") as session:
         run_python = by_name(await load_mcp_tools(session))["run_python"]
-        first = await call(run_python, {"code": "rows = [3, 1, 2]\nsorted(rows)", "session": "analysis-1"})
+        first = await call(run_python, {"code": "rows = [3, 1, 2]\nsorted(rows)", "session_id": "analysis-1"})
         assert first.artifact["structured_content"]["result"] == [1, 2, 3], first
-        second = await call(run_python, {"code": "sum(rows)", "session": "analysis-1"})
+        second = await call(run_python, {"code": "sum(rows)", "session_id": "analysis-1"})
         assert second.artifact["structured_content"]["result"] == 6, second
 
 
@@ -112,8 +112,8 @@ async def test_without_a_persistent_session_every_call_starts_a_server(setup: Se
     """`client.get_tools()` alone opens a new session (a new server process
     on stdio) for every call: the second call's session is a fresh one."""
     run_python = by_name(await airlock_client(setup).get_tools())["run_python"]
-    await call(run_python, {"code": "rows = [3, 1, 2]", "session": "analysis-1"})
-    second = await call(run_python, {"code": "sum(rows)", "session": "analysis-1"})
+    await call(run_python, {"code": "rows = [3, 1, 2]", "session_id": "analysis-1"})
+    second = await call(run_python, {"code": "sum(rows)", "session_id": "analysis-1"})
     content = second.artifact["structured_content"]
     assert content["result"] is None and content["error"]["name"] == "NameError", content
 

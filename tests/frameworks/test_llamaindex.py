@@ -61,12 +61,12 @@ async def test_every_bundled_tool_converts_and_is_called(tmp_path: Path) -> None
 async def test_a_session_is_lost_over_stdio_and_kept_over_http(tmp_path: Path) -> None:
     config = write_granted_config(tmp_path)
     stdio = stdio_client(config)
-    await stdio.call_tool("run_python", {"code": "x = 41", "session": "s"})
-    lost = await stdio.call_tool("run_python", {"code": "x + 1", "session": "s"})
+    await stdio.call_tool("run_python", {"code": "x = 41", "session_id": "s"})
+    lost = await stdio.call_tool("run_python", {"code": "x + 1", "session_id": "s"})
     assert "NameError" in str(lost.structured_content or lost.content), lost
 
     with http_server(Setup(dir=tmp_path, config=config)) as server:
         http = BasicMCPClient(server.url, timeout=CALL_TIMEOUT_SECS)
-        await http.call_tool("run_python", {"code": "x = 41", "session": "s"})
-        kept = await http.call_tool("run_python", {"code": "x + 1", "session": "s"})
+        await http.call_tool("run_python", {"code": "x = 41", "session_id": "s"})
+        kept = await http.call_tool("run_python", {"code": "x + 1", "session_id": "s"})
         assert not kept.is_error and kept.structured_content["result"] == 42, kept

@@ -130,12 +130,12 @@ async def test_a_name_the_agent_does_not_offer_is_answered_by_the_agent(setup: S
 async def test_a_conversation_keeps_one_server_and_its_sessions(setup: Setup) -> None:
     """`async with agent:` keeps one server for the whole run, so a
     `run_python` session continues across the model's calls."""
-    calls = [("run_python", {"code": "rows = [3, 1, 2]", "session": "s1"})]
+    calls = [("run_python", {"code": "rows = [3, 1, 2]", "session_id": "s1"})]
     toolset = airlock_stdio(setup)
     agent = Agent(FunctionModel(Script(calls)), toolsets=[toolset])
     async with agent:
         await agent.run("first")
-        second = Script([("run_python", {"code": "sum(rows)", "session": "s1"})])
+        second = Script([("run_python", {"code": "sum(rows)", "session_id": "s1"})])
         result = await agent.run("second", model=FunctionModel(second))
     assert result.output == "done"
     [answer] = second.answers()

@@ -311,40 +311,60 @@ def test_every_framework_takes_airlocks_strict_schemas_as_they_are(converted: Co
 
 
 # How each framework's strict conversion of the MCP schemas departs from
-# `--strict` (book/src/clients/strict-mode.md explains each line). "required, null
-# refused": the member is optional for Airlock but the model must send a
-# value (its type's: false, the first constant, {}), since the framework
-# keeps the type without `null`; Airlock accepts those values.
+# `--strict` (book/src/clients/strict-mode.md explains each line). Every
+# optional member of a bundled tool accepts `null` by its type and no schema
+# carries `default`, so the Agents SDK's conversion is Airlock's own.
 # "marked strict" on json_query: `json` may be an object with arbitrary keys,
 # which strict modes cannot express (Airlock leaves the tool non-strict);
-# LangChain and a forced Pydantic AI mark it strict all the same. "open map closed":
-# `headers` only accepts {} after the conversion, so a model can send no
-# header at all (Airlock leaves http_fetch non-strict). "not strict":
-# Pydantic AI sends a tool strict only when its schema already is.
-FEWER_CHOICES = ["follow_redirects: required, null refused", "headers: required, null refused", "method: required, null refused"]
+# LangChain and a forced Pydantic AI mark it strict all the same. "open map
+# closed": `headers` only accepts {} (or null) after LangChain's conversion,
+# so a model can send no header at all; a forced Pydantic AI keeps the map
+# open and marks the tool strict (Airlock leaves http_fetch non-strict).
+# "not strict": Pydantic AI sends a tool strict only when its schema already
+# is (every member required).
 EXPECTED_DIFFERENCES: dict[str, dict[str, list[str]]] = {
     "airlock": {},
-    "openai-agents": {
-        "search_files": ["case_insensitive: required, null refused", "`default` kept"],
-        "write_file": ["create_dirs: required, null refused", "mode: required, null refused", "`default` kept"],
-    },
+    "openai-agents": {},
     "langchain": {
-        "http_fetch": ["marked strict", *FEWER_CHOICES, "/properties/headers: open map closed (only {} left)", "`default` kept"],
+        "http_fetch": ["marked strict", "/properties/headers: open map closed (only {} left)"],
         "json_query": ["marked strict"],
-        "run_js": ["`default` kept"],
-        "search_files": ["case_insensitive: required, null refused", "`default` kept"],
-        "write_file": ["create_dirs: required, null refused", "mode: required, null refused", "`default` kept"],
     },
     "pydantic-ai": {
         **{name: ["not strict"] for name in ["list_dir", "read_file", "run_js", "run_python", "search_files", "write_file"]},
     },
     "pydantic-ai(strict=True)": {
-        "http_fetch": ["marked strict", *FEWER_CHOICES, "/properties/headers: open map closed (only {} left)"],
+        "http_fetch": ["marked strict"],
         "json_query": ["marked strict"],
-        "search_files": ["case_insensitive: required, null refused"],
-        "write_file": ["create_dirs: required, null refused", "mode: required, null refused"],
     },
 }
+
+
+def converter_problems(parameters: dict[str, Any], optional: set[str]) -> list[str]:
+    """What would trip a provider in one converted schema: a `$ref` or
+    `$defs` (a converter that does not follow them sends them dangling), a
+    `default`, or an optional member (`optional`, from the tool's own
+    schema) that does not accept `null`."""
+    out = []
+    for path, node in nodes(parameters):
+        out += [f"{path or '/'}: `{key}`" for key in ("$ref", "$defs", "definitions", "default") if key in node]
+    properties = parameters.get("properties", {})
+    out += [f"{name}: optional, null refused" for name in sorted(optional) if not allows_null(properties.get(name, {}), parameters)]
+    return out
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_conversion_has_no_references_no_defaults_and_nullable_optionals(converted: Converted, framework: str) -> None:
+    """Each framework's conversion of every bundled tool, strict or not,
+    keeps the rules the tools' schemas follow: no `$ref`/`$defs`, no
+    `default`, every optional member nullable."""
+    found = {
+        name: problems
+        for name, conversion in sorted(converted.conversions[framework].items())
+        if (problems := converter_problems(conversion.parameters, optional_members(converted.mcp[name])))
+    }
+    assert found == {}
+    # And the MCP schemas themselves, as every client receives them.
+    assert {name: p for name, tool in converted.mcp.items() if (p := converter_problems(tool.inputSchema, optional_members(tool)))} == {}
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

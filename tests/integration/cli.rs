@@ -115,8 +115,16 @@ fn tools_and_schema_list_the_bundled_tools() {
         let strict = !matches!(name, "http_fetch" | "json_query");
         assert_eq!(tool["function"]["strict"], json!(strict), "{name}");
     }
+    // stderr is a report, a line per tool, that names no warning.
+    assert_eq!(strict.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&strict.stderr);
-    assert!(stderr.contains("http_fetch") && stderr.contains("not marked strict"), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let line = |tool: &str| stderr.lines().find(|l| l.split_whitespace().next() == Some(tool)).unwrap_or_default();
+    for tool in ["echo", "read_file", "list_dir", "write_file", "search_files", "run_js", "run_python"] {
+        assert!(line(tool).contains("strict: yes"), "{tool}: {stderr}");
+    }
+    assert!(line("http_fetch").contains("strict: no — `headers`: an object with arbitrary keys"), "{stderr}");
+    assert!(line("json_query").contains("strict: no — `json`: an object with arbitrary keys"), "{stderr}");
 }
 
 #[test]

@@ -98,7 +98,7 @@ async fn a_session_call_sees_its_session_and_each_call_its_own_id() {
     let dir = temp_dir();
     let host = host(&identity_config(dir.path(), "[tools.whoami.sessions]\nmax_live = 2\n")).await;
     for call_id in ["first", "second"] {
-        let request = CallRequest::new("alice", "whoami", json!({"session": "s1"})).with_call_id(call_id);
+        let request = CallRequest::new("alice", "whoami", json!({"session_id": "s1"})).with_call_id(call_id);
         let result = host.call(request, None).await;
         assert_eq!(result.session.as_deref(), Some("s1"));
         let me = structured(&result);

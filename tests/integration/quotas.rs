@@ -132,7 +132,7 @@ async fn sessions_per_tool_is_per_principal() {
     let js = |principal: &str, code: &str, session: Option<&str>| {
         let mut arguments = json!({ "code": code });
         if let Some(id) = session {
-            arguments["session"] = json!(id);
+            arguments["session_id"] = json!(id);
         }
         host.call(CallRequest::new(principal, "run_js", arguments), None)
     };

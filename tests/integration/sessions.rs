@@ -1,6 +1,7 @@
-//! Interpreter sessions: calls with the same `session` id from the same
+//! Interpreter sessions: calls with the same `session_id` from the same
 //! principal share one live instance; nobody else ever sees its state, and
-//! any failure that could leave the instance unusable resets it.
+//! any failure that could leave the instance unusable resets it. The
+//! argument's deprecated name, `session`, still works.
 
 use crate::support::{assert_failed, call, host, temp_dir, tool};
 use airlock::{CallRequest, Host, ToolResult};
@@ -31,7 +32,7 @@ fn error_name(result: &ToolResult) -> &str {
 async fn run_as(host: &Host, principal: &str, tool: &str, code: &str, session: Option<&str>) -> ToolResult {
     let mut arguments = json!({ "code": code });
     if let Some(id) = session {
-        arguments["session"] = json!(id);
+        arguments["session_id"] = json!(id);
     }
     host.call(CallRequest::new(principal, tool, arguments), None).await
 }
@@ -71,8 +72,8 @@ async fn state_stays_inside_its_session() {
     // No session: a fresh interpreter.
     assert_eq!(error_name(&py(&host, "secret", None).await), "NameError");
     assert_eq!(field(&js(&host, "typeof secret", None).await, "result"), "undefined");
-    // run_js declares `session` as optional-or-null; null means no session.
-    let null_session = call(&host, "run_js", json!({"code": "typeof secret", "session": null})).await;
+    // run_js declares `session_id` as optional-or-null; null means no session.
+    let null_session = call(&host, "run_js", json!({"code": "typeof secret", "session_id": null})).await;
     assert_eq!(field(&null_session, "result"), "undefined", "null means no session: {}", null_session.text());
     // Another session id of the same principal.
     assert_eq!(error_name(&py(&host, "secret", Some("s2")).await), "NameError");
@@ -91,7 +92,7 @@ async fn state_stays_inside_its_session() {
 async fn invalid_session_ids_say_what_is_accepted() {
     let host = host(&config("", "")).await;
     for id in [json!(""), json!("has space"), json!("x".repeat(65)), json!("../etc"), json!(5)] {
-        let result = call(&host, "run_python", json!({"code": "1", "session": id})).await;
+        let result = call(&host, "run_python", json!({"code": "1", "session_id": id})).await;
         let text = &result.text();
         assert!(result.is_error(), "{id} was accepted");
         assert!(
@@ -231,9 +232,45 @@ async fn a_session_argument_without_sessions_is_refused_by_the_tool() {
         tool("run_python").display().to_string()
     );
     let host = host(&text).await;
+    let result = call(&host, "run_python", json!({"code": "1", "session_id": "s1"})).await;
+    assert_failed(&result, "tool_error", "omit `session_id`");
+    // The deprecated name reaches the tool as `session_id` all the same.
     let result = call(&host, "run_python", json!({"code": "1", "session": "s1"})).await;
-    assert_failed(&result, "tool_error", "omit `session`");
+    assert_failed(&result, "tool_error", "omit `session_id`");
     assert!(!call(&host, "run_python", json!({"code": "1"})).await.is_error());
+}
+
+#[tokio::test]
+async fn the_deprecated_session_argument_still_names_the_session() {
+    let host = host(&config("", "")).await;
+    for tool in ["run_python", "run_js"] {
+        let set = call(
+            &host,
+            tool,
+            json!({"code": if tool == "run_js" { "globalThis.x = 7; 1" } else { "x = 7" }, "session": "old"}),
+        )
+        .await;
+        assert!(!set.is_error(), "{tool}: {}", set.text());
+        assert_eq!(set.session.as_deref(), Some("old"), "{tool}");
+        // The same session under its current name.
+        let read = call(&host, tool, json!({"code": "x", "session_id": "old"})).await;
+        assert_eq!(field(&read, "result"), 7, "{tool}: {}", read.text());
+        // `null` under the old name is no session, as under the new one.
+        let fresh = call(&host, tool, json!({"code": "1", "session": null})).await;
+        assert_eq!(fresh.session, None, "{tool}: {}", fresh.text());
+    }
+    assert_eq!(host.live_sessions(), 2);
+}
+
+#[tokio::test]
+async fn both_session_names_at_once_are_refused() {
+    let host = host(&config("", "")).await;
+    for (session_id, session) in [(json!("a"), json!("a")), (json!("a"), json!("b")), (json!(null), json!("b"))] {
+        let arguments = json!({"code": "1", "session_id": session_id, "session": session});
+        let result = call(&host, "run_python", arguments.clone()).await;
+        assert_failed(&result, "invalid_arguments", "send only `session_id` (`session` is its deprecated name)");
+    }
+    assert_eq!(host.live_sessions(), 0, "no session was created");
 }
 
 #[tokio::test]

@@ -2,7 +2,9 @@
 //! `--strict` schema (for OpenAI and Anthropic, with `null` for every
 //! nullable field and without) pass Airlock's own validation; a tool marked
 //! strict passes the strict lint; no encoding carries a non-standard
-//! `format`.
+//! `format`; and in every encoding, strict or not, the schemas follow the
+//! rules converters need (no `$ref`, every optional member nullable by its
+//! `type`, no `default`).
 //!
 //! The calls run under a policy that forbids everything, so each one stops
 //! right after validation: an instance that was accepted is `denied`, one
@@ -189,7 +191,7 @@ async fn every_strict_instance_passes_validation() {
             let (name, schema, strict) = parts(format, tool);
             assert_eq!(strict, !NOT_STRICT.contains(&(format, name.as_str())), "{format} {name}: {schema:#}");
             if strict {
-                assert_eq!(strict_lint(provider, &schema), Vec::<String>::new(), "{format} {name}: {schema:#}");
+                assert_eq!(strict_lint(provider, &schema), Vec::new(), "{format} {name}: {schema:#}");
             }
             for nulls in [false, true] {
                 let arguments = instance(&schema, &schema, nulls, 0);
@@ -205,6 +207,108 @@ async fn every_strict_instance_passes_validation() {
         }
     }
     assert_eq!(checked, 3 * 2 * TOOLS.len());
+}
+
+/// Every subschema of `schema` with its JSON pointer, following the
+/// keywords that hold subschemas (so a property named `default` is not
+/// taken for the keyword).
+fn subschemas<'a>(schema: &'a Value, pointer: String, out: &mut Vec<(String, &'a Value)>) {
+    let Some(object) = schema.as_object() else { return };
+    out.push((pointer.clone(), schema));
+    for key in ["properties", "$defs", "definitions", "patternProperties"] {
+        for (name, sub) in object.get(key).and_then(Value::as_object).into_iter().flatten() {
+            subschemas(sub, format!("{pointer}/{key}/{name}"), out);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        for (i, sub) in object.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            subschemas(sub, format!("{pointer}/{key}/{i}"), out);
+        }
+    }
+    for key in ["items", "additionalProperties", "not"] {
+        if let Some(sub) = object.get(key) {
+            subschemas(sub, format!("{pointer}/{key}"), out);
+        }
+    }
+}
+
+/// The one way an optional member accepts `null`: `null` among its
+/// `type`s, and among its `enum` values when it has one.
+fn nullable_by_type(schema: &Value) -> bool {
+    let typed = schema.get("type").and_then(Value::as_array).is_some_and(|types| types.contains(&json!("null")));
+    let listed = schema.get("enum").and_then(Value::as_array).is_none_or(|values| values.contains(&Value::Null));
+    typed && listed
+}
+
+/// What breaks a converter in one tool's parameters: a `$ref` or
+/// `$defs`, a `default`, an optional member (optional in the tool's MCP
+/// schema, `optional`) that does not accept `null` by its type.
+fn converter_problems(schema: &Value, optional: &[String]) -> Vec<String> {
+    let mut nodes = Vec::new();
+    subschemas(schema, String::new(), &mut nodes);
+    let mut problems = Vec::new();
+    for (pointer, node) in &nodes {
+        for keyword in ["$ref", "$defs", "definitions", "default"] {
+            if node.get(keyword).is_some() {
+                problems.push(format!("{pointer}: `{keyword}`"));
+            }
+        }
+        let required: Vec<&str> =
+            node.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        for (name, member) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            // At the root, what was optional in the tool's schema (strict
+            // OpenAI lists every member in `required`); below it, what is
+            // not required there.
+            let was_optional =
+                if pointer.is_empty() { optional.contains(name) } else { !required.contains(&name.as_str()) };
+            if was_optional && !nullable_by_type(member) {
+                problems.push(format!("{pointer}/properties/{name}: optional but not nullable by its type: {member}"));
+            }
+        }
+    }
+    problems
+}
+
+#[tokio::test]
+async fn every_bundled_schema_takes_every_converter_in_every_encoding() {
+    let dir = temp_dir();
+    let host = deny_all_host(dir.path()).await;
+    // The optional members, as the tools declare them (MCP's inputSchema
+    // is the tool's own, in portable form).
+    let mcp = host.schemas(Format::Mcp, false);
+    let optional = |name: &str| -> Vec<String> {
+        let tool = mcp.iter().find(|t| t["name"] == name).expect("listed");
+        let schema = &tool["inputSchema"];
+        let required: Vec<&Value> = schema["required"].as_array().into_iter().flatten().collect();
+        schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(n, _)| n.clone())
+            .filter(|n| !required.contains(&&json!(n)))
+            .collect()
+    };
+    let mut checked = 0;
+    for format in Format::ALL {
+        for strict in [false, true] {
+            let tools = host.schemas(format, strict);
+            assert_eq!(tools.len(), TOOLS.len(), "{format}: every bundled tool is listed");
+            for tool in &tools {
+                let (name, schema, _) = parts(format, tool);
+                let problems = converter_problems(&schema, &optional(&name));
+                assert_eq!(problems, Vec::<String>::new(), "{format} (strict={strict}) {name}: {schema:#}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, Format::ALL.len() * 2 * TOOLS.len());
+    // The interpreters name the session `session_id` (a client drops an
+    // argument named `session`).
+    for name in ["run_js", "run_python"] {
+        let mut names = optional(name);
+        names.sort();
+        assert_eq!(names, ["session_id", "stdin"], "{name}");
+    }
 }
 
 #[tokio::test]
@@ -224,9 +328,9 @@ async fn no_encoding_carries_a_nonstandard_format() {
 async fn a_null_session_is_no_session_and_a_required_null_is_refused() {
     let dir = temp_dir();
     let host = deny_all_host(dir.path()).await;
-    // `session: null` is no session and `stdin: null` no input: the call
+    // `session_id: null` is no session and `stdin: null` no input: the call
     // reaches the policy like a call without them.
-    let no_session = json!({"code": "1", "stdin": null, "session": null});
+    let no_session = json!({"code": "1", "stdin": null, "session_id": null});
     let result = host.call(CallRequest::new("tester", "run_python", no_session), None).await;
     assert_eq!(result.outcome_name(), "denied", "{}", result.text());
     // `null` never stands for a required property.

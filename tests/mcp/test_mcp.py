@@ -471,14 +471,20 @@ async def test_interpreter_sessions_belong_to_their_principal(mode: str, tmp: Pa
     setup.config.write_text(setup.config.read_text() + INTERPRETERS)
     with http_server(setup) as server:
         async with connect("http", mode, setup, server=server, token=TOKEN) as alice:
-            first = await alice.call_tool("run_python", {"code": "rows = [3, 1, 2]\nsorted(rows)", "session": "s1"})
+            first = await alice.call_tool("run_python", {"code": "rows = [3, 1, 2]\nsorted(rows)", "session_id": "s1"})
             assert first.structured_content["result"] == [1, 2, 3], first
-            again = await alice.call_tool("run_python", {"code": "sum(rows)", "session": "s1"})
+            again = await alice.call_tool("run_python", {"code": "sum(rows)", "session_id": "s1"})
             assert again.structured_content["result"] == 6, again
+            # The argument's deprecated name still reaches the same session;
+            # both names at once are refused.
+            old = await alice.call_tool("run_python", {"code": "sum(rows)", "session": "s1"})
+            assert old.structured_content["result"] == 6, old
+            both = await alice.call_tool("run_python", {"code": "1", "session_id": "s1", "session": "s1"})
+            assert both.is_error and "send only `session_id`" in text_of(both), both
             fresh = await alice.call_tool("run_python", {"code": "rows"})
             assert "NameError" in json.dumps(fresh.structured_content), fresh
         async with connect("http", mode, setup, server=server, token=OTHER_TOKEN) as bob:
-            other = await bob.call_tool("run_python", {"code": "rows", "session": "s1"})
+            other = await bob.call_tool("run_python", {"code": "rows", "session_id": "s1"})
             assert "NameError" in json.dumps(other.structured_content), "another principal must not see alice's session"
 
 

@@ -56,7 +56,7 @@ DESCRIPTION = (
     "numbers in your code), alongside whatever was printed before it. Limits: memory and a time budget set by the operator (a few "
     "seconds by default); running out of time or memory, or printing data nested thousands of "
     "levels deep, aborts the call with no output, so keep loops bounded and data "
-    "small. Input (`stdin`) and state kept across calls (`session`) are described with the parameters."
+    "small. Input (`stdin`) and state kept across calls (`session_id`) are described with the parameters."
 )
 
 

@@ -62,7 +62,7 @@ PARAMETERS_SCHEMA = {
             "description": "Text the code reads through input() or sys.stdin. "
             "Empty when omitted.",
         },
-        "session": {
+        "session_id": {
             "type": ["string", "null"],
             "description": "Optional session id (1-64 characters: letters, digits, `_`, `-`, `.`). "
             "Calls with the same id continue in the same interpreter, so variables, functions and "
@@ -118,12 +118,12 @@ OUTPUT_SCHEMA = {
 # wasm stack. In a session, the next call drops it.
 RETAINED = []
 
-# The error for a `session` argument that reached the interpreter: the host
-# consumes `session` when it keeps sessions for this tool, so seeing it here
-# means the operator has not enabled them.
+# The error for a `session_id` argument that reached the interpreter: the
+# host consumes `session_id` when it keeps sessions for this tool, so seeing
+# it here means the operator has not enabled them.
 SESSIONS_DISABLED = (
     "this host runs every run_python call in a fresh interpreter (the operator has not enabled "
-    "sessions for this tool): omit `session` and put everything a call needs in its `code`"
+    "sessions for this tool): omit `session_id` and put everything a call needs in its `code`"
 )
 
 
@@ -476,13 +476,13 @@ def check_arguments(arguments):
     """(code, stdin) from the decoded arguments, or ArgumentError."""
     if not isinstance(arguments, dict):
         raise ArgumentError("invalid_arguments", "the arguments must be a JSON object with a `code` string")
-    unknown = sorted(set(arguments) - {"code", "stdin", "session"})
+    unknown = sorted(set(arguments) - {"code", "stdin", "session_id"})
     if unknown:
         raise ArgumentError(
-            "invalid_arguments", f"unknown argument(s) {unknown}: only `code`, `stdin` and `session` exist"
+            "invalid_arguments", f"unknown argument(s) {unknown}: only `code`, `stdin` and `session_id` exist"
         )
     # `null` is an optional argument left empty (as in run_js).
-    if arguments.get("session") is not None:
+    if arguments.get("session_id") is not None:
         raise ArgumentError("sessions_disabled", SESSIONS_DISABLED)
     code = arguments.get("code")
     stdin = arguments.get("stdin")

@@ -128,7 +128,7 @@ class Arguments(unittest.TestCase):
         self.assertEqual(runner.check_arguments({"code": "1"}), ("1", ""))
         self.assertEqual(runner.check_arguments({"code": "1", "stdin": "x"}), ("1", "x"))
         # `null` leaves an optional argument out.
-        self.assertEqual(runner.check_arguments({"code": "1", "stdin": None, "session": None}), ("1", ""))
+        self.assertEqual(runner.check_arguments({"code": "1", "stdin": None, "session_id": None}), ("1", ""))
 
     def test_rejects_bad_arguments(self):
         for args, code in [
@@ -138,8 +138,10 @@ class Arguments(unittest.TestCase):
             ({"code": "1", "other": 2}, "invalid_arguments"),
             ({"code": "x" * (runner.MAX_CODE_BYTES + 1)}, "code_too_large"),
             ({"code": "", "stdin": "x" * (runner.MAX_STDIN_BYTES + 1)}, "stdin_too_large"),
-            # The host consumes `session` when it keeps sessions for the tool.
-            ({"code": "1", "session": "s1"}, "sessions_disabled"),
+            # The host consumes `session_id` when it keeps sessions for the
+            # tool (and renames the deprecated `session` to it first).
+            ({"code": "1", "session_id": "s1"}, "sessions_disabled"),
+            ({"code": "1", "session": "s1"}, "invalid_arguments"),
         ]:
             with self.assertRaises(runner.ArgumentError) as ctx:
                 runner.check_arguments(args)
@@ -148,6 +150,15 @@ class Arguments(unittest.TestCase):
     def test_schemas_are_json(self):
         json.loads(json.dumps(runner.PARAMETERS_SCHEMA))
         json.loads(json.dumps(runner.OUTPUT_SCHEMA))
+
+    def test_optional_members_accept_null_and_carry_no_default(self):
+        # The rule every bundled tool follows (book/src/tools/writing.md).
+        schema = runner.PARAMETERS_SCHEMA
+        for name, member in schema["properties"].items():
+            self.assertNotIn("default", member, name)
+            if name not in schema["required"]:
+                self.assertEqual(member["type"][-1], "null", name)
+        self.assertEqual(sorted(schema["properties"]), ["code", "session_id", "stdin"])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 //! Every encoding is built from [`ModelTool`] (and, for MCP only, from
 //! [`McpExtras`]); nothing here can see host-side settings.
 
+use crate::session;
 use airlock_runtime::projection::{McpExtras, ModelTool};
 use serde_json::{Map, Value, json};
 use std::fmt;
@@ -104,18 +105,23 @@ fn set(tool: &mut Value, key: &str, value: Value) {
     }
 }
 
-/// The `x-mcp-header` name of the `session` parameter of a tool that keeps
-/// sessions: 2026-07-28 clients send its value as `Mcp-Param-Session`, and
-/// rmcp checks that header against the body.
+/// The `x-mcp-header` name of the `session_id` parameter of a tool that
+/// keeps sessions: 2026-07-28 clients send its value as
+/// `Mcp-Param-Session`, and rmcp checks that header against the body. (The
+/// header kept its name when the parameter was renamed from `session`, so
+/// load balancers hashing it need no change.)
 pub const SESSION_HEADER: &str = "Session";
 
-/// Mark a top-level `session` string parameter with `x-mcp-header`. The
+/// Mark a top-level `session_id` string parameter (`session` for a tool
+/// built before the rename, [`session::argument_name`]) with
+/// `x-mcp-header`. The
 /// annotation is only allowed on a property of one primitive type, so an
 /// optional `["string", "null"]` becomes `"string"` (leaving it out is how a
 /// model omits it; the host still takes `null` as no session). Any other
 /// shape is left unmarked.
 fn mark_session_header(schema: &mut Value) {
-    let Some(session) = schema.get_mut("properties").and_then(|p| p.get_mut("session")).and_then(Value::as_object_mut)
+    let name = session::argument_name(schema);
+    let Some(session) = schema.get_mut("properties").and_then(|p| p.get_mut(name)).and_then(Value::as_object_mut)
     else {
         return;
     };
@@ -171,23 +177,27 @@ mod tests {
     fn the_session_parameter_of_a_tool_with_sessions_is_mirrored_into_a_header() {
         let parameters = json!({"type": "object", "properties": {
             "code": {"type": "string"},
-            "session": {"type": ["string", "null"], "description": "id"},
+            "session_id": {"type": ["string", "null"], "description": "id"},
         }});
         let t = ModelTool { parameters, ..tool() };
         let extras = McpExtras { output_schema: None, read_only: false, session_header: true };
         let mcp = encode(Format::Mcp, &t, Some(&extras), false);
         assert_eq!(
-            mcp["inputSchema"]["properties"]["session"],
+            mcp["inputSchema"]["properties"]["session_id"],
             json!({"type": "string", "description": "id", "x-mcp-header": "Session"})
         );
         assert_eq!(mcp["inputSchema"]["properties"]["code"], json!({"type": "string"}));
         let without = McpExtras { session_header: false, ..extras.clone() };
         let mcp = encode(Format::Mcp, &t, Some(&without), false);
-        assert!(mcp["inputSchema"]["properties"]["session"].get("x-mcp-header").is_none());
+        assert!(mcp["inputSchema"]["properties"]["session_id"].get("x-mcp-header").is_none());
         // Another shape is not marked (the annotation would make clients drop the tool).
-        let object = ModelTool { parameters: json!({"properties": {"session": {"type": "object"}}}), ..tool() };
+        let object = ModelTool { parameters: json!({"properties": {"session_id": {"type": "object"}}}), ..tool() };
         let mcp = encode(Format::Mcp, &object, Some(&extras), false);
-        assert!(mcp["inputSchema"]["properties"]["session"].get("x-mcp-header").is_none());
+        assert!(mcp["inputSchema"]["properties"]["session_id"].get("x-mcp-header").is_none());
+        // A tool built before the rename declares `session`, and that is marked.
+        let old = ModelTool { parameters: json!({"properties": {"session": {"type": ["string", "null"]}}}), ..tool() };
+        let mcp = encode(Format::Mcp, &old, Some(&extras), false);
+        assert_eq!(mcp["inputSchema"]["properties"]["session"]["x-mcp-header"], json!("Session"));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use airlock_core::call::{CallRequest, ToolResult};
 use airlock_policy::confirm::Confirmer;
 use airlock_runtime::engine::Runtime;
 use airlock_runtime::projection::{mcp_extras, project};
-use airlock_runtime::strict::{self, Provider};
+use airlock_runtime::strict::{self, Problem, Provider};
 use serde_json::Value;
 use startup::{Readiness, Startup};
 use std::net::SocketAddr;
@@ -203,10 +203,10 @@ pub struct StrictReport {
     /// The provider.
     pub provider: Provider,
     /// Why the tool's schema as it is is not accepted in strict mode.
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
     /// Why even its strict variant is not: empty when the tool has a strict
     /// form (and is marked strict with `--strict`).
-    pub no_strict_form: Vec<String>,
+    pub no_strict_form: Vec<Problem>,
 }
 
 /// The provider whose strict mode a format uses.
@@ -283,7 +283,7 @@ impl Host {
     pub fn schemas(&self, format: Format, strict_mode: bool) -> Vec<Value> {
         let registry = self.tools();
         // Only a fleet needs the session header to pin interpreter sessions;
-        // marking it makes `session` a plain string, which strict-mode
+        // marking it makes `session_id` a plain string, which strict-mode
         // converters then require (a model must send some id), so a single
         // host leaves it optional.
         let fleet = self.state().config().fleet.is_some();

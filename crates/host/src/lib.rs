@@ -81,7 +81,7 @@ pub use airlock_runtime::network::{
 };
 pub use airlock_runtime::projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use airlock_runtime::sandbox::Execution;
-pub use airlock_runtime::strict::{Provider, lint as strict_lint};
+pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
 pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
 pub use airlock_settings::engine::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,

@@ -227,7 +227,7 @@ impl Pipeline {
         timeline.lap(Stage::Validate);
         validated.map_err(not_reached)?;
         let host_time = started.elapsed();
-        // The host consumes `session` for tools that keep sessions; the
+        // The host consumes `session_id` for tools that keep sessions; the
         // policy and the tool see the other arguments.
         let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
         let authorized = authorize::authorize(state, request, &tool, &arguments.value);

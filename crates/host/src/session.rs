@@ -1,11 +1,13 @@
 //! Sessions: opt-in reuse of one live instance across calls, so that an
 //! interpreter keeps the variables of earlier calls.
 //!
-//! A call whose arguments carry `"session": "<id>"` for a tool the operator
+//! A call whose arguments carry `"session_id": "<id>"` for a tool the operator
 //! enabled sessions for (`[tools.NAME.sessions]`) runs in the instance kept
 //! for the key (principal, tool, id); every other call runs in a fresh
 //! instance as usual. State persists inside the session and nowhere else:
-//! another id, another principal or a call without `session` never sees it.
+//! another id, another principal or a call without `session_id` never sees
+//! it. The argument's old name, `session`, is still accepted for a release
+//! ([`rename_deprecated`]).
 //!
 //! # Trust
 //!
@@ -77,7 +79,7 @@ pub const MAX_REMEMBERED_EVICTIONS: usize = 4096;
 pub struct SessionId(String);
 
 impl SessionId {
-    /// Check the `session` argument.
+    /// Check the `session_id` argument.
     ///
     /// # Errors
     ///
@@ -87,17 +89,17 @@ impl SessionId {
     pub fn parse(raw: &Value) -> Result<Self, Failure> {
         let accepted = format!(
             "a session id is 1 to {MAX_SESSION_ID_LEN} characters from A-Z, a-z, 0-9, `_`, `-` and `.` \
-             (e.g. \"analysis-1\"); omit `session` for a fresh interpreter"
+             (e.g. \"analysis-1\"); omit `{SESSION_ARGUMENT}` for a fresh interpreter"
         );
         let invalid = |what: String| Failure::new(ErrorKind::InvalidArguments, format!("{what}: {accepted}"));
         let Value::String(id) = raw else {
-            return Err(invalid("`session` must be a string".to_owned()));
+            return Err(invalid(format!("`{SESSION_ARGUMENT}` must be a string")));
         };
         if id.is_empty() || id.len() > MAX_SESSION_ID_LEN {
-            return Err(invalid(format!("`session` is {} bytes long", id.len())));
+            return Err(invalid(format!("`{SESSION_ARGUMENT}` is {} bytes long", id.len())));
         }
         if let Some(bad) = id.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
-            return Err(invalid(format!("`session` contains {bad:?}")));
+            return Err(invalid(format!("`{SESSION_ARGUMENT}` contains {bad:?}")));
         }
         Ok(Self(id.clone()))
     }
@@ -108,36 +110,112 @@ impl SessionId {
     }
 }
 
-/// Take the `session` argument out of `arguments` (value and text) when
-/// `tool` keeps sessions: the host consumes it, and the tool gets the rest.
-///
-/// For a tool without sessions, a `session` argument is left in place when
-/// the tool's own parameters declare it (it is then the tool's argument),
-/// and refused otherwise.
+/// The argument that names the session a call runs in.
+pub const SESSION_ARGUMENT: &str = "session_id";
+
+/// The name [`SESSION_ARGUMENT`] had until this release, still accepted
+/// for one more: [`rename_deprecated`] renames it on arrival. It was
+/// renamed because some clients (Microsoft Agent Framework) silently drop
+/// an argument named `session`.
+pub const DEPRECATED_SESSION_ARGUMENT: &str = "session";
+
+/// Whether `tool`'s own parameters declare the top-level property `name`.
+fn declares(tool: &LoadedTool, name: &str) -> bool {
+    declared(tool.parameters.json(), name)
+}
+
+fn declared(parameters: &Value, name: &str) -> bool {
+    parameters.get("properties").and_then(|p| p.get(name)).is_some()
+}
+
+/// The name under which a tool with these `parameters` takes its session
+/// id: `session_id`, or `session` for a tool built before the rename (it
+/// declares `session` and not `session_id`).
+pub fn argument_name(parameters: &Value) -> &'static str {
+    if declared(parameters, DEPRECATED_SESSION_ARGUMENT) && !declared(parameters, SESSION_ARGUMENT) {
+        DEPRECATED_SESSION_ARGUMENT
+    } else {
+        SESSION_ARGUMENT
+    }
+}
+
+/// Rename the deprecated `session` argument to `session_id`, before the
+/// arguments are checked against the tool's schema, for a tool that keeps
+/// sessions or declares `session_id`. A tool that declares a `session`
+/// parameter of its own keeps it as sent.
 ///
 /// # Errors
 ///
-/// An invalid session id, or `session` for a tool that neither keeps
-/// sessions nor declares such a parameter.
+/// Both names in one call: an `invalid_arguments` failure asking for
+/// `session_id` alone.
+pub fn rename_deprecated(tool: &LoadedTool, arguments: &mut Parsed) -> Result<(), Failure> {
+    let Value::Object(map) = &mut arguments.value else { return Ok(()) };
+    if !map.contains_key(DEPRECATED_SESSION_ARGUMENT)
+        || declares(tool, DEPRECATED_SESSION_ARGUMENT)
+        || !(tool.settings.sessions.is_some() || declares(tool, SESSION_ARGUMENT))
+    {
+        return Ok(());
+    }
+    if map.contains_key(SESSION_ARGUMENT) {
+        return Err(Failure::new(
+            ErrorKind::InvalidArguments,
+            format!(
+                "both `{SESSION_ARGUMENT}` and `{DEPRECATED_SESSION_ARGUMENT}` were sent, which name the same \
+                 thing: send only `{SESSION_ARGUMENT}` (`{DEPRECATED_SESSION_ARGUMENT}` is its deprecated name)"
+            ),
+        ));
+    }
+    if let Some(raw) = map.remove(DEPRECATED_SESSION_ARGUMENT) {
+        map.insert(SESSION_ARGUMENT.to_owned(), raw);
+        arguments.text = arguments.value.to_string();
+        // Once per process: the operator learns that a client still sends
+        // the old name, without a line per call.
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(
+                tool = %tool.name,
+                "a call named its session `{DEPRECATED_SESSION_ARGUMENT}`, the deprecated name of \
+                 `{SESSION_ARGUMENT}`; it is accepted until a later release (said once per process)"
+            );
+        });
+    }
+    Ok(())
+}
+
+/// Take the `session_id` argument out of `arguments` (value and text) when
+/// `tool` keeps sessions: the host consumes it, and the tool gets the rest.
+/// (The deprecated `session` was renamed by [`rename_deprecated`] before
+/// the arguments were validated; a tool built before the rename takes its
+/// `session`, see [`argument_name`].)
+///
+/// For a tool without sessions, a `session_id` (or `session`) argument is
+/// left in place when the tool's own parameters declare it (it is then the
+/// tool's argument), and refused otherwise.
+///
+/// # Errors
+///
+/// An invalid session id, or a session argument for a tool that neither
+/// keeps sessions nor declares such a parameter.
 pub fn split(tool: &LoadedTool, arguments: &mut Parsed) -> Result<Option<SessionId>, Failure> {
     let Value::Object(map) = &mut arguments.value else { return Ok(None) };
     if tool.settings.sessions.is_some() {
-        let Some(raw) = map.remove("session") else { return Ok(None) };
-        // The tool gets the arguments without `session`.
+        let Some(raw) = map.remove(argument_name(tool.parameters.json())) else { return Ok(None) };
+        // The tool gets the arguments without its session argument.
         arguments.text = arguments.value.to_string();
         // `null` (an optional argument left empty) means no session.
         return if raw.is_null() { Ok(None) } else { SessionId::parse(&raw).map(Some) };
     }
-    let declared = tool.parameters.json().get("properties").and_then(|p| p.get("session")).is_some();
-    if map.contains_key("session") && !declared {
-        return Err(Failure::new(
-            ErrorKind::InvalidArguments,
-            format!(
-                "{} does not keep sessions on this host: every call runs in a fresh instance. Omit `session` \
-                 and put everything the call needs in its arguments",
-                tool.name
-            ),
-        ));
+    for name in [SESSION_ARGUMENT, DEPRECATED_SESSION_ARGUMENT] {
+        if map.contains_key(name) && !declares(tool, name) {
+            return Err(Failure::new(
+                ErrorKind::InvalidArguments,
+                format!(
+                    "{} does not keep sessions on this host: every call runs in a fresh instance. Omit `{name}` \
+                     and put everything the call needs in its arguments",
+                    tool.name
+                ),
+            ));
+        }
     }
     Ok(None)
 }
@@ -358,7 +436,7 @@ impl Sessions {
                 format!(
                     "principal {:?} already holds {held} live sessions of {}, its quota (sessions_per_tool = \
                      {sessions_per_tool}); a session expires after {} s without calls. Continue in one of your \
-                     existing sessions, call without `session` for a fresh interpreter, or try again later. This \
+                     existing sessions, call without `session_id` for a fresh interpreter, or try again later. This \
                      quota is per principal; {}",
                     key.principal,
                     key.tool,
@@ -531,7 +609,7 @@ fn full(
         format!(
             "{tool} already has {live} live sessions, the most this host keeps (`[tools.{tool}.sessions] max_live = \
              {max_live}`), and none can be closed for this one: {why}. A session expires after {idle} s without \
-             calls. Continue in one of your existing sessions, call without `session` for a fresh interpreter, or \
+             calls. Continue in one of your existing sessions, call without `session_id` for a fresh interpreter, or \
              try again later; the operator can raise `max_live` in [tools.{tool}.sessions] or lower \
              `sessions_per_tool` (now {sessions_per_tool}) in [quotas]",
             tool = key.tool,

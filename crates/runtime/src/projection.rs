@@ -51,7 +51,7 @@ pub struct McpExtras {
     /// `readOnlyHint`: the operator marked the tool `side_effect = false`.
     pub read_only: bool,
     /// The tool keeps sessions (`[tools.NAME.sessions]`) and the host is a
-    /// fleet replica (`[fleet]`): its `session` parameter is marked for mirroring into the `Mcp-Param-Session` HTTP
+    /// fleet replica (`[fleet]`): its `session_id` parameter is marked for mirroring into the `Mcp-Param-Session` HTTP
     /// header (MCP 2026-07-28 `x-mcp-header`), which a load balancer can
     /// hash to keep a session on one replica.
     pub session_header: bool,

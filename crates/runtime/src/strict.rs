@@ -9,6 +9,54 @@
 
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
+use std::fmt;
+
+/// One reason a schema is not accepted in strict mode: where, and what is
+/// wrong there. Shown as `<pointer>: <what>`; [`Problem::member`] names the
+/// argument it is in, for a sentence a reader can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// JSON pointer of the offending subschema (empty for the root).
+    pub pointer: String,
+    /// What is wrong there, as a phrase (e.g. "keyword `default` is not
+    /// supported").
+    pub what: String,
+}
+
+impl Problem {
+    fn new(pointer: &str, what: impl Into<String>) -> Self {
+        Self { pointer: pointer.to_owned(), what: what.into() }
+    }
+
+    /// The argument the problem is in, as a model names it (`headers`,
+    /// `options.mode`); `None` for a problem of the arguments object
+    /// itself. Read from the pointer this module built: the names that
+    /// follow each `properties`.
+    pub fn member(&self) -> Option<String> {
+        let mut segments = self.pointer.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~"));
+        let mut names = Vec::new();
+        while let Some(keyword) = segments.next() {
+            match keyword.as_str() {
+                // Keywords followed by a name or an index (what
+                // `for_each_subschema` writes); only a property's name is
+                // an argument's.
+                "properties" => names.extend(segments.next()),
+                "$defs" | "definitions" | "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                    segments.next();
+                }
+                _ => {}
+            }
+        }
+        (!names.is_empty()).then(|| names.join("."))
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        write!(f, "{at}: {}", self.what)
+    }
+}
 
 /// A provider with a strict mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,41 +116,42 @@ impl Provider {
     }
 }
 
-/// Why a schema is not accepted in strict mode: one line per problem, each
-/// with the JSON pointer of the offending subschema.
-pub fn lint(provider: Provider, schema: &Value) -> Vec<String> {
+/// Why a schema is not accepted in strict mode: one problem per offending
+/// subschema and rule, each with the JSON pointer of the subschema.
+pub fn lint(provider: Provider, schema: &Value) -> Vec<Problem> {
     let mut problems = Vec::new();
     if schema.get("type") != Some(&json!("object")) {
-        problems.push("/: the root must be {\"type\": \"object\"}".to_owned());
+        problems.push(Problem::new("", "the root must be {\"type\": \"object\"}"));
     }
     walk(provider, schema, "", &mut problems);
     problems
 }
 
-fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<String>) {
+fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<Problem>) {
     let Some(object) = schema.as_object() else { return };
-    let at = if pointer.is_empty() { "/" } else { pointer };
+    let at = pointer;
     for keyword in provider.unsupported() {
         if object.contains_key(keyword) {
-            problems.push(format!("{at}: keyword `{keyword}` is not supported"));
+            problems.push(Problem::new(at, format!("keyword `{keyword}` is not supported")));
         }
     }
     if provider == Provider::Anthropic && object.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
-        problems.push(format!("{at}: `minItems` above 1 is not supported"));
+        problems.push(Problem::new(at, "`minItems` above 1 is not supported"));
     }
     if provider == Provider::OpenAi && !pointer.is_empty() && !is_typed(object) {
-        problems.push(format!("{at}: every subschema needs a `type` (or `enum`, `const`, `anyOf`, `$ref`)"));
+        problems.push(Problem::new(at, "every subschema needs a `type` (or `enum`, `const`, `anyOf`, `$ref`)"));
     }
     if provider == Provider::OpenAi && object.contains_key("$ref") && object.len() > 1 {
-        problems.push(format!("{at}: `$ref` cannot have sibling keywords"));
+        problems.push(Problem::new(at, "`$ref` cannot have sibling keywords"));
     }
     if is_object_schema(object) {
         if is_open_map(object) {
-            problems.push(format!(
-                "{at}: an object with arbitrary keys (a map) cannot be strict: strict mode needs every key declared"
+            problems.push(Problem::new(
+                at,
+                "an object with arbitrary keys (a map), which strict mode cannot express: it needs every key declared",
             ));
         } else if object.get("additionalProperties") != Some(&Value::Bool(false)) {
-            problems.push(format!("{at}: objects must set \"additionalProperties\": false"));
+            problems.push(Problem::new(at, "objects must set \"additionalProperties\": false"));
         }
         if provider == Provider::OpenAi {
             // A set: a schema may list thousands of properties.
@@ -113,8 +162,11 @@ fn walk(provider: Provider, schema: &Value, pointer: &str, problems: &mut Vec<St
                 .unwrap_or_default();
             for name in object.get("properties").and_then(Value::as_object).into_iter().flat_map(Map::keys) {
                 if !required.contains(&name.as_str()) {
-                    problems.push(format!(
-                        "{at}: property `{name}` must be listed in `required` (make it nullable to keep it optional)"
+                    problems.push(Problem::new(
+                        at,
+                        format!(
+                            "property `{name}` must be listed in `required` (make it nullable to keep it optional)"
+                        ),
                     ));
                 }
             }
@@ -187,7 +239,7 @@ fn escape(name: &str) -> String {
 /// The schema has no strict form (for one, an object with arbitrary keys):
 /// the problems [`lint`] finds in the variant. The tool must then not be
 /// marked strict.
-pub fn strict_variant(provider: Provider, schema: &Value) -> Result<Value, Vec<String>> {
+pub fn strict_variant(provider: Provider, schema: &Value) -> Result<Value, Vec<Problem>> {
     let mut out = schema.clone();
     rewrite(provider, schema, &mut out, 0);
     let problems = lint(provider, &out);
@@ -326,12 +378,12 @@ mod tests {
         let problems = lint(provider, &schema);
         assert_eq!(problems.len(), expect.len(), "{problems:#?}");
         for (problem, needle) in problems.iter().zip(expect) {
-            assert!(problem.contains(needle), "{problem:?} should contain {needle:?}");
+            assert!(problem.to_string().contains(needle), "{problem:?} should contain {needle:?}");
         }
         // The variant always passes the lint of the same provider.
         if schema.get("type") == Some(&json!("object")) {
             let variant = strict_variant(provider, &schema).expect("a strict form");
-            assert_eq!(lint(provider, &variant), Vec::<String>::new(), "{variant:#}");
+            assert_eq!(lint(provider, &variant), Vec::<Problem>::new(), "{variant:#}");
         }
     }
 
@@ -351,6 +403,17 @@ mod tests {
             json!({"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{}},"uniqueItems":true}},"required":["a"],"additionalProperties":false}),
             &["/properties/a: keyword `uniqueItems`", "/properties/a/items: objects must set"],
         );
+    }
+
+    #[test]
+    fn a_problem_names_the_argument_it_is_in() {
+        let at = |pointer: &str| Problem::new(pointer, "x").member();
+        assert_eq!(at(""), None);
+        assert_eq!(at("/properties/json/anyOf/0"), Some("json".to_owned()));
+        assert_eq!(at("/properties/options/properties/a~1b/items"), Some("options.a/b".to_owned()));
+        assert_eq!(at("/properties/properties/anyOf/0"), Some("properties".to_owned()));
+        assert_eq!(Problem::new("", "the root").to_string(), "/: the root");
+        assert_eq!(Problem::new("/properties/a", "bad").to_string(), "/properties/a: bad");
     }
 
     #[test]
@@ -384,7 +447,8 @@ mod tests {
             json!({"type":"object","properties":{"h":{"type":"object","additionalProperties":{"type":"string"}}}});
         for provider in [Provider::OpenAi, Provider::Anthropic] {
             let problems = strict_variant(provider, &map).expect_err("a map has no strict form");
-            assert!(problems.iter().any(|p| p.contains("arbitrary keys")), "{problems:?}");
+            assert!(problems.iter().any(|p| p.what.contains("arbitrary keys")), "{problems:?}");
+            assert_eq!(problems.iter().filter_map(Problem::member).collect::<Vec<_>>(), ["h"], "{problems:?}");
         }
         let schema = json!({
             "type": "object",

@@ -106,7 +106,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
         ("run_js", "1+1", "js_fresh_ms", "js_session_ms"),
     ] {
         let fresh_args = json!({ "code": code });
-        let session_args = json!({ "code": code, "session": "bench" });
+        let session_args = json!({ "code": code, "session_id": "bench" });
         let variants = vec![
             (format!("`{tool}` `{code}`: bare fresh instance + call (no pipeline)"), Variant::Bare(&host)),
             (format!("`{tool}` `{code}`: fresh instance, full pipeline"), Variant::Call(&host, &fresh_args)),

@@ -5,7 +5,7 @@
 use super::confirm::{Who, confirmer};
 use super::output::{Out, usage_error};
 use crate::AuditCommand;
-use airlock::{CallRequest, Format, Host, RawArguments, ToolResult};
+use airlock::{CallRequest, Format, Host, RawArguments, StrictProblem, StrictReport, ToolResult};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::Path;
@@ -51,22 +51,19 @@ pub fn tools(host: &Host) -> std::io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `airlock schema`: the model-facing list, strict-mode problems on stderr.
+/// `airlock schema`: the model-facing list on stdout; on stderr, for a
+/// provider format, a report of which tools have a strict form and why the
+/// others have none. Not having one is a fact about a tool's arguments, not
+/// an error: the exit code stays 0.
 pub fn schema(host: &Host, format: Format, strict: bool) -> std::io::Result<ExitCode> {
-    let provider = airlock::provider_of(format);
-    for report in host.strict_report() {
-        if Some(report.provider) != provider || report.problems.is_empty() {
-            continue;
-        }
-        let (fix, problems) = match (strict, report.no_strict_form.is_empty()) {
-            (true, true) => ("strict variant emitted", &report.problems),
-            (true, false) => ("no strict form: emitted as it is, not marked strict", &report.no_strict_form),
-            (false, true) => ("use --strict for a compatible variant", &report.problems),
-            (false, false) => ("it has no strict form", &report.no_strict_form),
-        };
-        eprintln!("warning: {}: not accepted by {} strict mode ({fix}):", report.tool, report.provider.as_str());
-        for problem in problems {
-            eprintln!("  {problem}");
+    if let Some(provider) = airlock::provider_of(format) {
+        let reports: Vec<StrictReport> =
+            host.strict_report().into_iter().filter(|report| report.provider == provider).collect();
+        let how = if strict { "each tool with a strict form is marked strict" } else { "--strict marks them strict" };
+        eprintln!("{} strict mode, per tool ({how}):", provider.as_str());
+        let width = reports.iter().map(|r| r.tool.len()).max().unwrap_or(0);
+        for report in &reports {
+            eprintln!("  {:<width$}  {}", report.tool, strict_verdict(report, strict));
         }
     }
     if matches!(format, Format::OpenAi | Format::OpenAiResponses) {
@@ -78,6 +75,29 @@ pub fn schema(host: &Host, format: Format, strict: bool) -> std::io::Result<Exit
     }
     Out::new().json(&Value::Array(host.schemas(format, strict)))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One tool's line of the strict report: `strict: yes` (saying when the
+/// strict form is not the schema as it is) or `strict: no — why`.
+fn strict_verdict(report: &StrictReport, strict: bool) -> String {
+    if !report.no_strict_form.is_empty() {
+        let reasons: Vec<String> = report.no_strict_form.iter().map(plain_reason).collect();
+        return format!("strict: no — {}", reasons.join("; "));
+    }
+    match (report.problems.is_empty(), strict) {
+        (true, _) => "strict: yes".to_owned(),
+        (false, true) => "strict: yes (strict form emitted)".to_owned(),
+        (false, false) => "strict: yes (with --strict)".to_owned(),
+    }
+}
+
+/// A strict-mode problem in words: the argument it is in, then what is
+/// wrong (`` `headers`: an object with arbitrary keys… ``).
+fn plain_reason(problem: &StrictProblem) -> String {
+    match problem.member() {
+        Some(member) => format!("`{member}`: {}", problem.what),
+        None => problem.what.clone(),
+    }
 }
 
 /// `airlock completions SHELL`: the completion script, from the CLI's own

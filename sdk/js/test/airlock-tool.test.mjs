@@ -17,13 +17,50 @@ test("t.object makes required and optional properties and refuses others", () =>
     type: "object",
     properties: {
       a: { type: "string", description: "A." },
-      b: { type: "integer", minimum: 0 },
-      c: { type: "array", items: { enum: ["x", "y"] } },
-      d: { anyOf: [{ type: "number" }, { type: "null" }] },
+      b: { type: ["integer", "null"], minimum: 0 },
+      c: { type: "array", items: { type: "string", enum: ["x", "y"] } },
+      d: { type: ["number", "null"] },
     },
     additionalProperties: false,
     required: ["a", "c", "d"],
   });
+});
+
+test("optional properties accept null the one way and carry no default", () => {
+  const schema = t.object({
+    mode: t.optional(t.enum(["overwrite", "append"], { default: "overwrite", description: "How." })),
+    follow: t.optional(t.boolean({ default: true, description: "Follow (default true)." })),
+    any: t.optional({ anyOf: [t.object({}), t.string()] }),
+    ref: t.optional({ $ref: "#/$defs/x", description: "R." }),
+  });
+  assert.deepEqual(schema.properties, {
+    mode: { type: ["string", "null"], enum: ["overwrite", "append", null], description: 'How. Default: "overwrite".' },
+    follow: { type: ["boolean", "null"], description: "Follow (default true)." },
+    any: { anyOf: [{ type: "object", properties: {}, additionalProperties: false }, { type: "string" }, { type: "null" }] },
+    ref: { description: "R.", anyOf: [{ $ref: "#/$defs/x" }, { type: "null" }] },
+  });
+  assert.equal(JSON.stringify(schema).includes('"default"'), false);
+});
+
+test("a null for an optional property reaches the handler as left out", () => {
+  const seen = [];
+  const tool = defineTool({
+    name: "nulls",
+    description: "Nulls.",
+    parameters: t.object({
+      a: t.nullable(t.string()),
+      b: t.optional(t.boolean()),
+      inner: t.optional(t.object({ c: t.optional(t.integer()) })),
+      list: t.optional(t.array(t.object({ d: t.optional(t.string()) }))),
+    }),
+    handler(args) {
+      seen.push(args);
+      const { b = "default" } = args;
+      return b;
+    },
+  });
+  assert.equal(tool.handler.call('{"a": null, "b": null, "inner": {"c": null}, "list": [{"d": null}]}'), '"default"');
+  assert.deepEqual(seen[0], { a: null, inner: {}, list: [{}] }, "a required null stays");
 });
 
 const tool = defineTool({

@@ -34,7 +34,10 @@ The name is the function's (or `@tool(name=...)`); the description is the
 docstring's text before its sections (or `@tool(description=...)`); each
 parameter's description is its line under `Args:`, or
 `Annotated[T, "text"]` / `Annotated[T, Param(description=..., minimum=0)]`.
-Parameters with a default are optional. Unknown arguments are refused by
+Parameters with a default are optional: their schema also accepts `null`,
+which means the same as leaving the argument out (the default is used),
+and carries no `default` keyword (a default is restated in the
+description); see `airlock_tool.schema`. Unknown arguments are refused by
 the schema (`additionalProperties: false`), so the host rejects them
 before the tool runs.
 
@@ -58,7 +61,7 @@ import json
 import re
 import typing
 
-from .schema import Field, Param, from_json, object_schema, schema_of, split_annotated, to_json
+from .schema import Field, Param, from_json, object_schema, present, schema_of, split_annotated, to_json
 
 __all__ = ["Caller", "Param", "Tool", "ToolError", "export", "tool"]
 
@@ -231,7 +234,7 @@ class Tool:
             )
         kwargs: dict[str, typing.Any] = {}
         for f in self._params:
-            if f.name in values:
+            if present(f, values):
                 kwargs[f.name] = from_json(f.hint, values[f.name])
             elif f.required:
                 raise ToolError(f"the argument {f.name} is required", code="invalid_arguments")

@@ -17,11 +17,23 @@ unions, `Literal[...]`, `Enum` subclasses (by value), dataclasses,
 `Annotated[T, Param(...)]` or `Annotated[T, "description"]` for
 descriptions and extra JSON Schema keywords. Recursive types are refused:
 the schema is inlined, as providers' strict modes want it.
+
+Optional members follow the rule every Airlock tool follows, so that the
+strict converters of agent frameworks take the schema as it is: a member
+that may be left out (a parameter or field with a default, a `NotRequired`
+key) also accepts `null`, the way `Optional[T]` does (`null` added to its
+`type`, and to its `enum`), and `null` there means "left out" (the default
+is used). No schema carries a `default` keyword (OpenAI's strict mode
+refuses it): a default other than `None` is restated in the member's
+description (`Default: 1.0.`) unless the description already mentions its
+default. A choice (`Literal`, an `Enum`) whose values share one JSON type
+states that `type` beside its `enum`.
 """
 
 import collections.abc
 import dataclasses
 import enum
+import json
 import types
 import typing
 
@@ -90,8 +102,7 @@ def _bare_schema(hint: typing.Any, depth: int) -> dict[str, typing.Any]:
     if hint is str:
         return {"type": "string"}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        values = [member.value for member in hint]
-        return {"enum": values}
+        return _choice([member.value for member in hint])
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _object_schema(hint, _dataclass_fields(hint), depth)
     if _is_typeddict(hint):
@@ -99,7 +110,7 @@ def _bare_schema(hint: typing.Any, depth: int) -> dict[str, typing.Any]:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Literal:
-        return {"enum": list(args)}
+        return _choice(list(args))
     if _is_union(origin):
         members = [a for a in args if a is not type(None)]
         nullable = len(members) < len(args)
@@ -134,14 +145,79 @@ def _bare_schema(hint: typing.Any, depth: int) -> dict[str, typing.Any]:
     )
 
 
+def _json_type(value: typing.Any) -> str | None:
+    """The JSON type of a constant, or None when it has no single one."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
+def _choice(values: list[typing.Any]) -> dict[str, typing.Any]:
+    """An `enum` of `values`, with their `type` when they share one."""
+    kinds = {_json_type(v) for v in values}
+    if len(kinds) == 1 and None not in kinds:
+        return {"type": kinds.pop(), "enum": values}
+    return {"enum": values}
+
+
+# Keywords whose subschemas decide what a schema accepts: adding "null" to
+# its own `type` would not be enough, so such a schema is wrapped in anyOf.
+_COMBINATORS = ("$ref", "anyOf", "oneOf", "allOf", "not", "if", "then", "else")
+# Keywords that only describe; they stay outside such a wrapper.
+_ANNOTATIONS = ("description", "title", "deprecated", "examples")
+
+
 def _nullable(schema: dict[str, typing.Any]) -> dict[str, typing.Any]:
-    """`schema` that also accepts `null`."""
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {**schema, "type": [kind, "null"]}
-    if "enum" in schema:
-        return {**schema, "enum": [*schema["enum"], None]}
-    return {"anyOf": [schema, {"type": "null"}]}
+    """`schema` that also accepts `null`: "null" added to its `type` (and
+    `null` to its `enum`), as Optional[T] gives; a schema without a single
+    type is wrapped in `anyOf` with `{"type": "null"}` (a plain `anyOf`
+    gets that branch added). A schema that accepts anything is unchanged."""
+    if "anyOf" in schema and not any(k in schema for k in ("type", "enum", "const", *_COMBINATORS) if k != "anyOf"):
+        branches = schema["anyOf"]
+        if any(b.get("type") == "null" for b in branches):
+            return schema
+        return {**schema, "anyOf": [*branches, {"type": "null"}]}
+    if any(k in schema for k in _COMBINATORS):
+        outer = {k: schema[k] for k in _ANNOTATIONS if k in schema}
+        inner = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+        return {**outer, "anyOf": [inner, {"type": "null"}]}
+    out = dict(schema)
+    kind = out.get("type")
+    if isinstance(kind, str) and kind != "null":
+        out["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        out["type"] = [*kind, "null"]
+    if "const" in out:
+        constant = out.pop("const")
+        out["enum"] = [constant] if constant is None else [constant, None]
+    elif "enum" in out and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def _with_default_stated(schema: dict[str, typing.Any], default: typing.Any) -> dict[str, typing.Any]:
+    """`schema` with `default` restated in its description (there is no
+    `default` keyword), unless it is None or the description already
+    mentions a default."""
+    if default is None:
+        return schema
+    description = schema.get("description", "")
+    if "default" in description.lower():
+        return schema
+    try:
+        shown = json.dumps(to_json(default), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return schema
+    note = f"Default: {shown}."
+    return {**schema, "description": f"{description} {note}" if description else note}
 
 
 class Field(typing.NamedTuple):
@@ -186,15 +262,16 @@ def _object_schema(cls: type, fields: list[Field], depth: int) -> dict[str, typi
 
 
 def object_schema(fields: list[Field], depth: int = 0) -> dict[str, typing.Any]:
-    """The schema of an object with `fields`: unknown properties refused."""
+    """The schema of an object with `fields`: unknown properties refused,
+    the optional ones nullable, no `default` keyword (see the module
+    documentation)."""
     properties = {}
     for f in fields:
         prop = schema_of(f.hint, depth)
-        if f.has_default and f.default is not None:
-            try:
-                prop = {**prop, "default": to_json(f.default)}
-            except TypeError:
-                pass
+        if not f.required:
+            prop = _nullable(prop)
+            if f.has_default:
+                prop = _with_default_stated(prop, f.default)
         properties[f.name] = prop
     schema: dict[str, typing.Any] = {"type": "object", "properties": properties}
     required = [f.name for f in fields if f.required]
@@ -213,6 +290,12 @@ def _own_doc(cls: type) -> str | None:
     return " ".join(doc.split())
 
 
+def present(f: Field, values: dict[str, typing.Any]) -> bool:
+    """Whether `values` gives field `f`: a `null` for an optional field
+    means it was left out (its default applies)."""
+    return f.name in values and (f.required or values[f.name] is not None)
+
+
 def from_json(hint: typing.Any, value: typing.Any, _depth: int = 0) -> typing.Any:
     """`value` (validated JSON data) as a value of type `hint`."""
     if _depth > MAX_TYPE_DEPTH:
@@ -226,11 +309,15 @@ def from_json(hint: typing.Any, value: typing.Any, _depth: int = 0) -> typing.An
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint(value)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        fields = _dataclass_fields(hint)
-        return hint(**{f.name: from_json(f.hint, value[f.name], depth) for f in fields if f.name in value})
+        fields = [f for f in _dataclass_fields(hint) if present(f, value)]
+        return hint(**{f.name: from_json(f.hint, value[f.name], depth) for f in fields})
     if _is_typeddict(hint):
-        fields = {f.name: f.hint for f in _typeddict_fields(hint)}
-        return {k: from_json(fields.get(k, typing.Any), v, depth) for k, v in value.items()}
+        fields = {f.name: f for f in _typeddict_fields(hint)}
+        return {
+            k: from_json(fields[k].hint if k in fields else typing.Any, v, depth)
+            for k, v in value.items()
+            if k not in fields or present(fields[k], value)
+        }
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if _is_union(origin):

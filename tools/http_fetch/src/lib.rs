@@ -59,8 +59,8 @@ pub struct Args {
     /// `GET` (default) or `POST`.
     #[serde(default)]
     pub method: Method,
-    /// Request headers, e.g. {"accept": "application/json"}. Headers the host reserves (such as `host`,
-    /// `connection`, or credentials the operator adds) are refused.
+    /// Request headers, e.g. {"accept": "application/json"} (default: none). Headers the host reserves
+    /// (such as `host`, `connection`, or credentials the operator adds) are refused.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// Request body for `POST`, sent as given (set `content-type` in `headers`).

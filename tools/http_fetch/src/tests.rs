@@ -129,17 +129,27 @@ fn bad_arguments_are_refused_before_any_request() {
 
 #[test]
 fn schema_is_written_for_a_model() {
-    let schema = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let schema = airlock_guest::schema::parameters::<Args>();
     let props = schema["properties"].as_object().unwrap();
     for key in ["url", "method", "headers", "body", "max_bytes", "follow_redirects"] {
         assert!(props[key]["description"].is_string() || key == "method", "{key} has no description");
     }
     assert_eq!(schema["required"], serde_json::json!(["url"]));
+    // The method is written in place; every optional member accepts null
+    // and carries no `default`.
+    assert!(schema.get("$defs").is_none(), "{schema:#}");
+    assert_eq!(props["method"]["enum"], serde_json::json!(["GET", "POST", null]));
+    for (key, kind) in
+        [("method", "string"), ("headers", "object"), ("follow_redirects", "boolean"), ("body", "string")]
+    {
+        assert_eq!(props[key]["type"], serde_json::json!([kind, "null"]), "{key}");
+        assert!(props[key].get("default").is_none(), "{key}");
+    }
 }
 
 #[test]
 fn output_schema_requires_only_what_is_always_there() {
-    let schema = serde_json::to_value(schemars::schema_for!(Fetched)).unwrap();
+    let schema = airlock_guest::schema::output::<Fetched>();
     let required: Vec<&str> = schema["required"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
     assert!(!required.contains(&"redirects") && !required.contains(&"note"), "{required:?}");
 }

@@ -146,18 +146,18 @@ fn steps_display_as_canonical_paths() {
 
 #[test]
 fn schemas_document_every_field() {
-    let schema = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let schema = airlock_guest::schema::parameters::<Args>();
     for (name, field) in schema["properties"].as_object().unwrap() {
         assert!(field.get("description").is_some(), "field {name} has no description");
     }
     assert_eq!(schema["required"], json!(["json", "query"]));
-    let out = serde_json::to_value(schemars::schema_for!(QueryResult)).unwrap();
+    let out = airlock_guest::schema::output::<QueryResult>();
     assert_eq!(out["required"], json!(["values", "count", "truncated"]));
 }
 
 #[test]
 fn schemas_are_typed_and_use_no_boolean_subschemas() {
-    let parameters = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let parameters = airlock_guest::schema::parameters::<Args>();
     let types: Vec<&str> = parameters["properties"]["json"]["anyOf"]
         .as_array()
         .unwrap()
@@ -165,7 +165,7 @@ fn schemas_are_typed_and_use_no_boolean_subschemas() {
         .map(|s| s["type"].as_str().unwrap())
         .collect();
     assert_eq!(types, ["object", "string"]);
-    let output = serde_json::to_value(schemars::schema_for!(QueryResult)).unwrap();
+    let output = airlock_guest::schema::output::<QueryResult>();
     assert_eq!(output["properties"]["values"]["items"], json!({}));
     for schema in [&parameters, &output] {
         assert!(!schema.to_string().contains(":true"), "a boolean subschema in {schema}");

@@ -85,7 +85,7 @@ capped at 256 KiB). The last expression's value is returned as `result` in JSON 
 Limits: a 64 MiB heap and a time budget set by the operator \
 (a few seconds by default). Running out of time, or recursing deeper than about 1,000 calls, aborts \
 the call with a tool error and no output, so keep loops bounded. Input (`stdin`) and state kept \
-across calls (`session`) are described with the parameters.";
+across calls (`session_id`) are described with the parameters.";
 
 /// Arguments of `run_js`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -114,7 +114,7 @@ pub struct Args {
     /// and it is never visible to other sessions. Omit it for a fresh
     /// interpreter: without a session nothing persists between calls.
     #[serde(default)]
-    pub session: Option<String>,
+    pub session_id: Option<String>,
 }
 
 /// Result of `run_js`.
@@ -168,11 +168,11 @@ struct Ending {
     helpers: Persistent<Object<'static>>,
 }
 
-/// The error for a `session` argument that reached the interpreter: the host
-/// consumes `session` when it keeps sessions for this tool, so seeing it
-/// here means the operator has not enabled them.
+/// The error for a `session_id` argument that reached the interpreter: the
+/// host consumes `session_id` when it keeps sessions for this tool, so
+/// seeing it here means the operator has not enabled them.
 const SESSIONS_DISABLED: &str = "this host runs every run_js call in a fresh interpreter (the operator has \
-     not enabled sessions for this tool): omit `session` and put everything a call needs in its `code`";
+     not enabled sessions for this tool): omit `session_id` and put everything a call needs in its `code`";
 
 /// A JavaScript runtime and its global context. The globals the submitted
 /// code defines live as long as the interpreter: the component keeps one per
@@ -290,11 +290,11 @@ thread_local! {
 ///
 /// # Errors
 ///
-/// As [`Interpreter::run`]; also when a `session` argument arrives (the host
+/// As [`Interpreter::run`]; also when a `session_id` argument arrives (the host
 /// keeps sessions by consuming it, so it only gets here when sessions are
 /// off for this tool).
 pub fn run_js_in_instance(args: Args) -> Result<RunOutput, ToolError> {
-    if args.session.is_some() {
+    if args.session_id.is_some() {
         return Err(ToolError::with_code("sessions_disabled", SESSIONS_DISABLED));
     }
     INSTANCE.with(|cell| {

@@ -4,8 +4,8 @@ use super::*;
 use serde_json::{Value as Json, json};
 
 fn run_with(code: &str, stdin: Option<&str>) -> RunOutput {
-    let out =
-        run_js(Args { code: code.to_owned(), stdin: stdin.map(str::to_owned), session: None }).expect("run_js failed");
+    let out = run_js(Args { code: code.to_owned(), stdin: stdin.map(str::to_owned), session_id: None })
+        .expect("run_js failed");
     // Every result serializes to JSON text the host can parse back.
     let text = serde_json::to_string(&out).unwrap();
     let _: Json = serde_json::from_str(&text).unwrap();
@@ -171,24 +171,30 @@ fn lone_surrogates_do_not_break_the_result() {
 
 #[test]
 fn oversized_arguments_are_tool_errors() {
-    let err = run_js(Args { code: " ".repeat(MAX_CODE_BYTES + 1), stdin: None, session: None }).unwrap_err();
+    let err = run_js(Args { code: " ".repeat(MAX_CODE_BYTES + 1), stdin: None, session_id: None }).unwrap_err();
     assert_eq!(err.code.as_deref(), Some("code_too_large"));
-    let err =
-        run_js(Args { code: String::new(), stdin: Some(" ".repeat(MAX_STDIN_BYTES + 1)), session: None }).unwrap_err();
+    let err = run_js(Args { code: String::new(), stdin: Some(" ".repeat(MAX_STDIN_BYTES + 1)), session_id: None })
+        .unwrap_err();
     assert_eq!(err.code.as_deref(), Some("stdin_too_large"));
 }
 
 #[test]
 fn schemas_describe_the_shapes() {
-    let params = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let params = airlock_guest::schema::parameters::<Args>();
     assert_eq!(params["required"], json!(["code"]));
     assert_eq!(params["additionalProperties"], json!(false));
-    let output = serde_json::to_value(schemars::schema_for!(RunOutput)).unwrap();
+    // The optional members accept `null` and carry no `default`.
+    for name in ["stdin", "session_id"] {
+        assert_eq!(params["properties"][name]["type"], json!(["string", "null"]), "{name}");
+        assert!(params["properties"][name].get("default").is_none(), "{name}");
+    }
+    assert!(params["properties"].get("session").is_none(), "the argument is `session_id`");
+    let output = airlock_guest::schema::output::<RunOutput>();
     assert_eq!(output["required"], json!(["stdout", "stderr", "result"]));
 }
 
 fn args(code: &str) -> Args {
-    Args { code: code.to_owned(), stdin: None, session: None }
+    Args { code: code.to_owned(), stdin: None, session_id: None }
 }
 
 #[test]
@@ -225,6 +231,6 @@ fn replaced_builtins_do_not_break_the_next_run() {
 
 #[test]
 fn a_session_argument_reaching_the_tool_is_refused() {
-    let err = run_js_in_instance(Args { session: Some("s1".into()), ..args("1") }).unwrap_err();
+    let err = run_js_in_instance(Args { session_id: Some("s1".into()), ..args("1") }).unwrap_err();
     assert!(format!("{err:?}").contains("sessions_disabled"), "{err:?}");
 }

@@ -192,11 +192,14 @@ fn symlinks_are_not_followed() {
 
 #[test]
 fn schemas_document_every_field() {
-    let schema = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let schema = airlock_guest::schema::parameters::<Args>();
     for (name, field) in schema["properties"].as_object().unwrap() {
         assert!(field.get("description").is_some(), "field {name} has no description");
     }
     assert_eq!(schema["required"], serde_json::json!(["path", "pattern"]));
-    let out = serde_json::to_value(schemars::schema_for!(SearchResult)).unwrap();
+    let case = &schema["properties"]["case_insensitive"];
+    assert_eq!(case["type"], serde_json::json!(["boolean", "null"]));
+    assert!(case.get("default").is_none(), "{case}");
+    let out = airlock_guest::schema::output::<SearchResult>();
     assert_eq!(out["required"], serde_json::json!(["matches", "truncated", "files_scanned", "files_skipped"]));
 }

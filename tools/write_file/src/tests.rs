@@ -138,11 +138,17 @@ fn arguments_parse_with_defaults_and_reject_unknown_modes() {
 
 #[test]
 fn schema_documents_every_field() {
-    let schema = serde_json::to_value(schemars::schema_for!(Args)).unwrap();
+    let schema = airlock_guest::schema::parameters::<Args>();
     for (name, field) in schema["properties"].as_object().unwrap() {
         assert!(field.get("description").is_some(), "field {name} has no description");
     }
     assert_eq!(schema["required"], serde_json::json!(["path", "content"]));
-    let out = serde_json::to_value(schemars::schema_for!(Written)).unwrap();
+    // The mode is written in place, and the optional members accept null.
+    assert!(schema.get("$defs").is_none(), "{schema:#}");
+    let mode = &schema["properties"]["mode"];
+    assert_eq!(mode["type"], serde_json::json!(["string", "null"]));
+    assert_eq!(mode["enum"], serde_json::json!(["overwrite", "append", "create_new", null]));
+    assert_eq!(schema["properties"]["create_dirs"]["type"], serde_json::json!(["boolean", "null"]));
+    let out = airlock_guest::schema::output::<Written>();
     assert_eq!(out["required"], serde_json::json!(["path", "bytes_written", "created"]));
 }

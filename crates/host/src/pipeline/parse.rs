@@ -3,8 +3,11 @@
 //! (`airlock_core::arguments`: size, depth, exact integers). A `null` for
 //! an optional property means "absent": strict mode makes every property
 //! required and the optional ones nullable, so such nulls are dropped
-//! before the schema sees them.
+//! before the schema sees them. The deprecated name of the session
+//! argument (`session`) becomes `session_id` here, before validation
+//! (`session::rename_deprecated`).
 
+use crate::session;
 use airlock_core::arguments::{self, Parsed, RawArguments};
 use airlock_core::optional_null;
 use airlock_core::outcome::Failure;
@@ -18,6 +21,7 @@ use airlock_runtime::loader::LoadedTool;
 /// failure saying what was wrong with them.
 pub(super) fn parse(tool: &LoadedTool, raw: &RawArguments) -> Result<Parsed, Failure> {
     let mut parsed = arguments::parse(raw)?;
+    session::rename_deprecated(tool, &mut parsed)?;
     optional_null::drop_absent_nulls(tool.parameters.json(), &mut parsed);
     Ok(parsed)
 }

@@ -1,4 +1,4 @@
-//! Builds the metered JSON Schema validator (`host/validator`, a
+//! Builds the metered JSON Schema validator (`crates/validator`, a
 //! WebAssembly component) for the host to embed.
 //!
 //! The host evaluates every schema a tool declared inside its own engine,
@@ -22,7 +22,7 @@ fn build() -> Result<(), String> {
     let out_dir = PathBuf::from(var("OUT_DIR")?);
     let workspace =
         manifest_dir.ancestors().nth(2).ok_or("the runtime crate is not two levels below the workspace")?.to_owned();
-    for input in ["host/validator/src", "host/validator/Cargo.toml", "wit/validator", "Cargo.lock"] {
+    for input in ["crates/validator/src", "crates/validator/Cargo.toml", "wit/validator", "Cargo.lock"] {
         println!("cargo::rerun-if-changed={}", workspace.join(input).display());
     }
     // OUT_DIR is <target>/<profile>/build/<crate>-<hash>/out: the nested

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 fn policy(file: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/policy").join(file).display().to_string()
+    crate::support::repo_root().join("tests/fixtures/policy").join(file).display().to_string()
 }
 
 /// The bank: transfers above 10 000 ask; create_transfer has a card and a

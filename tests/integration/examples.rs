@@ -19,7 +19,7 @@ fn examples_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(|root| root.join("target")).unwrap_or_default()
+        crate::support::repo_root().join("target")
     });
     target.join("examples")
 }

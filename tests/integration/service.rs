@@ -627,7 +627,7 @@ fn yaml_block(text: &str, key: &str) -> String {
 
 #[test]
 fn the_kubernetes_configmap_config_and_policy_load() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = crate::support::repo_root();
     let configmap = std::fs::read_to_string(root.join("deploy/kubernetes/configmap.yaml")).expect("configmap");
     let dir = temp_dir();
     let at = |p: &str| dir.path().join(p).display().to_string();

@@ -4,8 +4,9 @@ use airlock::{CallRequest, Config, Host, ToolResult};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+/// The workspace's root: the `airlock` package is `crates/airlock`.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).map(Path::to_path_buf).unwrap_or_default()
 }
 
 fn target_dir() -> PathBuf {

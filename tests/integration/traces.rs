@@ -26,7 +26,7 @@ fn rotel() -> PathBuf {
     if let Some(path) = std::env::var_os("AIRLOCK_ROTEL").filter(|p| !p.is_empty()) {
         return PathBuf::from(path);
     }
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+    let lib = crate::support::repo_root().join(".venv/lib");
     let found = std::fs::read_dir(&lib).ok().and_then(|dirs| {
         dirs.flatten().map(|d| d.path().join("site-packages/rotel/rotel-agent")).find(|p| p.is_file())
     });

@@ -1,6 +1,6 @@
 //! The meter for schemas: every JSON Schema a tool declared is compiled and
 //! evaluated inside Airlock's own engine, by a validator compiled to a
-//! WebAssembly component (`host/validator`), never natively by the host.
+//! WebAssembly component (`crates/validator`), never natively by the host.
 //!
 //! Trusts nothing it evaluates: the schema is the tool author's, and the
 //! instance is a model's arguments or a guest's result. A schema's shape
@@ -38,7 +38,7 @@ mod bindings {
 use bindings::exports::airlock::validator::schema::Violations;
 use bindings::{Validator, ValidatorPre};
 
-/// The validator component, built by `build.rs` from `host/validator`.
+/// The validator component, built by `build.rs` from `crates/validator`.
 const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/validator.wasm"));
 
 /// How often the validator engine's epoch advances: a check yields to the

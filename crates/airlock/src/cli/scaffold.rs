@@ -23,12 +23,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The contract the projects target.
-const WIT: &str = include_str!("../../../wit/tool.wit");
-const PY_SDK_INIT: &str = include_str!("../../../sdk/python/airlock_tool/__init__.py");
-const PY_SDK_SCHEMA: &str = include_str!("../../../sdk/python/airlock_tool/schema.py");
-const JS_SDK: &str = include_str!("../../../sdk/js/airlock-tool.js");
-const JS_PACKAGE: &str = include_str!("../../../sdk/js/package.json");
-const JS_LOCK: &str = include_str!("../../../sdk/js/package-lock.json");
+const WIT: &str = include_str!("../../../../wit/tool.wit");
+const PY_SDK_INIT: &str = include_str!("../../../../sdk/python/airlock_tool/__init__.py");
+const PY_SDK_SCHEMA: &str = include_str!("../../../../sdk/python/airlock_tool/schema.py");
+const JS_SDK: &str = include_str!("../../../../sdk/js/airlock-tool.js");
+const JS_PACKAGE: &str = include_str!("../../../../sdk/js/package.json");
+const JS_LOCK: &str = include_str!("../../../../sdk/js/package-lock.json");
 const RUST_MANIFEST: &str = include_str!("scaffold/Cargo.toml.in");
 const RUST_LIB: &str = include_str!("scaffold/lib.rs.in");
 const PY_APP: &str = include_str!("scaffold/app.py.in");
@@ -141,7 +141,7 @@ impl SdkSource {
         if let Some(url) = git.filter(|url| !url.trim().is_empty()) {
             return Ok(Self::Git(url.trim().to_owned()));
         }
-        let built_from = Path::new(BUILT_FROM).parent().map(|root| root.join("guest-sdk"));
+        let built_from = Path::new(BUILT_FROM).ancestors().nth(2).map(|root| root.join("guest-sdk"));
         match built_from {
             Some(dir) if dir.join("Cargo.toml").is_file() => Ok(Self::Path(dir)),
             _ => Err("a Rust tool depends on the SDK `airlock-guest`: pass --sdk-git URL (or set AIRLOCK_REPO) \

@@ -144,7 +144,7 @@ fn main() {
     let write = args.iter().any(|a| a == "--write");
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = env_path("CARGO_TARGET_DIR", &manifest.join("../target"));
+    let target = env_path("CARGO_TARGET_DIR", &manifest.join("../../target"));
     let iterations: usize = std::env::var("AIRLOCK_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(5000);
     let scratch = std::env::temp_dir().join(format!("airlock-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch directory");

@@ -6,7 +6,7 @@
 //! use the synchronous API (no host calls happen during the hash, so the
 //! async machinery would only add a constant).
 
-#[path = "../../../tests/guests/compute/src/sha256.rs"]
+#[path = "../../../../tests/guests/compute/src/sha256.rs"]
 mod sha256;
 
 use crate::stats::{self, HEADER_MS, Stats, row_ms};

@@ -8,9 +8,9 @@
 //! waited for, such as the compiler) spent during the attack, and the time
 //! from the attack's start to the error that ended it.
 
-#[path = "../../../tests/integration/hostile_wasm.rs"]
+#[path = "../../../../tests/integration/hostile_wasm.rs"]
 mod hostile_wasm;
-#[path = "../../../tests/integration/jwt_keys.rs"]
+#[path = "../../../../tests/integration/jwt_keys.rs"]
 #[allow(dead_code)] // the bench signs with Ed25519 only
 mod jwt_keys;
 

@@ -5,7 +5,6 @@
 use crate::support::{assert_failed, fixture, host};
 use airlock::{CallRequest, ConfirmRequest, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, FnConfirmer};
 use serde_json::json;
-use std::path::PathBuf;
 use std::sync::Mutex;
 
 fn policy(file: &str) -> String {

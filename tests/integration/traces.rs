@@ -11,7 +11,7 @@ use crate::support::temp_dir;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -18,9 +18,9 @@ fn examples_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AIRLOCK_EXAMPLES") {
         return PathBuf::from(dir);
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        crate::support::repo_root().join("target")
-    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::support::repo_root().join("target"));
     target.join("examples")
 }
 

@@ -22,10 +22,10 @@
 
 mod shape;
 
+use crate::memory_budget::{Holder, MemoryBudget, Refusal};
 use airlock_settings::engine::{
     COMPILE_BASE_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_SECS_PER_MIB, MAX_COMPILE_TIMEOUT_SECS,
 };
-use crate::memory_budget::{Holder, MemoryBudget, Refusal};
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};

@@ -395,7 +395,8 @@ mod tests {
     fn a_refusal_is_keyed_by_the_compile_limits() {
         let settings = EngineSettings::default();
         let engine = crate::wasmtime_config::compile_only_engine(&settings).unwrap();
-        let path = |settings: &EngineSettings| refusal_path(&engine, Path::new("/c"), "d", &Meter::new(settings, 16 << 30));
+        let path =
+            |settings: &EngineSettings| refusal_path(&engine, Path::new("/c"), "d", &Meter::new(settings, 16 << 30));
         let base = path(&settings);
         assert!(base.to_string_lossy().ends_with(".refused") && base != artifact_path(&engine, Path::new("/c"), "d"));
         assert_eq!(path(&settings), base, "the same limits find the same refusal");

@@ -7,7 +7,7 @@
 //! room waits until its own deadline, which a sleeping call holding the
 //! memory outlasts by minutes.
 
-use crate::service::{Mcp, Served, audit_outcomes, kind};
+use crate::service::{Mcp, Served, audit_outcomes, kind, wait_ready};
 use crate::support::{assert_failed, fixture, host, temp_dir, tool};
 use airlock::{CallRequest, CancellationToken};
 use serde_json::json;
@@ -147,6 +147,7 @@ fn concurrent_memory_bombs_of_one_principal_stay_under_the_budget_and_another_is
     };
     let pid = server.child.id();
     let addr = server.announced("serving MCP");
+    wait_ready(&addr);
     // 14 calls at once that each allocate until their 256 MiB cap: 3.5 GiB
     // in all, more than twice the cgroup's limit.
     let bombs: Vec<_> = (0..14)
@@ -188,3 +189,34 @@ fn concurrent_memory_bombs_of_one_principal_stay_under_the_budget_and_another_is
 
 const ALICE: &str = "budget-test-alice-token-0123456789abcdef";
 const BOB: &str = "budget-test-bob-token-0123456789abcdef";
+
+#[test]
+fn a_result_of_many_values_is_refused_before_it_is_parsed() {
+    // 20 million empty objects: 60 MB of JSON, under an output cap raised to
+    // 64 MiB, which parsed would have cost the host about 25 times its size.
+    // Values are counted in the text before anything is parsed: the result
+    // is refused past max_output_values, and the server's peak stays a small
+    // multiple of the output cap (its guest's 256 MiB included).
+    let dir = temp_dir();
+    let text = format!(
+        "[engine]\ncache_dir = {:?}\n[tools.hostile]\ncomponent = {:?}\nside_effect = false\ntimeout_ms = 300000\n\
+         memory_mib = 256\nmax_output_bytes = {}\n",
+        crate::support::cache_dir().display().to_string(),
+        fixture("hostile").display().to_string(),
+        64 * MIB
+    );
+    let server = Served::start_in(dir, &text, &["serve", "--http", "127.0.0.1:0"]);
+    let pid = server.child.id();
+    let addr = server.announced("serving MCP");
+    wait_ready(&addr);
+    let mcp = Mcp::connect(&addr, None);
+    let reply = mcp.call(1, "hostile", json!({"attack": "many_values"}), &[]);
+    assert_eq!(kind(&reply), "output_too_large", "{reply}");
+    let said = reply.to_string();
+    assert!(said.contains("more than 262144 JSON values (max_output_values)"), "{said}");
+    let peak = peak_rss(pid);
+    assert!(peak < 512 * MIB, "peak RSS {} MiB for a 64 MiB output cap", peak / MIB);
+    let after = mcp.call(2, "hostile", json!({"attack": "ok"}), &[]);
+    assert_eq!(kind(&after), "ok", "{after}");
+    eprintln!("20 million empty objects (60 MB): peak RSS {} MiB", peak / MIB);
+}

@@ -144,6 +144,16 @@ impl Reply {
     }
 }
 
+/// Wait until the server at `addr` answers `/readyz` with 200: every tool
+/// is loaded (compiled, when the compile cache did not have it yet).
+pub(crate) fn wait_ready(addr: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    while request(addr, "GET", "/readyz", &[], "").status != 200 {
+        assert!(Instant::now() < deadline, "the server at {addr} was never ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// One request over a connection of its own (`Connection: close`).
 pub(crate) fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");

@@ -27,6 +27,9 @@ use serde_json::Value;
 
 /// Default size of `huge_result` and `stdout_flood`: 100 MiB.
 const DEFAULT_FLOOD_BYTES: u64 = 100 * 1024 * 1024;
+/// Default number of empty objects of `many_values`: 20 million, 60 MB of
+/// JSON.
+const DEFAULT_VALUES: u64 = 20_000_000;
 /// Default number of additions of `burn_fuel`: 10^12, hours of work.
 const DEFAULT_ITERATIONS: u64 = 1_000_000_000_000;
 /// Default duration of `sleep`: one hour.
@@ -60,6 +63,9 @@ pub enum Attack {
     HugeResult,
     /// Write `bytes` bytes (default 100 MiB) to stdout, 64 KiB to stderr.
     StdoutFlood,
+    /// Return `count` empty objects (default 20 million): three bytes of
+    /// JSON each, many values for the host to parse.
+    ManyValues,
     /// Panic with a message that contains `marker`.
     Panic,
     /// Read the file at `path`.
@@ -113,6 +119,9 @@ pub struct Args {
     /// `sleep`: how long to sleep, in milliseconds.
     #[serde(default)]
     pub ms: Option<u64>,
+    /// `many_values`: how many empty objects to return.
+    #[serde(default)]
+    pub count: Option<u64>,
 }
 
 /// Result of every attack that returns. Each attack fills only its own
@@ -128,6 +137,11 @@ pub struct Out {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<u32>")]
     pub value: Option<Value>,
+    /// `many_values`: `count` empty objects, serialized as they are
+    /// written (the guest never holds them as values).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<BTreeMap<String, String>>>")]
+    pub empties: Option<Empties>,
     /// `huge_result`: padding that makes the JSON exactly `bytes` long.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub padding: Option<String>,
@@ -169,6 +183,9 @@ pub fn hostile(args: Args) -> Result<Out, ToolError> {
         Attack::Recurse => Ok(Out { value: Some(Value::from(recurse(0))), ..Out::default() }),
         Attack::HugeResult => huge_result(args.bytes.unwrap_or(DEFAULT_FLOOD_BYTES)),
         Attack::StdoutFlood => Ok(stdout_flood(args.bytes.unwrap_or(DEFAULT_FLOOD_BYTES))),
+        Attack::ManyValues => {
+            Ok(Out { empties: Some(Empties(args.count.unwrap_or(DEFAULT_VALUES))), ..Out::default() })
+        }
         Attack::Panic => {
             let marker = args.marker.as_deref().unwrap_or(DEFAULT_MARKER);
             panic!("hostile guest panicked on purpose: {marker}")
@@ -204,6 +221,22 @@ pub fn hostile(args: Args) -> Result<Out, ToolError> {
         Attack::ToolError => Err(ToolError::with_code("not_found", "the thing was not found")),
         Attack::BadOutput => Ok(Out { value: Some(Value::from("not a number")), ..Out::default() }),
         Attack::Ok => Ok(Out { value: Some(Value::from(1)), ..Out::default() }),
+    }
+}
+
+/// `count` empty JSON objects in an array, written one by one.
+#[derive(Debug)]
+pub struct Empties(u64);
+
+impl Serialize for Empties {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let empty = BTreeMap::<String, String>::new();
+        let mut seq = serializer.serialize_seq(usize::try_from(self.0).ok())?;
+        for _ in 0..self.0 {
+            seq.serialize_element(&empty)?;
+        }
+        seq.end()
     }
 }
 

@@ -168,13 +168,15 @@ fn push(cwd: &Path, file: &Path, reference: &str, key: Option<&str>) -> String {
 }
 
 /// `airlock.toml` in `dir`: one tool `echo` from `component`, plus `extra`
-/// keys of `[distribution]` and `[tools.echo]`.
+/// keys of `[distribution]` and `[tools.echo]`, with a compile cache of
+/// its own (`cache`).
 fn write_config(dir: &Path, distribution: &str, component: &str, tool_keys: &str) {
     std::fs::write(
         dir.join("airlock.toml"),
         format!(
-            "builtin_settings = false\n[distribution]\nstore = \"store\"\n{distribution}\n[tools.echo]\n\
-             component = \"{component}\"\nside_effect = false\n{tool_keys}\n[audit]\nfile = \"audit.jsonl\"\n"
+            "builtin_settings = false\n[engine]\ncache_dir = \"cache\"\n[distribution]\nstore = \"store\"\n\
+             {distribution}\n[tools.echo]\ncomponent = \"{component}\"\nside_effect = false\n{tool_keys}\n\
+             [audit]\nfile = \"audit.jsonl\"\n"
         ),
     )
     .unwrap();
@@ -261,6 +263,19 @@ fn push_sign_pull_by_digest_and_by_tag_then_call_and_keep_working_when_the_regis
     call_echo(dir);
     let updated = ok(dir, &["pull", "--update", &tagged]);
     assert!(updated.contains(&second) && updated.contains(&format!("was {first}")), "{updated}");
+    // What was pulled is compiled into the cache `airlock serve` will use, so
+    // its first start compiles nothing.
+    assert!(updated.contains(&format!("{repo}@{second}: compiled into")), "{updated}");
+    let artifacts = || {
+        std::fs::read_dir(dir.join("cache"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "cwasm"))
+            .count()
+    };
+    let compiled = artifacts();
+    let again = ok(dir, &["pull", &tagged]);
+    assert!(again.contains(": already compiled in"), "{again}");
+    assert_eq!(artifacts(), compiled, "nothing compiled twice");
     assert!(lock_text(dir).contains(&second));
     assert!(ok(dir, &["tools"]).contains(&format!("{repo}@{second}")));
 

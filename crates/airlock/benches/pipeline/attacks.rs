@@ -190,19 +190,23 @@ fn stdio_call(setup: &Setup, attack: &str, config: &str, tool: &str, arguments: 
 /// compile (one function, 20 000 locals in 10 nested loops), with
 /// `[engine] compile_timeout_secs = 1` and an empty compile cache. The CPU
 /// column includes the compiler process.
-fn compile_bomb(setup: &Setup) -> Row {
-    let dir = setup.scratch.join("compile-bomb");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("cache")).expect("scratch dir");
-    let file = dir.join("slow.wasm");
-    std::fs::write(&file, hostile_wasm::component(&hostile_wasm::hostile_module(1, 20_000, 10))).expect("write");
+/// `airlock tools` on the components in `dir` (a tool directory) with
+/// built-in settings (the compile cache in `cache`): the sampled row, and
+/// the load errors it printed.
+fn load_attack(
+    setup: &Setup,
+    attack: &str,
+    name: &str,
+    dir: &std::path::Path,
+    cache: &std::path::Path,
+) -> (Row, String) {
     let config = write_config(
         setup,
-        "compile-bomb.toml",
+        &format!("{name}.toml"),
         &format!(
-            "[engine]\ncache_dir = {:?}\ncompile_timeout_secs = 1\n[tools.slow]\ncomponent = {:?}\n",
-            dir.join("cache").display().to_string(),
-            file.display().to_string()
+            "tool_dirs = [{:?}]\n[engine]\ncache_dir = {:?}\n",
+            dir.display().to_string(),
+            cache.display().to_string()
         ),
     );
     let cpu_before = children_cpu();
@@ -220,24 +224,104 @@ fn compile_bomb(setup: &Setup) -> Row {
     if let Some(mut pipe) = child.stderr.take() {
         let _ = pipe.read_to_string(&mut stderr);
     }
-    let status = child.wait().expect("airlock exits");
+    let _ = child.wait().expect("airlock exits");
     let to_error = started.elapsed();
     let peak = sampler.finish();
-    let cached = std::fs::read_dir(dir.join("cache")).map(|d| d.count()).unwrap_or(0);
-    let named = stderr.contains("compile_timeout_secs = 1");
-    Row {
-        attack: "a 210 KB component of 20 000 locals in 10 nested loops, compile_timeout_secs = 1".to_owned(),
-        outcome: format!(
-            "{}{}, {cached} files cached",
-            if status.success() { "loaded" } else { "refused at load" },
-            if named { " naming compile_timeout_secs" } else { "" }
-        ),
+    let row = Row {
+        attack: attack.to_owned(),
+        outcome: String::new(),
         before,
         peak,
         after: Usage::default(),
         cpu: children_cpu().saturating_sub(cpu_before),
         to_error,
+    };
+    (row, stderr)
+}
+
+/// The compile bombs of the attack reports, with built-in settings: each
+/// alone, the three in one tool directory at a first start and at a
+/// restart (the refusals remembered), and a component within every cap of
+/// its shape that costs minutes to compile (stopped by the CPU it may take
+/// for its size). CPU includes the compiler processes.
+fn compile_bombs(setup: &Setup) -> Vec<Row> {
+    let root = setup.scratch.join("compile-bombs");
+    let _ = std::fs::remove_dir_all(&root);
+    let bombs = [
+        (
+            "99 999 one-byte data segments (783 KB)",
+            "segments.wasm",
+            hostile_wasm::component(&hostile_wasm::data_segments_module(99_999)),
+            "MAX_DATA_SEGMENTS",
+        ),
+        (
+            "100 000 exports (1.8 MB)",
+            "exports.wasm",
+            hostile_wasm::component(&hostile_wasm::exports_module(100_000)),
+            "MAX_EXPORTS",
+        ),
+        (
+            "one function of 20 000 locals in 10 nested loops (190 KB)",
+            "locals.wasm",
+            hostile_wasm::component(&hostile_wasm::hostile_module(1, 20_000, 10)),
+            "MAX_LOCALS_PER_FUNCTION",
+        ),
+    ];
+    let mut rows = Vec::new();
+    let all = root.join("all");
+    std::fs::create_dir_all(&all).expect("scratch dir");
+    for (i, (what, file, bytes, cap)) in bombs.iter().enumerate() {
+        let dir = root.join(format!("bomb-{i}"));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        std::fs::write(dir.join(file), bytes).expect("write");
+        std::fs::write(all.join(file), bytes).expect("write");
+        let (mut row, stderr) = load_attack(
+            setup,
+            &format!("compile bomb: {what}, built-in settings"),
+            &format!("bomb-{i}"),
+            &dir,
+            &dir.join("cache"),
+        );
+        row.outcome = if stderr.contains(cap) {
+            format!("refused before compiling, naming {cap}")
+        } else {
+            format!("unexpected: {}", stderr.lines().last().unwrap_or_default())
+        };
+        rows.push(row);
     }
+    let cache = all.join("cache");
+    for (when, name) in [("a first start", "bombs-first"), ("a restart", "bombs-again")] {
+        let (mut row, stderr) =
+            load_attack(setup, &format!("the three compile bombs in one tool directory, {when}"), name, &all, &cache);
+        let refused = stderr.matches("refused").count();
+        let remembered = stderr.matches("refused earlier (cached)").count();
+        row.outcome = format!("{refused} refused, {remembered} of them remembered from an earlier start");
+        rows.push(row);
+    }
+    let slow = root.join("slow");
+    std::fs::create_dir_all(&slow).expect("scratch dir");
+    std::fs::write(
+        slow.join("slow.wasm"),
+        hostile_wasm::tool_shaped_component(&hostile_wasm::hostile_module(1, 2_500, 1_000)),
+    )
+    .expect("write");
+    let (mut row, stderr) = load_attack(
+        setup,
+        "a 29 KB component within every cap of its shape (2 500 locals in 1 000 nested loops), built-in settings",
+        "slow",
+        &slow,
+        &slow.join("cache"),
+    );
+    let named = stderr.contains("compile_secs_per_mib");
+    let cached = std::fs::read_dir(slow.join("cache"))
+        .map(|d| d.filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count())
+        .unwrap_or(0);
+    row.outcome = format!(
+        "refused at load{}, {cached} artifacts cached",
+        if named { " after the CPU its size allows, naming compile_secs_per_mib" } else { "" }
+    );
+    rows.push(row);
+    rows
 }
 
 /// `host_hog` with a read-write grant and the default `max_write_bytes`
@@ -814,7 +898,7 @@ pub fn run(setup: &Setup, report: &mut Report) {
     ));
     rows.extend(disk_attacks(setup));
     rows.push(full_audit_log(setup));
-    rows.push(compile_bomb(setup));
+    rows.extend(compile_bombs(setup));
     rows.push(stdio_flood(setup, 20_000));
     rows.push(half_open(setup, 300, 60));
     rows.push(held_key_fetch(setup, 20));

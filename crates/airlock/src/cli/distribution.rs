@@ -100,6 +100,7 @@ pub async fn pull(config: &Config, args: &PullArgs) -> ExitCode {
         );
     }
     let mut code = ExitCode::SUCCESS;
+    let mut pulled = Vec::new();
     for source in &sources {
         match oci::pull(settings, source, args.update).await {
             Ok(report) => {
@@ -113,11 +114,58 @@ pub async fn pull(config: &Config, args: &PullArgs) -> ExitCode {
                 if !print(&line) {
                     return ExitCode::from(2);
                 }
+                pulled.push(report.pulled);
             }
             Err(err) => code = refused(&err),
         }
     }
+    if !pulled.is_empty() && !warm(config, &pulled).await {
+        code = ExitCode::from(1);
+    }
     code
+}
+
+/// Compile what was pulled into the config's compile cache, where `airlock
+/// serve` looks for it, so that the first start after a pull serves the
+/// tool at once instead of compiling it (seconds, minutes for an
+/// interpreter). Under the config's engine settings and meter, like any
+/// load. A component the compiler refuses is reported (exit 1): the pull
+/// stands, but the tool would not load either. With the cache off
+/// (`[engine] cache = false`) there is nothing to warm.
+async fn warm(config: &Config, pulled: &[Pulled]) -> bool {
+    let Some(cache) = config.engine.cache_dir.clone() else { return true };
+    let runtime = match airlock::Runtime::new(&config.engine) {
+        Ok(runtime) => std::sync::Arc::new(runtime),
+        Err(err) => {
+            eprintln!("airlock: cannot compile into the cache {}: {err:#}", cache.display());
+            return false;
+        }
+    };
+    let mut ok = true;
+    for component in pulled {
+        let runtime = runtime.clone();
+        let path = component.path.clone();
+        let compiled = tokio::task::spawn_blocking(move || -> Result<bool, String> {
+            let bytes = std::fs::read(&path).map_err(|err| format!("{}: {err}", path.display()))?;
+            let digest = airlock::digest(&bytes);
+            runtime.compile(&bytes, &digest).map(|(_, cached)| cached).map_err(|err| format!("{err:#}"))
+        })
+        .await
+        .unwrap_or_else(|err| Err(format!("the compilation stopped: {err}")));
+        let line = match compiled {
+            Ok(true) => format!("{}: already compiled in {}", component.origin.reference, cache.display()),
+            Ok(false) => format!("{}: compiled into {}", component.origin.reference, cache.display()),
+            Err(err) => {
+                ok = false;
+                eprintln!("airlock: {}: not compiled: {err}", component.origin.reference);
+                continue;
+            }
+        };
+        if !print(&line) {
+            return false;
+        }
+    }
+    ok
 }
 
 /// `airlock push FILE REF [--sign KEY]`.

@@ -25,7 +25,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup install install-files install-cache test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
+.PHONY: all build guests setup install install-files install-cache check test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
 
 include mk/interpreters.mk
 include mk/examples.mk
@@ -224,9 +224,21 @@ lint-deploy: $(LINT_VENV)/.lint-requirements
 	$(LINT_VENV)/bin/kubernetes-validate --strict --quiet deploy/kubernetes/*.yaml
 	$(LINT_VENV)/bin/hadolint deploy/Containerfile
 
+# The fast loop: formatting, lints and the unit tests of every crate. No
+# root, no packages, no network services, no client suites: a few minutes
+# once the release build is warm (it shares make test's target directory,
+# so nothing is compiled twice). `make test` remains the whole suite.
+CLIPPY_NATIVE := $(HOST_PACKAGES) -p airlock-validator -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust
+
+check: setup
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --all-targets $(CLIPPY_NATIVE) -- -D warnings
+	$(CARGO) test --release --lib $(HOST_PACKAGES) -q
+	$(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
+
 lint: setup lint-deploy
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release --all-targets $(HOST_PACKAGES) -p airlock-validator -p airlock-guest $(addprefix -p ,$(TOOLS)) -p run_js -p convert_units_rust -- -D warnings
+	$(CARGO) clippy --release --all-targets $(CLIPPY_NATIVE) -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings
 
 # The bench build has the test build's features (dev-dependencies are

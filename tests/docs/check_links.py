@@ -11,7 +11,9 @@ For README.md and every Markdown page under book/src:
 - a page of the book links only inside book/src: anything else is missing
   from the built book (name such a file in backticks instead);
 - every page under book/src is listed in SUMMARY.md, and every entry of
-  SUMMARY.md exists.
+  SUMMARY.md exists;
+- every path ARCHITECTURE.md, CONTRIBUTING.md and SECURITY.md name in a
+  code span that starts at a top-level entry of the repository exists.
 
 Links inside code (fenced blocks and code spans) are not links. Absolute
 URLs (`https:`, `mailto:`, ...) are not fetched.
@@ -22,6 +24,7 @@ otherwise prints one line counting what was checked and exits 0.
 Usage: python3 tests/docs/check_links.py [REPOSITORY_ROOT]
 """
 
+import glob
 import os
 import re
 import sys
@@ -167,6 +170,27 @@ def anchors(headings, slug):
     return result
 
 
+# Pages whose code spans name files of the repository: each such path must
+# exist (see Checker.check_named_paths).
+NAMED_PATH_PAGES = ["ARCHITECTURE.md", "CONTRIBUTING.md", "SECURITY.md"]
+CODE_SPAN = re.compile(r"`([^`]+)`")
+NAMED_PATH = re.compile(r"^[A-Za-z0-9_.{},*\-/]+$")
+MCP_METHOD = re.compile(r"^tools/(call|list|list_changed)$")
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*$")
+
+
+def expand_braces(path):
+    """`a/{b,c}.rs` as `a/b.rs` and `a/c.rs`."""
+    match = re.search(r"\{([^{}]*)\}", path)
+    if not match:
+        return [path]
+    return [
+        expanded
+        for part in match.group(1).split(",")
+        for expanded in expand_braces(path[: match.start()] + part + path[match.end() :])
+    ]
+
+
 class Checker:
     def __init__(self, root):
         self.root = root
@@ -274,6 +298,31 @@ class Checker:
             if page != summary and page not in listed:
                 self.problem(page, 1, "this page is not listed in book/src/SUMMARY.md")
 
+    def check_named_paths(self, page):
+        """Every path `page` names in a code span that starts at a
+        top-level entry of the repository (`crates/host/src/state.rs`,
+        `tests/fleet/`, `Makefile`) exists; `{a,b}` alternatives and `*`
+        globs must each match something. Paths relative to a module named
+        nearby (`audit/files.rs`) are not checked."""
+        with open(page, encoding="utf-8") as f:
+            raw = f.read()
+        top = set(os.listdir(self.root))
+        for number, line in enumerate(raw.split("\n"), start=1):
+            for span in CODE_SPAN.findall(line):
+                for word in span.split():
+                    word = word.rstrip(".,:;)")
+                    first = word.split("/", 1)[0]
+                    if "/" not in word or first not in top or not NAMED_PATH.match(word):
+                        continue
+                    # `tools/call`, `tools/list`: MCP methods, not the tools/ directory;
+                    # `tools/NAME`: a placeholder.
+                    if MCP_METHOD.match(word) or any(PLACEHOLDER.match(part) for part in word.split("/")):
+                        continue
+                    self.links += 1
+                    for alternative in expand_braces(word.rstrip("/")):
+                        if not glob.glob(os.path.join(self.root, alternative)):
+                            self.problem(page, number, f"names {word}, but {alternative} does not exist")
+
     def run(self):
         book = os.path.join(self.root, BOOK_SRC)
         pages = []
@@ -287,6 +336,12 @@ class Checker:
             else:
                 self.problem(page, 1, "does not exist")
         self.check_summary(pages)
+        for name in NAMED_PATH_PAGES:
+            page = os.path.join(self.root, name)
+            if os.path.isfile(page):
+                self.check_named_paths(page)
+            else:
+                self.problem(page, 1, "does not exist")
         return self.problems
 
 

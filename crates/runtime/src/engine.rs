@@ -1,6 +1,7 @@
 //! The wasmtime engine shared by every tool: configuration (pooling
-//! allocator, fuel, epochs), the epoch ticker, the WASI linker and the
-//! on-disk cache of compiled components.
+//! allocator, fuel, epochs), the epoch ticker, the linker of the sandbox's
+//! capabilities, the on-disk cache of compiled components and the metered
+//! schema validator.
 //!
 //! `[engine]` is read by [`airlock_settings::engine`]; `wasmtime_config.rs`
 //! turns it into wasmtime's configuration (for this engine and for the
@@ -33,8 +34,8 @@ use wasmtime::component::{Component, Linker};
 /// runaway guest overshoots its deadline by at most about one tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
-/// The engine, its WASI linker, the compiled-artifact cache and the
-/// metered schema validator.
+/// The engine, the linker of the sandbox's capabilities, the
+/// compiled-artifact cache and the metered schema validator.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallCtx>,
@@ -68,19 +69,9 @@ impl Runtime {
             .map_err(anyhow::Error::from)
             .context("configuring the wasmtime engine")?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
-        // `wasi:http` is there for components that import it; every request
-        // is refused unless the tool has a network grant (see network.rs).
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(anyhow::Error::from)
-            .context("linking wasi:http")?;
-        // `airlock:tool/caller` (contract 0.2.0) answers with the caller of
-        // the call being served.
-        crate::caller::add_to_linker(&mut linker, |ctx: &mut CallCtx| crate::caller::CallerView(ctx.caller()))
-            .map_err(anyhow::Error::from)
-            .context("linking airlock:tool/caller")?;
-        // Open files and outgoing HTTP bodies are counted per call.
-        crate::budget::add_to_linker(&mut linker).context("linking the host budget")?;
+        // Every capability of the sandbox links its own interface, in the
+        // order of the one list of them (`sandbox/capability.rs`).
+        crate::sandbox::add_to_linker(&mut linker)?;
         if let Some(dir) = &settings.cache_dir {
             std::fs::create_dir_all(dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
         }
@@ -120,7 +111,8 @@ impl Runtime {
         self.cache_dir.as_deref()
     }
 
-    /// The WASI linker every tool is instantiated against.
+    /// The linker every tool is instantiated against: every capability of
+    /// the sandbox, linked once.
     pub fn linker(&self) -> &Linker<CallCtx> {
         &self.linker
     }
@@ -441,8 +433,10 @@ mod tests {
         first.validator().ready().await.unwrap();
         second.validator().ready().await.unwrap();
         for dir in &dirs {
-            let names: Vec<String> =
-                std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+            let names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into())
+                .collect();
             assert!(
                 names.iter().any(|name| name.starts_with("validator-") && name.ends_with(".cwasm")),
                 "the validator's artifact is in its runtime's cache: {names:?}"

@@ -6,7 +6,7 @@
 //! reload builds a whole new one with [`State::load`], the function the
 //! start uses, and swaps it in only when every part of it was built. What
 //! outlives a state is the host's own: the wasmtime runtime, the scheduler,
-//! the live sessions and the quota tracker.
+//! the live sessions, the quota tracker and the audit shipper.
 
 pub mod startup;
 

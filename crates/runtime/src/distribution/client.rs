@@ -346,10 +346,13 @@ impl Client {
         let response = if target.https {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
                 .map_err(|_| format!("{url}: {:?} is not a TLS server name", target.host))?;
-            let tls = tokio::time::timeout(connect, tokio_rustls::TlsConnector::from(crate::tls::client_config()?).connect(name, tcp))
-                .await
-                .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
-                .map_err(|err| unreachable(format!("TLS: {err}")))?;
+            let tls = tokio::time::timeout(
+                connect,
+                tokio_rustls::TlsConnector::from(crate::tls::client_config()?).connect(name, tcp),
+            )
+            .await
+            .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
+            .map_err(|err| unreachable(format!("TLS: {err}")))?;
             exchange(TokioIo::new(tls), request, read).await
         } else {
             exchange(TokioIo::new(tcp), request, read).await

@@ -17,7 +17,8 @@
 //! made it ([`Validator`]): its compiled component is cached in that
 //! runtime's cache directory, and its epoch ticker stops when it and the
 //! schemas compiled in it are dropped, so two hosts in one process share
-//! nothing of it.
+//! nothing of it but the bytes of its compiled artifact ([`COMPILED`]),
+//! which spare a second runtime with a cold cache the compilation.
 //!
 //! One instance holds one compiled schema. Each schema keeps a few idle
 //! instances warm ([`MAX_IDLE`], small ones only: [`KEEP_WARM_BYTES`]), so
@@ -273,29 +274,78 @@ impl Meter {
     }
 }
 
+/// The validator's artifact as this process compiled it, serialized, with
+/// the compatibility hash of the engine it was compiled for. Compiling is
+/// a pure function of the component (a constant of the build) and of the
+/// validator engine's configuration (the same for every validator), and
+/// takes seconds of CPU; a second runtime in the process whose cache does
+/// not hold the artifact yet (a program that builds several hosts, the
+/// test suite) loads these bytes instead. It is data only: each validator
+/// still has its own engine, ticker and cache directory, and the artifact
+/// is written into that directory as if it had been compiled there.
+static COMPILED: OnceLock<(u64, Vec<u8>)> = OnceLock::new();
+
 /// The validator compiled for `engine`: from the cache when an artifact of
-/// these bytes for this engine is there, else compiled and cached.
+/// these bytes for this engine is there, else from what this process
+/// compiled before ([`COMPILED`]) or compiled now; either way written into
+/// the cache.
 fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Component> {
     let name = format!("validator-{}", crate::engine::digest(COMPONENT));
     let path = cache_dir.map(|dir| crate::engine::artifact_path(engine, dir, &name));
     if let Some(component) = path.as_deref().and_then(|path| crate::engine::cached_artifact(engine, path)) {
         return Ok(component);
     }
-    let component =
-        Component::new(engine, COMPONENT).map_err(anyhow::Error::from).context("compiling the schema validator")?;
+    let compatible = {
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        std::hash::Hasher::finish(&hasher)
+    };
+    let earlier = COMPILED.get().filter(|(hash, _)| *hash == compatible).and_then(|(_, bytes)| {
+        // SAFETY: the bytes were serialized by this process from the
+        // validator compiled for an engine with the same compatibility
+        // hash, and never left its memory; wasmtime checks their header.
+        unsafe { Component::deserialize(engine, bytes) }
+            .map_err(|err| tracing::warn!("cannot load the validator compiled earlier: {err:#}"))
+            .ok()
+            .map(|component| (component, bytes.as_slice()))
+    });
+    let (component, serialized) = match earlier {
+        Some((component, bytes)) => (component, Some(std::borrow::Cow::Borrowed(bytes))),
+        None => {
+            let component = Component::new(engine, COMPONENT)
+                .map_err(anyhow::Error::from)
+                .context("compiling the schema validator")?;
+            let bytes = component.serialize().map_err(anyhow::Error::from);
+            if let Ok(bytes) = &bytes {
+                let _ = COMPILED.set((compatible, bytes.clone()));
+            }
+            (component, bytes.ok().map(std::borrow::Cow::Owned))
+        }
+    };
     if let Some(path) = &path {
-        let written = component.serialize().map_err(anyhow::Error::from).and_then(|bytes| {
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, path)?;
-            Ok(())
-        });
+        let written = match &serialized {
+            Some(bytes) => write_artifact(path, bytes),
+            None => Err(anyhow::anyhow!("the compiled validator cannot be serialized")),
+        };
         if let Err(err) = written {
             tracing::warn!(path = %path.display(), "cannot cache the compiled validator: {err:#}");
         }
     }
     Ok(component)
+}
+
+/// Write the validator's artifact at `path`, whole or not at all: into a
+/// temporary file beside it (unique to this write, so two runtimes of one
+/// process sharing a cache do not write into the same one), renamed onto
+/// it.
+fn write_artifact(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+    let temp = crate::compiler::temp_beside(path);
+    let written = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    Ok(written?)
 }
 
 /// An instance of the validator holding one compiled schema.

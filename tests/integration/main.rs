@@ -5,6 +5,7 @@
 // read as one (the host's code denies them, Cargo.toml `[workspace.lints.clippy]`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+mod audit_shipping;
 mod cards;
 mod cli;
 mod compile;

@@ -6,7 +6,7 @@
 //! reload builds a whole new one with [`State::load`], the function the
 //! start uses, and swaps it in only when every part of it was built. What
 //! outlives a state is the host's own: the wasmtime runtime, the scheduler,
-//! the live sessions and the quota tracker.
+//! the live sessions, the quota tracker and the audit shipper.
 
 pub mod startup;
 
@@ -139,6 +139,11 @@ impl HostBuilder {
             let startup = Startup::finished(state.registry().len());
             (state, startup, None)
         };
+        // The shipper follows the log of the config the host starts with,
+        // for the host's life, whoever drives the host: a transport or a
+        // library caller. A reload never restarts it: `[audit.postgres]`
+        // and the shipped `[audit] file` are fixed at start.
+        let shipper = state.config().audit.as_ref().and_then(airlock_policy::audit::ship::spawn);
         let scheduler = Scheduler::new(state.max_in_flight());
         let sessions = Arc::new(Sessions::new(runtime.memory().clone()));
         Sessions::spawn_sweeper(&sessions);
@@ -161,6 +166,7 @@ impl HostBuilder {
                 startup,
                 stop_calls: CancellationToken::new(),
                 draining: AtomicBool::new(false),
+                _shipper: shipper,
             }),
         };
         if let Some((planned, errors, guard, config)) = background {
@@ -187,6 +193,12 @@ struct Inner {
     stop_calls: CancellationToken,
     /// Set when shutdown begins: `/readyz` answers 503 from then on.
     draining: AtomicBool,
+    /// The audit shipper (`[audit.postgres]`): it ships the local log to
+    /// PostgreSQL while the host lives, and its task is stopped when the
+    /// last clone of the host is dropped, so after a transport's
+    /// [`Host::finish`] synced the log (what it has not shipped by then
+    /// ships after the next start).
+    _shipper: Option<airlock_policy::audit::ship::Shipper>,
 }
 
 /// A running Airlock host. Cheap to clone; clones share everything.

@@ -82,6 +82,9 @@ pub use airlock_runtime::network::{
 pub use airlock_runtime::projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use airlock_runtime::sandbox::Execution;
 pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
+/// The host's one outbound TLS client configuration (ring, webpki roots):
+/// what the transports use for a connection of their own (a JWT key set).
+pub use airlock_runtime::tls::client_config as tls_client_config;
 pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
 pub use airlock_settings::engine::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,

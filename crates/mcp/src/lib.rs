@@ -209,22 +209,19 @@ pub async fn serve_http(host: Host, addr: SocketAddr, principal: String, watch: 
 
 impl Shared {
     /// The state of one server. `[fleet]` (read from the config at start)
-    /// turns on signed, fleet-wide single-use confirmations, and
-    /// `[audit.postgres]` the shipping of audit records.
+    /// turns on signed, fleet-wide single-use confirmations.
     fn new(host: Host) -> anyhow::Result<Arc<Self>> {
         let config = host.config();
         let signed = match &config.fleet {
             Some(fleet) => Some(signed::SignedConfirmations::new(fleet).map_err(anyhow::Error::msg)?),
             None => None,
         };
-        let shipper = config.audit.as_ref().and_then(airlock_policy::audit::ship::spawn);
         let shared = Arc::new(Shared {
             host,
             changes: Changes::default(),
             confirmations: Arc::new(Confirmations::new(config.http.caps.max_pending_confirmations)),
             signed,
             partial_list_sent: AtomicBool::new(false),
-            _shipper: shipper,
         });
         announce_startup(&shared);
         Ok(shared)

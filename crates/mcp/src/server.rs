@@ -45,9 +45,6 @@ pub struct Shared {
     /// With `[fleet]`: signed, fleet-wide single-use confirmations in place
     /// of `confirmations` (2026-07-28).
     pub signed: Option<super::signed::SignedConfirmations>,
-    /// The audit shipper (`[audit.postgres]`), stopped when the server is
-    /// dropped.
-    pub _shipper: Option<airlock_policy::audit::ship::Shipper>,
     /// Some client was sent a tool list while start-up was loading tools:
     /// only then do tools that become ready need a list_changed.
     pub partial_list_sent: AtomicBool,

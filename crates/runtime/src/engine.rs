@@ -1,6 +1,7 @@
 //! The wasmtime engine shared by every tool: configuration (pooling
-//! allocator, fuel, epochs), the epoch ticker, the WASI linker and the
-//! on-disk cache of compiled components.
+//! allocator, fuel, epochs), the epoch ticker, the linker of the sandbox's
+//! capabilities, the on-disk cache of compiled components and the metered
+//! schema validator.
 //!
 //! `[engine]` is read by [`airlock_settings::engine`]; `wasmtime_config.rs`
 //! turns it into wasmtime's configuration (for this engine and for the
@@ -16,6 +17,7 @@
 use crate::compiler::{Artifact, CompileFailure, MAX_CHILD_STDERR_BYTES, Meter};
 use crate::memory_budget::MemoryBudget;
 use crate::sandbox::CallCtx;
+use crate::validator::Validator;
 use crate::wasmtime_config::wasmtime_config;
 use airlock_settings::engine::EngineSettings;
 use anyhow::Context as _;
@@ -32,13 +34,18 @@ use wasmtime::component::{Component, Linker};
 /// runaway guest overshoots its deadline by at most about one tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
-/// The engine, its WASI linker and the compiled-artifact cache.
+/// The engine, the linker of the sandbox's capabilities, the
+/// compiled-artifact cache and the metered schema validator.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallCtx>,
     cache_dir: Option<PathBuf>,
     meter: Meter,
     memory: MemoryBudget,
+    /// The schema validator of this runtime, caching its component in
+    /// `cache_dir`; its own ticker stops when it is dropped with the
+    /// runtime (and the schemas compiled in it).
+    validator: Validator,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -49,7 +56,9 @@ impl Drop for Runtime {
 }
 
 impl Runtime {
-    /// Configure the engine and start its epoch ticker thread.
+    /// Configure the engine and start its epoch ticker thread. The schema
+    /// validator is made with it and compiled when a schema first needs
+    /// it ([`Validator::ready`]).
     ///
     /// # Errors
     ///
@@ -60,19 +69,9 @@ impl Runtime {
             .map_err(anyhow::Error::from)
             .context("configuring the wasmtime engine")?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
-        // `wasi:http` is there for components that import it; every request
-        // is refused unless the tool has a network grant (see network.rs).
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(anyhow::Error::from)
-            .context("linking wasi:http")?;
-        // `airlock:tool/caller` (contract 0.2.0) answers with the caller of
-        // the call being served.
-        crate::caller::add_to_linker(&mut linker, |ctx: &mut CallCtx| crate::caller::CallerView(ctx.caller()))
-            .map_err(anyhow::Error::from)
-            .context("linking airlock:tool/caller")?;
-        // Open files and outgoing HTTP bodies are counted per call.
-        crate::budget::add_to_linker(&mut linker).context("linking the host budget")?;
+        // Every capability of the sandbox links its own interface, in the
+        // order of the one list of them (`sandbox/capability.rs`).
+        crate::sandbox::add_to_linker(&mut linker)?;
         if let Some(dir) = &settings.cache_dir {
             std::fs::create_dir_all(dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
         }
@@ -85,8 +84,15 @@ impl Runtime {
             cache_dir: settings.cache_dir.clone(),
             meter: Meter::new(settings, memory.total()),
             memory,
+            validator: Validator::new(settings.cache_dir.clone()),
             ticker_stop,
         })
+    }
+
+    /// The metered validator every schema of this runtime's tools is
+    /// compiled and checked in.
+    pub fn validator(&self) -> &Validator {
+        &self.validator
     }
 
     /// The engine.
@@ -105,7 +111,8 @@ impl Runtime {
         self.cache_dir.as_deref()
     }
 
-    /// The WASI linker every tool is instantiated against.
+    /// The linker every tool is instantiated against: every capability of
+    /// the sandbox, linked once.
     pub fn linker(&self) -> &Linker<CallCtx> {
         &self.linker
     }
@@ -413,6 +420,36 @@ mod tests {
         assert_ne!(clamped, base);
         // Where the compiler is does not decide a refusal.
         assert_eq!(path(&EngineSettings { compiler: Some("/elsewhere".into()), ..settings.clone() }), base);
+    }
+
+    #[tokio::test]
+    async fn each_runtime_has_its_own_validator() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let runtime = |dir: &tempfile::TempDir| {
+            let settings = EngineSettings { cache_dir: Some(dir.path().to_owned()), ..EngineSettings::default() };
+            Runtime::new(&settings).unwrap()
+        };
+        let (first, second) = (runtime(&dirs[0]), runtime(&dirs[1]));
+        first.validator().ready().await.unwrap();
+        second.validator().ready().await.unwrap();
+        for dir in &dirs {
+            let names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into())
+                .collect();
+            assert!(
+                names.iter().any(|name| name.starts_with("validator-") && name.ends_with(".cwasm")),
+                "the validator's artifact is in its runtime's cache: {names:?}"
+            );
+        }
+        let (stopping, staying) = (first.validator().ticker().unwrap(), second.validator().ticker().unwrap());
+        drop(first);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while stopping.upgrade().is_some() {
+            assert!(std::time::Instant::now() < deadline, "the dropped runtime's validator ticker still runs");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(staying.upgrade().is_some(), "the other runtime's validator ticker runs on");
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod projection;
 pub mod sandbox;
 pub mod schema_portable;
 pub mod strict;
+pub mod tls;
 pub mod tool_settings;
 pub mod validator;
 pub mod wasmtime_config;

@@ -14,7 +14,7 @@ use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_heade
 use crate::engine::{Lookup, Runtime, digest};
 use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};
-use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped};
+use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped, Validator};
 use airlock_core::outcome::{ErrorKind, Failure};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -303,11 +303,11 @@ pub(crate) async fn describe(
         tracing::warn!(component = %path_buf.display(), "{problem}");
     }
     let bad = |why| LoadError::BadMetadata { path: path_buf.clone(), why };
-    let cache_dir = runtime.cache_dir();
+    let validator = runtime.validator();
     let parameters =
-        compile_schema(&checked.name, "parameters", &checked.parameters, &settings, cache_dir).await.map_err(bad)?;
+        compile_schema(validator, &checked.name, "parameters", &checked.parameters, &settings).await.map_err(bad)?;
     let output = match &checked.output {
-        Some(schema) => Some(compile_schema(&checked.name, "output", schema, &settings, cache_dir).await.map_err(bad)?),
+        Some(schema) => Some(compile_schema(validator, &checked.name, "output", schema, &settings).await.map_err(bad)?),
         None => None,
     };
     // Only a component the whole load accepted is kept in the cache.
@@ -489,27 +489,27 @@ fn check_schema(tool: &str, which: &str, text: &str) -> Result<Value, String> {
     Ok(schema)
 }
 
-/// Compile a schema the component declared in the host's metered validator,
-/// under the tool's `timeout_ms` and `validation_memory_mib`, as reading its
-/// metadata was.
+/// Compile a schema the component declared in the runtime's metered
+/// validator, under the tool's `timeout_ms` and `validation_memory_mib`, as
+/// reading its metadata was.
 async fn compile_schema(
+    validator: &Validator,
     tool: &str,
     which: &str,
     schema: &Value,
     settings: &ToolSettings,
-    cache_dir: Option<&Path>,
 ) -> Result<Arc<Schema>, String> {
     let limits = &settings.limits;
     // The validator itself is made ready first: its own compilation (once
-    // per process) is not the schema's time.
-    crate::validator::ready(cache_dir).await.map_err(|why| format!("the {which} schema of {tool:?}: {why}"))?;
+    // per runtime, or once per cache) is not the schema's time.
+    validator.ready().await.map_err(|why| format!("the {which} schema of {tool:?}: {why}"))?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let bounds = Bounds {
         at: tokio::time::Instant::now() + limits.timeout,
         cancel: &cancel,
         memory_bytes: limits.validation_memory_bytes,
     };
-    match Schema::compile(schema, cache_dir, bounds).await {
+    match validator.compile(schema, bounds).await {
         Ok(Ok(compiled)) => Ok(Arc::new(compiled)),
         Ok(Err(why)) => Err(format!(
             "the {which} schema of {tool:?} cannot be compiled: {why} (patterns may use neither look-around nor \

@@ -13,14 +13,22 @@
 //! a limit traps the validator's instance, which is then dropped: the host
 //! itself neither allocates nor spins for a schema.
 //!
+//! The validator belongs to the [`Runtime`](crate::engine::Runtime) that
+//! made it ([`Validator`]): its compiled component is cached in that
+//! runtime's cache directory, and its epoch ticker stops when it and the
+//! schemas compiled in it are dropped, so two hosts in one process share
+//! nothing of it but the bytes of its compiled artifact ([`COMPILED`]),
+//! which spare a second runtime with a cold cache the compilation.
+//!
 //! One instance holds one compiled schema. Each schema keeps a few idle
 //! instances warm ([`MAX_IDLE`], small ones only: [`KEEP_WARM_BYTES`]), so
 //! a call pays for a check, not for compiling the schema again.
 
 use airlock_core::outcome::{ErrorKind, Failure};
 use anyhow::Context as _;
-use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -36,7 +44,7 @@ mod bindings {
 }
 
 use bindings::exports::airlock::validator::schema::Violations;
-use bindings::{Validator, ValidatorPre};
+use bindings::{Validator as Instance, ValidatorPre};
 
 /// The validator component, built by `build.rs` from `crates/validator`.
 const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/validator.wasm"));
@@ -116,32 +124,123 @@ impl ResourceLimiter for MemoryMeter {
     }
 }
 
-/// The validator's engine and component, shared by every host in the
-/// process (the component is ours, compiled once).
+/// The metered validator of one [`Runtime`](crate::engine::Runtime):
+/// made with it, reached through [`Runtime::validator`], and caching its
+/// compiled component in that runtime's cache directory. The component is
+/// compiled (or loaded from the cache) the first time a schema needs it
+/// ([`Validator::ready`]), on a blocking thread. Cheap to clone: clones
+/// share the one meter.
+///
+/// The meter's engine has an epoch ticker thread of its own, which stops
+/// once the validator and every [`Schema`] compiled in it are dropped
+/// (a schema's warm instances live in that engine, and a check needs its
+/// ticks).
+///
+/// [`Runtime::validator`]: crate::engine::Runtime::validator
+#[derive(Clone)]
+pub struct Validator {
+    shared: Arc<Lazy>,
+}
+
+/// The meter, made on first use.
+struct Lazy {
+    cache_dir: Option<PathBuf>,
+    meter: OnceLock<Result<Arc<Meter>, String>>,
+}
+
+/// The validator's engine and component, and the ticker that drives its
+/// epoch.
 struct Meter {
     engine: Engine,
     pre: ValidatorPre<Ctx>,
+    /// Held only to be dropped with the meter, which stops the thread.
+    _ticker: Ticker,
 }
 
-static METER: OnceLock<Result<Meter, String>> = OnceLock::new();
-
-/// The shared meter, compiled (or loaded from `cache_dir`) on first use.
-fn meter(cache_dir: Option<&Path>) -> Result<&'static Meter, Failure> {
-    METER
-        .get_or_init(|| Meter::new(cache_dir).map_err(|err| format!("{err:#}")))
-        .as_ref()
-        .map_err(|err| Failure::new(ErrorKind::Internal, format!("the host's schema validator is unavailable: {err}")))
+/// The epoch ticker thread of a meter's engine, stopped when the meter is
+/// dropped (as `engine.rs` stops the runtime's own ticker).
+struct Ticker {
+    stop: Arc<AtomicBool>,
 }
 
-/// Compile (or load from the cache) the validator before the first schema
-/// needs it, so that the time is spent at start-up, where it is expected.
-///
-/// # Errors
-///
-/// The validator component does not compile in this engine (a build
-/// fault).
-pub(crate) fn prepare(cache_dir: Option<&Path>) -> Result<(), Failure> {
-    meter(cache_dir).map(drop)
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Validator {
+    /// A validator whose compiled component is cached in `cache_dir`
+    /// (none: compiled anew each time it is made). Nothing is compiled
+    /// until a schema needs it.
+    pub fn new(cache_dir: Option<PathBuf>) -> Self {
+        Self { shared: Arc::new(Lazy { cache_dir, meter: OnceLock::new() }) }
+    }
+
+    /// The meter, compiled (or loaded from the cache) on first use; this
+    /// blocks for as long as that takes.
+    fn meter(&self) -> Result<Arc<Meter>, Failure> {
+        let shared = &self.shared;
+        shared
+            .meter
+            .get_or_init(|| Meter::new(shared.cache_dir.as_deref()).map(Arc::new).map_err(|err| format!("{err:#}")))
+            .clone()
+            .map_err(|err| {
+                Failure::new(ErrorKind::Internal, format!("the host's schema validator is unavailable: {err}"))
+            })
+    }
+
+    /// Make the validator ready (compiled, or loaded from the cache) off
+    /// the async worker threads: compiling it takes seconds, once per
+    /// validator (or once per cache). Call it before taking the time a
+    /// schema's compilation may use.
+    ///
+    /// # Errors
+    ///
+    /// The validator does not compile in this engine (a build fault).
+    pub async fn ready(&self) -> Result<(), String> {
+        if self.shared.meter.get().is_some() {
+            return Ok(());
+        }
+        let this = self.clone();
+        let prepared = tokio::task::spawn_blocking(move || this.meter().map(drop)).await;
+        prepared.map_err(|err| err.to_string())?.map_err(|failure| failure.message)
+    }
+
+    /// Compile `schema` in this validator under `bounds`, keeping the
+    /// instance warm for the first check.
+    ///
+    /// # Errors
+    ///
+    /// `Ok(Err(why))` when the schema does not compile (why, in the
+    /// validator's words); `Err` when a limit stopped the compilation.
+    pub async fn compile(
+        &self,
+        schema: &serde_json::Value,
+        bounds: Bounds<'_>,
+    ) -> Result<Result<Schema, String>, Stopped> {
+        let meter = self.meter().map_err(|failure| Stopped::Fault(failure.message))?;
+        let text = schema.to_string();
+        match instantiate(&meter, &text, bounds).await? {
+            Ok(warm) => Ok(Ok(Schema {
+                json: schema.clone(),
+                text,
+                meter,
+                idle: Mutex::new(vec![(bounds.memory_bytes, warm)]),
+            })),
+            Err(why) => Ok(Err(why)),
+        }
+    }
+
+    /// Whether the meter's ticker thread still runs, through a reference
+    /// that the thread itself holds: `None` before the meter is made.
+    #[cfg(test)]
+    pub(crate) fn ticker(&self) -> Option<std::sync::Weak<AtomicBool>> {
+        match self.shared.meter.get() {
+            Some(Ok(meter)) => Some(Arc::downgrade(&meter._ticker.stop)),
+            _ => None,
+        }
+    }
 }
 
 impl Meter {
@@ -159,38 +258,75 @@ impl Meter {
         let pre = ValidatorPre::new(linker.instantiate_pre(&component).map_err(anyhow::Error::from)?)
             .map_err(anyhow::Error::from)
             .context("binding the validator component")?;
+        let stop = Arc::new(AtomicBool::new(false));
         let ticker = engine.clone();
+        let running = stop.clone();
         std::thread::Builder::new()
             .name("airlock-validator-epoch".into())
             .spawn(move || {
-                loop {
+                while !running.load(Ordering::Relaxed) {
                     std::thread::sleep(TICK);
                     ticker.increment_epoch();
                 }
             })
             .context("starting the validator's epoch ticker")?;
-        Ok(Meter { engine, pre })
+        Ok(Meter { engine, pre, _ticker: Ticker { stop } })
     }
 }
 
+/// The validator's artifact as this process compiled it, serialized, with
+/// the compatibility hash of the engine it was compiled for. Compiling is
+/// a pure function of the component (a constant of the build) and of the
+/// validator engine's configuration (the same for every validator), and
+/// takes seconds of CPU; a second runtime in the process whose cache does
+/// not hold the artifact yet (a program that builds several hosts, the
+/// test suite) loads these bytes instead. It is data only: each validator
+/// still has its own engine, ticker and cache directory, and the artifact
+/// is written into that directory as if it had been compiled there.
+static COMPILED: OnceLock<(u64, Vec<u8>)> = OnceLock::new();
+
 /// The validator compiled for `engine`: from the cache when an artifact of
-/// these bytes for this engine is there, else compiled and cached.
+/// these bytes for this engine is there, else from what this process
+/// compiled before ([`COMPILED`]) or compiled now; either way written into
+/// the cache.
 fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Component> {
     let name = format!("validator-{}", crate::engine::digest(COMPONENT));
     let path = cache_dir.map(|dir| crate::engine::artifact_path(engine, dir, &name));
     if let Some(component) = path.as_deref().and_then(|path| crate::engine::cached_artifact(engine, path)) {
         return Ok(component);
     }
-    let component =
-        Component::new(engine, COMPONENT).map_err(anyhow::Error::from).context("compiling the schema validator")?;
+    let compatible = {
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        std::hash::Hasher::finish(&hasher)
+    };
+    let earlier = COMPILED.get().filter(|(hash, _)| *hash == compatible).and_then(|(_, bytes)| {
+        // SAFETY: the bytes were serialized by this process from the
+        // validator compiled for an engine with the same compatibility
+        // hash, and never left its memory; wasmtime checks their header.
+        unsafe { Component::deserialize(engine, bytes) }
+            .map_err(|err| tracing::warn!("cannot load the validator compiled earlier: {err:#}"))
+            .ok()
+            .map(|component| (component, bytes.as_slice()))
+    });
+    let (component, serialized) = match earlier {
+        Some((component, bytes)) => (component, Some(std::borrow::Cow::Borrowed(bytes))),
+        None => {
+            let component = Component::new(engine, COMPONENT)
+                .map_err(anyhow::Error::from)
+                .context("compiling the schema validator")?;
+            let bytes = component.serialize().map_err(anyhow::Error::from);
+            if let Ok(bytes) = &bytes {
+                let _ = COMPILED.set((compatible, bytes.clone()));
+            }
+            (component, bytes.ok().map(std::borrow::Cow::Owned))
+        }
+    };
     if let Some(path) = &path {
-        let written = component.serialize().map_err(anyhow::Error::from).and_then(|bytes| {
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, path)?;
-            Ok(())
-        });
+        let written = match &serialized {
+            Some(bytes) => write_artifact(path, bytes),
+            None => Err(anyhow::anyhow!("the compiled validator cannot be serialized")),
+        };
         if let Err(err) = written {
             tracing::warn!(path = %path.display(), "cannot cache the compiled validator: {err:#}");
         }
@@ -198,27 +334,24 @@ fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Componen
     Ok(component)
 }
 
-/// Make the validator ready (compiled, or loaded from `cache_dir`) off the
-/// async worker threads: compiling it takes seconds, once per process (or
-/// once per cache). Call it before taking the time a schema's compilation
-/// may use.
-///
-/// # Errors
-///
-/// The validator does not compile in this engine (a build fault).
-pub async fn ready(cache_dir: Option<&Path>) -> Result<(), String> {
-    if METER.get().is_some() {
-        return Ok(());
+/// Write the validator's artifact at `path`, whole or not at all: into a
+/// temporary file beside it (unique to this write, so two runtimes of one
+/// process sharing a cache do not write into the same one), renamed onto
+/// it.
+fn write_artifact(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+    let temp = crate::compiler::temp_beside(path);
+    let written = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
     }
-    let cache_dir = cache_dir.map(Path::to_owned);
-    let prepared = tokio::task::spawn_blocking(move || prepare(cache_dir.as_deref())).await;
-    prepared.map_err(|err| err.to_string())?.map_err(|failure| failure.message)
+    Ok(written?)
 }
 
 /// An instance of the validator holding one compiled schema.
 struct Warm {
     store: Store<Ctx>,
-    validator: Validator,
+    validator: Instance,
 }
 
 /// When a check must give up, and what its caps are.
@@ -263,33 +396,13 @@ pub struct Schema {
     json: serde_json::Value,
     /// The schema as JSON text (to compile it into new instances).
     text: String,
+    /// The meter it was compiled in: its instances live in that engine.
+    meter: Arc<Meter>,
     /// Idle instances and the memory cap each was created under.
     idle: Mutex<Vec<(usize, Warm)>>,
 }
 
 impl Schema {
-    /// Compile `schema` in the validator under `bounds`, keeping the
-    /// instance warm for the first check.
-    ///
-    /// # Errors
-    ///
-    /// `Ok(Err(why))` when the schema does not compile (why, in the
-    /// validator's words); `Err` when a limit stopped the compilation.
-    pub async fn compile(
-        schema: &serde_json::Value,
-        cache_dir: Option<&Path>,
-        bounds: Bounds<'_>,
-    ) -> Result<Result<Schema, String>, Stopped> {
-        let meter = meter(cache_dir).map_err(|failure| Stopped::Fault(failure.message))?;
-        let text = schema.to_string();
-        match instantiate(meter, &text, bounds).await? {
-            Ok(warm) => {
-                Ok(Ok(Schema { json: schema.clone(), text, idle: Mutex::new(vec![(bounds.memory_bytes, warm)]) }))
-            }
-            Err(why) => Ok(Err(why)),
-        }
-    }
-
     /// The schema as declared.
     pub fn json(&self) -> &serde_json::Value {
         &self.json
@@ -302,7 +415,6 @@ impl Schema {
     ///
     /// What stopped the check.
     pub async fn check(&self, instance: &str, bounds: Bounds<'_>) -> Result<Option<Listed>, Stopped> {
-        let meter = meter(None).map_err(|failure| Stopped::Fault(failure.message))?;
         let idle = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             // An instance made under another cap (the operator changed it
@@ -312,7 +424,7 @@ impl Schema {
         };
         let mut warm = match idle {
             Some((_, warm)) => warm,
-            None => match instantiate(meter, &self.text, bounds).await? {
+            None => match instantiate(&self.meter, &self.text, bounds).await? {
                 Ok(warm) => warm,
                 Err(why) => return Err(Stopped::Fault(format!("the schema no longer compiles: {why}"))),
             },
@@ -394,7 +506,7 @@ fn arm(store: &mut Store<Ctx>, bounds: Bounds<'_>) {
 async fn run<R, F>(warm: &mut Warm, bounds: Bounds<'_>, work: F) -> Result<R, Stopped>
 where
     F: for<'a> FnOnce(
-        &'a Validator,
+        &'a Instance,
         &'a mut Store<Ctx>,
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
 {
@@ -437,10 +549,16 @@ mod tests {
         Bounds { at: tokio::time::Instant::now() + Duration::from_millis(ms), cancel, memory_bytes }
     }
 
+    /// One validator for the tests of this module, compiled once.
+    fn validator() -> &'static Validator {
+        static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+        VALIDATOR.get_or_init(|| Validator::new(None))
+    }
+
     async fn schema(value: serde_json::Value) -> Schema {
-        ready(None).await.unwrap();
+        validator().ready().await.unwrap();
         let cancel = CancellationToken::new();
-        Schema::compile(&value, None, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().unwrap()
+        validator().compile(&value, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().unwrap()
     }
 
     #[tokio::test]
@@ -455,10 +573,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_schema_that_does_not_compile_says_why() {
-        ready(None).await.unwrap();
+        validator().ready().await.unwrap();
         let cancel = CancellationToken::new();
         let bad = json!({"type":"string","pattern":"(?=a)"});
-        let why = Schema::compile(&bad, None, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().err().unwrap();
+        let why = validator().compile(&bad, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().err().unwrap();
         assert!(why.contains("(?=a)") || why.to_lowercase().contains("look"), "{why}");
     }
 

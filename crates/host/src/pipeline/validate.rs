@@ -154,15 +154,17 @@ fn restate(schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_runtime::validator::MAX_LISTED_ERRORS;
+    use airlock_runtime::validator::{MAX_LISTED_ERRORS, Validator};
     use serde_json::json;
 
     async fn violations(schema: Value, value: Value) -> Result<(), Vec<String>> {
-        airlock_runtime::validator::ready(None).await.unwrap();
+        static VALIDATOR: std::sync::OnceLock<Validator> = std::sync::OnceLock::new();
+        let validator = VALIDATOR.get_or_init(|| Validator::new(None));
+        validator.ready().await.unwrap();
         let cancel = CancellationToken::new();
         let at = Instant::now() + std::time::Duration::from_secs(60);
         let bounds = Bounds { at, cancel: &cancel, memory_bytes: 64 << 20 };
-        let schema = Schema::compile(&schema, None, bounds).await.ok().unwrap().unwrap();
+        let schema = validator.compile(&schema, bounds).await.ok().unwrap().unwrap();
         let deadline = Deadline { at, timeout_ms: 60_000, cancel: &cancel };
         match check(&schema, &value.to_string(), 64 << 20, deadline, "the arguments").await {
             Ok(verdict) => verdict,

@@ -60,6 +60,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
+use hyper_util::rt::TokioIo;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
@@ -68,7 +69,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
-use wasmtime_wasi_http::io::TokioIo;
 
 /// Where the protected-resource metadata document is served (RFC 9728);
 /// also at this path followed by the MCP path.
@@ -679,7 +679,7 @@ async fn fetch(url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
     let authority = uri.authority().map_or(host.clone(), |a| a.as_str().to_owned());
     let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     if https {
-        let config = airlock_runtime::network::send::tls_config().map_err(|err| format!("{err:?}"))?;
+        let config = airlock_host::tls_client_config()?;
         let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
             .map_err(|err| format!("{host} is not a TLS server name: {err}"))?;
         let tls = tokio_rustls::TlsConnector::from(config)

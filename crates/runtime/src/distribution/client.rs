@@ -346,10 +346,13 @@ impl Client {
         let response = if target.https {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
                 .map_err(|_| format!("{url}: {:?} is not a TLS server name", target.host))?;
-            let tls = tokio::time::timeout(connect, tokio_rustls::TlsConnector::from(tls_config()?).connect(name, tcp))
-                .await
-                .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
-                .map_err(|err| unreachable(format!("TLS: {err}")))?;
+            let tls = tokio::time::timeout(
+                connect,
+                tokio_rustls::TlsConnector::from(crate::tls::client_config()?).connect(name, tcp),
+            )
+            .await
+            .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
+            .map_err(|err| unreachable(format!("TLS: {err}")))?;
             exchange(TokioIo::new(tls), request, read).await
         } else {
             exchange(TokioIo::new(tcp), request, read).await
@@ -422,12 +425,6 @@ fn target_of(uri: &http::Uri, https: bool) -> Result<Target, String> {
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
     let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     Ok(Target { https, host, port, path_and_query })
-}
-
-/// The process's one TLS client configuration (ring, webpki roots), the
-/// one tools' outgoing requests use too.
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    crate::network::send::tls_config().map_err(|err| format!("the host could not set up TLS: {err:?}"))
 }
 
 /// `Bearer realm="…",service="…"` → ("Bearer", {realm, service}).

@@ -50,7 +50,8 @@ pub async fn send(
     let stream: Box<dyn Stream> = match target.tls_name {
         None => Box::new(tcp),
         Some(name) => {
-            let connector = tokio_rustls::TlsConnector::from(tls_config()?);
+            let config = crate::tls::client_config().map_err(|why| Error::InternalError(Some(why)))?;
+            let connector = tokio_rustls::TlsConnector::from(config);
             Box::new(connector.connect(name, tcp).await.map_err(Error::Tls)?)
         }
     };
@@ -90,21 +91,6 @@ async fn connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream, E
         }
     }
     Err(last.unwrap_or(Error::DestinationNotFound))
-}
-
-/// One TLS client configuration (ring, webpki roots) for the whole process.
-pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
-    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
-    if let Some(config) = CONFIG.get() {
-        return Ok(config.clone());
-    }
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|err| Error::InternalError(Some(format!("the host could not set up TLS: {err}"))))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(CONFIG.get_or_init(|| Arc::new(config)).clone())
 }
 
 /// A response body that stops after the call's allowance of bytes: the

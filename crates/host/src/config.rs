@@ -102,6 +102,8 @@ pub struct Config {
     /// How long confirmation cards and presented results may be
     /// (`[cards]`).
     pub cards: CardSettings,
+    /// Approvals on Airlock's own page (`[approvals]`).
+    pub approvals: crate::approval::ApprovalSettings,
 }
 
 #[derive(Deserialize, Default)]
@@ -140,6 +142,8 @@ struct RawConfig {
     log: RawLog,
     #[serde(default)]
     cards: RawCards,
+    #[serde(default)]
+    approvals: crate::approval::RawApprovals,
 }
 
 impl Config {
@@ -327,6 +331,7 @@ impl Config {
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
+        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -347,6 +352,7 @@ impl Config {
             serve,
             log,
             cards,
+            approvals,
         })
     }
 

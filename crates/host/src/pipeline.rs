@@ -62,6 +62,8 @@ pub struct Pipeline {
     pub memory: MemoryBudget,
     /// Metrics and spans of finished calls.
     pub(crate) telemetry: Telemetry,
+    /// Approvals on Airlock's page, for the host's life.
+    pub approvals: Arc<crate::approval::Approvals>,
     /// Cancelled when shutdown begins: a call waiting for its confirmation
     /// is declined then, since no answer can arrive once the listener is
     /// closed (it would otherwise hold the shutdown for its whole grace).
@@ -234,9 +236,11 @@ impl Pipeline {
         timeline.lap(Stage::Authorize);
         let (authority, policy) = match authorized? {
             Authorized::Allowed { policy } => (Authority::Allowed, policy),
-            Authorized::Ask { reason, policy } => {
-                let question = confirm::Question { request, tool: &tool, arguments: &arguments.value, reason, policy };
-                (Authority::Confirmed, self.confirm(state, question, confirmer, timeline).await?)
+            Authorized::Ask { reason, policy, approver } => {
+                let question =
+                    confirm::Question { request, tool: &tool, arguments: &arguments.value, reason, policy, approver };
+                let (policy, _how) = self.confirm(state, question, confirmer, timeline, cancel).await?;
+                (Authority::Confirmed, policy)
             }
         };
         Ok(Approved { tool, arguments: arguments.text, session, authority, policy, host_time })

@@ -431,7 +431,7 @@ fn policy_is_send_sync_and_labels_are_stable() {
     assert_send_sync::<Verdict>();
     assert_eq!(Verdict::Allow { policy: None }.label(), "allow");
     assert_eq!(Verdict::Deny { reason: String::new(), policy: Some("p".into()) }.policy(), Some("p"));
-    assert_eq!(Verdict::Ask { reason: String::new(), policy: None }.label(), "ask");
+    assert_eq!(Verdict::Ask { reason: String::new(), policy: None, approver: None }.label(), "ask");
 }
 
 #[test]

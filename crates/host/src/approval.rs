@@ -29,6 +29,7 @@
 
 pub mod link;
 pub mod store;
+pub mod webhook;
 
 use crate::fleet::FleetSettings;
 use airlock_core::outcome::{ErrorKind, Failure};
@@ -249,6 +250,8 @@ pub struct ApprovalSettings {
     pub client_id: String,
     /// Requests to the page one client address may make per second.
     pub page_requests_per_second: u32,
+    /// Where named approvers are told an approval waits for them.
+    pub webhook: Option<webhook::WebhookSettings>,
 }
 
 impl Default for ApprovalSettings {
@@ -262,6 +265,7 @@ impl Default for ApprovalSettings {
             public_url: None,
             client_id: DEFAULT_CLIENT_ID.to_owned(),
             page_requests_per_second: DEFAULT_PAGE_REQUESTS_PER_SECOND,
+            webhook: None,
         }
     }
 }
@@ -282,6 +286,14 @@ pub const DEFAULT_CLIENT_ID: &str = "airlock";
 pub const DEFAULT_PAGE_REQUESTS_PER_SECOND: u32 = 20;
 /// Accepted `[approvals] page_requests_per_second`.
 pub const PAGE_REQUESTS_PER_SECOND: (u32, u32) = (1, 10_000);
+/// Default `[approvals] webhook_max_attempts`.
+pub const DEFAULT_WEBHOOK_MAX_ATTEMPTS: u32 = 6;
+/// Accepted `[approvals] webhook_max_attempts`.
+pub const WEBHOOK_MAX_ATTEMPTS: (u32, u32) = (1, 20);
+/// Least bytes of the webhook's secret (256 bits).
+pub const MIN_WEBHOOK_SECRET_BYTES: usize = 32;
+/// Most bytes of the webhook's secret file read.
+pub const MAX_WEBHOOK_SECRET_FILE_BYTES: u64 = 4096;
 
 /// `[approvals]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -295,6 +307,9 @@ pub struct RawApprovals {
     public_url: Option<String>,
     client_id: Option<String>,
     page_requests_per_second: Option<u32>,
+    webhook_url: Option<String>,
+    webhook_secret_file: Option<std::path::PathBuf>,
+    webhook_max_attempts: Option<u32>,
 }
 
 impl ApprovalSettings {
@@ -304,7 +319,10 @@ impl ApprovalSettings {
     ///
     /// A value out of range or not understood, naming the key and what is
     /// accepted.
-    pub fn from_raw(raw: RawApprovals) -> Result<Self, String> {
+    pub fn from_raw(
+        raw: RawApprovals,
+        resolve: &dyn Fn(&std::path::Path) -> std::path::PathBuf,
+    ) -> Result<Self, String> {
         use airlock_settings::limits::in_range;
         let defaults = ApprovalSettings::default();
         let mode = match raw.mode {
@@ -356,6 +374,35 @@ impl ApprovalSettings {
             )?,
             None => defaults.page_requests_per_second,
         };
+        let webhook = match (raw.webhook_url, raw.webhook_secret_file) {
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err("[approvals] webhook_url and webhook_secret_file go together: a delivery is always \
+                            signed"
+                    .into());
+            }
+            (Some(url), Some(file)) => {
+                let https = url.starts_with("https://");
+                let loopback = ["http://127.", "http://localhost", "http://[::1]"].iter().any(|p| url.starts_with(p));
+                if !(https || loopback) {
+                    return Err(format!(
+                        "[approvals] webhook_url = {url:?}: accepted an https:// URL (plain http:// only to a \
+                         loopback address)"
+                    ));
+                }
+                let path = resolve(&file);
+                let secret = read_secret(&path).map_err(|why| {
+                    format!("[approvals] webhook_secret_file = {:?}: {why}", file.display().to_string())
+                })?;
+                let max_attempts = match raw.webhook_max_attempts {
+                    Some(n) => {
+                        in_range("[approvals] webhook_max_attempts", n, WEBHOOK_MAX_ATTEMPTS.0, WEBHOOK_MAX_ATTEMPTS.1)?
+                    }
+                    None => DEFAULT_WEBHOOK_MAX_ATTEMPTS,
+                };
+                Some(webhook::WebhookSettings { url, secret, max_attempts })
+            }
+        };
         Ok(ApprovalSettings {
             mode,
             link_ttl,
@@ -365,6 +412,7 @@ impl ApprovalSettings {
             public_url,
             client_id,
             page_requests_per_second,
+            webhook,
         })
     }
 }
@@ -380,6 +428,8 @@ enum Kept {
 pub struct Approvals {
     kept: Kept,
     key: LinkKey,
+    /// Tells named approvers (`[approvals] webhook_url`), fixed at start.
+    webhook: Option<webhook::Webhook>,
     /// Where the page is served (`http://127.0.0.1:8080`), once a transport
     /// serves it.
     base: RwLock<Option<String>>,
@@ -414,7 +464,7 @@ impl Approvals {
     /// # Errors
     ///
     /// The fleet's Redis URL is not one, or there is no random source.
-    pub fn new(fleet: Option<&FleetSettings>) -> Result<Self, String> {
+    pub fn new(fleet: Option<&FleetSettings>, settings: &ApprovalSettings) -> Result<Self, String> {
         let (kept, key) = match fleet {
             Some(fleet) => (
                 Kept::Shared(Shared::new(&fleet.redis_url, fleet.redis_connect_timeout, fleet.redis_response_timeout)?),
@@ -422,7 +472,8 @@ impl Approvals {
             ),
             None => (Kept::Local(Local::default()), LinkKey::random()?),
         };
-        Ok(Approvals { kept, key, base: RwLock::new(None) })
+        let webhook = settings.webhook.clone().map(webhook::Webhook::start);
+        Ok(Approvals { kept, key, webhook, base: RwLock::new(None) })
     }
 
     /// The key that signs links and the page's cookies.
@@ -480,7 +531,16 @@ impl Approvals {
             Kept::Shared(shared) => shared.open(approval, &key, caps, now).await.map_err(unavailable)?,
         };
         match opened {
-            Ok(Opened::New(approval) | Opened::Existing(approval)) => Ok(approval),
+            Ok(Opened::New(approval)) => {
+                // A named approver hears of it; the caller is at the page.
+                if let (Some(webhook), Some(link)) = (&self.webhook, self.link(&approval))
+                    && approval.approver != Approver::Caller
+                {
+                    webhook.notify(webhook::payload(&approval, &link), approval.expires_ms);
+                }
+                Ok(approval)
+            }
+            Ok(Opened::Existing(approval)) => Ok(approval),
             Err(Full::Principal(cap)) => Err(Failure::new(
                 ErrorKind::QuotaExceeded,
                 format!(
@@ -603,6 +663,28 @@ pub fn revision_of(tool: &airlock_runtime::loader::LoadedTool) -> String {
     format!("sha256:{}", hex::encode(hasher.finalize()))
 }
 
+/// The secret in `path`: at most [`MAX_WEBHOOK_SECRET_FILE_BYTES`], at least
+/// [`MIN_WEBHOOK_SECRET_BYTES`] once trimmed.
+fn read_secret(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|err| format!("cannot read it: {err}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_WEBHOOK_SECRET_FILE_BYTES.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read it: {err}"))?;
+    if bytes.len() as u64 > MAX_WEBHOOK_SECRET_FILE_BYTES {
+        return Err(format!("it is over {MAX_WEBHOOK_SECRET_FILE_BYTES} bytes; a secret is a few dozen"));
+    }
+    let secret = bytes.trim_ascii().to_vec();
+    if secret.len() < MIN_WEBHOOK_SECRET_BYTES {
+        return Err(format!(
+            "the secret has {} bytes; it needs at least {MIN_WEBHOOK_SECRET_BYTES} (e.g. `openssl rand -hex 32`)",
+            secret.len()
+        ));
+    }
+    Ok(secret)
+}
+
 /// The failure of a call whose approval could not be kept.
 fn unavailable(err: Unavailable) -> Failure {
     tracing::warn!("{err}");
@@ -668,7 +750,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_call_hears_the_answer() {
-        let approvals = Approvals::new(None).unwrap();
+        let approvals = Approvals::new(None, &ApprovalSettings::default()).unwrap();
         let new = NewApproval {
             principal: "alice".into(),
             tool: "t".into(),

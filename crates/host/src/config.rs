@@ -331,7 +331,7 @@ impl Config {
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
-        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals).map_err(error)?;
+        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
 
         Ok(Config {
             file: None,

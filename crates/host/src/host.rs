@@ -115,7 +115,7 @@ impl HostBuilder {
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
         // Approvals outlive reloads; in a fleet they are kept in its Redis.
         let approvals = Arc::new(
-            crate::approval::Approvals::new(config.fleet.as_ref())
+            crate::approval::Approvals::new(config.fleet.as_ref(), &config.approvals)
                 .map_err(|why| HostError::Engine(anyhow::anyhow!(why)))?,
         );
         crate::client_log::configure(&config.log);

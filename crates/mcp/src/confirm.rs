@@ -413,8 +413,11 @@ impl Confirmations {
             this.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_state);
         });
         let _link = link(&run_cancel, cancel);
+        // The question is sent before the call can finish: looked at first,
+        // it is never missed for a result that was ready as well (a link
+        // handed off ends the call at once).
         tokio::select! {
-            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
+            biased;
             asked = &mut ask_rx => {
                 let (question, answer) = match asked {
                     Ok(Question::Form(question, answer)) if can_elicit => (question, answer),
@@ -433,6 +436,7 @@ impl Confirmations {
                 let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
                 Started::Ask { state, elicitation }
             }
+            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
         }
     }
 

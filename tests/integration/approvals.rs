@@ -150,6 +150,24 @@ fn a_transfer_runs_once_after_the_account_holder_approves_it_on_the_page() {
     let outcomes = audit_outcomes(&audit);
     assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 1, "{outcomes:?}");
     assert!(outcomes.iter().filter(|o| *o == "approval_required").count() >= 4, "{outcomes:?}");
+    // The records of the call that ran (written ahead, and after) say who
+    // approved it, how, and for which revision.
+    let text = std::fs::read_to_string(&audit).expect("the audit log");
+    let records: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let approved: Vec<&Value> = records.iter().filter(|r| r.get("approval").is_some()).collect();
+    assert_eq!(approved.len(), 2, "started and finished: {records:#?}");
+    for record in approved {
+        let note = &record["approval"];
+        assert_eq!((note["by"].as_str(), note["how"].as_str()), (Some("alice"), Some("page")), "{record}");
+        assert!(note["revision"].as_str().is_some_and(|r| r.starts_with("sha256:")), "{record}");
+        assert_eq!(record["decision"], "ask:confirmed", "{record}");
+    }
+    let verified = std::process::Command::new(crate::service::binary())
+        .args(["audit", "verify"])
+        .arg(&audit)
+        .output()
+        .expect("airlock audit verify");
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
 }
 
 #[test]

@@ -115,6 +115,9 @@ struct InFlight {
     timeline: Timeline,
     /// Counts the call in `airlock_calls_in_flight` until it is dropped.
     _gauge: InFlightGuard,
+    /// The approval on Airlock's page the call runs under, for its audit
+    /// records.
+    approval: Option<airlock_policy::audit::ApprovalNote>,
 }
 
 impl Pipeline {
@@ -191,7 +194,7 @@ impl Pipeline {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Result<Approved, Refused> {
-        let InFlight { request, timeline, started, .. } = flight;
+        let InFlight { request, timeline, started, approval: approved_on_page, .. } = flight;
         let resolved = resolve::resolve(state.registry(), &request.tool);
         timeline.lap(Stage::Resolve);
         let tool = resolved.map_err(|failure| Refused::not_reached(failure, None))?;
@@ -239,7 +242,16 @@ impl Pipeline {
             Authorized::Ask { reason, policy, approver } => {
                 let question =
                     confirm::Question { request, tool: &tool, arguments: &arguments.value, reason, policy, approver };
-                let (policy, _how) = self.confirm(state, question, confirmer, timeline, cancel).await?;
+                let (policy, how) = self.confirm(state, question, confirmer, timeline, cancel).await?;
+                if let confirm::Confirmed::OnPage(approval) = how {
+                    *approved_on_page = approval.answer.as_ref().map(|answer| airlock_policy::audit::ApprovalNote {
+                        id: approval.id.clone(),
+                        by: answer.by.clone(),
+                        how: answer.how.as_str(),
+                        at_ms: answer.at_ms,
+                        revision: approval.revision.clone(),
+                    });
+                }
                 (Authority::Confirmed, policy)
             }
         };
@@ -366,7 +378,13 @@ impl Pipeline {
         let call_id_end = request.call_id.floor_char_boundary(MAX_CALL_ID_LEN);
         request.call_id.truncate(call_id_end);
         let timeline = self.telemetry.timeline();
-        InFlight { started: timeline.started(), timeline, request, _gauge: self.telemetry.metrics.call_started() }
+        InFlight {
+            started: timeline.started(),
+            timeline,
+            request,
+            _gauge: self.telemetry.metrics.call_started(),
+            approval: None,
+        }
     }
 }
 

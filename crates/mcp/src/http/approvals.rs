@@ -142,7 +142,11 @@ pub(crate) fn routes(page: Arc<Page>) -> axum::Router {
         .with_state(page)
 }
 
-/// Headers every page response carries.
+/// Headers every page response carries. The referrer policy is
+/// `same-origin`: the link's signature never leaves in a `Referer`, and a
+/// form posted from the page still carries its origin (under
+/// `no-referrer` a browser sends `Origin: null`, which reads as another
+/// site).
 fn guarded(status: StatusCode, content_type: &'static str, body: String) -> Response {
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
@@ -150,7 +154,7 @@ fn guarded(status: StatusCode, content_type: &'static str, body: String) -> Resp
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }

@@ -49,7 +49,7 @@ pub(super) fn document(title: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <meta name=\"referrer\" content=\"no-referrer\">\
+         <meta name=\"referrer\" content=\"same-origin\">\
          <title>{} — Airlock</title><link rel=\"stylesheet\" href=\"/approvals/page.css\"></head>\
          <body><main>{body}</main></body></html>\n",
         escape(title)

@@ -67,8 +67,8 @@ fn refused(message: &str) -> ExitCode {
 }
 
 /// Report `err` and give the exit code of its kind: 2 for a reference
-/// that is not one (usage), 1 for everything the settings, the registry
-/// or a check refused.
+/// that is not one (usage), 1 for everything else (the settings, the
+/// registry, a check or a local file refused it), wherever it came from.
 fn failed(err: &DistributionError) -> ExitCode {
     match err.blame() {
         Blame::Usage => usage(&err.to_string()),

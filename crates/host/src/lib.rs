@@ -64,7 +64,7 @@ pub use airlock_policy::card::{
 pub use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use airlock_runtime::bindings::Contract;
 pub use airlock_runtime::compiler::{
-    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, check_header, child_main as compile_child_main,
+    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, NotAComponent, check_header, child_main as compile_child_main,
 };
 /// Components from OCI registries: pull, push, keys, the store and the lock file.
 pub use airlock_runtime::distribution;

@@ -13,4 +13,5 @@ pub mod engine;
 #[doc(hidden)]
 pub mod generated;
 pub mod limits;
+pub mod section;
 pub mod service;

@@ -20,7 +20,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 // The bindings of the 0.2.0 world declare a module `airlock` (its `caller`
 // import), so the host crate is named `::airlock` in this file.
-wasmtime::component::bindgen!({ path: "../wit", world: "tool" });
+wasmtime::component::bindgen!({ path: "../../wit", world: "tool" });
 
 struct Ctx {
     wasi: WasiCtx,

@@ -492,34 +492,44 @@ impl<S: 'static> Section<S> {
     }
 
     /// Keep the section's generated documents current (a test): its part of
-    /// `airlock.example.toml` and its table in `page` (a file of the book,
-    /// relative to the workspace).
+    /// `airlock.example.toml`, its table in `page` (a file of the book,
+    /// relative to the workspace) and, for a section with keys that have a
+    /// range, the table of those caps in the limits reference
+    /// (`book/src/operator/limits.md`).
     ///
     /// # Errors
     ///
     /// As [`crate::generated::ensure`]: a stale part (now rewritten), or a
     /// file without its markers.
     pub fn ensure_documents(&self, page: &str) -> Result<(), String> {
-        let what = format!("the keys of [{}]", if self.name.is_empty() { "the top level" } else { self.name });
-        let what = what.replace("[the top level]", "the top level");
-        let declared = format!("{what} ({})", self.source);
-        let example = crate::generated::ensure(
+        let name = if self.name.is_empty() { "the top level".to_owned() } else { format!("[{}]", self.name) };
+        let declared = format!("the keys of {name} ({})", self.source);
+        let generated = |path: &str, begin: String, end: &str, expected: String| {
+            crate::generated::ensure(path, &begin, end, &expected, &declared)
+        };
+        let example = generated(
             "airlock.example.toml",
-            &format!("# generated from {what} "),
+            format!("# generated from the keys of {name} "),
             "# end of generated",
-            &self.example(),
-            &declared,
+            self.example(),
         );
-        let page = crate::generated::ensure(
-            page,
-            &format!("<!-- generated from {what} "),
-            "<!-- end of generated -->",
-            &self.table(),
-            &declared,
-        );
-        crate::generated::all([example, page])
+        let table = generated(page, format!("<!-- generated from the keys of {name} "), END_OF_PAGE_PART, self.table());
+        let caps: Vec<KeyDoc> =
+            self.docs().into_iter().filter(|key| matches!(key.accepts, Accepts::Range { .. })).collect();
+        let caps = if caps.is_empty() || page == LIMITS_PAGE {
+            Ok(())
+        } else {
+            let begin = format!("<!-- generated from the caps of {name} ");
+            generated(LIMITS_PAGE, begin, END_OF_PAGE_PART, crate::generated::table(&caps))
+        };
+        crate::generated::all([example, table, caps])
     }
 }
+
+/// The limits reference, where every section's caps are listed too.
+const LIMITS_PAGE: &str = "book/src/operator/limits.md";
+/// The line that ends a generated part of a book page.
+const END_OF_PAGE_PART: &str = "<!-- end of generated -->";
 
 /// Declares one section of `airlock.toml` once; see the [module
 /// documentation](crate::section).
@@ -529,26 +539,35 @@ impl<S: 'static> Section<S> {
 ///     /// The keys of `[serve]`.
 ///     pub const SERVE: Section<ServeSettings> = "serve";
 ///     /// `[serve]` as written.
-///     pub struct RawServe { /* raw-only fields: subsections */ }
-///     hand { /* keys parsed by hand: KEY: RAW_TYPE, APPLIES, accepts "…", unset "…"
-///               [, show FN] [, identity FN] [, example "…"] [, set "…"]; */ }
+///     pub struct RawServe { /* raw-only fields: subsections, `NAME: TYPE,` */ }
+///     hand {
+///         /// what the key does, in one line
+///         KEY: RAW_TYPE, APPLIES, accepts "what", unset "what an unset one means"
+///             [, show |s: &Owner| …] [, identity |s: &Owner| …] [, example "TOML"] [, set "TOML"];
+///     }
 ///     /// How `airlock serve` behaves as a service.
 ///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 ///     group pub struct ServeSettings: Default (RawServeKeys) at () {
-///         /* extra (non-key) fields: NAME: TYPE = INITIAL, … */ ;
-///         /// How long calls in flight may take to finish after SIGTERM.
-///         shutdown_grace_secs => shutdown_grace: Duration = DEFAULT, Reload, range Secs 0..=3600;
+///         /* extra (non-key) fields: `pub NAME: TYPE = INITIAL,` … */ ;
+///         /// on SIGTERM, how long calls in flight may take to finish
+///         shutdown_grace_secs => shutdown_grace: Duration = DEFAULT, Reload,
+///             [range UNIT MIN..=MAX] [, unset "…"] [, example "TOML"] [, set "TOML" | set default];
 ///     }
 /// }
 /// ```
 ///
-/// It makes the raw struct (every key, `deny_unknown_fields`), and for each
-/// group the checked struct (one field per key, holding the checked value),
-/// a raw struct of the group's keys alone, `defaults()`, `from_keys(raw,
-/// base, scope)` (every key set checked against its range, the others
-/// kept from `base`) and `check_ranges(scope)`; `: Default` adds a
-/// `Default` that is `defaults()`. `at (FIELD)` says where the group sits
-/// in the section's settings type (`at ()`: it is that type).
+/// It makes the raw struct (every key, `deny_unknown_fields`) and the table
+/// (`Section`, hand keys first, then each group's), and for each group the
+/// checked struct (one field per key, holding the checked value, then the
+/// extra fields), a raw struct of the group's keys alone (with a `From` of
+/// the section's), `defaults()`, `from_keys(raw, base, scope)` (every key
+/// set checked against its range as written, the others kept from `base`)
+/// and `check_ranges(scope)`; `: Default` adds a `Default` that is
+/// `defaults()`. `at (FIELD)` says where the group sits in the section's
+/// settings type (`at ()`: it is that type). APPLIES is `Reload`,
+/// `Restart` or `RestartWhileShipped`; UNIT a [`Unit`]. In
+/// `airlock.example.toml` a key is commented out at its default, or at its
+/// `example`; `set` writes it set.
 #[macro_export]
 macro_rules! section {
     (

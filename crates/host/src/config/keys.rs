@@ -194,20 +194,6 @@ fn fixed_keys() -> String {
     out
 }
 
-/// The caps an operator sets outside `[defaults]`, for the limits
-/// reference: every key with a range, named with its section.
-#[cfg(test)]
-fn caps_table() -> String {
-    use airlock_settings::section::Accepts;
-    let sessions = &airlock_runtime::tool_settings::SESSIONS;
-    let mut table = airlock_settings::generated::TABLE_HEADER.to_owned();
-    for (section, keys) in declared().into_iter().chain([(sessions.name, sessions.docs())]) {
-        let caps: Vec<KeyDoc> = keys.into_iter().filter(|key| matches!(key.accepts, Accepts::Range { .. })).collect();
-        table.push_str(&airlock_settings::generated::table_rows(&format!("[{section}] "), &caps));
-    }
-    table
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -217,18 +203,6 @@ mod tests {
             "<!-- generated from the settings table",
             "<!-- end of generated -->",
             &super::fixed_keys(),
-            "the sections' declarations (crates/host/src/config/keys.rs)",
-        )
-        .unwrap();
-    }
-
-    #[test]
-    fn the_limits_reference_lists_every_cap() {
-        airlock_settings::generated::ensure(
-            "book/src/operator/limits.md",
-            "<!-- generated from every section's caps",
-            "<!-- end of generated -->",
-            &super::caps_table(),
             "the sections' declarations (crates/host/src/config/keys.rs)",
         )
         .unwrap();

@@ -40,15 +40,14 @@ impl Config {
         for (key, value) in top {
             self.line(&mut out, key, key, value);
         }
-        if !self.layers.table.contains_key("builtin_settings") {
-            unset_line(&mut out, "builtin_settings", Some("true"));
-        }
-        if !self.layers.table.contains_key("tool_dirs") {
-            if self.tool_dirs.is_empty() {
-                unset_line(&mut out, "tool_dirs", None);
-            } else {
-                let dirs: Vec<Value> = self.tool_dirs.iter().map(|d| Value::String(d.display().to_string())).collect();
-                line(&mut out, "tool_dirs", &layer::show(&Value::Array(dirs)), "the bundled tools");
+        // The top-level keys nobody set (the top level is the first
+        // section, under the empty name), at their effective values: the
+        // bundled tools' directories, whether the built-in settings are
+        // the base.
+        let keys = self.section_keys();
+        for key in keys.iter().take(1).flat_map(|(_, keys)| keys) {
+            if !self.layers.table.contains_key(key.name) {
+                unset_line(&mut out, key.name, key.shown.as_deref());
             }
         }
 
@@ -68,7 +67,6 @@ impl Config {
         }
         // The sections nobody wrote, every key at its effective value, as
         // comments (the output stays valid TOML that sets what was set).
-        let keys = self.section_keys();
         for (section, keys) in &keys {
             let written = self.layers.table.contains_key(*section)
                 || section
@@ -108,7 +106,8 @@ impl Config {
             if let Unset::Text(meaning) = key.doc.unset
                 && !valued.iter().any(|(name, _)| *name == key.doc.name)
             {
-                let _ = writeln!(out, "# {}: {meaning}", key.doc.name);
+                // The guide's Markdown quotes are noise in a TOML comment.
+                let _ = writeln!(out, "# {}: {}", key.doc.name, meaning.replace('`', ""));
             }
         }
     }

@@ -142,7 +142,7 @@ airlock_settings::section! {
         cards: RawCards,
     }
     hand {
-        /// `false`: start from nothing instead of over the built-in settings of the bundled tools (consumed by the layering, `config/layer.rs`)
+        /// `false`: start from nothing instead of over the built-in settings of the bundled tools
         builtin_settings: Option<bool>, Reload, accepts "`true` or `false`", unset "`true`",
             show |c: &Config| Some(Value::Bool(c.layers.origins.values().any(|s| *s == layer::Source::BuiltIn))),
             example "true";

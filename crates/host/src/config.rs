@@ -46,7 +46,7 @@ pub use keys::Restart;
 
 pub use airlock_policy::authorize::PolicyFiles;
 pub use airlock_runtime::tool_settings::ToolConfig;
-pub use airlock_settings::http::{BearerToken, HttpSettings, JwksSource, JwtSettings};
+pub use airlock_settings::http::{BearerToken, HttpCaps, HttpSettings, JwksSource, JwtCaps, JwtSettings};
 
 /// The configuration used when there is no `airlock.toml`: the bundled tools
 /// with safe defaults and no grants.

@@ -567,7 +567,8 @@ const END_OF_PAGE_PART: &str = "<!-- end of generated -->";
 /// settings type (`at ()`: it is that type). APPLIES is `Reload`,
 /// `Restart` or `RestartWhileShipped`; UNIT a [`Unit`]. In
 /// `airlock.example.toml` a key is commented out at its default, or at its
-/// `example`; `set` writes it set.
+/// `example`; `set` writes it set. The crate that invokes it depends on
+/// `serde` (the raw structs derive `serde::Deserialize`).
 #[macro_export]
 macro_rules! section {
     (

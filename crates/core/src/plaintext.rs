@@ -26,7 +26,7 @@ pub fn is_loopback(host: &str) -> bool {
 }
 
 /// The refusal of a connection that would not be encrypted: names the key
-/// (the caller's section prefix is added by the config), why, and the two
+/// (with its section, as the operator writes it), why, and the two
 /// ways on (`what` is the URL's problem, e.g. "its host db.example is not
 /// loopback"; `table` is where `allow_plaintext` goes).
 pub fn refusal(table: &str, key: &str, what: &str) -> String {

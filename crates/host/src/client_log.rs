@@ -16,8 +16,8 @@
 //! a character boundary before it reaches a log line.
 
 use airlock_core::render;
-use airlock_settings::limits::{DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES};
 use airlock_settings::service::LogSettings;
+use airlock_settings::service::{DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -194,7 +194,7 @@ mod tests {
         // Matching under `[log] max_client_bytes` would miss one of them at
         // the least value accepted.
         assert!(
-            RMCP_CLIENT_ERRORS.iter().any(|message| message.len() > airlock_settings::limits::MIN_LOGGED_CLIENT_BYTES)
+            RMCP_CLIENT_ERRORS.iter().any(|message| message.len() > airlock_settings::service::MIN_LOGGED_CLIENT_BYTES)
         );
     }
 

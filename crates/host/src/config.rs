@@ -1,22 +1,25 @@
 //! The operator's `airlock.toml`: read, layered over the built-in settings,
 //! and assembled into the validated [`Config`] the rest of the host sees.
 //!
-//! Each section is parsed and checked by the module that enforces it, from a
-//! raw serde type that refuses unknown keys: `[defaults]` by
-//! [`airlock_settings::limits`], `[tools.NAME]` by [`airlock_runtime::tool_settings`] (which
-//! hands its grants to [`airlock_runtime::grants`] and [`airlock_runtime::network`] and its
-//! sessions to [`crate::session`]), `[engine]` by [`airlock_runtime::engine`],
-//! `[policy]` by [`airlock_policy::authorize`], `[audit]` by [`airlock_policy::audit`],
-//! `[http]` by [`crate::http_settings`], `[quotas]` by [`crate::quota`],
-//! `[fleet]` by [`crate::fleet`], `[cards]` by [`airlock_policy::card`].
-//! `[metrics]`, `[traces]`, `[serve]` and `[log]` by [`airlock_settings::service`].
-//! This module reads the file, layers it (`config/layer.rs`), calls each
-//! owner, names the file in every error, and checks what spans sections.
+//! Each section is declared once and parsed and checked by the module that
+//! enforces it, from a raw serde type that refuses unknown keys:
+//! `[defaults]` by [`airlock_settings::limits`], `[tools.NAME]` by
+//! [`airlock_runtime::tool_settings`] (which hands its grants to
+//! [`airlock_runtime::grants`] and [`airlock_runtime::network`] and checks
+//! its sessions itself), `[engine]` by [`airlock_settings::engine`],
+//! `[policy]` by [`airlock_policy::authorize`], `[audit]` by
+//! [`airlock_policy::audit`], `[http]` by [`airlock_settings::http`],
+//! `[quotas]` by [`crate::quota`], `[fleet]` by [`crate::fleet`],
+//! `[cards]` by [`airlock_policy::card`], `[distribution]` by
+//! [`airlock_runtime::distribution`], `[metrics]`, `[traces]`, `[serve]` and
+//! `[log]` by [`airlock_settings::service`]; the top-level keys here
+//! ([`TOP`]). This module reads the file, layers it (`config/layer.rs`),
+//! calls each owner, names the file in every error, and checks what spans
+//! sections.
 //!
 //! Every error names the file, the key and what is accepted.
 
 use crate::fleet::{FleetSettings, RawFleet};
-use crate::http_settings::RawHttp;
 use crate::quota::{Quotas, RawQuotas};
 use airlock_policy::audit::{AuditSettings, RawAudit};
 use airlock_policy::authorize::RawPolicy;
@@ -24,11 +27,12 @@ use airlock_policy::card::{CardSettings, RawCards};
 use airlock_runtime::distribution::{DistributionSettings, RawDistribution};
 use airlock_runtime::tool_settings::{RawTool, ToolSettings};
 use airlock_settings::engine::{EngineSettings, RawEngine};
-use airlock_settings::limits::{Limits, RawLimits};
+use airlock_settings::http::RawHttp;
+use airlock_settings::limits::{DEFAULTS, Limits, RawDefaults};
+use airlock_settings::section::Value;
 use airlock_settings::service::{
     LogSettings, MetricsSettings, RawLog, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings,
 };
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -40,9 +44,9 @@ mod show;
 pub use bundled::{BundledTools, TOOLS_DIR_ENV};
 pub use keys::Restart;
 
-pub use crate::http_settings::{BearerToken, HttpSettings, JwksSource, JwtSettings};
 pub use airlock_policy::authorize::PolicyFiles;
 pub use airlock_runtime::tool_settings::ToolConfig;
+pub use airlock_settings::http::{BearerToken, HttpCaps, HttpSettings, JwksSource, JwtCaps, JwtSettings};
 
 /// The configuration used when there is no `airlock.toml`: the bundled tools
 /// with safe defaults and no grants.
@@ -106,44 +110,52 @@ pub struct Config {
     pub approvals: crate::approval::ApprovalSettings,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    /// Consumed by the layering (`config/layer.rs`); read here only so that
-    /// a file that sets it passes `deny_unknown_fields`.
-    #[serde(default)]
-    #[allow(dead_code)]
-    builtin_settings: Option<bool>,
-    #[serde(default)]
-    tool_dirs: Vec<PathBuf>,
-    #[serde(default)]
-    engine: RawEngine,
-    #[serde(default)]
-    defaults: RawLimits,
-    #[serde(default)]
-    tools: BTreeMap<String, RawTool>,
-    #[serde(default)]
-    policy: RawPolicy,
-    audit: Option<RawAudit>,
-    #[serde(default)]
-    http: RawHttp,
-    #[serde(default)]
-    quotas: RawQuotas,
-    fleet: Option<RawFleet>,
-    #[serde(default)]
-    distribution: RawDistribution,
-    #[serde(default)]
-    metrics: RawMetrics,
-    #[serde(default)]
-    traces: RawTraces,
-    #[serde(default)]
-    serve: RawServe,
-    #[serde(default)]
-    log: RawLog,
-    #[serde(default)]
-    cards: RawCards,
-    #[serde(default)]
-    approvals: crate::approval::RawApprovals,
+airlock_settings::section! {
+    /// The keys at the top level of `airlock.toml` (every other key is in a
+    /// section, declared by the section's owner).
+    pub const TOP: Section<Config> = "";
+    /// `airlock.toml` as written: the top-level keys and every section.
+    struct RawConfig {
+        #[serde(default)]
+        engine: RawEngine,
+        #[serde(default)]
+        defaults: RawDefaults,
+        #[serde(default)]
+        tools: BTreeMap<String, RawTool>,
+        #[serde(default)]
+        policy: RawPolicy,
+        audit: Option<RawAudit>,
+        #[serde(default)]
+        http: RawHttp,
+        #[serde(default)]
+        quotas: RawQuotas,
+        fleet: Option<RawFleet>,
+        #[serde(default)]
+        distribution: RawDistribution,
+        #[serde(default)]
+        metrics: RawMetrics,
+        #[serde(default)]
+        traces: RawTraces,
+        #[serde(default)]
+        serve: RawServe,
+        #[serde(default)]
+        log: RawLog,
+        #[serde(default)]
+        cards: RawCards,
+        #[serde(default)]
+        approvals: crate::approval::RawApprovals,
+    }
+    hand {
+        /// `false`: start from nothing instead of over the built-in settings of the bundled tools
+        builtin_settings: Option<bool>, Reload, accepts "`true` or `false`", unset "`true`",
+            show |c: &Config| Some(Value::Bool(c.layers.origins.values().any(|s| *s == layer::Source::BuiltIn))),
+            example "true";
+        /// directories whose `*.wasm` files are all loaded as tools
+        tool_dirs: Option<Vec<PathBuf>>, Reload, accepts "an array of paths",
+            unset "the bundled tools, unless a `[tools.NAME]` names a `component`",
+            show |c: &Config| Some(Value::List(c.tool_dirs.iter().map(|d| d.display().to_string()).collect())),
+            set "[\"target/guests\"]";
+    }
 }
 
 impl Config {
@@ -283,16 +295,16 @@ impl Config {
     /// `file` names them in errors, `base` resolves paths.
     fn from_raw(raw: RawConfig, file: &str, base: &Path) -> Result<Self, ConfigError> {
         let error = |message: String| ConfigError { file: file.to_owned(), message };
-        let in_section = |section: &'static str| move |m: String| error(format!("[{section}] {m}"));
         let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
 
-        let defaults = Limits::from_raw(Limits::default(), &raw.defaults).map_err(in_section("defaults"))?;
+        let defaults =
+            Limits::from_raw(Limits::default(), &(&raw.defaults).into(), &DEFAULTS.scope()).map_err(error)?;
         let mut tools = BTreeMap::new();
         for (name, tool) in raw.tools {
             let tool = ToolConfig::from_raw(&name, tool, defaults, &resolve).map_err(error)?;
             tools.insert(name, tool);
         }
-        let engine = EngineSettings::from_raw(raw.engine, &resolve).map_err(in_section("engine"))?;
+        let engine = EngineSettings::from_raw(raw.engine, &resolve).map_err(error)?;
         // Every live session holds an instance from the pool; calls in flight
         // need the rest.
         let session_slots: usize = tools.values().filter_map(|t| t.settings.sessions).map(|s| s.max_live).sum();
@@ -303,15 +315,11 @@ impl Config {
                 engine.max_live_instances
             )));
         }
-        let audit = match raw.audit {
-            None => None,
-            Some(audit) => Some(AuditSettings::from_raw(audit, &resolve).map_err(in_section("audit"))?),
-        };
+        let audit = raw.audit.map(|audit| AuditSettings::from_raw(audit, &resolve)).transpose().map_err(error)?;
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
-        let fleet = raw.fleet.map(|f| FleetSettings::from_raw(f, &resolve)).transpose().map_err(in_section("fleet"))?;
-        let distribution =
-            DistributionSettings::from_raw(raw.distribution, &resolve).map_err(in_section("distribution"))?;
+        let fleet = raw.fleet.map(|f| FleetSettings::from_raw(f, &resolve)).transpose().map_err(error)?;
+        let distribution = DistributionSettings::from_raw(raw.distribution, &resolve).map_err(error)?;
         // A tag is a name the registry can move: only where the operator
         // allows it.
         for (name, tool) in &tools {
@@ -335,7 +343,7 @@ impl Config {
 
         Ok(Config {
             file: None,
-            tool_dirs: raw.tool_dirs.iter().map(|p| resolve(p)).collect(),
+            tool_dirs: raw.tool_dirs.unwrap_or_default().iter().map(|p| resolve(p)).collect(),
             bundled: None,
             engine,
             defaults,
@@ -366,22 +374,6 @@ impl Config {
     }
 }
 
-#[cfg(test)]
-mod audit_tests;
-#[cfg(test)]
-mod cards_tests;
-#[cfg(test)]
-mod engine_tests;
-#[cfg(test)]
-mod grants_tests;
-#[cfg(test)]
-mod limits_tests;
-#[cfg(test)]
-mod service_tests;
-#[cfg(test)]
-mod sessions_tests;
-#[cfg(test)]
-mod tool_tests;
 #[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for the config tests of each section's owner.

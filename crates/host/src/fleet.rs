@@ -26,7 +26,7 @@
 //! clock skew allowed between replicas (`max_clock_skew_secs`) and how long
 //! and how many redemptions may wait for Redis (`redis_connect_timeout_ms`,
 //! `redis_response_timeout_ms`, `max_pending_redemptions`), each within a
-//! range checked here. The connection to Redis is plaintext, so
+//! range declared here ([`FLEET`]). The connection to Redis is plaintext, so
 //! `redis_url` must name a loopback host unless `allow_plaintext = true`
 //! (`plaintext.rs`); a `rediss://` URL is refused.
 
@@ -34,12 +34,7 @@ pub mod redeem;
 pub mod token;
 
 use airlock_core::plaintext;
-use airlock_settings::limits::{
-    DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_PENDING_REDEMPTIONS, DEFAULT_REDIS_CONNECT_TIMEOUT,
-    DEFAULT_REDIS_RESPONSE_TIMEOUT, DEFAULT_STATE_TTL, MAX_CLOCK_SKEW_CEILING, MAX_PENDING_REDEMPTIONS_CEILING,
-    MAX_REDIS_TIMEOUT, MAX_STATE_TTL, in_range,
-};
-use serde::Deserialize;
+use airlock_settings::section::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,44 +81,79 @@ impl fmt::Debug for StateKey {
     }
 }
 
-/// Validated `[fleet]` settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FleetSettings {
-    /// The file the key was read from (named in messages).
-    pub state_key_file: PathBuf,
-    /// The shared key, read from `state_key_file`.
-    pub state_key: StateKey,
-    /// Where redeemed states are recorded: `redis://HOST:PORT/DB`.
-    pub redis_url: String,
-    /// How long a signed `requestState` is valid (`state_ttl_secs`).
-    pub state_ttl: Duration,
-    /// How far replicas' clocks may disagree (`max_clock_skew_secs`): a
-    /// redeemed state's id is kept in Redis this much longer than the state
-    /// is valid.
-    pub max_clock_skew: Duration,
-    /// How long connecting to Redis may take (`redis_connect_timeout_ms`).
-    pub redis_connect_timeout: Duration,
-    /// How long Redis may take to answer (`redis_response_timeout_ms`).
-    pub redis_response_timeout: Duration,
-    /// Redemptions waiting for Redis at once (`max_pending_redemptions`).
-    pub max_pending_redemptions: usize,
-    /// Whether `redis_url` may name a host other than loopback, to which
-    /// the connection is plaintext (`allow_plaintext`, default false).
-    pub allow_plaintext: bool,
-}
+/// Default of `[fleet] state_ttl_secs`: how long a signed `requestState`
+/// is valid (the same as a confirmation waits on a single host,
+/// `mcp::CONFIRM_TIMEOUT`).
+pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(300);
+/// Most `[fleet] state_ttl_secs` accepted.
+pub const MAX_STATE_TTL: Duration = Duration::from_secs(3600);
+/// Default of `[fleet] max_clock_skew_secs`: how far replicas' clocks may
+/// disagree; a redeemed state's id is kept in Redis this much longer than
+/// the state is valid, so that a replica whose clock is behind still
+/// finds it.
+pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(30);
+/// Most `[fleet] max_clock_skew_secs` accepted.
+pub const MAX_CLOCK_SKEW_CEILING: Duration = Duration::from_secs(600);
+/// Default of `[fleet] redis_connect_timeout_ms`: how long connecting to
+/// Redis may take before a redemption is refused.
+pub const DEFAULT_REDIS_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default of `[fleet] redis_response_timeout_ms`: how long Redis may take
+/// to answer one command before the redemption is refused.
+pub const DEFAULT_REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Most `[fleet] redis_connect_timeout_ms` and `redis_response_timeout_ms`
+/// accepted.
+pub const MAX_REDIS_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of `[fleet] max_pending_redemptions`: redemptions that wait for
+/// Redis at once; more are refused at once rather than queued behind a
+/// store that is slow or gone.
+pub const DEFAULT_MAX_PENDING_REDEMPTIONS: usize = 1024;
+/// Most `[fleet] max_pending_redemptions` accepted.
+pub const MAX_PENDING_REDEMPTIONS_CEILING: usize = 65_536;
 
-/// `[fleet]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawFleet {
-    state_key_file: PathBuf,
-    redis_url: String,
-    state_ttl_secs: Option<u64>,
-    max_clock_skew_secs: Option<u64>,
-    redis_connect_timeout_ms: Option<u64>,
-    redis_response_timeout_ms: Option<u64>,
-    max_pending_redemptions: Option<usize>,
-    allow_plaintext: Option<bool>,
+airlock_settings::section! {
+    /// The keys of `[fleet]`.
+    pub const FLEET: Section<FleetSettings> = "fleet";
+    /// `[fleet]` as written.
+    pub struct RawFleet {}
+    hand {
+        /// the file holding the key every replica signs and checks `requestState`s with (at least 32 bytes; e.g. `openssl rand -hex 32`)
+        state_key_file: PathBuf, Restart, accepts "a path to a file of at most 4096 bytes",
+            unset "required in `[fleet]`",
+            show |f: &FleetSettings| Some(Value::path(&f.state_key_file)),
+            identity |f: &FleetSettings| Some(hex::encode(f.state_key.bytes())),
+            example "\"/run/secrets/airlock-state-key\"";
+        /// where redeemed states are recorded, `redis://HOST:PORT/DB`; never shown
+        redis_url: String, Restart, accepts "a `redis://` URL to a loopback host, unless `allow_plaintext`",
+            unset "required in `[fleet]`",
+            identity |f: &FleetSettings| Some(f.redis_url.clone()),
+            example "\"redis://127.0.0.1:6379/0\"";
+    }
+    /// Validated `[fleet]` settings.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    group pub struct FleetSettings (RawFleetKeys) at () {
+        /// The file the key was read from (named in messages).
+        pub state_key_file: PathBuf = PathBuf::new(),
+        /// The shared key, read from `state_key_file`.
+        pub state_key: StateKey = StateKey(Vec::new()),
+        /// Where redeemed states are recorded: `redis://HOST:PORT/DB`.
+        pub redis_url: String = String::new();
+        /// how long a signed `requestState` is valid
+        state_ttl_secs => state_ttl: Duration = DEFAULT_STATE_TTL, Restart, range Secs 1..=MAX_STATE_TTL.as_secs();
+        /// how far replicas' clocks may disagree; a redeemed state's id is kept this much longer
+        max_clock_skew_secs => max_clock_skew: Duration = DEFAULT_MAX_CLOCK_SKEW, Restart,
+            range Secs 0..=MAX_CLOCK_SKEW_CEILING.as_secs();
+        /// how long connecting to Redis may take; then the redemption is refused
+        redis_connect_timeout_ms => redis_connect_timeout: Duration = DEFAULT_REDIS_CONNECT_TIMEOUT, Restart,
+            range Millis 1..=MAX_REDIS_TIMEOUT.as_millis() as u64;
+        /// how long Redis may take to answer one command; then the redemption is refused
+        redis_response_timeout_ms => redis_response_timeout: Duration = DEFAULT_REDIS_RESPONSE_TIMEOUT, Restart,
+            range Millis 1..=MAX_REDIS_TIMEOUT.as_millis() as u64;
+        /// redemptions waiting for Redis at once; more are refused at once
+        max_pending_redemptions => max_pending_redemptions: usize = DEFAULT_MAX_PENDING_REDEMPTIONS, Restart,
+            range Count 1..=MAX_PENDING_REDEMPTIONS_CEILING as u64;
+        /// whether `redis_url` may name a host other than loopback, to which the connection is unencrypted
+        allow_plaintext => allow_plaintext: bool = false, Restart;
+    }
 }
 
 impl FleetSettings {
@@ -138,49 +168,15 @@ impl FleetSettings {
     /// duration or count is out of its range (the message names the key and
     /// the range).
     pub fn from_raw(raw: RawFleet, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
+        let scope = FLEET.scope();
         let path = resolve(&raw.state_key_file);
-        let state_key = read_key(&path).map_err(|m| format!("state_key_file = {:?}: {m}", path.display()))?;
-        let allow_plaintext = raw.allow_plaintext.unwrap_or(false);
-        check_redis_url(&raw.redis_url, allow_plaintext)?;
-        let secs = |key: &str, value: Option<u64>, default: Duration, min: u64, max: Duration| match value {
-            None => Ok(default),
-            Some(v) => in_range(key, v, min, max.as_secs()).map(Duration::from_secs),
-        };
-        let millis = |key: &str, value: Option<u64>, default: Duration| match value {
-            None => Ok(default),
-            Some(v) => {
-                let max = u64::try_from(MAX_REDIS_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
-                in_range(key, v, 1, max).map(Duration::from_millis)
-            }
-        };
-        Ok(Self {
-            state_key_file: path,
-            state_key,
-            redis_url: raw.redis_url,
-            state_ttl: secs("state_ttl_secs", raw.state_ttl_secs, DEFAULT_STATE_TTL, 1, MAX_STATE_TTL)?,
-            max_clock_skew: secs(
-                "max_clock_skew_secs",
-                raw.max_clock_skew_secs,
-                DEFAULT_MAX_CLOCK_SKEW,
-                0,
-                MAX_CLOCK_SKEW_CEILING,
-            )?,
-            redis_connect_timeout: millis(
-                "redis_connect_timeout_ms",
-                raw.redis_connect_timeout_ms,
-                DEFAULT_REDIS_CONNECT_TIMEOUT,
-            )?,
-            redis_response_timeout: millis(
-                "redis_response_timeout_ms",
-                raw.redis_response_timeout_ms,
-                DEFAULT_REDIS_RESPONSE_TIMEOUT,
-            )?,
-            max_pending_redemptions: match raw.max_pending_redemptions {
-                None => DEFAULT_MAX_PENDING_REDEMPTIONS,
-                Some(n) => in_range("max_pending_redemptions", n, 1, MAX_PENDING_REDEMPTIONS_CEILING)?,
-            },
-            allow_plaintext,
-        })
+        let state_key = read_key(&path).map_err(|m| format!("{scope} state_key_file = {:?}: {m}", path.display()))?;
+        let mut settings = Self::from_keys(&(&raw).into(), &Self::defaults(), &scope)?;
+        check_redis_url(&raw.redis_url, settings.allow_plaintext)?;
+        settings.state_key_file = path;
+        settings.state_key = state_key;
+        settings.redis_url = raw.redis_url;
+        Ok(settings)
     }
 }
 
@@ -190,16 +186,16 @@ impl FleetSettings {
 fn check_redis_url(url: &str, allow_plaintext: bool) -> Result<(), String> {
     let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme).to_ascii_lowercase();
     if scheme == "rediss" || scheme == "valkeys" {
-        return Err(plaintext::tls_refusal("[fleet]", "redis_url", &format!("a {scheme}:// URL asks for TLS")));
+        return Err(plaintext::tls_refusal("[fleet]", "[fleet] redis_url", &format!("a {scheme}:// URL asks for TLS")));
     }
     let client = redis::Client::open(url)
-        .map_err(|err| format!("redis_url is not a Redis URL ({err}); write it as redis://HOST:PORT/DB"))?;
+        .map_err(|err| format!("[fleet] redis_url is not a Redis URL ({err}); write it as redis://HOST:PORT/DB"))?;
     match client.get_connection_info().addr() {
         redis::ConnectionAddr::Tcp(host, _) if !allow_plaintext && !plaintext::is_loopback(host) => {
-            Err(plaintext::refusal("[fleet]", "redis_url", &format!("its host {host:?} is not loopback")))
+            Err(plaintext::refusal("[fleet]", "[fleet] redis_url", &format!("its host {host:?} is not loopback")))
         }
         redis::ConnectionAddr::TcpTls { .. } => {
-            Err(plaintext::tls_refusal("[fleet]", "redis_url", "the URL asks for TLS"))
+            Err(plaintext::tls_refusal("[fleet]", "[fleet] redis_url", "the URL asks for TLS"))
         }
         _ => Ok(()),
     }
@@ -224,17 +220,13 @@ mod tests {
     use super::*;
     use crate::config::testing::{check_err, parse};
 
+    #[test]
+    fn generated_docs_are_current() {
+        FLEET.ensure_documents("book/src/operator/fleet.md").unwrap();
+    }
+
     fn raw_fleet(key: &Path) -> RawFleet {
-        RawFleet {
-            state_key_file: key.to_owned(),
-            redis_url: "redis://127.0.0.1:6379/0".into(),
-            state_ttl_secs: None,
-            max_clock_skew_secs: None,
-            redis_connect_timeout_ms: None,
-            redis_response_timeout_ms: None,
-            max_pending_redemptions: None,
-            allow_plaintext: None,
-        }
+        RawFleet { state_key_file: key.to_owned(), redis_url: "redis://127.0.0.1:6379/0".into(), ..RawFleet::default() }
     }
 
     /// A key file of `len` bytes of key (and no whitespace), in `dir`.

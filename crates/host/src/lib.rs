@@ -27,7 +27,6 @@ pub mod config;
 pub mod fleet;
 pub mod formats;
 pub mod host;
-pub mod http_settings;
 mod messages;
 pub mod metrics;
 mod observe;
@@ -52,11 +51,10 @@ pub use airlock_core::trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
 pub use airlock_policy::audit::postgres::{
     MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres,
 };
-pub use airlock_policy::audit::ship::{MAX_REPLICA_ID_BYTES, PostgresSettings};
 pub use airlock_policy::audit::{
-    AuditSettings, ChainsReport, Durability, MAX_AUDIT_SIBLINGS, VerifyError, VerifyReport, argument_digest,
-    existing_siblings as audit_siblings, redact, tail as audit_tail, verify as audit_verify,
-    verify_all as audit_verify_all,
+    AuditSettings, ChainsReport, Durability, MAX_AUDIT_SIBLINGS, MAX_REPLICA_ID_BYTES, PostgresSettings, VerifyError,
+    VerifyReport, argument_digest, existing_siblings as audit_siblings, redact, tail as audit_tail,
+    verify as audit_verify, verify_all as audit_verify_all,
 };
 pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use airlock_policy::card::{
@@ -66,7 +64,7 @@ pub use airlock_policy::card::{
 pub use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use airlock_runtime::bindings::Contract;
 pub use airlock_runtime::compiler::{
-    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, check_header, child_main as compile_child_main,
+    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, NotAComponent, check_header, child_main as compile_child_main,
 };
 /// Components from OCI registries: pull, push, keys, the store and the lock file.
 pub use airlock_runtime::distribution;

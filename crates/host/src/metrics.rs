@@ -26,7 +26,7 @@
 use airlock_core::call::ToolResult;
 use airlock_core::outcome::ErrorKind;
 use airlock_core::timeline::{Stage, Timeline};
-use airlock_settings::limits::DEFAULT_MAX_TOOL_LABELS;
+use airlock_settings::service::DEFAULT_MAX_TOOL_LABELS;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -3,9 +3,10 @@
 //! max_live_instances`, a tool's sessions `max_live`, the MCP HTTP session
 //! table) stay the ceilings; a quota is each principal's share under them.
 //!
-//! The operator's `[quotas]` section is parsed here ([`RawQuotas`] →
-//! [`Quotas::from_raw`]): defaults for every principal, overridden per
-//! principal in `[quotas.principals.NAME]`. Four quotas:
+//! The operator's `[quotas]` section is declared ([`QUOTAS`]) and parsed
+//! here ([`RawQuotas`] → [`Quotas::from_raw`]): defaults for every
+//! principal, overridden per principal in `[quotas.principals.NAME]`. Four
+//! quotas:
 //!
 //! - `calls_in_flight`: calls a principal has in the pipeline at once,
 //!   from admission to result (waiting for the scheduler counts), enforced
@@ -32,11 +33,10 @@
 //! principals with nothing in flight are forgotten first (that can only
 //! give such a principal a full bucket again, never a slot in flight).
 
-use crate::http_settings::MAX_SESSIONS_RANGE;
 use airlock_core::call::MAX_PRINCIPAL_LEN;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::tool_settings::MAX_MAX_LIVE;
-use serde::Deserialize;
+use airlock_settings::http::MAX_HTTP_SESSIONS;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -59,80 +59,34 @@ pub const MAX_TRACKED_PRINCIPALS: usize = 4096;
 /// The window `calls_per_minute` is counted over.
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// One quota value as written: in `[quotas]` or `[quotas.principals.NAME]`.
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawQuota {
-    calls_in_flight: Option<usize>,
-    http_sessions: Option<usize>,
-    sessions_per_tool: Option<usize>,
-    calls_per_minute: Option<u32>,
-}
-
-/// `[quotas]` as written: defaults, and overrides per principal.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawQuotas {
-    calls_in_flight: Option<usize>,
-    http_sessions: Option<usize>,
-    sessions_per_tool: Option<usize>,
-    calls_per_minute: Option<u32>,
-    #[serde(default)]
-    principals: BTreeMap<String, RawQuota>,
-}
-
-/// The quotas of one principal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quota {
-    /// Calls in the pipeline at once.
-    pub calls_in_flight: usize,
-    /// MCP HTTP sessions open at once.
-    pub http_sessions: usize,
-    /// Live interpreter sessions of one tool.
-    pub sessions_per_tool: usize,
-    /// Calls per minute; 0 means no rate quota.
-    pub calls_per_minute: u32,
-}
-
-impl Default for Quota {
-    fn default() -> Self {
-        Self {
-            calls_in_flight: DEFAULT_CALLS_IN_FLIGHT,
-            http_sessions: DEFAULT_HTTP_SESSIONS,
-            sessions_per_tool: DEFAULT_SESSIONS_PER_TOOL,
-            calls_per_minute: DEFAULT_CALLS_PER_MINUTE,
-        }
+airlock_settings::section! {
+    /// The keys of `[quotas]`; `[quotas.principals.NAME]` takes the same
+    /// quotas for one principal.
+    pub const QUOTAS: Section<Quotas> = "quotas";
+    /// `[quotas]` as written: defaults, and overrides per principal.
+    pub struct RawQuotas {}
+    hand {
+        /// quotas of one principal (`[quotas.principals.NAME]`), each key not set there taken from `[quotas]`
+        principals: Option<BTreeMap<String, RawQuota>>, Reload,
+            accepts "a table of principals, each a table of the keys below", unset "`{}`",
+            example "{ alice = { calls_in_flight = 128 } }";
     }
-}
-
-impl Quota {
-    /// `raw` over `self`, checked against the accepted ranges; the error
-    /// names the key and the range.
-    fn apply(self, raw: RawQuota) -> Result<Self, String> {
-        let quota = Self {
-            calls_in_flight: raw.calls_in_flight.unwrap_or(self.calls_in_flight),
-            http_sessions: raw.http_sessions.unwrap_or(self.http_sessions),
-            sessions_per_tool: raw.sessions_per_tool.unwrap_or(self.sessions_per_tool),
-            calls_per_minute: raw.calls_per_minute.unwrap_or(self.calls_per_minute),
-        };
-        let range = |key: &str, value: usize, max: usize| {
-            if (1..=max).contains(&value) {
-                Ok(())
-            } else {
-                Err(format!("{key} = {value} is out of range: accepted 1..={max}"))
-            }
-        };
-        range("calls_in_flight", quota.calls_in_flight, MAX_CALLS_IN_FLIGHT)?;
-        // Past `[http] max_sessions` the table's own cap binds first.
-        range("http_sessions", quota.http_sessions, *MAX_SESSIONS_RANGE.end())?;
-        range("sessions_per_tool", quota.sessions_per_tool, MAX_MAX_LIVE)?;
-        if quota.calls_per_minute > MAX_CALLS_PER_MINUTE {
-            return Err(format!(
-                "calls_per_minute = {} is out of range: accepted 0 (off) ..={MAX_CALLS_PER_MINUTE}",
-                quota.calls_per_minute
-            ));
-        }
-        Ok(quota)
+    /// The quotas of one principal.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    group pub struct Quota: Default (RawQuota) at (defaults) {
+        ;
+        /// calls a principal has in the pipeline at once (waiting for the scheduler counts); past it: `quota_exceeded`
+        calls_in_flight => calls_in_flight: usize = DEFAULT_CALLS_IN_FLIGHT, Reload,
+            range Count 1..=MAX_CALLS_IN_FLIGHT as u64, set default;
+        /// MCP HTTP sessions a principal keeps open at once (under `[http] max_sessions`); past it: HTTP 429
+        http_sessions => http_sessions: usize = DEFAULT_HTTP_SESSIONS, Reload,
+            range Count 1..=MAX_HTTP_SESSIONS as u64, set default;
+        /// live interpreter sessions of one tool held by a principal (under the tool's `max_live`); past it: `quota_exceeded`
+        sessions_per_tool => sessions_per_tool: usize = DEFAULT_SESSIONS_PER_TOOL, Reload,
+            range Count 1..=MAX_MAX_LIVE as u64, set default;
+        /// a token bucket of this many calls, refilled per minute; 0 turns it off; past it: `quota_exceeded` with a retry time
+        calls_per_minute => calls_per_minute: u32 = DEFAULT_CALLS_PER_MINUTE, Reload,
+            range Count 0..=MAX_CALLS_PER_MINUTE as u64, set default;
     }
 }
 
@@ -153,15 +107,9 @@ impl Quotas {
     /// see; the message starts with the section and names the key and what
     /// is accepted.
     pub fn from_raw(raw: RawQuotas) -> Result<Self, String> {
-        let own = RawQuota {
-            calls_in_flight: raw.calls_in_flight,
-            http_sessions: raw.http_sessions,
-            sessions_per_tool: raw.sessions_per_tool,
-            calls_per_minute: raw.calls_per_minute,
-        };
-        let defaults = Quota::default().apply(own).map_err(|m| format!("[quotas] {m}"))?;
+        let defaults = Quota::from_keys(&(&raw).into(), &Quota::default(), &QUOTAS.scope())?;
         let mut principals = BTreeMap::new();
-        for (name, raw) in raw.principals {
+        for (name, raw) in raw.principals.unwrap_or_default() {
             let section = principal_section(&name);
             if name.is_empty() || name.len() > MAX_PRINCIPAL_LEN {
                 return Err(format!(
@@ -169,8 +117,7 @@ impl Quotas {
                     name.len()
                 ));
             }
-            let quota = defaults.apply(raw).map_err(|m| format!("{section} {m}"))?;
-            principals.insert(name, quota);
+            principals.insert(name, Quota::from_keys(&raw, &defaults, &section)?);
         }
         Ok(Self { defaults, principals })
     }

@@ -11,7 +11,7 @@
 //! on which load finishes first (`Assembly`).
 
 use crate::config::Config;
-use airlock_runtime::distribution::OciSource;
+use airlock_runtime::distribution::{self, DistributionError, OciSource};
 use airlock_runtime::engine::Runtime;
 use airlock_runtime::loader::{self, CompileOnce, LoadError, LoadedTool};
 use futures::StreamExt as _;
@@ -202,19 +202,17 @@ async fn load_one(
     // From a registry: the verified store file, compiled only if its bytes
     // hash to the layer digest the verified manifest names (the loader's
     // pin check, on every load).
-    let pulled = airlock_runtime::distribution::materialize(&config.distribution, source)
-        .await
-        .map_err(|message| LoadError::Distribution { message })?;
+    let pulled = distribution::materialize(&config.distribution, source).await?;
     let layer = pulled.layer_digest.strip_prefix("sha256:").unwrap_or(&pulled.layer_digest).to_owned();
     match &settings.sha256 {
         Some(pin) if *pin != layer => {
-            return Err(LoadError::Distribution {
-                message: format!(
-                    "{}: its component's sha256 is {layer}, but [tools.{}] sha256 pins {pin}",
-                    pulled.origin.reference,
-                    planned.key.as_deref().unwrap_or_default()
-                ),
-            });
+            return Err(DistributionError::LayerPinMismatch {
+                reference: pulled.origin.reference,
+                tool: planned.key.clone().unwrap_or_default(),
+                layer,
+                pin: pin.clone(),
+            }
+            .into());
         }
         _ => settings.sha256 = Some(layer),
     }

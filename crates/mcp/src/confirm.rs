@@ -12,8 +12,7 @@
 //! is a random handle to a call waiting here; it is only honoured for the
 //! principal, tool and arguments it was issued for, only once, and only
 //! until the confirmer gives up after [`CONFIRM_TIMEOUT`]. The number of
-//! waiting calls is capped by `[http] max_pending_confirmations`
-//! ([`DEFAULT_MAX_PENDING_CONFIRMATIONS`](crate::DEFAULT_MAX_PENDING_CONFIRMATIONS)).
+//! waiting calls is capped by `[http] max_pending_confirmations`.
 //! Arguments shown
 //! to the user are JSON-encoded (control characters escaped) and cut at
 //! [`MAX_CONFIRM_ARGUMENT_BYTES`].

@@ -74,7 +74,7 @@ pub use probes::{HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 use super::server::{AirlockServer, Shared};
 use super::shutdown;
 use airlock_host::host::Host;
-use airlock_host::http_settings::HttpCaps;
+use airlock_settings::http::HttpCaps;
 use anyhow::Context as _;
 use gate::{Gate, check};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;

@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use airlock_core::outcome::{Authority, CallOutcome, Decision};
@@ -36,7 +35,9 @@ use airlock_core::render;
 mod files;
 pub mod postgres;
 mod record;
+mod settings;
 pub mod ship;
+pub use settings::{AUDIT, AuditSettings, MAX_REPLICA_ID_BYTES, POSTGRES, PostgresSettings, RawAudit};
 mod siblings;
 pub use siblings::{
     ChainsReport, MAX_AUDIT_SIBLINGS, existing_siblings, open_shared, reconfigured_shared, sibling_path, verify_all,
@@ -133,62 +134,6 @@ impl Durability {
             Durability::Flush => "flush",
             Durability::Fsync => "fsync",
         }
-    }
-}
-
-/// Validated `[audit]` settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditSettings {
-    /// The log file; its head file is this path with `.head` appended.
-    pub file: PathBuf,
-    /// `file` as the operator wrote it (before a relative path was resolved),
-    /// for the errors that name the key.
-    pub file_as_written: PathBuf,
-    /// When a record counts as written.
-    pub durability: Durability,
-    /// Whether records carry the (redacted) arguments, not only their digest.
-    pub record_arguments: bool,
-    /// Object keys whose values are replaced by `"[redacted]"`, at any depth,
-    /// compared case-insensitively. Expected in lowercase.
-    pub redact_keys: Vec<String>,
-    /// Where records are also shipped (`[audit.postgres]`), if anywhere.
-    pub postgres: Option<ship::PostgresSettings>,
-}
-
-/// `[audit]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAudit {
-    file: PathBuf,
-    durability: Option<String>,
-    #[serde(default)]
-    record_arguments: bool,
-    #[serde(default)]
-    redact_keys: Vec<String>,
-    postgres: Option<ship::RawPostgres>,
-}
-
-impl AuditSettings {
-    /// Check `[audit]`; a relative `file` is resolved by `resolve`.
-    ///
-    /// # Errors
-    ///
-    /// A `durability` other than `"flush"` or `"fsync"`, naming the key
-    /// and what is accepted.
-    pub fn from_raw(raw: RawAudit, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<AuditSettings, String> {
-        let durability = match raw.durability.as_deref() {
-            None | Some("flush") => Durability::Flush,
-            Some("fsync") => Durability::Fsync,
-            Some(other) => return Err(format!("durability = {other:?} is not accepted: use \"flush\" or \"fsync\"")),
-        };
-        Ok(AuditSettings {
-            file: resolve(&raw.file),
-            file_as_written: raw.file,
-            durability,
-            record_arguments: raw.record_arguments,
-            redact_keys: raw.redact_keys.iter().map(|k| k.to_ascii_lowercase()).collect(),
-            postgres: raw.postgres.map(|p| ship::PostgresSettings::from_raw(p, resolve)).transpose()?,
-        })
     }
 }
 

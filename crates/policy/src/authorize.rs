@@ -42,7 +42,7 @@ mod principal;
 mod request;
 
 use cache::{Annotations, DecisionKey};
-pub use load::{PolicyFiles, RawPolicy};
+pub use load::{POLICY, PolicyFiles, RawPolicy};
 
 /// Deepest nesting of arrays and objects in the arguments that is converted
 /// into the Cedar context; the arguments object itself is level 1. Deeper

@@ -49,10 +49,8 @@
 
 use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, Script};
 use icu_properties::{CodePointMapData, CodePointSetData};
-use serde::Deserialize;
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::ops::RangeInclusive;
 
 /// Longest template accepted in `confirm` or `present_result` (a limit on
 /// the operator's own file).
@@ -60,18 +58,12 @@ pub const MAX_TEMPLATE_BYTES: usize = 2048;
 /// Each inserted value is cut at this many bytes (after escaping) unless
 /// `[cards] max_value_bytes` says otherwise.
 pub const DEFAULT_MAX_CARD_VALUE_BYTES: usize = 256;
-/// Accepted `[cards] max_value_bytes`.
-pub const MAX_VALUE_BYTES_RANGE: RangeInclusive<usize> = 16..=8192;
 /// A rendered confirmation card is cut at this many bytes unless `[cards]
 /// max_card_bytes` says otherwise.
 pub const DEFAULT_MAX_CARD_BYTES: usize = 2048;
-/// Accepted `[cards] max_card_bytes`.
-pub const MAX_CARD_BYTES_RANGE: RangeInclusive<usize> = 64..=65_536;
 /// A presented result (one line) is cut at this many bytes unless `[cards]
 /// max_presented_bytes` says otherwise.
 pub const DEFAULT_MAX_PRESENTED_BYTES: usize = 512;
-/// Accepted `[cards] max_presented_bytes`.
-pub const MAX_PRESENTED_BYTES_RANGE: RangeInclusive<usize> = 64..=8192;
 /// Most substitutions in one template.
 const MAX_FIELDS: usize = 64;
 /// Most combining marks (nonspacing or enclosing) shown on one character of
@@ -84,35 +76,24 @@ pub const MAX_COMBINING_MARKS: usize = 3;
 /// the text they read differs from what it looks like it would be.
 pub const HIDDEN_WARNING: &str = "Warning: hidden characters are shown as \\u{…}";
 
-/// `[cards]` as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCards {
-    max_card_bytes: Option<usize>,
-    max_presented_bytes: Option<usize>,
-    max_value_bytes: Option<usize>,
-}
-
-/// `[cards]`: how long the cards and presented results rendered from
-/// every tool's templates may be. Read for each call, so a reload applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CardSettings {
-    /// A confirmation card is cut at this many bytes (`max_card_bytes`).
-    pub max_card_bytes: usize,
-    /// A presented result is cut at this many bytes (`max_presented_bytes`).
-    pub max_presented_bytes: usize,
-    /// Each inserted value is cut at this many bytes, after escaping
-    /// (`max_value_bytes`).
-    pub max_value_bytes: usize,
-}
-
-impl Default for CardSettings {
-    fn default() -> Self {
-        CardSettings {
-            max_card_bytes: DEFAULT_MAX_CARD_BYTES,
-            max_presented_bytes: DEFAULT_MAX_PRESENTED_BYTES,
-            max_value_bytes: DEFAULT_MAX_CARD_VALUE_BYTES,
-        }
+airlock_settings::section! {
+    /// The keys of `[cards]`.
+    pub const CARDS: Section<CardSettings> = "cards";
+    /// `[cards]` as written.
+    pub struct RawCards {}
+    hand {}
+    /// `[cards]`: how long the cards and presented results rendered from
+    /// every tool's templates may be. Read for each call, so a reload applies.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    group pub struct CardSettings: Default (RawCardKeys) at () {
+        ;
+        /// a confirmation card is cut here, marked `…`
+        max_card_bytes => max_card_bytes: usize = DEFAULT_MAX_CARD_BYTES, Reload, range Bytes 64..=65_536;
+        /// a presented result (one line) is cut here, marked `…`
+        max_presented_bytes => max_presented_bytes: usize = DEFAULT_MAX_PRESENTED_BYTES, Reload,
+            range Bytes 64..=8192;
+        /// each value inserted in a card or presented result is cut here after escaping, marked `…`
+        max_value_bytes => max_value_bytes: usize = DEFAULT_MAX_CARD_VALUE_BYTES, Reload, range Bytes 16..=8192;
     }
 }
 
@@ -123,29 +104,7 @@ impl CardSettings {
     ///
     /// The key out of range, its value and the accepted range.
     pub fn from_raw(raw: RawCards) -> Result<CardSettings, String> {
-        let ranged = |key: &str, value: Option<usize>, default: usize, range: RangeInclusive<usize>| {
-            let value = value.unwrap_or(default);
-            if range.contains(&value) {
-                Ok(value)
-            } else {
-                Err(format!("[cards] {key} = {value} is out of range: accepted {}..={}", range.start(), range.end()))
-            }
-        };
-        Ok(CardSettings {
-            max_card_bytes: ranged("max_card_bytes", raw.max_card_bytes, DEFAULT_MAX_CARD_BYTES, MAX_CARD_BYTES_RANGE)?,
-            max_presented_bytes: ranged(
-                "max_presented_bytes",
-                raw.max_presented_bytes,
-                DEFAULT_MAX_PRESENTED_BYTES,
-                MAX_PRESENTED_BYTES_RANGE,
-            )?,
-            max_value_bytes: ranged(
-                "max_value_bytes",
-                raw.max_value_bytes,
-                DEFAULT_MAX_CARD_VALUE_BYTES,
-                MAX_VALUE_BYTES_RANGE,
-            )?,
-        })
+        Self::from_keys(&(&raw).into(), &Self::defaults(), &CARDS.scope())
     }
 }
 
@@ -563,6 +522,34 @@ pub fn caller_value(principal: &str, attributes: &[(String, String)]) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `text` read as `[cards]`.
+    fn cards(text: &str) -> Result<CardSettings, String> {
+        CardSettings::from_raw(toml::from_str(text).map_err(|err| err.to_string())?)
+    }
+
+    #[test]
+    fn generated_docs_are_current() {
+        CARDS.ensure_documents("book/src/operator/cards.md").unwrap();
+    }
+
+    #[test]
+    fn card_caps_are_ranged() {
+        let set = cards("max_card_bytes = 64\nmax_presented_bytes = 8192\nmax_value_bytes = 16").unwrap();
+        assert_eq!(set, CardSettings { max_card_bytes: 64, max_presented_bytes: 8192, max_value_bytes: 16 });
+        assert_eq!(cards("").unwrap(), CardSettings::default());
+        for (key, below, top) in
+            [("max_card_bytes", 63, 65_536), ("max_presented_bytes", 63, 8192), ("max_value_bytes", 15, 8192)]
+        {
+            for value in [below, top + 1] {
+                let err = cards(&format!("{key} = {value}")).unwrap_err();
+                let expect = format!("[cards] {key} = {value} is out of range: accepted {}..={top} bytes", below + 1);
+                assert!(err.contains(&expect), "{err:?} should contain {expect:?}");
+            }
+        }
+        let err = cards("bogus = 1").unwrap_err();
+        assert!(err.contains("bogus") && err.contains("max_card_bytes"), "{err}");
+    }
 
     fn render(template: &str, value: Value) -> String {
         let caller = caller_value("alice", &[("tenant".into(), "\"acme\"".into())]);

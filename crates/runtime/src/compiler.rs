@@ -45,13 +45,36 @@ const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x0
 /// The header of a core module binary.
 const MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
 
-/// Check that `bytes` start like a component; the error says what they are.
-pub fn check_header(bytes: &[u8]) -> Result<(), String> {
+/// What a file is when it is not a WebAssembly component, by its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotAComponent {
+    /// A core WebAssembly module.
+    #[error(
+        "this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it \
+         with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    /// A WebAssembly binary of another version or layer.
+    #[error(
+        "this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)"
+    )]
+    UnsupportedVersion,
+    /// Not WebAssembly at all.
+    #[error("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2")]
+    NotWasm,
+}
+
+/// Check that `bytes` start like a component.
+///
+/// # Errors
+///
+/// What they are instead.
+pub fn check_header(bytes: &[u8]) -> Result<(), NotAComponent> {
     match bytes.get(..8) {
         Some(h) if h == COMPONENT_HEADER => Ok(()),
-        Some(h) if h == MODULE_HEADER => Err("this is a core WebAssembly module, not a component: build the tool for --target wasm32-wasip2 (or wrap it with `wasm-tools component new`)".into()),
-        Some(h) if h.get(..4) == MODULE_HEADER.get(..4) => Err("this WebAssembly binary has an unsupported version or layer; expected a component (version 0x0d, layer 1)".into()),
-        _ => Err("this is not a WebAssembly binary (no `\\0asm` header); expected a component built for wasm32-wasip2".into()),
+        Some(h) if h == MODULE_HEADER => Err(NotAComponent::CoreModule),
+        Some(h) if h.get(..4) == MODULE_HEADER.get(..4) => Err(NotAComponent::UnsupportedVersion),
+        _ => Err(NotAComponent::NotWasm),
     }
 }
 
@@ -665,7 +688,7 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
         return Err((EXIT_INVALID, format!("larger than the {}-byte limit", MAX_COMPONENT_BYTES)));
     }
     // The text formats are never compiled (the parent checked the header).
-    check_header(&bytes).map_err(|why| (EXIT_INVALID, why))?;
+    check_header(&bytes).map_err(|why| (EXIT_INVALID, why.to_string()))?;
     // Its shape before any native compilation: a bomb is refused here in
     // milliseconds, and so is a component that can never be a tool.
     shape::check(&bytes).map_err(|refusal| match refusal {
@@ -776,9 +799,10 @@ mod tests {
     #[test]
     fn header_check_names_what_it_is() {
         assert!(check_header(&COMPONENT_HEADER).is_ok());
-        assert!(check_header(&MODULE_HEADER).unwrap_err().contains("core WebAssembly module"));
-        assert!(check_header(b"(component)").unwrap_err().contains("not a WebAssembly binary"));
-        assert!(check_header(b"").unwrap_err().contains("not a WebAssembly binary"));
+        assert_eq!(check_header(&MODULE_HEADER), Err(NotAComponent::CoreModule));
+        assert!(check_header(&MODULE_HEADER).unwrap_err().to_string().contains("core WebAssembly module"));
+        assert_eq!(check_header(b"(component)"), Err(NotAComponent::NotWasm));
+        assert!(check_header(b"").unwrap_err().to_string().contains("not a WebAssembly binary"));
     }
 
     #[test]

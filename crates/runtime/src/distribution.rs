@@ -20,10 +20,13 @@
 //! Files: `reference.rs` (the `oci://` grammar), `settings.rs`
 //! (`[distribution]` and the OCI keys of `[tools.NAME]`), `client.rs` (the
 //! registry API under caps and timeouts), `auth.rs` (credentials),
-//! `manifest.rs` (the Wasm artifact layout), `cli.rs` (the subcommands).
+//! `manifest.rs` (the Wasm artifact layout), `signature.rs` (cosign
+//! signatures and keys), `error.rs` ([`DistributionError`], the one error
+//! type of this API, and the problems it nests).
 
 mod auth;
 mod client;
+mod error;
 mod lock;
 mod manifest;
 mod reference;
@@ -31,13 +34,18 @@ mod settings;
 mod signature;
 mod store;
 
+pub use error::{
+    Asked, AuthFileProblem, AuthProblem, Blame, Blob, Body, Capped, CredentialError, DistributionError, InvalidDigest,
+    InvalidReference, KeyProblem, LockProblem, ManifestProblem, Missing, PasswordFileProblem, RedirectProblem,
+    ReferenceProblem, RequestError, UploadProblem,
+};
 pub use lock::Lock;
 pub use reference::{MAX_REFERENCE_LEN, OciRef};
 pub use settings::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_AUTH_FILE_BYTES, DEFAULT_MAX_LAYER_BYTES, DEFAULT_MAX_LAYERS,
     DEFAULT_MAX_LOCK_BYTES, DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
-    DEFAULT_MAX_SIGNATURES, DEFAULT_MAX_TOKEN_RESPONSE_BYTES, DEFAULT_READ_TIMEOUT, DistributionSettings, MAX_KEYS,
-    MAX_MANIFEST_BYTES, OciSource, RawDistribution, SignaturePolicy,
+    DEFAULT_MAX_SIGNATURES, DEFAULT_MAX_TOKEN_RESPONSE_BYTES, DEFAULT_READ_TIMEOUT, DISTRIBUTION, DistributionSettings,
+    MAX_KEYS, MAX_MANIFEST_BYTES, OciSource, RawDistribution, SignaturePolicy,
 };
 pub use signature::generate as generate_keys;
 
@@ -87,20 +95,13 @@ pub fn is_reference(text: &Path) -> bool {
     text.to_str().is_some_and(|s| s.starts_with(reference::SCHEME))
 }
 
-fn store_of(settings: &DistributionSettings) -> Result<Store, String> {
-    let root = settings.store.as_deref().ok_or_else(|| {
-        "no store for pulled components: set [distribution] store = \"DIR\" (or HOME or XDG_CACHE_HOME)".to_owned()
-    })?;
+fn store_of(settings: &DistributionSettings) -> Result<Store, DistributionError> {
+    let root = settings.store.as_deref().ok_or(DistributionError::NoStore)?;
     Ok(Store::new(root))
 }
 
-/// The key that raises the cap on a manifest.
-const MANIFEST_KEY: &str = "[distribution] max_manifest_bytes";
-/// The key that raises the cap on a signature payload.
-const PAYLOAD_KEY: &str = "[distribution] max_signature_payload_bytes";
-
 fn manifest_cap(settings: &DistributionSettings) -> Cap {
-    Cap::by(MANIFEST_KEY, settings.max_manifest_bytes)
+    Cap::of(Body::Manifest, settings.max_manifest_bytes)
 }
 
 /// The component `source` names, for the loader: the digest from the
@@ -109,21 +110,23 @@ fn manifest_cap(settings: &DistributionSettings) -> Cap {
 ///
 /// # Errors
 ///
-/// An unpinned tag (with the command that pins it), a digest mismatch, a
-/// missing or wrong signature (naming the keys and the digest), an
-/// unreachable registry for something the store lacks.
-pub async fn materialize(settings: &Arc<DistributionSettings>, source: &OciSource) -> Result<Pulled, String> {
+/// An unpinned tag ([`DistributionError::Unpinned`], with the command that
+/// pins it), a digest mismatch, a missing or wrong signature (naming the
+/// keys and the digest), an unreachable registry for something the store
+/// lacks; [`DistributionError::blame`] says who has to act.
+pub async fn materialize(
+    settings: &Arc<DistributionSettings>,
+    source: &OciSource,
+) -> Result<Pulled, DistributionError> {
     let digest = match &source.reference.digest {
         Some(digest) => digest.clone(),
         None => {
             let key = source.reference.tag_key().unwrap_or_default();
             let lock = Lock::read(&settings.lock_file, settings.max_lock_bytes)?;
-            lock.pins.get(&key).cloned().ok_or_else(|| {
-                format!(
-                    "{key} is a tag that {} does not pin yet: run `airlock pull` to resolve it and pin its digest",
-                    settings.lock_file.display()
-                )
-            })?
+            match lock.pins.get(&key) {
+                Some(digest) => digest.clone(),
+                None => return Err(DistributionError::Unpinned { tag: key, lock_file: settings.lock_file.clone() }),
+            }
         }
     };
     obtain(settings, source, &digest, false).await
@@ -146,12 +149,12 @@ pub struct PullReport {
 /// # Errors
 ///
 /// As [`materialize`], and a tag that now names another digest than its pin
-/// unless `update`.
+/// unless `update` ([`DistributionError::TagMoved`]).
 pub async fn pull(
     settings: &Arc<DistributionSettings>,
     source: &OciSource,
     update: bool,
-) -> Result<PullReport, String> {
+) -> Result<PullReport, DistributionError> {
     let client = Client::new(settings.clone());
     let store = store_of(settings)?;
     let reference = &source.reference;
@@ -161,11 +164,16 @@ pub async fn pull(
             let tag = reference.tag.clone().unwrap_or_default();
             let (bytes, digest) = fetch_manifest(&client, reference, &tag)
                 .await?
-                .ok_or_else(|| format!("{reference}: the registry has no such tag"))?;
+                .ok_or_else(|| DistributionError::NotFound { reference: reference.to_string(), what: Missing::Tag })?;
             store.put(&bytes)?;
             (digest, Some(key))
         }
-        (None, None) => return Err(format!("{reference} names neither a tag nor a digest")),
+        (None, None) => {
+            // `OciRef::parse` refuses such a reference; one built by hand
+            // is refused the same way.
+            let text = reference.to_string().chars().take(80).collect();
+            return Err(InvalidReference { text, problem: ReferenceProblem::Unnamed }.into());
+        }
     };
     let mut lock = Lock::read(&settings.lock_file, settings.max_lock_bytes)?;
     let mut replaced = None;
@@ -174,11 +182,12 @@ pub async fn pull(
         && *pinned != digest
     {
         if !update {
-            return Err(format!(
-                "{key} now names {digest}, but {} pins {pinned}: refusing the changed tag (the pinned component \
-                 stays in use); to accept the new one run `airlock pull --update {key}`",
-                settings.lock_file.display()
-            ));
+            return Err(DistributionError::TagMoved {
+                tag: key.clone(),
+                now: digest,
+                pinned: pinned.clone(),
+                lock_file: settings.lock_file.clone(),
+            });
         }
         replaced = Some(pinned.clone());
     }
@@ -200,19 +209,19 @@ async fn obtain(
     source: &OciSource,
     digest: &str,
     fresh: bool,
-) -> Result<Pulled, String> {
+) -> Result<Pulled, DistributionError> {
     let client = Client::new(settings.clone());
     let store = store_of(settings)?;
     let reference = &source.reference;
     let pinned = reference.pinned(digest);
-    let bytes = match store.read(digest, settings.max_manifest_bytes, MANIFEST_KEY)? {
+    let bytes = match store.read(digest, settings.max_manifest_bytes, Body::Manifest)? {
         Some(bytes) => bytes,
         None => {
             let (bytes, actual) = fetch_manifest(&client, reference, digest)
                 .await?
-                .ok_or_else(|| format!("{pinned}: the registry has no such manifest"))?;
+                .ok_or_else(|| DistributionError::NotFound { reference: pinned.clone(), what: Missing::Manifest })?;
             if actual != digest {
-                return Err(digest_mismatch(&pinned, "manifest", digest, &actual));
+                return Err(digest_mismatch(&pinned, Blob::Manifest, digest, actual));
             }
             store.put(&bytes)?;
             bytes
@@ -221,21 +230,20 @@ async fn obtain(
     let manifest = Manifest::parse(&bytes, &pinned, settings.max_layers)?;
     let layer = manifest.component_layer(&pinned)?.clone();
     if layer.size > settings.max_component_bytes {
-        return Err(format!(
-            "{pinned}: the component layer is {} bytes, over the {}-byte cap ([distribution] max_component_bytes \
-             raises it up to {})",
-            layer.size,
-            settings.max_component_bytes,
-            crate::compiler::MAX_COMPONENT_BYTES
-        ));
+        return Err(DistributionError::OverCap {
+            subject: pinned,
+            what: Capped::ComponentLayer,
+            size: layer.size,
+            cap: settings.max_component_bytes,
+        });
     }
     let path = store.blob_path(&layer.digest)?;
     if !path.is_file() {
-        let cap = Cap::by("[distribution] max_component_bytes", layer.size.min(settings.max_component_bytes));
+        let cap = Cap::of(Body::Component, layer.size.min(settings.max_component_bytes));
         let bytes = fetch_blob(&client, reference, &layer.digest, cap).await?;
         let actual = sha256_digest(&bytes);
         if actual != layer.digest {
-            return Err(digest_mismatch(&pinned, "component layer", &layer.digest, &actual));
+            return Err(digest_mismatch(&pinned, Blob::ComponentLayer, &layer.digest, actual));
         }
         store.put(&bytes)?;
     }
@@ -245,11 +253,8 @@ async fn obtain(
     Ok(Pulled { origin, layer_digest: layer.digest, size: layer.size, path })
 }
 
-fn digest_mismatch(pinned: &str, what: &str, expected: &str, actual: &str) -> String {
-    format!(
-        "{pinned}: the registry sent a {what} whose sha256 is {actual}, not the {expected} asked for: refusing it \
-         (the registry or something between is serving other content)"
-    )
+fn digest_mismatch(pinned: &str, what: Blob, expected: &str, actual: String) -> DistributionError {
+    DistributionError::DigestMismatch { subject: pinned.to_owned(), what, expected: expected.to_owned(), actual }
 }
 
 /// The signer of `digest` under `policy`, or the refusal.
@@ -260,14 +265,11 @@ async fn check_signatures(
     policy: &SignaturePolicy,
     digest: &str,
     fresh: bool,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, DistributionError> {
     let pinned = source.reference.pinned(digest);
     if policy.keys.is_empty() {
         if policy.required {
-            return Err(format!(
-                "{pinned}: require_signature is set but no public keys are configured: add keys = [\"cosign.pub\"] \
-                 to [distribution] or to the tool"
-            ));
+            return Err(DistributionError::NoKeys { reference: pinned });
         }
         return Ok(None);
     }
@@ -293,37 +295,27 @@ async fn check_signatures(
         return Ok(signer);
     }
     let accepted: Vec<String> = keys.iter().map(signature::PublicKey::signer).collect();
-    // Signatures past the cap were not looked at: say so, with the key.
-    let unchecked = if found.total > found.checked.len() {
-        format!(
-            "; only the first {} of its {} signatures were checked ([distribution] max_signatures raises it, up to \
-             {})",
-            found.checked.len(),
-            found.total,
-            settings::MAX_SIGNATURES
-        )
-    } else {
-        String::new()
-    };
     if !policy.required {
         if found.total > 0 {
+            let unchecked = error::unchecked(found.total, found.checked.len());
             tracing::warn!("{pinned}: signed, but by none of the keys {accepted:?}; loaded as unsigned{unchecked}");
         }
         return Ok(None);
     }
     Err(if found.total == 0 {
-        format!(
-            "{pinned} is not signed (no cosign signature {} in {}), and require_signature is set: accepted are \
-             signatures by {accepted:?}; sign it with `airlock push --sign KEY` or `cosign sign --key KEY`",
-            signature::signature_tag(digest),
-            source.reference.docker_reference()
-        )
+        DistributionError::NotSigned {
+            reference: pinned,
+            signature_tag: signature::signature_tag(digest),
+            repository: source.reference.docker_reference(),
+            accepted,
+        }
     } else {
-        format!(
-            "{pinned} has {} signature(s), but none verifies with the accepted key(s) {accepted:?}: refusing \
-             it{unchecked}",
-            found.total
-        )
+        DistributionError::NoAcceptedSignature {
+            reference: pinned,
+            signatures: found.total,
+            checked: found.checked.len(),
+            accepted,
+        }
     })
 }
 
@@ -338,9 +330,13 @@ struct Found {
 }
 
 /// The signatures of `digest` kept in the store, if a fetch stored some.
-fn stored_signatures(store: &Store, digest: &str, settings: &DistributionSettings) -> Result<Option<Found>, String> {
+fn stored_signatures(
+    store: &Store,
+    digest: &str,
+    settings: &DistributionSettings,
+) -> Result<Option<Found>, DistributionError> {
     let Some(signature_digest) = store.signature_of(digest)? else { return Ok(None) };
-    let Some(bytes) = store.read(&signature_digest, settings.max_manifest_bytes, MANIFEST_KEY)? else {
+    let Some(bytes) = store.read(&signature_digest, settings.max_manifest_bytes, Body::Manifest)? else {
         return Ok(None);
     };
     let what = format!("the stored signature manifest {signature_digest}");
@@ -348,7 +344,8 @@ fn stored_signatures(store: &Store, digest: &str, settings: &DistributionSetting
     let (layers, total) = signature_layers(&manifest, settings.max_signatures);
     let mut checked = Vec::new();
     for (layer, signature_b64) in layers {
-        let Some(payload) = store.read(&layer.digest, settings.max_signature_payload_bytes, PAYLOAD_KEY)? else {
+        let Some(payload) = store.read(&layer.digest, settings.max_signature_payload_bytes, Body::SignaturePayload)?
+        else {
             return Ok(None);
         };
         checked.push(Signed { payload, signature_b64 });
@@ -370,7 +367,12 @@ fn signature_layers(manifest: &Manifest, max: usize) -> (Vec<(&Descriptor, Strin
 
 /// Fetch the signature image of `digest` and store it; no image is no
 /// signatures.
-async fn fetch_signatures(client: &Client, store: &Store, reference: &OciRef, digest: &str) -> Result<Found, String> {
+async fn fetch_signatures(
+    client: &Client,
+    store: &Store,
+    reference: &OciRef,
+    digest: &str,
+) -> Result<Found, DistributionError> {
     let settings = client.settings();
     let tag = signature::signature_tag(digest);
     let Some((bytes, signature_digest)) = fetch_manifest(client, reference, &tag).await? else {
@@ -384,16 +386,17 @@ async fn fetch_signatures(client: &Client, store: &Store, reference: &OciRef, di
     for (layer, signature_b64) in layers {
         let max = settings.max_signature_payload_bytes;
         if layer.size > max {
-            return Err(format!(
-                "{what}: a payload of {} bytes is over the {max}-byte cap for a signature payload ({PAYLOAD_KEY} \
-                 raises it, up to {})",
-                layer.size,
-                settings::MAX_SIGNATURE_PAYLOAD_BYTES
-            ));
+            return Err(DistributionError::OverCap {
+                subject: what,
+                what: Capped::SignaturePayload,
+                size: layer.size,
+                cap: max,
+            });
         }
-        let payload = fetch_blob(client, reference, &layer.digest, Cap::by(PAYLOAD_KEY, max)).await?;
-        if sha256_digest(&payload) != layer.digest {
-            return Err(format!("{what}: a payload does not match its digest {}", layer.digest));
+        let payload = fetch_blob(client, reference, &layer.digest, Cap::of(Body::SignaturePayload, max)).await?;
+        let actual = sha256_digest(&payload);
+        if actual != layer.digest {
+            return Err(digest_mismatch(&what, Blob::SignaturePayload, &layer.digest, actual));
         }
         store.put(&payload)?;
         checked.push(Signed { payload, signature_b64 });
@@ -408,7 +411,7 @@ async fn fetch_manifest(
     client: &Client,
     reference: &OciRef,
     tag_or_digest: &str,
-) -> Result<Option<(Vec<u8>, String)>, String> {
+) -> Result<Option<(Vec<u8>, String)>, DistributionError> {
     let path = format!("/v2/{}/manifests/{tag_or_digest}", reference.repository);
     let accept = format!("{MANIFEST_MEDIA_TYPE}, application/vnd.docker.distribution.manifest.v2+json");
     let answer = client
@@ -421,35 +424,42 @@ async fn fetch_manifest(
             manifest_cap(client.settings()),
         )
         .await
-        .map_err(|m| format!("{reference}: {m}"))?;
+        .map_err(|problem| at(reference, problem))?;
     if answer.status == StatusCode::NOT_FOUND {
         return Ok(None);
     }
     if !answer.status.is_success() {
-        return Err(format!(
-            "{reference}: the registry answered {} for the manifest {tag_or_digest}: {}",
-            answer.status,
-            answer.quoted()
-        ));
+        return Err(answered(reference, &answer, Asked::Manifest(tag_or_digest.to_owned())));
     }
     let digest = sha256_digest(&answer.body);
     Ok(Some((answer.body.to_vec(), digest)))
 }
 
-async fn fetch_blob(client: &Client, reference: &OciRef, digest: &str, cap: Cap) -> Result<Vec<u8>, String> {
+async fn fetch_blob(client: &Client, reference: &OciRef, digest: &str, cap: Cap) -> Result<Vec<u8>, DistributionError> {
     let path = format!("/v2/{}/blobs/{digest}", reference.repository);
     let answer = client
         .send(&reference.registry, Method::GET, &path, &[], Bytes::new(), cap)
         .await
-        .map_err(|m| format!("{reference}: {m}"))?;
+        .map_err(|problem| at(reference, problem))?;
     if !answer.status.is_success() {
-        return Err(format!(
-            "{reference}: the registry answered {} for the blob {digest}: {}",
-            answer.status,
-            answer.quoted()
-        ));
+        return Err(answered(reference, &answer, Asked::Blob(digest.to_owned())));
     }
     Ok(answer.body.to_vec())
+}
+
+/// A request for `reference` that failed before it had an answer.
+fn at(reference: &OciRef, problem: RequestError) -> DistributionError {
+    DistributionError::Request { reference: reference.to_string(), problem }
+}
+
+/// The registry answered `asked` for `reference` with an error status.
+fn answered(reference: &OciRef, answer: &client::Answer, asked: Asked) -> DistributionError {
+    DistributionError::Answered {
+        reference: reference.to_string(),
+        status: answer.status.as_u16(),
+        request: asked,
+        message: answer.quoted(),
+    }
 }
 
 /// Largest body read from an answer that should carry none (an upload's).
@@ -471,18 +481,17 @@ pub struct PushReport {
 ///
 /// # Errors
 ///
-/// The file is not a component, the reference has no tag, the key cannot
-/// be read, or the registry refuses an upload.
+/// The file is not a component, the reference has no tag
+/// ([`DistributionError::PushNeedsTag`]), the key cannot be read, or the
+/// registry refuses an upload.
 pub async fn push(
     settings: &Arc<DistributionSettings>,
     file: &Path,
     reference: &OciRef,
     sign: Option<&Path>,
-) -> Result<PushReport, String> {
+) -> Result<PushReport, DistributionError> {
     let Some(tag) = &reference.tag else {
-        return Err(format!(
-            "{reference}: a push needs a tag, oci://REGISTRY/REPOSITORY:TAG (the digest it gets is printed)"
-        ));
+        return Err(DistributionError::PushNeedsTag { reference: reference.to_string() });
     };
     let key = sign.map(signature::SigningKey::load).transpose()?;
     let component = read_component(file)?;
@@ -515,11 +524,19 @@ pub async fn push(
     Ok(PushReport { pinned: reference.pinned(&digest), digest, signed_by })
 }
 
-fn read_component(file: &Path) -> Result<Vec<u8>, String> {
+fn read_component(file: &Path) -> Result<Vec<u8>, DistributionError> {
     let max = crate::compiler::MAX_COMPONENT_BYTES;
-    let too_large = || format!("{}: larger than the {max}-byte limit for a component", file.display());
-    let bytes = store::read_capped(file, max, too_large)?.ok_or_else(|| format!("{}: no such file", file.display()))?;
-    crate::compiler::check_header(&bytes).map_err(|m| format!("{}: {m}", file.display()))?;
+    let too_large = |path: PathBuf, size| DistributionError::OverCap {
+        subject: path.display().to_string(),
+        what: Capped::ComponentFile,
+        size,
+        cap: max,
+    };
+    let bytes = store::read_capped(file, max)
+        .map_err(|failure| failure.into_error(file.to_owned(), too_large))?
+        .ok_or_else(|| DistributionError::NoSuchFile { path: file.to_owned() })?;
+    crate::compiler::check_header(&bytes)
+        .map_err(|why| DistributionError::NotAComponent { path: file.to_owned(), why })?;
     Ok(bytes)
 }
 
@@ -539,7 +556,12 @@ struct Artifact {
 
 /// Upload `artifact`'s layer and config blobs and put its manifest under
 /// `tag`; the manifest digest.
-async fn push_artifact(client: &Client, reference: &OciRef, tag: &str, artifact: Artifact) -> Result<String, String> {
+async fn push_artifact(
+    client: &Client,
+    reference: &OciRef,
+    tag: &str,
+    artifact: Artifact,
+) -> Result<String, DistributionError> {
     let layer_size = artifact.layer.len() as u64;
     let layer_digest = upload_blob(client, reference, Bytes::from(artifact.layer)).await?;
     let config = (artifact.config)(&layer_digest);
@@ -565,39 +587,36 @@ async fn push_artifact(client: &Client, reference: &OciRef, tag: &str, artifact:
 }
 
 /// Upload `bytes` as a blob unless the registry has it; its digest.
-async fn upload_blob(client: &Client, reference: &OciRef, bytes: Bytes) -> Result<String, String> {
+async fn upload_blob(client: &Client, reference: &OciRef, bytes: Bytes) -> Result<String, DistributionError> {
     let digest = sha256_digest(&bytes);
     let repo = &reference.repository;
     let registry = &reference.registry;
     let small = Cap::fixed(SMALL_ANSWER_BYTES);
-    let fail = |what: &str, answer: &client::Answer| {
-        format!("{reference}: the registry answered {} to {what}: {}", answer.status, answer.quoted())
-    };
+    let upload = |problem| DistributionError::Upload { reference: reference.to_string(), problem };
     let head = client
         .send(registry, Method::HEAD, &format!("/v2/{repo}/blobs/{digest}"), &[], Bytes::new(), small)
         .await
-        .map_err(|m| format!("{reference}: {m}"))?;
+        .map_err(|problem| at(reference, problem))?;
     if head.status.is_success() {
         return Ok(digest);
     }
     let start = client
         .send(registry, Method::POST, &format!("/v2/{repo}/blobs/uploads/"), &[], Bytes::new(), small)
         .await
-        .map_err(|m| format!("{reference}: {m}"))?;
+        .map_err(|problem| at(reference, problem))?;
     if start.status != StatusCode::ACCEPTED {
-        return Err(fail("starting an upload", &start));
+        return Err(answered(reference, &start, Asked::StartUpload));
     }
     let location = start
         .headers
         .get(header::LOCATION)
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| format!("{reference}: the registry started an upload without a Location"))?;
-    let uri: http::Uri =
-        location.parse().map_err(|_| format!("{reference}: upload Location {location:?} is not a URL"))?;
+        .ok_or_else(|| upload(UploadProblem::NoLocation))?;
+    let uri: http::Uri = location.parse().map_err(|_| upload(UploadProblem::NotAUrl(location.to_owned())))?;
     if let Some(authority) = uri.authority()
         && authority.as_str() != registry.as_str()
     {
-        return Err(format!("{reference}: the registry sends uploads to another host ({authority}); not supported"));
+        return Err(upload(UploadProblem::OtherHost(authority.to_string())));
     }
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let separator = if path.contains('?') { '&' } else { '?' };
@@ -611,14 +630,19 @@ async fn upload_blob(client: &Client, reference: &OciRef, bytes: Bytes) -> Resul
             small,
         )
         .await
-        .map_err(|m| format!("{reference}: {m}"))?;
+        .map_err(|problem| at(reference, problem))?;
     if put.status != StatusCode::CREATED {
-        return Err(fail("a blob upload", &put));
+        return Err(answered(reference, &put, Asked::BlobUpload));
     }
     Ok(digest)
 }
 
-async fn put_manifest(client: &Client, reference: &OciRef, tag: &str, manifest: Vec<u8>) -> Result<(), String> {
+async fn put_manifest(
+    client: &Client,
+    reference: &OciRef,
+    tag: &str,
+    manifest: Vec<u8>,
+) -> Result<(), DistributionError> {
     let path = format!("/v2/{}/manifests/{tag}", reference.repository);
     let answer = client
         .send(
@@ -630,13 +654,9 @@ async fn put_manifest(client: &Client, reference: &OciRef, tag: &str, manifest: 
             Cap::fixed(SMALL_ANSWER_BYTES),
         )
         .await
-        .map_err(|m| format!("{reference}: {m}"))?;
+        .map_err(|problem| at(reference, problem))?;
     if answer.status != StatusCode::CREATED {
-        return Err(format!(
-            "{reference}: the registry answered {} to the manifest: {}",
-            answer.status,
-            answer.quoted()
-        ));
+        return Err(answered(reference, &answer, Asked::PutManifest));
     }
     Ok(())
 }

@@ -90,9 +90,13 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
     }
     report.sha256 = digest(&bytes);
     if let Err(why) = crate::compiler::check_header(&bytes) {
-        report.kind =
-            if why.contains("core WebAssembly module") { "core module".into() } else { "not WebAssembly".into() };
-        report.rejected_because = Some(why);
+        report.kind = match why {
+            crate::compiler::NotAComponent::CoreModule => "core module".into(),
+            crate::compiler::NotAComponent::UnsupportedVersion | crate::compiler::NotAComponent::NotWasm => {
+                "not WebAssembly".into()
+            }
+        };
+        report.rejected_because = Some(why.to_string());
         return report;
     }
     report.kind = "component".into();

@@ -99,12 +99,11 @@ impl std::fmt::Debug for LoadedTool {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// A component from a registry could not be pulled or verified (the
-    /// message names the reference and the digest).
-    #[error("{message}")]
-    Distribution {
-        /// What was refused and what would be accepted.
-        message: String,
-    },
+    /// error names the reference and the digest; its
+    /// [`blame`](crate::distribution::DistributionError::blame) says who has
+    /// to act).
+    #[error(transparent)]
+    Distribution(#[from] crate::distribution::DistributionError),
     /// The file could not be read.
     #[error("{path}: cannot read: {source}")]
     Io {
@@ -229,7 +228,7 @@ pub(crate) async fn compile_bytes(
     if size > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge { path: path_buf, size });
     }
-    check_header(bytes).map_err(|why| LoadError::NotAComponent { path: path_buf.clone(), why })?;
+    check_header(bytes).map_err(|why| LoadError::NotAComponent { path: path_buf.clone(), why: why.to_string() })?;
     let digest = digest(bytes);
     if let Some(expected) = &settings.sha256
         && !expected.eq_ignore_ascii_case(&digest)
@@ -430,7 +429,7 @@ fn read_component(path: &Path) -> Result<(Arc<Vec<u8>>, String), LoadError> {
     if bytes.len() as u64 > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge { path: path.to_owned(), size: bytes.len() as u64 });
     }
-    check_header(&bytes).map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why })?;
+    check_header(&bytes).map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why: why.to_string() })?;
     let digest = digest(&bytes);
     Ok((Arc::new(bytes), digest))
 }

@@ -2,59 +2,32 @@
 //! host-side that is not the component itself, and the rule for tool names.
 //!
 //! None of it comes from the component, and none of it reaches a model
-//! except through the projection (`projection.rs`). Each group of keys is
-//! checked by the module that enforces it: limits by [`airlock_settings::limits`],
-//! grants by [`crate::grants`] (and `network` by [`crate::network`]),
-//! `[tools.NAME.sessions]` by its `sessions` part; this module checks what concerns the
-//! tool as a whole (its name, its pin, limits against grants).
+//! except through the projection (`projection.rs`). Every key is declared
+//! once, here ([`TOOL`]), in `[defaults]` ([`airlock_settings::limits`])
+//! or in `[tools.NAME.sessions]` ([`SESSIONS`]). Each group of keys is
+//! checked by the module that enforces it: limits by
+//! [`airlock_settings::limits`], grants by [`crate::grants`] (and `network`
+//! by [`crate::network`]), `[tools.NAME.sessions]` by its `sessions` part;
+//! this module checks what concerns the tool as a whole (its name, its pin,
+//! limits against grants).
 
 use crate::distribution::OciSource;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::network::RawNetwork;
 use airlock_policy::card::Template;
 use airlock_settings::limits::{Limits, RawLimits};
-use serde::Deserialize;
+use airlock_settings::section::{Unit, check_range};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod sessions;
 
-pub use sessions::{DEFAULT_IDLE, DEFAULT_MAX_LIVE, MAX_MAX_LIVE, RawSessions, SessionSettings};
+pub use sessions::{DEFAULT_IDLE, DEFAULT_MAX_LIVE, MAX_MAX_LIVE, RawSessions, SESSIONS, SessionSettings};
 
 /// Longest tool name accepted (the name must also match `^[A-Za-z0-9_-]+$`).
 pub const MAX_NAME_LEN: usize = 64;
 /// Hex digits of a `sha256` pin.
 const SHA256_HEX_LEN: usize = 64;
-
-/// Operator settings for one tool: everything host-side that is not the
-/// component itself. None of it comes from the component.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolSettings {
-    /// Limits of each call (and of reading the metadata).
-    pub limits: Limits,
-    /// Directories and variables the tool may touch.
-    pub grants: Grants,
-    /// Sessions (one live instance reused by calls with the same `session`
-    /// id); `None` keeps them off, and every call gets a fresh instance.
-    pub sessions: Option<SessionSettings>,
-    /// Calls may run in parallel with other calls. Off unless the operator
-    /// says so.
-    pub concurrency_safe: bool,
-    /// The tool changes something outside itself (writes, sends, pays). The
-    /// default policy asks for confirmation before such calls.
-    pub side_effect: bool,
-    /// Offer the tool to models as deferred (loaded on demand by providers
-    /// that support tool search).
-    pub defer_loading: bool,
-    /// Refuse to load unless the component's sha256 is this (lowercase hex).
-    pub sha256: Option<String>,
-    /// The confirmation card (`confirm`), rendered from the validated
-    /// arguments and the caller when a call asks for confirmation.
-    pub confirm: Option<Template>,
-    /// The one-line presentation of a result (`present_result`) for logs
-    /// and UIs, rendered from the structured result; never sent to a model.
-    pub present_result: Option<Template>,
-}
 
 /// Settings of one configured tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,33 +41,82 @@ pub struct ToolConfig {
     pub settings: ToolSettings,
 }
 
-/// `[tools.NAME]` as written. The grant keys are fields of their own here,
-/// not a flattened table, so that a type error in them keeps its line.
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawTool {
-    component: Option<PathBuf>,
-    allow_tags: Option<bool>,
-    require_signature: Option<bool>,
-    keys: Option<Vec<PathBuf>>,
-    sha256: Option<String>,
-    #[serde(flatten)]
-    limits: RawLimits,
-    #[serde(default)]
-    concurrency_safe: bool,
-    side_effect: Option<bool>,
-    #[serde(default)]
-    defer_loading: bool,
-    #[serde(default)]
-    dirs: Vec<RawDir>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    #[serde(default)]
-    env_from_host: Vec<String>,
-    network: Option<RawNetwork>,
-    sessions: Option<RawSessions>,
-    confirm: Option<String>,
-    present_result: Option<String>,
+airlock_settings::section! {
+    /// The keys of `[tools.NAME]` besides the limit keys of `[defaults]`,
+    /// which a tool's table may set too.
+    pub const TOOL: Section<ToolConfig> = "tools.NAME";
+    /// `[tools.NAME]` as written. The grant keys are fields of their own
+    /// here, not a flattened table, so that a type error in them keeps its
+    /// line.
+    pub struct RawTool {
+        #[serde(flatten)]
+        limits: RawLimits,
+        sessions: Option<RawSessions>,
+    }
+    hand {
+        /// the component file, or `oci://REGISTRY/REPOSITORY[:TAG][@sha256:…]` to pull it from a registry
+        component: Option<PathBuf>, Reload, accepts "a path or an `oci://` reference",
+            unset "not set: found by its declared name in `tool_dirs`", example "\"tools/echo.wasm\"";
+        /// refuse to load the component unless its sha256 is this
+        sha256: Option<String>, Reload, accepts "64 hex digits", unset "not set: any digest",
+            example "\"…64 hex digits…\"";
+        /// for an `oci://` component: accept a tag, not only a digest
+        allow_tags: Option<bool>, Reload, accepts "`true` or `false`", unset "`[distribution] allow_tags`",
+            example "false";
+        /// for an `oci://` component: refuse it unless one of `keys` signed it
+        require_signature: Option<bool>, Reload, accepts "`true` or `false`",
+            unset "`[distribution] require_signature`", example "true";
+        /// for an `oci://` component: the public keys its signature is checked against
+        keys: Option<Vec<PathBuf>>, Reload, accepts "an array of at most 32 paths", unset "`[distribution] keys`",
+            example "[\"keys/publisher.pub\"]";
+        /// directories the tool may reach, read-only unless `access = "rw"`
+        dirs: Option<Vec<RawDir>>, Reload, accepts "an array of `{ host, guest, access }` (`\"ro\"` or `\"rw\"`)",
+            unset "`[]`: no directory", example "[{ host = \"./workspace\", guest = \"/workspace\", access = \"ro\" }]";
+        /// environment variables with fixed values
+        env: Option<BTreeMap<String, String>>, Reload, accepts "a table of strings", unset "`{}`: no variable",
+            example "{ GREETING = \"hello\" }";
+        /// environment variables copied from the host when the tool is loaded
+        env_from_host: Option<Vec<String>>, Reload, accepts "an array of variable names", unset "`[]`",
+            example "[\"TZ\"]";
+        /// outbound HTTP: the origins, methods, private addresses and secret headers allowed (`[tools.NAME.network]`, book/src/operator/network.md)
+        network: Option<RawNetwork>, Reload, accepts "a table (see the network grant rules)",
+            unset "not set: every request is refused", example "{ allow = [\"https://api.github.com\"] }";
+        /// the confirmation card a person approves, rendered from the validated arguments and the caller
+        confirm: Option<String>, Reload, accepts "a card template", unset "not set: the generic question",
+            example "\"Write {content|json} to {path} for {caller.principal}\"";
+        /// one line for logs and UIs, rendered from the result; never sent to a model
+        present_result: Option<String>, Reload, accepts "a one-line card template", unset "not set",
+            example "\"Wrote {bytes_written} bytes to {path}\"";
+    }
+    /// Operator settings for one tool: everything host-side that is not the
+    /// component itself. None of it comes from the component.
+    /// `ToolSettings::default()` is a tool with no operator settings at all
+    /// (no side effects); a `[tools.NAME]` table that does not say
+    /// otherwise has side effects.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    group pub struct ToolSettings (RawToolKeys) at (settings) {
+        /// Limits of each call (and of reading the metadata).
+        pub limits: Limits = Limits::default(),
+        /// Directories and variables the tool may touch.
+        pub grants: Grants = Grants::default(),
+        /// Sessions (one live instance reused by calls with the same `session`
+        /// id); `None` keeps them off, and every call gets a fresh instance.
+        pub sessions: Option<SessionSettings> = None,
+        /// Refuse to load unless the component's sha256 is this (lowercase hex).
+        pub sha256: Option<String> = None,
+        /// The confirmation card (`confirm`), rendered from the validated
+        /// arguments and the caller when a call asks for confirmation.
+        pub confirm: Option<Template> = None,
+        /// The one-line presentation of a result (`present_result`) for logs
+        /// and UIs, rendered from the structured result; never sent to a model.
+        pub present_result: Option<Template> = None;
+        /// calls may run in parallel with other calls that may
+        concurrency_safe => concurrency_safe: bool = false, Reload;
+        /// the tool changes something outside itself (writes, sends, pays): the default policy asks first
+        side_effect => side_effect: bool = true, Reload;
+        /// offer the tool to models as deferred (loaded on demand by providers with tool search)
+        defer_loading => defer_loading: bool = false, Reload;
+    }
 }
 
 impl ToolConfig {
@@ -115,47 +137,41 @@ impl ToolConfig {
         let ctx = format!("[tools.{name}]");
         let in_ctx = |m: String| format!("{ctx} {m}");
         check_name(name).map_err(in_ctx)?;
-        let limits = Limits::from_raw(defaults, &raw.limits).map_err(in_ctx)?;
-        let grants = Grants::from_raw(
-            RawGrants { dirs: raw.dirs, env: raw.env, env_from_host: raw.env_from_host, network: raw.network },
+        let mut settings = ToolSettings::from_keys(&(&raw).into(), &ToolSettings::defaults(), &ctx)?;
+        settings.limits = Limits::from_raw(defaults, &raw.limits, &ctx)?;
+        settings.grants = Grants::from_raw(
+            RawGrants {
+                dirs: raw.dirs.unwrap_or_default(),
+                env: raw.env.unwrap_or_default(),
+                env_from_host: raw.env_from_host.unwrap_or_default(),
+                network: raw.network,
+            },
             resolve,
         )
         .map_err(in_ctx)?;
         // Granted directories stay open for the whole call and count
         // against the open-file cap; leave room to open something.
-        if grants.dirs.len() >= limits.max_open_files {
-            return Err(format!(
-                "{ctx} max_open_files = {} leaves no room to open a file next to the {} granted directories: \
-                 accepted {}..={}",
-                limits.max_open_files,
-                grants.dirs.len(),
-                grants.dirs.len() + 1,
-                airlock_settings::limits::MAX_OPEN_FILES
-            ));
+        let dirs = settings.grants.dirs.len();
+        if dirs >= settings.limits.max_open_files {
+            let (least, most) = (dirs as u64 + 1, airlock_settings::limits::MAX_OPEN_FILES as u64);
+            let open = settings.limits.max_open_files as u64;
+            let about = format!("room to open a file next to the {dirs} granted directories");
+            check_range(&ctx, "max_open_files", open, least, most, Unit::Count, &about)?;
         }
         if let Some(pin) = &raw.sha256
             && (pin.len() != SHA256_HEX_LEN || !pin.bytes().all(|b| b.is_ascii_hexdigit()))
         {
             return Err(format!("{ctx} sha256 = {pin:?} is not a sha256: expected {SHA256_HEX_LEN} hex digits"));
         }
-        let sessions = SessionSettings::from_raw(raw.sessions.as_ref(), limits.memory_bytes).map_err(in_ctx)?;
+        settings.sha256 = raw.sha256.map(|s| s.to_ascii_lowercase());
+        let sessions = format!("[tools.{name}.sessions]");
+        settings.sessions = SessionSettings::from_raw(raw.sessions.as_ref(), settings.limits.memory_bytes, &sessions)?;
         // Templates are checked now: a call never meets a syntax error.
         let template = |key: &str, text: Option<&String>, one_line: bool| {
             text.map(|t| Template::parse(t, one_line).map_err(|m| format!("{ctx} {key} = {t:?} {m}"))).transpose()
         };
-        let confirm = template("confirm", raw.confirm.as_ref(), false)?;
-        let present_result = template("present_result", raw.present_result.as_ref(), true)?;
-        let settings = ToolSettings {
-            limits,
-            grants,
-            sessions,
-            concurrency_safe: raw.concurrency_safe,
-            side_effect: raw.side_effect.unwrap_or(true),
-            defer_loading: raw.defer_loading,
-            sha256: raw.sha256.map(|s| s.to_ascii_lowercase()),
-            confirm,
-            present_result,
-        };
+        settings.confirm = template("confirm", raw.confirm.as_ref(), false)?;
+        settings.present_result = template("present_result", raw.present_result.as_ref(), true)?;
         let oci = match raw.component.as_deref() {
             Some(component) if crate::distribution::is_reference(component) => Some(
                 OciSource::from_raw(
@@ -195,21 +211,4 @@ pub fn check_name(name: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(name: &str, ok: bool) {
-        assert_eq!(check_name(name).is_ok(), ok, "{name:?}");
-    }
-
-    #[test]
-    fn names() {
-        check("read_file", true);
-        check("a-B_9", true);
-        check(&"x".repeat(64), true);
-        check(&"x".repeat(65), false);
-        check("", false);
-        check("bad name!", false);
-        check("ünïcode", false);
-    }
-}
+mod tests;

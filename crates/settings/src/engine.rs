@@ -1,8 +1,7 @@
-//! `[engine]`: [`RawEngine`] is it as written, [`EngineSettings::from_raw`]
-//! checks it. `airlock-runtime` turns it into wasmtime's configuration.
+//! `[engine]`, declared once ([`ENGINE`]): [`RawEngine`] is it as written,
+//! [`EngineSettings::from_raw`] checks it. `airlock-runtime` turns it into wasmtime's configuration.
 
-use crate::limits::DEFAULT_WASM_STACK_BYTES;
-use serde::Deserialize;
+use crate::section::Value;
 use std::path::{Path, PathBuf};
 
 /// Default `[engine] compile_timeout_secs`: the most seconds of CPU any
@@ -33,10 +32,6 @@ pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 4096;
 pub const MIN_COMPILE_MEMORY_MIB: u64 = 256;
 /// Largest `[engine] compile_memory_mib` accepted.
 pub const MAX_COMPILE_MEMORY_MIB: u64 = 64 * 1024;
-/// Smallest `[engine] wasm_stack_kib` accepted.
-const MIN_WASM_STACK_KIB: usize = 64;
-/// Largest `[engine] wasm_stack_kib` accepted.
-const MAX_WASM_STACK_KIB: usize = 16 * 1024;
 /// Largest `[engine] max_live_instances` accepted.
 const MAX_LIVE_INSTANCES: u32 = 10_000;
 /// Smallest `[engine] memory_budget_mib` accepted: one call with the
@@ -49,85 +44,71 @@ pub const MAX_MEMORY_BUDGET_MIB: u64 = 16 << 20;
 /// call.
 pub const DEFAULT_MEMORY_SHARE_PERCENT: u8 = 50;
 
-/// `[engine]` as written.
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawEngine {
-    cache: Option<bool>,
-    cache_dir: Option<PathBuf>,
-    wasm_stack_kib: Option<usize>,
-    max_live_instances: Option<u32>,
-    compile_timeout_secs: Option<u64>,
-    compile_secs_per_mib: Option<u64>,
-    compile_memory_mib: Option<u64>,
-    memory_budget_mib: Option<u64>,
-    memory_share_percent: Option<u64>,
-}
+/// Default maximum wasm stack (engine-wide: wasmtime sets it per engine).
+pub const DEFAULT_WASM_STACK_BYTES: usize = 1 << 20;
 
-/// Engine-wide settings (per-call limits live in [`crate::limits::Limits`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineSettings {
-    /// Maximum wasm stack of any call. wasmtime fixes it per engine.
-    pub wasm_stack_bytes: usize,
-    /// Where compiled components are cached; `None` disables the cache.
-    ///
-    /// # Security
-    ///
-    /// Loading a cached artifact is `unsafe` in wasmtime: anyone who can
-    /// write this directory can run native code in the host. Keep it in a
-    /// directory only the operator can write.
-    pub cache_dir: Option<PathBuf>,
-    /// Instances that can be alive at once (calls in flight + sessions).
-    pub max_live_instances: u32,
-    /// The most seconds of CPU one component may take to compile, whatever
-    /// its size (`[engine] compile_timeout_secs`).
-    pub compile_timeout_secs: u64,
-    /// Seconds of CPU one component may take to compile per MiB of its
-    /// size, on top of [`COMPILE_BASE_SECS`] and up to
-    /// `compile_timeout_secs` (`[engine] compile_secs_per_mib`): a small
-    /// component cannot take the minutes a large one may.
-    pub compile_secs_per_mib: u64,
-    /// Address space of the process compiling one component, in MiB
-    /// (`[engine] compile_memory_mib`).
-    pub compile_memory_mib: u64,
-    /// The `airlock` executable that compiles components, each in a child
-    /// process (`airlock __compile`) under `compile_timeout_secs` and
-    /// `compile_memory_mib`. Not an operator key: the `airlock` binary sets
-    /// itself; a program using the library sets the path of an installed
-    /// `airlock` binary of the same version.
-    ///
-    /// # Security
-    ///
-    /// `None` (the default) compiles nothing: a component whose artifact is
-    /// not in the cache is refused with a load error. Compiling untrusted
-    /// bytes in the host's own process would have no bound on its CPU time
-    /// or memory, so there is no unmetered fallback.
-    pub compiler: Option<PathBuf>,
-    /// The host memory budget every call, session and compilation reserves
-    /// from before it runs (`[engine] memory_budget_mib`), in MiB; `None`
-    /// derives it from the memory limit of the host's cgroup or the
-    /// machine's physical memory, less headroom for the host itself
-    /// (`airlock_runtime::memory_budget`).
-    pub memory_budget_mib: Option<u64>,
-    /// The most of the budget one principal may hold at once, in percent
-    /// (`[engine] memory_share_percent`); a principal's first call is
-    /// always let in when the budget has room for it.
-    pub memory_share_percent: u8,
-}
-
-impl Default for EngineSettings {
-    fn default() -> Self {
-        Self {
-            wasm_stack_bytes: DEFAULT_WASM_STACK_BYTES,
-            cache_dir: None,
-            max_live_instances: 256,
-            compile_timeout_secs: DEFAULT_COMPILE_TIMEOUT_SECS,
-            compile_secs_per_mib: DEFAULT_COMPILE_SECS_PER_MIB,
-            compile_memory_mib: DEFAULT_COMPILE_MEMORY_MIB,
-            compiler: None,
-            memory_budget_mib: None,
-            memory_share_percent: DEFAULT_MEMORY_SHARE_PERCENT,
-        }
+crate::section! {
+    /// The keys of `[engine]`.
+    pub const ENGINE: Section<EngineSettings> = "engine";
+    /// `[engine]` as written.
+    pub struct RawEngine {}
+    hand {
+        /// keep compiled components in `cache_dir`, so that a restart does not compile them again; `false` turns the cache off
+        cache: Option<bool>, Restart, accepts "`true` or `false`", unset "`true`",
+            show |e: &EngineSettings| Some(Value::Bool(e.cache_dir.is_some())),
+            example "true";
+        /// where compiled components are cached; only the operator may write it (loading a cached artifact runs native code)
+        cache_dir: Option<PathBuf>, Restart, accepts "a path",
+            unset "`$AIRLOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/airlock`, else `~/.cache/airlock`",
+            show |e: &EngineSettings| e.cache_dir.as_deref().map(Value::path),
+            set "\".airlock-cache\"";
+    }
+    /// Engine-wide settings (per-call limits live in [`crate::limits::Limits`]).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    group pub struct EngineSettings: Default (RawEngineKeys) at () {
+        /// Where compiled components are cached; `None` disables the cache.
+        ///
+        /// # Security
+        ///
+        /// Loading a cached artifact is `unsafe` in wasmtime: anyone who can
+        /// write this directory can run native code in the host. Keep it in a
+        /// directory only the operator can write.
+        pub cache_dir: Option<PathBuf> = None,
+        /// The `airlock` executable that compiles components, each in a child
+        /// process (`airlock __compile`) under `compile_timeout_secs` and
+        /// `compile_memory_mib`. Not an operator key: the `airlock` binary sets
+        /// itself; a program using the library sets the path of an installed
+        /// `airlock` binary of the same version.
+        ///
+        /// # Security
+        ///
+        /// `None` (the default) compiles nothing: a component whose artifact is
+        /// not in the cache is refused with a load error. Compiling untrusted
+        /// bytes in the host's own process would have no bound on its CPU time
+        /// or memory, so there is no unmetered fallback.
+        pub compiler: Option<PathBuf> = None;
+        /// maximum wasm stack of any call (wasmtime fixes it per engine)
+        wasm_stack_kib => wasm_stack_bytes: usize = DEFAULT_WASM_STACK_BYTES, Restart,
+            range KibBytes 64..=16 * 1024;
+        /// instances alive at once: calls in flight plus live sessions (the sessions' `max_live` must add up to less)
+        max_live_instances => max_live_instances: u32 = 256, Restart, range Count 1..=MAX_LIVE_INSTANCES as u64;
+        /// the most seconds of CPU any component may take to compile, whatever its size
+        compile_timeout_secs => compile_timeout_secs: u64 = DEFAULT_COMPILE_TIMEOUT_SECS, Restart,
+            range Secs 1..=MAX_COMPILE_TIMEOUT_SECS;
+        /// seconds of CPU a component may take to compile per MiB of its size, on top of 5 s and up to `compile_timeout_secs`
+        compile_secs_per_mib => compile_secs_per_mib: u64 = DEFAULT_COMPILE_SECS_PER_MIB, Restart,
+            range Secs 1..=MAX_COMPILE_SECS_PER_MIB;
+        /// address space of the process compiling one component (the compiler itself needs about 200 MiB)
+        compile_memory_mib => compile_memory_mib: u64 = DEFAULT_COMPILE_MEMORY_MIB, Restart,
+            range Mib MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB;
+        /// memory all calls, argument checks, sessions and compilations reserve from together before they run; a call finding no room waits within its deadline, then is `busy`
+        memory_budget_mib => memory_budget_mib: Option<u64> = None, Restart,
+            range Mib MIN_MEMORY_BUDGET_MIB..=MAX_MEMORY_BUDGET_MIB,
+            unset "the cgroup's or the machine's memory, less a quarter",
+            example "3072";
+        /// the most of `memory_budget_mib` one principal's calls and sessions may hold at once, beyond its first call
+        memory_share_percent => memory_share_percent: u8 = DEFAULT_MEMORY_SHARE_PERCENT, Restart,
+            range Percent 1..=100;
     }
 }
 
@@ -140,90 +121,12 @@ impl EngineSettings {
     ///
     /// A value out of range, naming the key and the accepted range.
     pub fn from_raw(raw: RawEngine, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<EngineSettings, String> {
-        let defaults = EngineSettings::default();
-        let wasm_stack_bytes = match raw.wasm_stack_kib {
-            Some(kib) if !(MIN_WASM_STACK_KIB..=MAX_WASM_STACK_KIB).contains(&kib) => {
-                return Err(format!(
-                    "wasm_stack_kib = {kib} is out of range: accepted {MIN_WASM_STACK_KIB}..={MAX_WASM_STACK_KIB}"
-                ));
-            }
-            Some(kib) => kib << 10,
-            None => defaults.wasm_stack_bytes,
-        };
-        let max_live_instances = match raw.max_live_instances {
-            Some(n) if !(1..=MAX_LIVE_INSTANCES).contains(&n) => {
-                return Err(format!("max_live_instances = {n} is out of range: accepted 1..={MAX_LIVE_INSTANCES}"));
-            }
-            Some(n) => n,
-            None => defaults.max_live_instances,
-        };
-        let compile_timeout_secs = match raw.compile_timeout_secs {
-            Some(n) if !(1..=MAX_COMPILE_TIMEOUT_SECS).contains(&n) => {
-                return Err(format!(
-                    "compile_timeout_secs = {n} is out of range: accepted 1..={MAX_COMPILE_TIMEOUT_SECS} (seconds \
-                     of CPU to compile one component)"
-                ));
-            }
-            Some(n) => n,
-            None => defaults.compile_timeout_secs,
-        };
-        let compile_secs_per_mib = match raw.compile_secs_per_mib {
-            Some(n) if !(1..=MAX_COMPILE_SECS_PER_MIB).contains(&n) => {
-                return Err(format!(
-                    "compile_secs_per_mib = {n} is out of range: accepted 1..={MAX_COMPILE_SECS_PER_MIB} (seconds \
-                     of CPU to compile one component per MiB of its size, on top of {COMPILE_BASE_SECS} s and up to \
-                     compile_timeout_secs)"
-                ));
-            }
-            Some(n) => n,
-            None => defaults.compile_secs_per_mib,
-        };
-        let compile_memory_mib = match raw.compile_memory_mib {
-            Some(n) if !(MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB).contains(&n) => {
-                return Err(format!(
-                    "compile_memory_mib = {n} is out of range: accepted \
-                     {MIN_COMPILE_MEMORY_MIB}..={MAX_COMPILE_MEMORY_MIB} (MiB of address space to compile one \
-                     component)"
-                ));
-            }
-            Some(n) => n,
-            None => defaults.compile_memory_mib,
-        };
-        let memory_budget_mib = match raw.memory_budget_mib {
-            Some(n) if !(MIN_MEMORY_BUDGET_MIB..=MAX_MEMORY_BUDGET_MIB).contains(&n) => {
-                return Err(format!(
-                    "memory_budget_mib = {n} is out of range: accepted {MIN_MEMORY_BUDGET_MIB}..={MAX_MEMORY_BUDGET_MIB} \
-                     (MiB of memory all calls, sessions and compilations reserve from together; leave it unset to \
-                     derive it from the cgroup's or the machine's memory)"
-                ));
-            }
-            n => n,
-        };
-        let memory_share_percent = match raw.memory_share_percent {
-            Some(n) if !(1..=100).contains(&n) => {
-                return Err(format!(
-                    "memory_share_percent = {n} is out of range: accepted 1..=100 (the most of memory_budget_mib \
-                     one principal may hold at once)"
-                ));
-            }
-            Some(n) => u8::try_from(n).unwrap_or(100),
-            None => defaults.memory_share_percent,
-        };
-        let cache_dir = match raw.cache {
+        let mut settings = Self::from_keys(&(&raw).into(), &Self::defaults(), &ENGINE.scope())?;
+        settings.cache_dir = match raw.cache {
             Some(false) => None,
             _ => raw.cache_dir.as_deref().map(resolve).or_else(default_cache_dir),
         };
-        Ok(EngineSettings {
-            wasm_stack_bytes,
-            cache_dir,
-            max_live_instances,
-            compile_timeout_secs,
-            compile_secs_per_mib,
-            compile_memory_mib,
-            compiler: None,
-            memory_budget_mib,
-            memory_share_percent,
-        })
+        Ok(settings)
     }
 }
 
@@ -237,3 +140,6 @@ fn default_cache_dir() -> Option<PathBuf> {
         .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("airlock")))
         .or_else(|| non_empty("HOME").map(|d| d.join(".cache/airlock")))
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,6 +4,7 @@
 //! fixed (commit the file). As rust-analyzer does with its generated
 //! configuration docs.
 
+use crate::section::{Applies, Example, KeyDoc, Unset};
 use std::path::Path;
 
 /// Check that the text between the lines holding `begin` and `end` in
@@ -16,6 +17,11 @@ use std::path::Path;
 /// the table it is generated from), cannot be read or written, or lacks a
 /// marker.
 pub fn ensure(path: &str, begin: &str, end: &str, expected: &str, table: &str) -> Result<(), String> {
+    // Several sections' parts share a file (`airlock.example.toml`, a
+    // book page): tests running at once must not read a file another is
+    // rewriting, nor write back a copy that misses another's update.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
     let shown = path.display();
     let text = std::fs::read_to_string(&path).map_err(|err| format!("{shown}: {err}"))?;
@@ -29,6 +35,94 @@ pub fn ensure(path: &str, begin: &str, end: &str, expected: &str, table: &str) -
         return Ok(());
     }
     let updated = format!("{}{expected}{}", &text[..start], &text[stop..]);
-    std::fs::write(&path, updated).map_err(|err| format!("{shown}: {err}"))?;
+    // Written aside and renamed over it: a test binary of another crate
+    // reading the file meanwhile sees the old text or the new, never half.
+    let aside = path.with_extension(format!("generated-{}", std::process::id()));
+    std::fs::write(&aside, updated).map_err(|err| format!("{}: {err}", aside.display()))?;
+    std::fs::rename(&aside, &path).map_err(|err| format!("{shown}: {err}"))?;
     Err(format!("{shown} was not up to date with {table}; it has been updated, commit it"))
+}
+
+/// Column at which a key's comment starts in `airlock.example.toml`.
+const EXAMPLE_COLUMN: usize = 36;
+
+/// The part of `airlock.example.toml` for the section `name` (empty: the
+/// top level) with these keys: its header, commented out unless a key is
+/// set, then one line per key, set or commented out, with what it does,
+/// what it accepts and, for a key fixed while `airlock serve` runs, that a
+/// restart applies it.
+pub fn example(name: &str, keys: &[KeyDoc]) -> String {
+    let mut text = String::new();
+    if !name.is_empty() {
+        let set = keys.iter().any(|key| matches!(key.example, Example::Set(_) | Example::SetDefault));
+        text.push_str(&if set { format!("[{name}]\n") } else { format!("# [{name}]\n") });
+    }
+    for key in keys {
+        let default = key.default_value();
+        let (commented, value) = match key.example {
+            Example::Default => (true, default),
+            Example::SetDefault => (false, default),
+            Example::Commented(value) => (true, Some(value.to_owned())),
+            Example::Set(value) => (false, Some(value.to_owned())),
+        };
+        let value = value.unwrap_or_else(|| "…".to_owned());
+        let line = format!("{}{} = {value}", if commented { "# " } else { "" }, key.name);
+        let restart = match key.applies {
+            Applies::Reload => String::new(),
+            Applies::Restart => "; restart".to_owned(),
+            Applies::RestartWhileShipped => "; restart while [audit.postgres] ships the log".to_owned(),
+        };
+        let pad = EXAMPLE_COLUMN.saturating_sub(line.chars().count()).max(2);
+        text.push_str(&format!("{line}{:pad$}# {}; {}{restart}\n", "", key.doc(), key.accepted().replace('`', "")));
+    }
+    text
+}
+
+/// The table of keys of a section in the operator guide: each key, its
+/// default, what it accepts, whether a reload or a restart applies it, and
+/// what it does.
+pub fn table(keys: &[KeyDoc]) -> String {
+    let mut table = TABLE_HEADER.to_owned();
+    table.push_str(&table_rows("", keys));
+    table
+}
+
+/// The header of a table of keys.
+pub const TABLE_HEADER: &str = "| key | default | accepted | applies on | what it does |\n|---|---|---|---|---|\n";
+
+/// The rows of a table of keys, each key named after `prefix` (its section,
+/// in a table that spans several).
+pub fn table_rows(prefix: &str, keys: &[KeyDoc]) -> String {
+    let mut rows = String::new();
+    for key in keys {
+        let default = match key.unset {
+            Unset::Value(value) => value().map_or_else(|| "not set".to_owned(), |value| format!("`{}`", value.toml())),
+            Unset::Text(text) => text.to_owned(),
+        };
+        rows.push_str(&format!(
+            "| `{prefix}{}` | {} | {} | {} | {} |\n",
+            key.name,
+            cell(&default),
+            cell(&key.accepted()),
+            key.applies.as_str(),
+            cell(key.doc())
+        ));
+    }
+    rows
+}
+
+/// `text` as a cell of a Markdown table.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// Every result of keeping several generated parts current, all of them
+/// run first (so that one stale part does not leave the next one stale).
+///
+/// # Errors
+///
+/// Each part that was stale or could not be checked, one per line.
+pub fn all(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
+    let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("\n")) }
 }

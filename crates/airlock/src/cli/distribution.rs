@@ -1,12 +1,14 @@
 //! The subcommands `airlock pull`, `airlock push` and `airlock keygen`, and
 //! `airlock inspect oci://…`: flags, what they print, exit codes (0 done,
-//! 1 refused by the registry or a check, 2 usage).
+//! 1 refused by the registry or a check, 2 usage). The exit code of a
+//! refusal is decided by its kind ([`DistributionError::blame`]), whichever
+//! step it came from.
 //!
 //! They act only on what the operator names: the config (for the store,
 //! lock file, keys, credentials and caps) and the arguments.
 
 use airlock::Config;
-use airlock::distribution::{self as oci, OciRef, OciSource, Pulled};
+use airlock::distribution::{self as oci, Blame, DistributionError, OciRef, OciSource, Pulled};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -64,6 +66,16 @@ fn refused(message: &str) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// Report `err` and give the exit code of its kind: 2 for a reference
+/// that is not one (usage), 1 for everything else (the settings, the
+/// registry, a check or a local file refused it), wherever it came from.
+fn failed(err: &DistributionError) -> ExitCode {
+    match err.blame() {
+        Blame::Usage => usage(&err.to_string()),
+        Blame::Settings | Blame::Registry | Blame::Check | Blame::Local => refused(&err.to_string()),
+    }
+}
+
 fn usage(message: &str) -> ExitCode {
     eprintln!("airlock: {message}");
     ExitCode::from(2)
@@ -90,7 +102,7 @@ pub async fn pull(config: &Config, args: &PullArgs) -> ExitCode {
     let sources: Vec<OciSource> = match &args.reference {
         Some(text) => match OciRef::parse(text, false) {
             Ok(reference) => vec![source_for(config, reference)],
-            Err(err) => return usage(&err),
+            Err(err) => return failed(&err),
         },
         None => config.tools.values().filter_map(|t| t.oci.clone()).collect(),
     };
@@ -116,7 +128,7 @@ pub async fn pull(config: &Config, args: &PullArgs) -> ExitCode {
                 }
                 pulled.push(report.pulled);
             }
-            Err(err) => code = refused(&err),
+            Err(err) => code = failed(&err),
         }
     }
     if !pulled.is_empty() && !warm(config, &pulled).await {
@@ -172,14 +184,14 @@ async fn warm(config: &Config, pulled: &[Pulled]) -> bool {
 pub async fn push(config: &Config, args: &PushArgs) -> ExitCode {
     let reference = match OciRef::parse(&args.reference, false) {
         Ok(reference) => reference,
-        Err(err) => return usage(&err),
+        Err(err) => return failed(&err),
     };
     match oci::push(&config.distribution, &args.file, &reference, args.sign.as_deref()).await {
         Ok(report) => {
             let signed = report.signed_by.map_or_else(String::new, |key| format!(", signed with {key}"));
             done(print(&format!("pushed {} as {}{signed}", args.file.display(), report.pinned)))
         }
-        Err(err) => refused(&err),
+        Err(err) => failed(&err),
     }
 }
 
@@ -194,7 +206,7 @@ pub fn keygen(args: &KeygenArgs) -> ExitCode {
     }
     let (private_pem, public_pem) = match oci::generate_keys() {
         Ok(pair) => pair,
-        Err(err) => return refused(&err),
+        Err(err) => return failed(&err),
     };
     if let Err(err) = write_private(&private, private_pem.as_bytes()) {
         return usage(&format!("{}: cannot write: {err}", private.display()));
@@ -230,12 +242,12 @@ pub async fn inspect(config: &Config, reference: &Path) -> ExitCode {
     let text = reference.to_string_lossy();
     let reference = match OciRef::parse(&text, true) {
         Ok(reference) => reference,
-        Err(err) => return usage(&err),
+        Err(err) => return failed(&err),
     };
     let source = source_for(config, reference);
     let pulled = match oci::materialize(&config.distribution, &source).await {
         Ok(pulled) => pulled,
-        Err(err) => return refused(&err),
+        Err(err) => return failed(&err),
     };
     // Compiled under the config's meter, by the config's compiler; not cached.
     let settings = airlock::EngineSettings {

@@ -9,10 +9,11 @@
 //! are named by the environment variable or file they are read from, which
 //! is shown).
 
-use super::keys::TOOL_KEYS;
 use super::layer::{self, Source};
 use super::{Config, ToolConfig};
-use airlock_settings::limits::{LIMIT_KEYS, Limits};
+use airlock_runtime::tool_settings::TOOL;
+use airlock_settings::limits::{DEFAULTS, Limits};
+use airlock_settings::section::Unset;
 use std::fmt::Write as _;
 use toml::{Table, Value};
 
@@ -39,15 +40,14 @@ impl Config {
         for (key, value) in top {
             self.line(&mut out, key, key, value);
         }
-        if !self.layers.table.contains_key("builtin_settings") {
-            unset_line(&mut out, "builtin_settings", Some("true"));
-        }
-        if !self.layers.table.contains_key("tool_dirs") {
-            if self.tool_dirs.is_empty() {
-                unset_line(&mut out, "tool_dirs", None);
-            } else {
-                let dirs: Vec<Value> = self.tool_dirs.iter().map(|d| Value::String(d.display().to_string())).collect();
-                line(&mut out, "tool_dirs", &layer::show(&Value::Array(dirs)), "the bundled tools");
+        // The top-level keys nobody set (the top level is the first
+        // section, under the empty name), at their effective values: the
+        // bundled tools' directories, whether the built-in settings are
+        // the base.
+        let keys = self.section_keys();
+        for key in keys.iter().take(1).flat_map(|(_, keys)| keys) {
+            if !self.layers.table.contains_key(key.name) {
+                unset_line(&mut out, key.name, key.shown.as_deref());
             }
         }
 
@@ -67,7 +67,6 @@ impl Config {
         }
         // The sections nobody wrote, every key at its effective value, as
         // comments (the output stays valid TOML that sets what was set).
-        let keys = self.section_keys();
         for (section, keys) in &keys {
             let written = self.layers.table.contains_key(*section)
                 || section
@@ -86,27 +85,29 @@ impl Config {
 
     fn tool(&self, out: &mut String, name: &str, tool: &ToolConfig) {
         let prefix = format!("tools.{name}");
-        let settings = &tool.settings;
-        let flags = [("side_effect", settings.side_effect), ("concurrency_safe", settings.concurrency_safe)];
-        for (key, value) in flags {
+        // The keys with a value of their own (the flags) first, each with
+        // its source, then the limits.
+        let valued: Vec<(&str, String)> =
+            TOOL.keys.iter().filter_map(|key| (key.show)(tool).map(|value| (key.doc.name, value.toml()))).collect();
+        for (key, value) in &valued {
             let source = self.source(&format!("{prefix}.{key}")).unwrap_or_else(|| "default".to_owned());
-            line(out, key, &value.to_string(), &source);
+            line(out, key, value, &source);
         }
-        self.limits(out, &prefix, &settings.limits, Some(&self.defaults));
+        self.limits(out, &prefix, &tool.settings.limits, Some(&self.defaults));
         let table = self.layers.table.get("tools").and_then(|t| t.get(name)).and_then(Value::as_table);
         let rest: Table = table
             .into_iter()
             .flatten()
-            .filter(|(key, _)| {
-                !LIMIT_KEYS.iter().any(|limit| limit.key == key.as_str())
-                    && !matches!(key.as_str(), "side_effect" | "concurrency_safe")
-            })
+            .filter(|(key, _)| DEFAULTS.key(key).is_none() && !valued.iter().any(|(name, _)| name == &key.as_str()))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         self.members(out, &prefix, &rest);
-        for (key, meaning) in TOOL_KEYS {
-            if !rest.contains_key(key) {
-                let _ = writeln!(out, "# {key}: {meaning}");
+        for key in TOOL.keys.iter().filter(|key| !rest.contains_key(key.doc.name)) {
+            if let Unset::Text(meaning) = key.doc.unset
+                && !valued.iter().any(|(name, _)| *name == key.doc.name)
+            {
+                // The guide's Markdown quotes are noise in a TOML comment.
+                let _ = writeln!(out, "# {}: {}", key.doc.name, meaning.replace('`', ""));
             }
         }
     }
@@ -174,7 +175,7 @@ impl Config {
 
 /// The per-tool limit keys, as written in `airlock.toml`.
 fn limit_values(limits: &Limits) -> impl Iterator<Item = (&'static str, String)> + '_ {
-    LIMIT_KEYS.iter().map(|key| (key.key, (key.get)(limits).to_string()))
+    DEFAULTS.keys.iter().filter_map(|key| (key.show)(limits).map(|value| (key.doc.name, value.toml())))
 }
 
 /// A key nobody set, as a comment: its effective value (`default`), or
@@ -213,8 +214,8 @@ fn redacted(key: &str, value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
-    use crate::config::keys::TOOL_KEYS;
-    use airlock_settings::limits::LIMIT_KEYS;
+    use airlock_runtime::tool_settings::TOOL;
+    use airlock_settings::limits::DEFAULTS;
     use std::path::Path;
 
     /// The keys the parser accepts in `section`, as its error for an
@@ -249,7 +250,7 @@ mod tests {
                     "defaults" | "tools" => continue,
                     // Tables: their keys are checked in turn.
                     "engine" | "policy" | "audit" | "audit.postgres" | "http" | "http.jwt" | "quotas" | "fleet"
-                    | "distribution" | "metrics" | "traces" | "serve" | "log" | "cards" => {
+                    | "distribution" | "metrics" | "traces" | "serve" | "log" | "cards" | "approvals" => {
                         assert!(shown.contains(&format!("[{path}]")), "[{path}] is not shown:\n{shown}");
                         sections.push(path);
                     }
@@ -260,15 +261,15 @@ mod tests {
         }
         assert!(checked > 100, "{checked} keys checked");
         for key in accepted("defaults") {
-            assert!(LIMIT_KEYS.iter().any(|limit| limit.key == key), "[defaults] {key} is not in LIMIT_KEYS");
+            assert!(DEFAULTS.key(&key).is_some(), "[defaults] {key} is not declared");
         }
-        // A tool's table: the limits, the two flags and TOOL_KEYS.
+        // A tool's table: the limits, and every key of [tools.NAME].
         let tool = describe("[tools.t]\ncomponent = \"t.wasm\"\n");
         let section = &tool[tool.find("[tools.t]").expect("the tool")..];
-        for key in LIMIT_KEYS.iter().map(|limit| limit.key).chain(["side_effect", "concurrency_safe"]) {
+        for key in DEFAULTS.keys.iter().map(|limit| limit.doc.name).chain(["side_effect", "concurrency_safe"]) {
             assert!(section.lines().any(|line| line.starts_with(&format!("{key} = "))), "{key}:\n{section}");
         }
-        for (key, _) in TOOL_KEYS {
+        for key in TOOL.keys.iter().map(|key| key.doc.name) {
             let line = section
                 .lines()
                 .find(|line| line.starts_with(&format!("{key} = ")) || line.starts_with(&format!("# {key}: ")));

@@ -26,6 +26,11 @@ fn check_err(text: &str, needles: &[&str]) {
 }
 
 #[test]
+fn generated_docs_are_current() {
+    QUOTAS.ensure_documents("book/src/operator/quotas.md").unwrap();
+}
+
+#[test]
 fn defaults_and_overrides() {
     let defaults = Quota::default();
     check("", "anyone", defaults);
@@ -43,7 +48,10 @@ fn errors_name_the_section_key_and_range() {
     check_err("calls_in_flight = 0", &["[quotas]", "calls_in_flight = 0", "accepted 1..=10000"]);
     check_err("http_sessions = 70000", &["[quotas]", "http_sessions", "accepted 1..=65536"]);
     check_err("sessions_per_tool = 0", &["sessions_per_tool", "accepted 1..=1000"]);
-    check_err("calls_per_minute = 1000000", &["calls_per_minute", "0 (off)"]);
+    check_err(
+        "calls_per_minute = 1000000",
+        &["[quotas] calls_per_minute = 1000000", "accepted 0..=100000", "0 turns it off"],
+    );
     check_err("[principals.alice]\ncalls_in_flight = 0", &["[quotas.principals.alice]", "calls_in_flight"]);
     check_err("[principals.\"a b\"]\nsessions_per_tool = 0", &["[quotas.principals.\"a b\"]"]);
     check_err(&format!("[principals.{}]", "x".repeat(300)), &["300 bytes", "accepted 1..=256"]);

@@ -7,7 +7,7 @@
 //! bytes unchanged.
 
 use super::super::jsonrpc::{self, Rejection};
-use airlock_host::http_settings::HttpCaps;
+use airlock_settings::http::HttpCaps;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode, header};

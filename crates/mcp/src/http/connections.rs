@@ -34,7 +34,7 @@
 //! the log.
 
 use super::proxy::{Prefixed, TrustedProxies, read_header};
-use airlock_host::http_settings::HttpCaps;
+use airlock_settings::http::HttpCaps;
 use axum::http::HeaderMap;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn authenticated_connections_are_capped_in_total_and_per_peer() {
-        for (max, per_peer) in [(airlock_host::http_settings::DEFAULT_MAX_HTTP_CONNECTIONS, 32), (5, 2)] {
+        for (max, per_peer) in [(airlock_settings::http::DEFAULT_MAX_HTTP_CONNECTIONS, 32), (5, 2)] {
             let connections = connections(max, per_peer, 4);
             let peer: IpAddr = "10.0.0.1".parse().unwrap();
             let admit = |client: IpAddr| {

@@ -54,8 +54,8 @@
 use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use airlock_host::access::Access;
 use airlock_host::config::{JwksSource, JwtSettings};
-use airlock_host::http_settings::JwtCaps;
 use airlock_host::outbound::Outbound;
+use airlock_settings::http::JwtCaps;
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -21,9 +21,9 @@
 //! the connection sends TCP keepalives ([`KEEPALIVE_IDLE`]), so a server
 //! that stops answering fails the statement instead of holding it forever.
 
+use super::settings::{DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_STATEMENT_TIMEOUT};
 use super::verify::check_line;
 use super::{GENESIS, MAX_LINE_BYTES};
-use airlock_settings::limits::{DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_STATEMENT_TIMEOUT};
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;

@@ -17,27 +17,18 @@
 //! hold at most `batch_rows` records, every statement is bounded by
 //! `statement_timeout_secs`, and a failure backs off from
 //! `poll_interval_ms` to `max_backoff_secs`, back to the start once a batch
-//! is shipped (`[audit.postgres]`; defaults `DEFAULT_MAX_SHIP_BATCH`,
-//! `DEFAULT_SHIP_POLL_INTERVAL`, `DEFAULT_SHIP_MAX_BACKOFF`,
-//! `DEFAULT_POSTGRES_STATEMENT_TIMEOUT` in `limits.rs`, each range-checked
-//! here). A line that does not verify or does not follow the one before
-//! stops shipping before it (what precedes it is shipped; it is logged as
-//! an error and looked at again after the backoff, never skipped): damage
-//! is not copied into the fleet's record. The connection is plaintext, so
+//! is shipped (`[audit.postgres]`, declared in `audit/settings.rs` with
+//! each default and range). A line that does not verify or does not follow
+//! the one before stops shipping before it (what precedes it is shipped; it
+//! is logged as an error and looked at again after the backoff, never
+//! skipped): damage is not copied into the fleet's record. The connection is plaintext, so
 //! the URL must name a loopback host unless `allow_plaintext = true`
-//! (`plaintext.rs`).
+//! (checked with the rest of the section in `audit/settings.rs`).
 
 use super::postgres::{self, Row};
+use super::settings::PostgresSettings;
 use super::verify::check_line;
 use super::{AuditSettings, GENESIS, MAX_LINE_BYTES};
-use airlock_core::plaintext;
-use airlock_settings::limits::{
-    DEFAULT_MAX_SHIP_BATCH, DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_STATEMENT_TIMEOUT,
-    DEFAULT_SHIP_MAX_BACKOFF, DEFAULT_SHIP_POLL_INTERVAL, MAX_POSTGRES_CONNECT_TIMEOUT, MAX_POSTGRES_STATEMENT_TIMEOUT,
-    MAX_SHIP_BATCH_CEILING, MAX_SHIP_MAX_BACKOFF, MAX_SHIP_POLL_INTERVAL, MIN_SHIP_POLL_INTERVAL, in_range,
-};
-use serde::Deserialize;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
@@ -45,201 +36,6 @@ use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 /// At most this many bytes of the log are read at a time: room for at
 /// least one line of the longest length the readers accept.
 pub const SHIP_READ_BYTES: usize = 2 * MAX_LINE_BYTES + 2;
-/// A replica id is at most this many bytes of `[A-Za-z0-9_.-]`.
-pub const MAX_REPLICA_ID_BYTES: usize = 64;
-/// A `url_file` larger than this is refused.
-pub const MAX_URL_FILE_BYTES: u64 = 4096;
-
-/// Validated `[audit.postgres]`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct PostgresSettings {
-    /// `postgresql://USER:PASSWORD@HOST:PORT/DB` (from `url` or `url_file`).
-    pub url: String,
-    /// This replica's id: its records are stored under it.
-    pub replica: String,
-    /// Most records inserted in one statement (`batch_rows`).
-    pub batch_rows: usize,
-    /// How often the log is looked at for new records, and the first
-    /// backoff after a failure (`poll_interval_ms`).
-    pub poll_interval: Duration,
-    /// The longest wait between attempts while PostgreSQL fails
-    /// (`max_backoff_secs`).
-    pub max_backoff: Duration,
-    /// How long connecting to PostgreSQL may take (`connect_timeout_secs`).
-    pub connect_timeout: Duration,
-    /// How long one statement may take (`statement_timeout_secs`); one that
-    /// takes longer fails, and the shipper reconnects after its backoff.
-    pub statement_timeout: Duration,
-    /// Whether the URL may name a host other than loopback, to which the
-    /// connection is plaintext (`allow_plaintext`, default false).
-    pub allow_plaintext: bool,
-}
-
-impl fmt::Debug for PostgresSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PostgresSettings")
-            .field("url", &"<redacted>")
-            .field("replica", &self.replica)
-            .field("batch_rows", &self.batch_rows)
-            .field("poll_interval", &self.poll_interval)
-            .field("max_backoff", &self.max_backoff)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("statement_timeout", &self.statement_timeout)
-            .field("allow_plaintext", &self.allow_plaintext)
-            .finish()
-    }
-}
-
-/// `[audit.postgres]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawPostgres {
-    url: Option<String>,
-    url_file: Option<PathBuf>,
-    replica: String,
-    batch_rows: Option<usize>,
-    poll_interval_ms: Option<u64>,
-    max_backoff_secs: Option<u64>,
-    connect_timeout_secs: Option<u64>,
-    statement_timeout_secs: Option<u64>,
-    allow_plaintext: Option<bool>,
-}
-
-impl PostgresSettings {
-    /// Check `[audit.postgres]`; a relative `url_file` is resolved by `resolve`.
-    ///
-    /// # Errors
-    ///
-    /// Neither or both of `url` and `url_file`, an unreadable `url_file`, a
-    /// URL PostgreSQL would not take, one that asks for TLS (`sslmode=require`
-    /// or `verify-*`) or names a host that is not loopback without
-    /// `allow_plaintext` (see `plaintext.rs`), a replica id that is not one,
-    /// or a batch size or duration out of its range (named with the range).
-    pub fn from_raw(raw: RawPostgres, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
-        let url = match (raw.url, raw.url_file) {
-            (Some(url), None) => url,
-            (None, Some(file)) => read_url(&resolve(&file))?,
-            _ => return Err("postgres: give exactly one of `url` and `url_file`".to_owned()),
-        };
-        let allow_plaintext = raw.allow_plaintext.unwrap_or(false);
-        check_url(&url, allow_plaintext)?;
-        let valid = |b: u8| b.is_ascii_alphanumeric() || b"_.-".contains(&b);
-        if raw.replica.is_empty() || raw.replica.len() > MAX_REPLICA_ID_BYTES || !raw.replica.bytes().all(valid) {
-            return Err(format!(
-                "postgres: replica = {:?} is not accepted: use 1 to {MAX_REPLICA_ID_BYTES} characters from \
-                 [A-Za-z0-9_.-], unique in the fleet",
-                airlock_core::render::cap(&raw.replica, 80)
-            ));
-        }
-        let batch_rows = match raw.batch_rows {
-            None => DEFAULT_MAX_SHIP_BATCH,
-            Some(n) => in_range("postgres: batch_rows", n, 1, MAX_SHIP_BATCH_CEILING)?,
-        };
-        let poll_interval = match raw.poll_interval_ms {
-            None => DEFAULT_SHIP_POLL_INTERVAL,
-            Some(ms) => Duration::from_millis(in_range(
-                "postgres: poll_interval_ms",
-                ms,
-                millis(MIN_SHIP_POLL_INTERVAL),
-                millis(MAX_SHIP_POLL_INTERVAL),
-            )?),
-        };
-        let secs = |key: &str, value: Option<u64>, default: Duration, max: Duration| match value {
-            None => Ok(default),
-            Some(v) => in_range(key, v, 1, max.as_secs()).map(Duration::from_secs),
-        };
-        let max_backoff =
-            secs("postgres: max_backoff_secs", raw.max_backoff_secs, DEFAULT_SHIP_MAX_BACKOFF, MAX_SHIP_MAX_BACKOFF)?;
-        if max_backoff < poll_interval {
-            return Err(format!(
-                "postgres: max_backoff_secs = {} is shorter than poll_interval_ms = {}, where the backoff starts: \
-                 raise max_backoff_secs or lower poll_interval_ms",
-                max_backoff.as_secs(),
-                poll_interval.as_millis()
-            ));
-        }
-        let connect_timeout = secs(
-            "postgres: connect_timeout_secs",
-            raw.connect_timeout_secs,
-            DEFAULT_POSTGRES_CONNECT_TIMEOUT,
-            MAX_POSTGRES_CONNECT_TIMEOUT,
-        )?;
-        let statement_timeout = secs(
-            "postgres: statement_timeout_secs",
-            raw.statement_timeout_secs,
-            DEFAULT_POSTGRES_STATEMENT_TIMEOUT,
-            MAX_POSTGRES_STATEMENT_TIMEOUT,
-        )?;
-        Ok(Self {
-            url,
-            replica: raw.replica,
-            batch_rows,
-            poll_interval,
-            max_backoff,
-            connect_timeout,
-            statement_timeout,
-            allow_plaintext,
-        })
-    }
-}
-
-/// Refuse a URL PostgreSQL would not take, one that asks for TLS (which
-/// this build cannot give), or one whose hosts are not all loopback unless
-/// `allow_plaintext`. The URL itself is never repeated: it may hold a
-/// password.
-fn check_url(url: &str, allow_plaintext: bool) -> Result<(), String> {
-    let key = "postgres: url";
-    let config = match url.parse::<tokio_postgres::Config>() {
-        Ok(config) => config,
-        // tokio-postgres knows no `verify-ca` / `verify-full` and fails to
-        // parse them; say why rather than that the URL is not one.
-        Err(_) if url.to_ascii_lowercase().contains("sslmode=verify-") => {
-            return Err(plaintext::tls_refusal("[audit.postgres]", key, "sslmode=verify-* asks for TLS"));
-        }
-        Err(err) => {
-            return Err(format!(
-                "postgres: the URL is not a PostgreSQL URL ({err}); write postgresql://USER@HOST:PORT/DB"
-            ));
-        }
-    };
-    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(plaintext::tls_refusal("[audit.postgres]", key, "sslmode=require asks for TLS"));
-    }
-    if allow_plaintext {
-        return Ok(());
-    }
-    // With `hostaddr` the connection goes to those addresses; otherwise to
-    // the hosts (a Unix socket is on this machine).
-    let remote = if config.get_hostaddrs().is_empty() {
-        config.get_hosts().iter().find_map(|host| match host {
-            tokio_postgres::config::Host::Tcp(name) if !plaintext::is_loopback(name) => Some(name.clone()),
-            _ => None,
-        })
-    } else {
-        config.get_hostaddrs().iter().find(|ip| !ip.is_loopback()).map(ToString::to_string)
-    };
-    match remote {
-        Some(host) => Err(plaintext::refusal("[audit.postgres]", key, &format!("its host {host:?} is not loopback"))),
-        None => Ok(()),
-    }
-}
-
-/// `duration` in whole milliseconds.
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn read_url(path: &Path) -> Result<String, String> {
-    use std::io::Read as _;
-    let named = |m: String| format!("postgres: url_file = {:?}: {m}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| named(format!("cannot open: {e}")))?;
-    let mut text = String::new();
-    file.take(MAX_URL_FILE_BYTES + 1).read_to_string(&mut text).map_err(|e| named(format!("cannot read: {e}")))?;
-    if text.len() as u64 > MAX_URL_FILE_BYTES {
-        return Err(named(format!("the file is larger than {MAX_URL_FILE_BYTES} bytes; it holds one URL")));
-    }
-    Ok(text.trim().to_owned())
-}
 
 /// The running shipper; dropping it stops the task.
 pub struct Shipper {

@@ -12,13 +12,24 @@ use miette::Diagnostic;
 use super::cache::{context_free_forbids, is_context_free, read_annotations};
 use super::request::{ACTION_TYPE, CALL_ACTION, TOOL_TYPE, USER_TYPE};
 use super::*;
+use airlock_settings::section::Value as Shown;
 
-/// `[policy]` as written.
-#[derive(Debug, serde::Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawPolicy {
-    policies: Option<PathBuf>,
-    entities: Option<PathBuf>,
+airlock_settings::section! {
+    /// The keys of `[policy]`.
+    pub const POLICY: Section<PolicyFiles> = "policy";
+    /// `[policy]` as written.
+    pub struct RawPolicy {}
+    hand {
+        /// the Cedar policy file: allow, deny or ask for each call (book/src/operator/policy.md)
+        policies: Option<PathBuf>, Reload, accepts "a path",
+            unset "not set: tools without side effects run, the others ask",
+            show |p: &PolicyFiles| p.policies.as_deref().map(Shown::path),
+            example "\"policy.cedar\"";
+        /// the Cedar entities (JSON): users, their attributes and parents, what they own
+        entities: Option<PathBuf>, Reload, accepts "a path", unset "not set: no entities",
+            show |p: &PolicyFiles| p.entities.as_deref().map(Shown::path),
+            example "\"entities.json\"";
+    }
 }
 
 /// Cedar policy and entity files named in the config (`[policy]`).

@@ -110,10 +110,7 @@ fn an_asking_policy_names_who_approves_and_membership_comes_from_the_entities() 
 #[test]
 fn an_approver_annotation_is_checked_at_load() {
     for (text, says) in [
-        (
-            "@approver(\"carol\") permit (principal, action, resource);",
-            "@approver only applies to a permit with @ask",
-        ),
+        ("@approver(\"carol\") permit (principal, action, resource);", "@approver only applies to a permit with @ask"),
         ("@ask(\"x\") @approver(\"Role::supervisor\") permit (principal, action, resource);", "@approver:"),
     ] {
         let err = Policy::from_text(text, "policy.cedar", None).map(|_| ()).unwrap_err().to_string();
@@ -544,4 +541,15 @@ fn denials_that_no_argument_can_change_are_known_before_the_arguments() {
         permit (principal, action, resource);"#;
     let reads = Policy::from_text(reads, "r.cedar", None).unwrap();
     assert!(reads.deny_whatever_the_arguments("mallory", &[], &tool).is_none());
+}
+
+#[test]
+fn policy_files_are_resolved_and_documented() {
+    POLICY.ensure_documents("book/src/operator/policy.md").unwrap();
+    let raw: RawPolicy = toml::from_str("policies = \"p.cedar\"\nentities = \"/e.json\"").unwrap();
+    let files = PolicyFiles::from_raw(raw, &|p| std::path::Path::new("/etc/airlock").join(p));
+    assert_eq!(files.policies.as_deref(), Some(std::path::Path::new("/etc/airlock/p.cedar")));
+    assert_eq!(files.entities.as_deref(), Some(std::path::Path::new("/e.json")));
+    let err = toml::from_str::<RawPolicy>("bogus = 1").unwrap_err().to_string();
+    assert!(err.contains("bogus") && err.contains("entities"), "{err}");
 }

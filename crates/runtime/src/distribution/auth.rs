@@ -8,7 +8,9 @@
 //! filed under (a redirect elsewhere drops them; see `client.rs`).
 //! Credential helpers (`credsStore`, `credHelpers`) are not run.
 
+use super::error::{AuthFileProblem, CredentialError, PasswordFileProblem};
 use super::settings::{DistributionSettings, Secret, Secretless};
+use super::store::ReadFailure;
 use base64::Engine as _;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -45,11 +47,11 @@ impl Credentials {
 ///
 /// A named variable is unset, a named file cannot be read or an auth file
 /// is malformed (each named).
-pub fn credentials(settings: &DistributionSettings, registry: &str) -> Result<Option<Credentials>, String> {
+pub fn credentials(settings: &DistributionSettings, registry: &str) -> Result<Option<Credentials>, CredentialError> {
     if let Some(source) = settings.credentials.get(registry) {
-        let ctx = format!("[distribution.credentials.{registry:?}]");
         let env = |var: &str| {
-            std::env::var(var).map_err(|_| format!("{ctx} names the environment variable {var}, which is not set"))
+            std::env::var(var)
+                .map_err(|_| CredentialError::EnvUnset { registry: registry.to_owned(), var: var.to_owned() })
         };
         let username = match &source.username {
             Secretless::Value(name) => name.clone(),
@@ -57,7 +59,11 @@ pub fn credentials(settings: &DistributionSettings, registry: &str) -> Result<Op
         };
         let password = match &source.password {
             Secret::Env(var) => env(var)?,
-            Secret::File(path) => first_line(path).map_err(|m| format!("{ctx} {m}"))?,
+            Secret::File(path) => first_line(path).map_err(|problem| CredentialError::PasswordFile {
+                registry: registry.to_owned(),
+                path: path.clone(),
+                problem,
+            })?,
         };
         return Ok(Some(Credentials { username, password }));
     }
@@ -79,28 +85,30 @@ pub fn auth_files(settings: &DistributionSettings) -> Vec<PathBuf> {
     files
 }
 
-/// The text of `path`, at most `max` bytes (`raise` says what raises the
-/// cap); `None` if there is no such file.
-fn read_capped(path: &Path, max: u64, raise: &str) -> Result<Option<String>, String> {
-    super::store::read_capped_text(path, max, || {
-        format!("{}: larger than the {max}-byte cap ({raise})", path.display())
-    })
-}
-
-fn first_line(path: &Path) -> Result<String, String> {
-    let raise = "fixed: a password file holds one password or token on its first line";
-    let text = read_capped(path, MAX_PASSWORD_FILE_BYTES, raise)?
-        .ok_or_else(|| format!("password_file {} does not exist", path.display()))?;
+fn first_line(path: &Path) -> Result<String, PasswordFileProblem> {
+    let text = super::store::read_capped_text(path, MAX_PASSWORD_FILE_BYTES)
+        .map_err(|failure| match failure {
+            ReadFailure::Io(err) => PasswordFileProblem::Read(err),
+            ReadFailure::NotUtf8 => PasswordFileProblem::NotUtf8,
+            ReadFailure::TooLarge { .. } => PasswordFileProblem::TooLarge { cap: MAX_PASSWORD_FILE_BYTES },
+        })?
+        .ok_or(PasswordFileProblem::Missing)?;
     Ok(text.lines().next().unwrap_or_default().trim().to_owned())
 }
 
 /// The entry for `registry` in a Docker-style auth file (`auths` keyed by
 /// `host[:port]`, optionally with a scheme and a path).
-fn from_auth_file(path: &Path, registry: &str, max: u64) -> Result<Option<Credentials>, String> {
-    let raise = format!("[distribution] max_auth_file_bytes raises it, up to {}", super::settings::MAX_AUTH_FILE_BYTES);
-    let Some(text) = read_capped(path, max, &raise)? else { return Ok(None) };
-    let config: Value = serde_json::from_str(&text)
-        .map_err(|err| format!("{}: not a Docker auth file (JSON): {err}", path.display()))?;
+fn from_auth_file(path: &Path, registry: &str, max: u64) -> Result<Option<Credentials>, CredentialError> {
+    let bad = |problem| CredentialError::AuthFile { path: path.to_owned(), problem };
+    let text = super::store::read_capped_text(path, max).map_err(|failure| {
+        bad(match failure {
+            ReadFailure::Io(err) => AuthFileProblem::Read(err),
+            ReadFailure::NotUtf8 => AuthFileProblem::NotUtf8,
+            ReadFailure::TooLarge { .. } => AuthFileProblem::TooLarge { cap: max },
+        })
+    })?;
+    let Some(text) = text else { return Ok(None) };
+    let config: Value = serde_json::from_str(&text).map_err(|err| bad(AuthFileProblem::NotJson(err.to_string())))?;
     let Some(auths) = config.get("auths").and_then(Value::as_object) else { return Ok(None) };
     let key_host = |key: &str| {
         let key = key.strip_prefix("https://").or_else(|| key.strip_prefix("http://")).unwrap_or(key);
@@ -119,14 +127,13 @@ fn from_auth_file(path: &Path, registry: &str, max: u64) -> Result<Option<Creden
     };
     let field = |name: &str| entry.get(name).and_then(Value::as_str).filter(|s| !s.is_empty());
     if let Some(auth) = field("auth") {
+        let bad_auth = || bad(AuthFileProblem::BadAuth(registry.to_owned()));
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(auth.trim())
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or_else(|| format!("{}: auths.{registry:?}.auth is not base64 of USER:PASSWORD", path.display()))?;
-        let (username, password) = decoded
-            .split_once(':')
-            .ok_or_else(|| format!("{}: auths.{registry:?}.auth is not base64 of USER:PASSWORD", path.display()))?;
+            .ok_or_else(bad_auth)?;
+        let (username, password) = decoded.split_once(':').ok_or_else(bad_auth)?;
         return Ok(Some(Credentials { username: username.to_owned(), password: password.to_owned() }));
     }
     match (field("username"), field("password")) {
@@ -157,7 +164,7 @@ mod tests {
         std::fs::write(&file, padded(json, max)).unwrap();
         assert_eq!(from_auth_file(&file, "r.example", max).unwrap().unwrap().username, "bob");
         std::fs::write(&file, padded(json, max + 1)).unwrap();
-        let err = from_auth_file(&file, "r.example", max).unwrap_err();
+        let err = from_auth_file(&file, "r.example", max).unwrap_err().to_string();
         assert!(err.contains("2048-byte cap") && err.contains("[distribution] max_auth_file_bytes"), "{err}");
     }
 
@@ -168,7 +175,12 @@ mod tests {
         std::fs::write(&file, padded("s3cret\n", MAX_PASSWORD_FILE_BYTES)).unwrap();
         assert_eq!(first_line(&file).unwrap(), "s3cret");
         std::fs::write(&file, padded("s3cret\n", MAX_PASSWORD_FILE_BYTES + 1)).unwrap();
-        let err = first_line(&file).unwrap_err();
+        let err = CredentialError::PasswordFile {
+            registry: "r".into(),
+            path: file.clone(),
+            problem: first_line(&file).unwrap_err(),
+        }
+        .to_string();
         assert!(err.contains(&format!("{MAX_PASSWORD_FILE_BYTES}-byte cap")) && err.contains("one password"), "{err}");
     }
 

@@ -13,6 +13,7 @@
 //! (`distribution.rs`), never taken from a header.
 
 use super::auth::{self, Credentials};
+use super::error::{AuthProblem, Body, RedirectProblem, RequestError};
 use super::settings::{DistributionSettings, is_loopback};
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, header};
@@ -30,33 +31,25 @@ const MAX_QUOTED_ERROR: usize = 300;
 /// Sent with every request.
 const USER_AGENT: &str = concat!("airlock/", env!("CARGO_PKG_VERSION"));
 
-/// A cap on a body: its size and the config key that raises it.
+/// A cap on a body: its size and what the body is, which names the config
+/// key that raises it.
 #[derive(Debug, Clone, Copy)]
 pub struct Cap {
     /// Largest body accepted, in bytes.
     pub bytes: u64,
-    /// The `[distribution]` key that raises it; `None` for a fixed cap on an
-    /// answer that should carry no body.
-    pub key: Option<&'static str>,
+    /// What the body carries.
+    pub body: Body,
 }
 
 impl Cap {
-    /// A cap of `bytes` that `key` raises.
-    pub fn by(key: &'static str, bytes: u64) -> Cap {
-        Cap { bytes, key: Some(key) }
+    /// A cap of `bytes` on a body carrying `body`.
+    pub fn of(body: Body, bytes: u64) -> Cap {
+        Cap { bytes, body }
     }
 
     /// A fixed cap of `bytes` on an answer that should carry no body.
     pub fn fixed(bytes: u64) -> Cap {
-        Cap { bytes, key: None }
-    }
-
-    /// What raises it, for messages.
-    fn raise(&self) -> String {
-        match self.key {
-            Some(key) => format!("{key} raises it"),
-            None => "a fixed cap: this answer should carry no body".to_owned(),
-        }
+        Cap { bytes, body: Body::Empty }
     }
 }
 
@@ -117,11 +110,14 @@ impl Client {
         &self.settings
     }
 
-    fn target(&self, registry: &str, path_and_query: &str) -> Result<Target, String> {
+    fn target(&self, registry: &str, path_and_query: &str) -> Result<Target, RequestError> {
         let https = !self.settings.plain_http(registry);
         let uri: http::Uri = format!("{}://{registry}{path_and_query}", if https { "https" } else { "http" })
             .parse()
-            .map_err(|err| format!("registry {registry}: not a URL: {err}"))?;
+            .map_err(|err| RequestError::Protocol {
+            subject: format!("registry {registry}"),
+            detail: format!("not a URL: {err}"),
+        })?;
         target_of(&uri, https)
     }
 
@@ -141,15 +137,15 @@ impl Client {
         headers: &[(header::HeaderName, String)],
         body: Bytes,
         cap: Cap,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, RequestError> {
         let limit = self.settings.request_timeout;
         let exchange = self.exchange(registry, method, path_and_query, headers, body, cap);
         tokio::time::timeout(limit, exchange).await.unwrap_or_else(|_| {
-            Err(format!(
-                "registry {registry}: {path_and_query} was not answered in full within {}s ([distribution] \
-                 request_timeout_secs raises it)",
-                limit.as_secs()
-            ))
+            Err(RequestError::Deadline {
+                registry: registry.to_owned(),
+                path: path_and_query.to_owned(),
+                secs: limit.as_secs(),
+            })
         })
     }
 
@@ -162,7 +158,7 @@ impl Client {
         headers: &[(header::HeaderName, String)],
         body: Bytes,
         cap: Cap,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, RequestError> {
         let mut target = self.target(registry, path_and_query)?;
         let origin = (target.host.clone(), target.port);
         let mut authorization = self.authorization.lock().map(|a| a.get(registry).cloned()).unwrap_or_default();
@@ -184,12 +180,7 @@ impl Client {
             if answer.status.is_redirection() && matches!(method, Method::GET | Method::HEAD) {
                 redirects += 1;
                 if redirects > self.settings.max_redirects {
-                    return Err(format!(
-                        "{}: more than {} redirects ([distribution] max_redirects raises it, up to {})",
-                        target.url(),
-                        self.settings.max_redirects,
-                        super::settings::MAX_REDIRECTS
-                    ));
+                    return Err(RequestError::TooManyRedirects { url: target.url(), max: self.settings.max_redirects });
                 }
                 target = self.redirect(&target, &answer)?;
                 continue;
@@ -198,14 +189,14 @@ impl Client {
         }
     }
 
-    fn redirect(&self, from: &Target, answer: &Answer) -> Result<Target, String> {
+    fn redirect(&self, from: &Target, answer: &Answer) -> Result<Target, RequestError> {
+        let refused = |problem| RequestError::Redirect { url: from.url(), problem };
         let location = answer
             .headers
             .get(header::LOCATION)
             .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| format!("{}: a redirect without a Location", from.url()))?;
-        let uri: http::Uri =
-            location.parse().map_err(|_| format!("{}: redirect to a Location that is not a URL", from.url()))?;
+            .ok_or_else(|| refused(RedirectProblem::NoLocation))?;
+        let uri: http::Uri = location.parse().map_err(|_| refused(RedirectProblem::NotAUrl))?;
         if uri.scheme().is_none() {
             let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
             return Ok(Target { path_and_query: path, ..from.clone() });
@@ -215,46 +206,31 @@ impl Client {
         // services (the MCP port, a metrics port, Redis), nor downgrade an
         // https exchange to plain http.
         if !is_loopback(&from.authority()) && is_loopback(&target.authority()) {
-            return Err(format!(
-                "{}: redirect to this machine ({}) refused: a registry that is not on loopback may only redirect \
-                 to other hosts",
-                from.url(),
-                target.url()
-            ));
+            return Err(refused(RedirectProblem::ToThisMachine(target.url())));
         }
         if !target.https && (from.https || !self.settings.plain_http(&target.authority())) {
-            return Err(format!(
-                "{}: redirect to plain http ({}) refused: only loopback registries and [distribution] \
-                 insecure_registries are spoken to without TLS, and an https registry never redirects to http",
-                from.url(),
-                target.url()
-            ));
+            return Err(refused(RedirectProblem::ToPlainHttp(target.url())));
         }
         Ok(target)
     }
 
     /// The `Authorization` value that answers the challenge in `headers`.
-    async fn authenticate(&self, registry: &str, headers: &HeaderMap) -> Result<String, String> {
-        let credentials = auth::credentials(&self.settings, registry)?;
-        let challenge = headers.get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).ok_or_else(|| {
-            format!("registry {registry} refused the request (401) without saying how to authenticate")
-        })?;
+    async fn authenticate(&self, registry: &str, headers: &HeaderMap) -> Result<String, RequestError> {
+        let refused = |problem| RequestError::Auth { registry: registry.to_owned(), problem };
+        let credentials = auth::credentials(&self.settings, registry).map_err(RequestError::Credentials)?;
+        let challenge = headers
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| refused(AuthProblem::NoChallenge))?;
         let (scheme, params) = parse_challenge(challenge);
-        let no_credentials = || {
-            format!(
-                "registry {registry} asks for credentials and none were found: add [distribution.credentials.\
-                 {registry:?}] to the config, or log in so that one of {:?} has an entry for {registry}",
-                auth::auth_files(&self.settings).iter().map(|p| p.display().to_string()).collect::<Vec<_>>()
-            )
-        };
+        let no_credentials = || refused(AuthProblem::NoCredentials(auth::auth_files(&self.settings)));
         if scheme.eq_ignore_ascii_case("basic") {
             return credentials.map(|c| c.basic()).ok_or_else(no_credentials);
         }
         if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(format!("registry {registry} asks for {scheme} authentication: accepted are Basic and Bearer"));
+            return Err(refused(AuthProblem::Scheme(scheme)));
         }
-        let realm =
-            params.get("realm").ok_or_else(|| format!("registry {registry}: a Bearer challenge without a realm"))?;
+        let realm = params.get("realm").ok_or_else(|| refused(AuthProblem::NoRealm))?;
         let mut query = Vec::new();
         for key in ["service", "scope"] {
             if let Some(value) = params.get(key) {
@@ -263,38 +239,34 @@ impl Client {
         }
         let separator = if realm.contains('?') { '&' } else { '?' };
         let url = if query.is_empty() { realm.clone() } else { format!("{realm}{separator}{}", query.join("&")) };
-        let uri: http::Uri =
-            url.parse().map_err(|_| format!("registry {registry}: token realm {realm:?} is not a URL"))?;
+        let uri: http::Uri = url.parse().map_err(|_| refused(AuthProblem::RealmNotAUrl(realm.clone())))?;
         let target = target_of(&uri, uri.scheme_str() == Some("https"))?;
         if !target.https && !self.settings.plain_http(&target.authority())
             || !is_loopback(registry) && is_loopback(&target.authority())
         {
-            return Err(format!(
-                "registry {registry}: token realm {realm} refused: it must be https (credentials would travel \
-                 unencrypted) and, for a registry that is not on loopback, not on this machine"
-            ));
+            return Err(refused(AuthProblem::RealmRefused(realm.clone())));
         }
         let basic = credentials.as_ref().map(Credentials::basic);
-        let cap = Cap::by("[distribution] max_token_response_bytes", self.settings.max_token_response_bytes);
+        let cap = Cap::of(Body::TokenResponse, self.settings.max_token_response_bytes);
         let answer = self.once(&target, Method::GET, &[], Bytes::new(), basic.as_deref(), cap).await?;
         if !answer.status.is_success() {
             return Err(if credentials.is_none() {
                 no_credentials()
             } else {
-                format!(
-                    "registry {registry}: the token server {realm} refused the credentials ({}): {}",
-                    answer.status,
-                    answer.quoted()
-                )
+                refused(AuthProblem::TokenRefused {
+                    realm: realm.clone(),
+                    status: answer.status.as_u16(),
+                    message: answer.quoted(),
+                })
             });
         }
-        let token: serde_json::Value = serde_json::from_slice(&answer.body)
-            .map_err(|_| format!("registry {registry}: the token server {realm} did not answer JSON"))?;
+        let token: serde_json::Value =
+            serde_json::from_slice(&answer.body).map_err(|_| refused(AuthProblem::TokenNotJson(realm.clone())))?;
         let token = token
             .get("token")
             .or_else(|| token.get("access_token"))
             .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| format!("registry {registry}: the token server {realm} answered no token"))?;
+            .ok_or_else(|| refused(AuthProblem::NoToken(realm.clone())))?;
         Ok(format!("Bearer {token}"))
     }
 
@@ -307,12 +279,13 @@ impl Client {
         body: Bytes,
         authorization: Option<&str>,
         cap: Cap,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, RequestError> {
         let url = target.url();
         let head = method == Method::HEAD;
         let connect = self.settings.connect_timeout;
         let read = self.settings.read_timeout;
-        let unreachable = |what: String| format!("registry {} cannot be reached: {what}", target.authority());
+        let unreachable = |why: String| RequestError::Unreachable { registry: target.authority(), why };
+        let failed = |detail: String| RequestError::Protocol { subject: url.clone(), detail };
         let addrs = tokio::time::timeout(connect, tokio::net::lookup_host((target.host.as_str(), target.port)))
             .await
             .map_err(|_| unreachable(format!("name lookup took longer than {}s", connect.as_secs())))?
@@ -341,48 +314,46 @@ impl Client {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        let request = request.body(Full::new(body)).map_err(|err| format!("{url}: cannot build the request: {err}"))?;
-        let timed_out = |what: &str| format!("{url}: no {what} within {}s (read_timeout_secs)", read.as_secs());
+        let request =
+            request.body(Full::new(body)).map_err(|err| failed(format!("cannot build the request: {err}")))?;
+        let timed_out =
+            |waiting: &'static str| RequestError::Stalled { url: url.clone(), waiting, secs: read.as_secs() };
         let response = if target.https {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-                .map_err(|_| format!("{url}: {:?} is not a TLS server name", target.host))?;
-            let tls = tokio::time::timeout(
-                connect,
-                tokio_rustls::TlsConnector::from(crate::tls::client_config()?).connect(name, tcp),
-            )
-            .await
-            .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
-            .map_err(|err| unreachable(format!("TLS: {err}")))?;
+                .map_err(|_| failed(format!("{:?} is not a TLS server name", target.host)))?;
+            let tls = tokio::time::timeout(connect, tokio_rustls::TlsConnector::from(tls_config()?).connect(name, tcp))
+                .await
+                .map_err(|_| unreachable(format!("no TLS handshake within {}s", connect.as_secs())))?
+                .map_err(|err| unreachable(format!("TLS: {err}")))?;
             exchange(TokioIo::new(tls), request, read).await
         } else {
             exchange(TokioIo::new(tcp), request, read).await
         }
-        .map_err(|err| if err.is_empty() { timed_out("answer") } else { format!("{url}: {err}") })?;
+        .map_err(|err| err.map_or_else(|| timed_out("answer"), failed))?;
         let (parts, mut incoming) = response.into_parts();
         let (limit, fail) = if parts.status.is_success() { (cap.bytes, true) } else { (MAX_ERROR_BODY_BYTES, false) };
         let declared =
             parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-        let too_large = |size: String| {
-            format!("{url}: the answer is {size} bytes, over the {}-byte cap ({})", cap.bytes, cap.raise())
-        };
+        let too_large =
+            |size: Option<u64>| RequestError::TooLarge { url: url.clone(), size, cap: cap.bytes, body: cap.body };
         if head {
             return Ok(Answer { status: parts.status, headers: parts.headers, body: Bytes::new() });
         }
         if fail && let Some(declared) = declared.filter(|d| *d > limit) {
-            return Err(too_large(declared.to_string()));
+            return Err(too_large(Some(declared)));
         }
         let mut body = Vec::new();
         loop {
             let frame = match tokio::time::timeout(read, incoming.frame()).await {
                 Err(_) => return Err(timed_out("further bytes")),
                 Ok(None) => break,
-                Ok(Some(Err(err))) => return Err(format!("{url}: reading the answer: {err}")),
+                Ok(Some(Err(err))) => return Err(failed(format!("reading the answer: {err}"))),
                 Ok(Some(Ok(frame))) => frame,
             };
             let Ok(data) = frame.into_data() else { continue };
             if (body.len() + data.len()) as u64 > limit {
                 if fail {
-                    return Err(too_large(format!("more than {limit}")));
+                    return Err(too_large(None));
                 }
                 let room = usize::try_from(limit).unwrap_or(usize::MAX).saturating_sub(body.len());
                 body.extend_from_slice(data.get(..room.min(data.len())).unwrap_or_default());
@@ -395,19 +366,19 @@ impl Client {
 }
 
 /// Handshake HTTP/1.1 on `io`, send `request`, wait for the answer's head
-/// under `read`. An empty error means the wait ran out.
+/// under `read`. `None` means the wait ran out; otherwise what failed.
 async fn exchange<I>(
     io: I,
     request: http::Request<Full<Bytes>>,
     read: std::time::Duration,
-) -> Result<http::Response<hyper::body::Incoming>, String>
+) -> Result<http::Response<hyper::body::Incoming>, Option<String>>
 where
     I: hyper::rt::Read + hyper::rt::Write + Send + Unpin + 'static,
 {
     let (mut sender, conn) = tokio::time::timeout(read, hyper::client::conn::http1::handshake(io))
         .await
-        .map_err(|_| String::new())?
-        .map_err(|err| format!("HTTP handshake: {err}"))?;
+        .map_err(|_| None)?
+        .map_err(|err| Some(format!("HTTP handshake: {err}")))?;
     // The connection is driven until the answer's body is read; it ends
     // with the client's last handle.
     tokio::spawn(async move {
@@ -415,16 +386,23 @@ where
     });
     tokio::time::timeout(read, sender.send_request(request))
         .await
-        .map_err(|_| String::new())?
-        .map_err(|err| format!("the request failed: {err}"))
+        .map_err(|_| None)?
+        .map_err(|err| Some(format!("the request failed: {err}")))
 }
 
-fn target_of(uri: &http::Uri, https: bool) -> Result<Target, String> {
-    let host = uri.host().ok_or_else(|| format!("{uri}: no host"))?;
+fn target_of(uri: &http::Uri, https: bool) -> Result<Target, RequestError> {
+    let host =
+        uri.host().ok_or_else(|| RequestError::Protocol { subject: uri.to_string(), detail: "no host".to_owned() })?;
     let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
     let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     Ok(Target { https, host, port, path_and_query })
+}
+
+/// The process's one TLS client configuration (ring, webpki roots), the
+/// one tools' outgoing requests use too.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, RequestError> {
+    crate::tls::client_config().map_err(RequestError::Tls)
 }
 
 /// `Bearer realm="…",service="…"` → ("Bearer", {realm, service}).
@@ -524,8 +502,9 @@ mod tests {
     }
 
     async fn get(client: &Client, registry: &str, path: &str) -> Result<String, String> {
-        let cap = Cap::by("[distribution] max_manifest_bytes", 1024);
-        let answer = client.send(registry, Method::GET, path, &[], Bytes::new(), cap).await?;
+        let cap = Cap::of(Body::Manifest, 1024);
+        let answer =
+            client.send(registry, Method::GET, path, &[], Bytes::new(), cap).await.map_err(|e| e.to_string())?;
         assert_eq!(answer.status, StatusCode::OK);
         Ok(String::from_utf8_lossy(&answer.body).into_owned())
     }
@@ -555,8 +534,10 @@ mod tests {
             request_timeout: std::time::Duration::from_secs(1),
             ..DistributionSettings::default()
         }));
-        let cap = Cap::by("[distribution] max_component_bytes", 2_000_000);
+        let cap = Cap::of(Body::Component, 2_000_000);
         let err = client.send(&addr, Method::GET, "/v2/", &[], Bytes::new(), cap).await.unwrap_err();
+        assert!(matches!(err, RequestError::Deadline { secs: 1, .. }), "{err}");
+        let err = err.to_string();
         assert!(err.contains("within 1s") && err.contains("[distribution] request_timeout_secs"), "{err}");
     }
 
@@ -580,10 +561,15 @@ mod tests {
             ["http://127.0.0.1:6379/", "https://127.0.0.1:8080/mcp", "http://localhost/x", "http://[::1]:9464/"]
         {
             let err = client.redirect(&remote, &to(refused)).unwrap_err();
+            assert!(
+                matches!(&err, RequestError::Redirect { problem: RedirectProblem::ToThisMachine(_), .. }),
+                "{refused}: {err}"
+            );
+            let err = err.to_string();
             assert!(err.contains("to this machine"), "{refused}: {err}");
         }
         // https never downgrades, even to a registry allowed plain http.
-        let err = client.redirect(&remote, &to("http://mirror.internal:5000/blob")).unwrap_err();
+        let err = client.redirect(&remote, &to("http://mirror.internal:5000/blob")).unwrap_err().to_string();
         assert!(err.contains("never redirects to http"), "{err}");
         // A plain-http insecure registry may redirect to another one, and a
         // loopback registry (a local test registry) to loopback.

@@ -8,13 +8,14 @@
 //! other config); it is still read under a size cap (`[distribution]
 //! max_lock_bytes`) and every entry is checked.
 
+use super::error::{Capped, DistributionError, LockProblem};
 use super::reference::{OciRef, check_digest};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The lock file format this host writes and reads.
-const LOCK_VERSION: u32 = 1;
+pub(super) const LOCK_VERSION: u32 = 1;
 
 /// Tag → digest pins.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -39,24 +40,22 @@ impl Lock {
     ///
     /// It cannot be read, is larger than `max` (naming the key that raises
     /// it), or has a bad entry (named).
-    pub fn read(path: &Path, max: u64) -> Result<Lock, String> {
-        let Some(text) = super::store::read_capped_text(path, max, || too_large(path, max, "is larger than"))? else {
-            return Ok(Lock::default());
-        };
+    pub fn read(path: &Path, max: u64) -> Result<Lock, DistributionError> {
+        let text = super::store::read_capped_text(path, max)
+            .map_err(|failure| failure.into_error(path.to_owned(), |path, size| too_large(&path, size, max, false)))?;
+        let Some(text) = text else { return Ok(Lock::default()) };
+        let bad = |problem| DistributionError::LockFile { path: path.to_owned(), problem };
         let raw: RawLock =
-            toml::from_str(&text).map_err(|err| format!("{}: {}", path.display(), err.to_string().trim_end()))?;
+            toml::from_str(&text).map_err(|err| bad(LockProblem::Syntax(err.to_string().trim_end().to_owned())))?;
         if raw.version != LOCK_VERSION {
-            return Err(format!("{}: version = {} is not known: accepted {LOCK_VERSION}", path.display(), raw.version));
+            return Err(bad(LockProblem::Version(raw.version)));
         }
         for (reference, digest) in &raw.pins {
-            let parsed = OciRef::parse(reference, true).map_err(|m| format!("{}: pins: {m}", path.display()))?;
+            let parsed = OciRef::read(reference, true).map_err(|r| bad(LockProblem::Reference(r)))?;
             if parsed.tag_key().as_deref() != Some(reference.as_str()) {
-                return Err(format!(
-                    "{}: pins: {reference:?} is not a tag reference oci://REGISTRY/REPOSITORY:TAG",
-                    path.display()
-                ));
+                return Err(bad(LockProblem::NotATag(reference.clone())));
             }
-            check_digest(digest).map_err(|m| format!("{}: pins.{reference:?}: {m}", path.display()))?;
+            check_digest(digest).map_err(|digest| bad(LockProblem::Digest { reference: reference.clone(), digest }))?;
         }
         Ok(Lock { pins: raw.pins })
     }
@@ -67,7 +66,7 @@ impl Lock {
     /// # Errors
     ///
     /// It would be larger than `max`, or cannot be written.
-    pub fn write(&self, path: &Path, max: u64) -> Result<(), String> {
+    pub fn write(&self, path: &Path, max: u64) -> Result<(), DistributionError> {
         let mut text = String::from(
             "# airlock.lock: the digest each tag in airlock.toml was pinned to by `airlock pull`.\n\
              # A tag that later names another digest is refused until `airlock pull --update`.\n",
@@ -80,18 +79,21 @@ impl Lock {
             text.push_str(&format!("{} = {}\n", quote(reference), quote(digest)));
         }
         if text.len() as u64 > max {
-            return Err(too_large(path, max, "would grow to more than"));
+            return Err(too_large(path, text.len() as u64, max, true));
         }
         super::store::write_atomic(path, text.as_bytes())
     }
 }
 
-fn too_large(path: &Path, max: u64, what: &str) -> String {
-    format!(
-        "{}: the lock file {what} the {max}-byte cap ([distribution] max_lock_bytes raises it, up to {})",
-        path.display(),
-        super::settings::MAX_LOCK_BYTES
-    )
+/// The lock file at `path` is `size` bytes, over `max`, as read or (when
+/// `writing`) as it would be written.
+fn too_large(path: &Path, size: u64, max: u64, writing: bool) -> DistributionError {
+    DistributionError::OverCap {
+        subject: path.display().to_string(),
+        what: Capped::LockFile { writing },
+        size,
+        cap: max,
+    }
 }
 
 #[cfg(test)]
@@ -110,11 +112,14 @@ mod tests {
         lock.write(&path, max).unwrap();
         assert_eq!(Lock::read(&path, max).unwrap(), lock);
         std::fs::write(&path, "version = 1\n[pins]\n\"oci://r/a:1\" = \"sha256:12\"\n").unwrap();
-        assert!(Lock::read(&path, max).unwrap_err().contains("64"));
+        assert!(Lock::read(&path, max).unwrap_err().to_string().contains("64"));
         std::fs::write(&path, format!("version = 1\n[pins]\n\"oci://r/a@{digest}\" = \"{digest}\"\n")).unwrap();
-        assert!(Lock::read(&path, max).unwrap_err().contains("not a tag reference"));
+        assert!(Lock::read(&path, max).unwrap_err().to_string().contains("not a tag reference"));
         std::fs::write(&path, "version = 2\n").unwrap();
-        assert!(Lock::read(&path, max).unwrap_err().contains("accepted 1"));
+        assert!(matches!(
+            Lock::read(&path, max).unwrap_err(),
+            DistributionError::LockFile { problem: LockProblem::Version(2), .. }
+        ));
     }
 
     #[test]
@@ -135,14 +140,14 @@ mod tests {
         assert_eq!(Lock::read(&path, max).unwrap(), lock);
         text.insert(text.len() - 1, 'x');
         std::fs::write(&path, &text).unwrap();
-        let err = Lock::read(&path, max).unwrap_err();
+        let err = Lock::read(&path, max).unwrap_err().to_string();
         assert!(err.contains("4096-byte cap") && err.contains("[distribution] max_lock_bytes"), "{err}");
         // A lock that would not fit is not written (the next read would
         // refuse it).
         for i in 0..100 {
             lock.pins.insert(format!("oci://127.0.0.1:5000/tools/echo:v{i}"), format!("sha256:{}", "cd".repeat(32)));
         }
-        let err = lock.write(&path, max).unwrap_err();
+        let err = lock.write(&path, max).unwrap_err().to_string();
         assert!(err.contains("would grow to more than") && err.contains("max_lock_bytes"), "{err}");
     }
 }

@@ -7,6 +7,7 @@
 //! was capped and its digest checked, and it only ever yields a layer digest
 //! and size, which are checked again when the layer is read.
 
+use super::error::{Capped, DistributionError, ManifestProblem};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -60,22 +61,23 @@ impl Manifest {
     ///
     /// Not an OCI image manifest, or more than `max_layers` layers (naming
     /// the key that raises it).
-    pub fn parse(bytes: &[u8], what: &str, max_layers: usize) -> Result<Manifest, String> {
-        let manifest: Manifest = serde_json::from_slice(bytes)
-            .map_err(|err| format!("{what} is not an OCI image manifest ({MANIFEST_MEDIA_TYPE}): {err}"))?;
+    pub fn parse(bytes: &[u8], what: &str, max_layers: usize) -> Result<Manifest, DistributionError> {
+        let bad = |problem| DistributionError::BadManifest { subject: what.to_owned(), problem };
+        let manifest: Manifest =
+            serde_json::from_slice(bytes).map_err(|err| bad(ManifestProblem::NotAManifest(err.to_string())))?;
         if manifest.schema_version != 2 {
-            return Err(format!("{what} has schemaVersion {}: accepted 2", manifest.schema_version));
+            return Err(bad(ManifestProblem::SchemaVersion(manifest.schema_version)));
         }
         if manifest.layers.len() > max_layers {
-            return Err(format!(
-                "{what} has {} layers: at most {max_layers} are accepted ([distribution] max_layers raises it, up to \
-                 {})",
-                manifest.layers.len(),
-                super::settings::MAX_LAYERS
-            ));
+            return Err(DistributionError::OverCap {
+                subject: what.to_owned(),
+                what: Capped::Layers,
+                size: manifest.layers.len() as u64,
+                cap: max_layers as u64,
+            });
         }
         for descriptor in std::iter::once(&manifest.config).chain(&manifest.layers) {
-            super::reference::check_digest(&descriptor.digest).map_err(|m| format!("{what}: {m}"))?;
+            super::reference::check_digest(&descriptor.digest).map_err(|d| bad(ManifestProblem::Digest(d)))?;
         }
         Ok(manifest)
     }
@@ -85,20 +87,17 @@ impl Manifest {
     /// # Errors
     ///
     /// No such layer or more than one, naming the media types found.
-    pub fn component_layer(&self, what: &str) -> Result<&Descriptor, String> {
+    pub fn component_layer(&self, what: &str) -> Result<&Descriptor, DistributionError> {
         let wasm = |d: &&Descriptor| {
             d.media_type == WASM_LAYER_MEDIA_TYPE || LEGACY_WASM_LAYER_MEDIA_TYPES.contains(&d.media_type.as_str())
         };
         let mut found = self.layers.iter().filter(wasm);
         match (found.next(), found.next()) {
             (Some(layer), None) => Ok(layer),
-            _ => {
-                let types: Vec<&str> = self.layers.iter().map(|d| d.media_type.as_str()).collect();
-                Err(format!(
-                    "{what} is not a WebAssembly component artifact: expected exactly one {WASM_LAYER_MEDIA_TYPE} \
-                     layer, found layers {types:?}"
-                ))
-            }
+            _ => Err(DistributionError::BadManifest {
+                subject: what.to_owned(),
+                problem: ManifestProblem::NotAComponent(self.layers.iter().map(|d| d.media_type.clone()).collect()),
+            }),
         }
     }
 }
@@ -147,9 +146,9 @@ mod tests {
         let manifest = Manifest::parse(&bytes, "m", 1).unwrap();
         assert_eq!(manifest.component_layer("m").unwrap().media_type, WASM_LAYER_MEDIA_TYPE);
         let bytes = build(d(WASM_CONFIG_MEDIA_TYPE), vec![d("application/vnd.oci.image.layer.v1.tar+gzip")]);
-        let err = Manifest::parse(&bytes, "m", 1).unwrap().component_layer("m").unwrap_err();
+        let err = Manifest::parse(&bytes, "m", 1).unwrap().component_layer("m").unwrap_err().to_string();
         assert!(err.contains("exactly one application/wasm") && err.contains("tar+gzip"), "{err}");
-        assert!(Manifest::parse(b"[]", "m", 1).unwrap_err().contains("not an OCI image manifest"));
+        assert!(Manifest::parse(b"[]", "m", 1).unwrap_err().to_string().contains("not an OCI image manifest"));
     }
 
     #[test]
@@ -159,6 +158,8 @@ mod tests {
         let manifest = Manifest::parse(&build(d(WASM_CONFIG_MEDIA_TYPE), layers(max)), "m", max).unwrap();
         assert_eq!(manifest.layers.len(), max);
         let err = Manifest::parse(&build(d(WASM_CONFIG_MEDIA_TYPE), layers(max + 1)), "m", max).unwrap_err();
+        assert!(matches!(err, DistributionError::OverCap { what: Capped::Layers, size: 6, cap: 5, .. }), "{err}");
+        let err = err.to_string();
         assert!(err.contains("has 6 layers: at most 5") && err.contains("[distribution] max_layers"), "{err}");
     }
 }

@@ -6,12 +6,13 @@
 //! that it can only ever become a path on the registry and a key in the lock
 //! file, never anything else.
 
+use super::error::{DistributionError, InvalidDigest, InvalidReference, ReferenceProblem};
 use std::fmt;
 
 /// Longest reference accepted, in bytes.
 pub const MAX_REFERENCE_LEN: usize = 512;
 /// Longest tag the distribution specification allows.
-const MAX_TAG_LEN: usize = 128;
+pub(super) const MAX_TAG_LEN: usize = 128;
 /// The scheme every reference starts with.
 pub const SCHEME: &str = "oci://";
 
@@ -35,39 +36,44 @@ impl OciRef {
     ///
     /// # Errors
     ///
-    /// What part is wrong and the form that is accepted.
-    pub fn parse(text: &str, with_scheme: bool) -> Result<OciRef, String> {
-        let form = "expected oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:<64 hex digits>";
-        let shown: String = text.chars().take(80).collect();
-        let bad = |what: &str| format!("{shown:?} is not an OCI reference: {what}; {form}");
+    /// [`DistributionError::InvalidReference`]: what part is wrong and the
+    /// form that is accepted.
+    pub fn parse(text: &str, with_scheme: bool) -> Result<OciRef, DistributionError> {
+        Ok(OciRef::read(text, with_scheme)?)
+    }
+
+    /// [`OciRef::parse`] with the refusal as it is (the lock file nests it
+    /// in its own).
+    pub(super) fn read(text: &str, with_scheme: bool) -> Result<OciRef, InvalidReference> {
+        let bad = |problem: ReferenceProblem| InvalidReference { text: text.chars().take(80).collect(), problem };
         if text.len() > MAX_REFERENCE_LEN {
-            return Err(bad(&format!("{} bytes long, and at most {MAX_REFERENCE_LEN} are accepted", text.len())));
+            return Err(bad(ReferenceProblem::TooLong { len: text.len() }));
         }
         let rest = match text.strip_prefix(SCHEME) {
             Some(rest) => rest,
             None if !with_scheme && !text.contains("://") => text,
-            None => return Err(bad("it does not start with oci://")),
+            None => return Err(bad(ReferenceProblem::NoScheme)),
         };
         let (rest, digest) = match rest.split_once('@') {
             Some((rest, digest)) => {
-                check_digest(digest).map_err(|m| bad(&m))?;
+                check_digest(digest).map_err(|d| bad(ReferenceProblem::Digest(d)))?;
                 (rest, Some(digest.to_owned()))
             }
             None => (rest, None),
         };
-        let (registry, path) = rest.split_once('/').ok_or_else(|| bad("no repository after the registry"))?;
-        check_registry(registry).map_err(|m| bad(&m))?;
+        let (registry, path) = rest.split_once('/').ok_or_else(|| bad(ReferenceProblem::NoRepository))?;
+        check_registry(registry).map_err(bad)?;
         // A `:` after the last `/` starts the tag.
         let (repository, tag) = match path.rsplit_once(':') {
             Some((repository, tag)) if !tag.contains('/') => (repository, Some(tag.to_owned())),
             _ => (path, None),
         };
-        check_repository(repository).map_err(|m| bad(&m))?;
+        check_repository(repository).map_err(bad)?;
         if let Some(tag) = &tag {
-            check_tag(tag).map_err(|m| bad(&m))?;
+            check_tag(tag).map_err(bad)?;
         }
         if tag.is_none() && digest.is_none() {
-            return Err(bad("it names neither a tag nor a digest"));
+            return Err(bad(ReferenceProblem::Unnamed));
         }
         Ok(OciRef { registry: registry.to_owned(), repository: repository.to_owned(), tag, digest })
     }
@@ -121,34 +127,34 @@ pub(crate) fn host_of(registry: &str) -> &str {
 /// # Errors
 ///
 /// What is wrong with it.
-pub fn check_digest(digest: &str) -> Result<&str, String> {
+pub fn check_digest(digest: &str) -> Result<&str, InvalidDigest> {
     let Some(hex) = digest.strip_prefix("sha256:") else {
-        return Err(format!("digest {digest:?} is not sha256:<64 hex digits> (only sha256 is accepted)"));
+        return Err(InvalidDigest::NotSha256(digest.to_owned()));
     };
     if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        return Err(format!("digest {digest:?} is not sha256:<64 lowercase hex digits>"));
+        return Err(InvalidDigest::NotHex(digest.to_owned()));
     }
     Ok(hex)
 }
 
-fn check_registry(registry: &str) -> Result<(), String> {
+fn check_registry(registry: &str) -> Result<(), ReferenceProblem> {
     let ok = !registry.is_empty()
         && registry.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
         && !registry.starts_with(['.', '-', ':']);
     if !ok {
-        return Err(format!("registry {registry:?} is not a host name or host:port"));
+        return Err(ReferenceProblem::Registry(registry.to_owned()));
     }
     if let Some((_, port)) = registry.rsplit_once(':')
         && !registry.ends_with(']')
         && port.parse::<u16>().is_err()
     {
-        return Err(format!("registry {registry:?} has a port that is not a number up to 65535"));
+        return Err(ReferenceProblem::Port(registry.to_owned()));
     }
     Ok(())
 }
 
 /// Path components: `[a-z0-9]+([._-][a-z0-9]+)*`, separated by `/`.
-fn check_repository(repository: &str) -> Result<(), String> {
+fn check_repository(repository: &str) -> Result<(), ReferenceProblem> {
     let component_ok = |c: &str| {
         let bytes = c.as_bytes();
         !c.is_empty()
@@ -157,21 +163,19 @@ fn check_repository(repository: &str) -> Result<(), String> {
             && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
     };
     if repository.is_empty() || !repository.split('/').all(component_ok) {
-        return Err(format!(
-            "repository {repository:?} must be lowercase path components [a-z0-9] joined by . _ - and separated by /"
-        ));
+        return Err(ReferenceProblem::Repository(repository.to_owned()));
     }
     Ok(())
 }
 
 /// `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
-fn check_tag(tag: &str) -> Result<(), String> {
+fn check_tag(tag: &str) -> Result<(), ReferenceProblem> {
     let ok = !tag.is_empty()
         && tag.len() <= MAX_TAG_LEN
         && !tag.starts_with(['.', '-'])
         && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !ok {
-        return Err(format!("tag {tag:?} must be 1 to {MAX_TAG_LEN} of A-Z a-z 0-9 . _ - (not starting with . or -)"));
+        return Err(ReferenceProblem::Tag(tag.to_owned()));
     }
     Ok(())
 }
@@ -211,10 +215,12 @@ mod tests {
             ("oci://gh cr.io/a:1", "host name"),
             ("oci://ghcr.io:99999/a:1", "port"),
         ] {
-            let err = OciRef::parse(text, true).unwrap_err();
+            let err = OciRef::parse(text, true).unwrap_err().to_string();
             assert!(err.contains(needle) && err.contains("expected oci://"), "{text}: {err}");
         }
-        assert!(OciRef::parse(&format!("oci://r/{}:1", "a".repeat(600)), true).unwrap_err().contains("512"));
+        assert!(
+            OciRef::parse(&format!("oci://r/{}:1", "a".repeat(600)), true).unwrap_err().to_string().contains("512")
+        );
     }
 
     #[test]
@@ -222,11 +228,11 @@ mod tests {
         // `oci://r/` and `:1` around a repository that fills the rest.
         let of_len = |len: usize| format!("oci://r/{}:1", "a".repeat(len - "oci://r/:1".len()));
         assert_eq!(OciRef::parse(&of_len(MAX_REFERENCE_LEN), true).unwrap().tag.as_deref(), Some("1"));
-        let err = OciRef::parse(&of_len(MAX_REFERENCE_LEN + 1), true).unwrap_err();
+        let err = OciRef::parse(&of_len(MAX_REFERENCE_LEN + 1), true).unwrap_err().to_string();
         assert!(err.contains("513 bytes long, and at most 512 are accepted"), "{err}");
         let tag = "t".repeat(MAX_TAG_LEN);
         assert_eq!(OciRef::parse(&format!("oci://r/a:{tag}"), true).unwrap().tag, Some(tag.clone()));
-        let err = OciRef::parse(&format!("oci://r/a:{tag}t"), true).unwrap_err();
+        let err = OciRef::parse(&format!("oci://r/a:{tag}t"), true).unwrap_err().to_string();
         assert!(err.contains("must be 1 to 128"), "{err}");
     }
 }

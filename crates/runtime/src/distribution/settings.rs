@@ -7,6 +7,7 @@
 //! or a component.
 
 use super::reference::OciRef;
+use airlock_settings::section::Value;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,41 +77,10 @@ pub const MAX_KEYS: usize = 32;
 /// The lock file's name next to the config unless `lock_file` says otherwise.
 pub const LOCK_FILE_NAME: &str = "airlock.lock";
 
-/// `[distribution]` as written.
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawDistribution {
-    store: Option<PathBuf>,
-    lock_file: Option<PathBuf>,
-    #[serde(default)]
-    allow_tags: bool,
-    #[serde(default)]
-    require_signature: bool,
-    #[serde(default)]
-    keys: Vec<PathBuf>,
-    #[serde(default)]
-    insecure_registries: Vec<String>,
-    max_manifest_bytes: Option<u64>,
-    max_component_bytes: Option<u64>,
-    connect_timeout_secs: Option<u64>,
-    read_timeout_secs: Option<u64>,
-    request_timeout_secs: Option<u64>,
-    max_signature_payload_bytes: Option<u64>,
-    max_signatures: Option<u64>,
-    max_redirects: Option<u64>,
-    max_token_response_bytes: Option<u64>,
-    max_lock_bytes: Option<u64>,
-    max_auth_file_bytes: Option<u64>,
-    max_layers: Option<u64>,
-    auth_file: Option<PathBuf>,
-    #[serde(default)]
-    credentials: BTreeMap<String, RawCredential>,
-}
-
 /// `[distribution.credentials."REGISTRY"]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawCredential {
+pub struct RawCredential {
     username: Option<String>,
     username_env: Option<String>,
     password_env: Option<String>,
@@ -145,77 +115,86 @@ pub enum Secret {
     File(PathBuf),
 }
 
-/// Validated `[distribution]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DistributionSettings {
-    /// The content-addressed store of pulled manifests and components;
-    /// `None` when neither the config nor the environment names one.
-    pub store: Option<PathBuf>,
-    /// The lock file pinning tags to digests.
-    pub lock_file: PathBuf,
-    /// Tags are accepted for every tool (else only where a tool says so).
-    pub allow_tags: bool,
-    /// Every pulled component must be signed by one of `keys`.
-    pub require_signature: bool,
-    /// Public keys (PEM, ECDSA P-256, as `cosign generate-key-pair` writes).
-    pub keys: Vec<PathBuf>,
-    /// Registries spoken to over plain http besides loopback ones.
-    pub insecure_registries: Vec<String>,
-    /// Largest manifest read.
-    pub max_manifest_bytes: u64,
-    /// Largest component layer read.
-    pub max_component_bytes: u64,
-    /// Connect timeout.
-    pub connect_timeout: Duration,
-    /// Longest wait for the next bytes of an answer.
-    pub read_timeout: Duration,
-    /// Longest a whole request may take, its body included.
-    pub request_timeout: Duration,
-    /// Largest signature payload read.
-    pub max_signature_payload_bytes: u64,
-    /// Signatures checked per component (the first ones of its signature
-    /// manifest).
-    pub max_signatures: usize,
-    /// Redirects followed per request.
-    pub max_redirects: usize,
-    /// Largest token answer read from an auth server.
-    pub max_token_response_bytes: u64,
-    /// Largest lock file read (or written).
-    pub max_lock_bytes: u64,
-    /// Largest Docker-style auth file read.
-    pub max_auth_file_bytes: u64,
-    /// Layers accepted in a manifest.
-    pub max_layers: usize,
-    /// A Docker-style auth file named by the config.
-    pub auth_file: Option<PathBuf>,
-    /// Credentials per registry (`host[:port]`).
-    pub credentials: BTreeMap<String, CredentialSource>,
-}
-
-impl Default for DistributionSettings {
-    fn default() -> Self {
-        DistributionSettings {
-            store: default_store(),
-            lock_file: PathBuf::from(LOCK_FILE_NAME),
-            allow_tags: false,
-            require_signature: false,
-            keys: Vec::new(),
-            insecure_registries: Vec::new(),
-            max_manifest_bytes: DEFAULT_MAX_MANIFEST_BYTES,
-            max_component_bytes: DEFAULT_MAX_LAYER_BYTES,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            read_timeout: DEFAULT_READ_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            max_signature_payload_bytes: DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
-            max_signatures: DEFAULT_MAX_SIGNATURES,
-            max_redirects: DEFAULT_MAX_REDIRECTS,
-            max_token_response_bytes: DEFAULT_MAX_TOKEN_RESPONSE_BYTES,
-            max_lock_bytes: DEFAULT_MAX_LOCK_BYTES,
-            max_auth_file_bytes: DEFAULT_MAX_AUTH_FILE_BYTES,
-            max_layers: DEFAULT_MAX_LAYERS,
-            auth_file: None,
-            credentials: BTreeMap::new(),
-        }
+airlock_settings::section! {
+    /// The keys of `[distribution]`.
+    pub const DISTRIBUTION: Section<DistributionSettings> = "distribution";
+    /// `[distribution]` as written.
+    pub struct RawDistribution {}
+    hand {
+        /// the content-addressed store of pulled manifests and components
+        store: Option<PathBuf>, Reload, accepts "a path",
+            unset "`$XDG_CACHE_HOME/airlock/oci`, else `~/.cache/airlock/oci`",
+            show |d: &DistributionSettings| d.store.as_deref().map(Value::path),
+            example "\"/var/lib/airlock/oci\"";
+        /// the lock file pinning each tag pulled to its digest (`airlock pull` writes it)
+        lock_file: Option<PathBuf>, Reload, accepts "a path", unset "`airlock.lock` beside the config",
+            show |d: &DistributionSettings| Some(Value::path(&d.lock_file)),
+            example "\"airlock.lock\"";
+        /// public keys (PEM, ECDSA P-256, as `cosign generate-key-pair` writes them) a signature is checked against
+        keys: Option<Vec<PathBuf>>, Reload, accepts "an array of at most 32 paths", unset "`[]`",
+            show |d: &DistributionSettings| Some(Value::List(d.keys.iter().map(|k| k.display().to_string()).collect())),
+            example "[\"keys/publisher.pub\"]";
+        /// a Docker-style auth file (`~/.docker/config.json`) for registries without `credentials`
+        auth_file: Option<PathBuf>, Reload, accepts "a path", unset "not set",
+            show |d: &DistributionSettings| d.auth_file.as_deref().map(Value::path),
+            example "\"~/.docker/config.json\"";
+        /// credentials per registry (`host[:port]`): `username` or `username_env`, and `password_env` or `password_file`; never a password itself
+        credentials: Option<BTreeMap<String, RawCredential>>, Reload,
+            accepts "a table of `\"REGISTRY\" = { … }`, one per registry",
+            unset "`{}`",
+            example "{ \"ghcr.io\" = { username = \"bot\", password_env = \"GHCR_TOKEN\" } }";
+    }
+    /// Validated `[distribution]`.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    group pub struct DistributionSettings: Default (RawDistributionKeys) at () {
+        /// The content-addressed store of pulled manifests and components;
+        /// `None` when neither the config nor the environment names one.
+        pub store: Option<PathBuf> = default_store(),
+        /// The lock file pinning tags to digests.
+        pub lock_file: PathBuf = PathBuf::from(LOCK_FILE_NAME),
+        /// Public keys (PEM, ECDSA P-256, as `cosign generate-key-pair` writes).
+        pub keys: Vec<PathBuf> = Vec::new(),
+        /// A Docker-style auth file named by the config.
+        pub auth_file: Option<PathBuf> = None,
+        /// Credentials per registry (`host[:port]`).
+        pub credentials: BTreeMap<String, CredentialSource> = BTreeMap::new();
+        /// accept tags (names a registry can move) for every tool, not only where a tool says so
+        allow_tags => allow_tags: bool = false, Reload;
+        /// every pulled component must be signed by one of `keys`
+        require_signature => require_signature: bool = false, Reload;
+        /// registries spoken to over plain http besides loopback ones (`host` or `host:port`)
+        insecure_registries => insecure_registries: Vec<String> = Vec::new(), Reload;
+        /// the largest manifest read from a registry (a component's or a signature's)
+        max_manifest_bytes => max_manifest_bytes: u64 = DEFAULT_MAX_MANIFEST_BYTES, Reload,
+            range Bytes 1024..=MAX_MANIFEST_BYTES;
+        /// the largest component layer pulled (at most the loader's own cap)
+        max_component_bytes => max_component_bytes: u64 = DEFAULT_MAX_LAYER_BYTES, Reload,
+            range Bytes 1..=crate::compiler::MAX_COMPONENT_BYTES;
+        /// how long connecting to a registry may take
+        connect_timeout_secs => connect_timeout: Duration = DEFAULT_CONNECT_TIMEOUT, Reload,
+            range Secs 1..=MAX_TIMEOUT_SECS;
+        /// the longest wait for the next bytes of a registry's answer
+        read_timeout_secs => read_timeout: Duration = DEFAULT_READ_TIMEOUT, Reload, range Secs 1..=MAX_TIMEOUT_SECS;
+        /// how long one whole registry request may take: redirects, the token exchange and the body
+        request_timeout_secs => request_timeout: Duration = DEFAULT_REQUEST_TIMEOUT, Reload,
+            range Secs 1..=MAX_REQUEST_TIMEOUT_SECS;
+        /// the largest signature payload read from a registry
+        max_signature_payload_bytes => max_signature_payload_bytes: u64 = DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES, Reload,
+            range Bytes 1..=MAX_SIGNATURE_PAYLOAD_BYTES;
+        /// signatures checked per component (the first ones of its signature manifest)
+        max_signatures => max_signatures: usize = DEFAULT_MAX_SIGNATURES, Reload, range Count 1..=MAX_SIGNATURES;
+        /// redirects followed per registry request
+        max_redirects => max_redirects: usize = DEFAULT_MAX_REDIRECTS, Reload, range Count 0..=MAX_REDIRECTS;
+        /// the largest token answer read from a registry's auth server
+        max_token_response_bytes => max_token_response_bytes: u64 = DEFAULT_MAX_TOKEN_RESPONSE_BYTES, Reload,
+            range Bytes 1024..=MAX_TOKEN_RESPONSE_BYTES;
+        /// the largest lock file read or written
+        max_lock_bytes => max_lock_bytes: u64 = DEFAULT_MAX_LOCK_BYTES, Reload, range Bytes 1024..=MAX_LOCK_BYTES;
+        /// the largest Docker-style auth file read
+        max_auth_file_bytes => max_auth_file_bytes: u64 = DEFAULT_MAX_AUTH_FILE_BYTES, Reload,
+            range Bytes 1024..=MAX_AUTH_FILE_BYTES;
+        /// layers accepted in a manifest from a registry
+        max_layers => max_layers: usize = DEFAULT_MAX_LAYERS, Reload, range Count 1..=MAX_LAYERS;
     }
 }
 
@@ -235,60 +214,17 @@ impl DistributionSettings {
     ///
     /// The key refused and what is accepted.
     pub fn from_raw(raw: RawDistribution, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<Self, String> {
-        let defaults = DistributionSettings::default();
-        let max_manifest_bytes =
-            within("max_manifest_bytes", raw.max_manifest_bytes, DEFAULT_MAX_MANIFEST_BYTES, 1024, MAX_MANIFEST_BYTES)?;
-        let max_component_bytes = within(
-            "max_component_bytes",
-            raw.max_component_bytes,
-            DEFAULT_MAX_LAYER_BYTES,
-            1,
-            crate::compiler::MAX_COMPONENT_BYTES,
-        )?;
-        let connect = within("connect_timeout_secs", raw.connect_timeout_secs, 10, 1, MAX_TIMEOUT_SECS)?;
-        let read = within("read_timeout_secs", raw.read_timeout_secs, 30, 1, MAX_TIMEOUT_SECS)?;
-        let request = within(
-            "request_timeout_secs",
-            raw.request_timeout_secs,
-            DEFAULT_REQUEST_TIMEOUT.as_secs(),
-            1,
-            MAX_REQUEST_TIMEOUT_SECS,
-        )?;
-        let max_signature_payload_bytes = within(
-            "max_signature_payload_bytes",
-            raw.max_signature_payload_bytes,
-            DEFAULT_MAX_SIGNATURE_PAYLOAD_BYTES,
-            1,
-            MAX_SIGNATURE_PAYLOAD_BYTES,
-        )?;
-        let max_signatures =
-            within_count("max_signatures", raw.max_signatures, DEFAULT_MAX_SIGNATURES, 1, MAX_SIGNATURES)?;
-        let max_redirects = within_count("max_redirects", raw.max_redirects, DEFAULT_MAX_REDIRECTS, 0, MAX_REDIRECTS)?;
-        let max_token_response_bytes = within(
-            "max_token_response_bytes",
-            raw.max_token_response_bytes,
-            DEFAULT_MAX_TOKEN_RESPONSE_BYTES,
-            1024,
-            MAX_TOKEN_RESPONSE_BYTES,
-        )?;
-        let max_lock_bytes =
-            within("max_lock_bytes", raw.max_lock_bytes, DEFAULT_MAX_LOCK_BYTES, 1024, MAX_LOCK_BYTES)?;
-        let max_auth_file_bytes = within(
-            "max_auth_file_bytes",
-            raw.max_auth_file_bytes,
-            DEFAULT_MAX_AUTH_FILE_BYTES,
-            1024,
-            MAX_AUTH_FILE_BYTES,
-        )?;
-        let max_layers = within_count("max_layers", raw.max_layers, DEFAULT_MAX_LAYERS, 1, MAX_LAYERS)?;
-        check_keys("keys", &raw.keys)?;
-        for registry in &raw.insecure_registries {
+        let scope = DISTRIBUTION.scope();
+        let mut settings = Self::from_keys(&(&raw).into(), &Self::defaults(), &scope)?;
+        let keys = raw.keys.unwrap_or_default();
+        check_keys(&format!("{scope} keys"), &keys)?;
+        for registry in &settings.insecure_registries {
             OciRef::parse(&format!("oci://{registry}/x:y"), true)
-                .map_err(|_| format!("insecure_registries: {registry:?} is not a host or host:port"))?;
+                .map_err(|_| format!("{scope} insecure_registries: {registry:?} is not a host or host:port"))?;
         }
         let mut credentials = BTreeMap::new();
-        for (registry, raw) in raw.credentials {
-            let ctx = format!("credentials.{registry:?}");
+        for (registry, raw) in raw.credentials.unwrap_or_default() {
+            let ctx = format!("{scope} credentials.{registry:?}");
             let username = match (raw.username, raw.username_env) {
                 (Some(name), None) => Secretless::Value(name),
                 (None, Some(var)) => Secretless::Env(var),
@@ -306,28 +242,14 @@ impl DistributionSettings {
             };
             credentials.insert(registry, CredentialSource { username, password });
         }
-        Ok(DistributionSettings {
-            store: raw.store.as_deref().map(resolve).or(defaults.store),
-            lock_file: resolve(raw.lock_file.as_deref().unwrap_or(Path::new(LOCK_FILE_NAME))),
-            allow_tags: raw.allow_tags,
-            require_signature: raw.require_signature,
-            keys: raw.keys.iter().map(|k| resolve(k)).collect(),
-            insecure_registries: raw.insecure_registries,
-            max_manifest_bytes,
-            max_component_bytes,
-            connect_timeout: Duration::from_secs(connect),
-            read_timeout: Duration::from_secs(read),
-            request_timeout: Duration::from_secs(request),
-            max_signature_payload_bytes,
-            max_signatures,
-            max_redirects,
-            max_token_response_bytes,
-            max_lock_bytes,
-            max_auth_file_bytes,
-            max_layers,
-            auth_file: raw.auth_file.as_deref().map(resolve),
-            credentials,
-        })
+        if let Some(store) = raw.store.as_deref() {
+            settings.store = Some(resolve(store));
+        }
+        settings.lock_file = resolve(raw.lock_file.as_deref().unwrap_or(Path::new(LOCK_FILE_NAME)));
+        settings.keys = keys.iter().map(|k| resolve(k)).collect();
+        settings.auth_file = raw.auth_file.as_deref().map(resolve);
+        settings.credentials = credentials;
+        Ok(settings)
     }
 
     /// Whether `registry` is spoken to over plain http: a loopback host, or
@@ -410,19 +332,6 @@ fn check_keys(key: &str, keys: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
-/// `value`, or `default` when not given, within `min..=max`
-/// ([`in_range`](airlock_settings::limits::in_range)'s message names `key`).
-fn within(key: &str, value: Option<u64>, default: u64, min: u64, max: u64) -> Result<u64, String> {
-    airlock_settings::limits::in_range(key, value.unwrap_or(default), min, max)
-}
-
-/// [`within`] for a count kept as `usize` (every bound here is far below
-/// `usize::MAX`, so the conversion cannot fail on a checked value).
-fn within_count(key: &str, value: Option<u64>, default: usize, min: u64, max: u64) -> Result<usize, String> {
-    let value = within(key, value, default as u64, min, max)?;
-    usize::try_from(value).map_err(|_| format!("{key} = {value} is out of range: accepted {min}..={max}"))
-}
-
 /// Whether `authority` (`HOST[:PORT]`) names this machine: `localhost` or a
 /// loopback address. A name that merely resolves to one is not seen here.
 pub fn is_loopback(authority: &str) -> bool {
@@ -436,6 +345,11 @@ mod tests {
     fn parse(text: &str) -> Result<DistributionSettings, String> {
         let raw: RawDistribution = toml::from_str(text).map_err(|err| err.to_string())?;
         DistributionSettings::from_raw(raw, &|p| p.to_owned())
+    }
+
+    #[test]
+    fn generated_docs_are_current() {
+        DISTRIBUTION.ensure_documents("book/src/operator/installing-tools.md").unwrap();
     }
 
     #[test]

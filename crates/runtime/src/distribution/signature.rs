@@ -10,6 +10,8 @@
 //! its signature *and* the payload names the very manifest digest being
 //! loaded. Keyless (Fulcio certificate) signatures are not verified.
 
+use super::error::{DistributionError, KeyProblem};
+use super::store::ReadFailure;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair as _};
 use serde_json::Value;
@@ -67,16 +69,21 @@ pub struct Signed {
     pub signature_b64: String,
 }
 
-fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
-    let too_large = || {
-        format!(
-            "key {}: larger than the {MAX_KEY_FILE_BYTES}-byte cap for a key file (fixed: a PEM key is far smaller)",
-            path.display()
-        )
+/// The refusal of the key file at `path`.
+fn bad_key(path: &Path, problem: KeyProblem) -> DistributionError {
+    DistributionError::Key { path: path.to_owned(), problem }
+}
+
+fn read_capped(path: &Path) -> Result<Vec<u8>, DistributionError> {
+    let problem = match super::store::read_capped(path, MAX_KEY_FILE_BYTES) {
+        Ok(Some(bytes)) => return Ok(bytes),
+        Ok(None) => KeyProblem::Missing,
+        Err(ReadFailure::TooLarge { .. }) => KeyProblem::TooLarge { cap: MAX_KEY_FILE_BYTES },
+        Err(ReadFailure::Io(err)) => KeyProblem::Read(err),
+        // Bytes are not decoded here; the PEM reader says what they are.
+        Err(ReadFailure::NotUtf8) => KeyProblem::NotPublicPem("not text".to_owned()),
     };
-    super::store::read_capped(path, MAX_KEY_FILE_BYTES, too_large)
-        .map_err(|m| if m.starts_with("key ") { m } else { format!("key {m}") })?
-        .ok_or_else(|| format!("key {}: no such file", path.display()))
+    Err(bad_key(path, problem))
 }
 
 fn name_of(path: &Path) -> String {
@@ -88,24 +95,18 @@ fn name_of(path: &Path) -> String {
 /// # Errors
 ///
 /// A file is missing or is not a PEM ECDSA P-256 public key (named).
-pub fn load_keys(paths: &[PathBuf]) -> Result<Vec<PublicKey>, String> {
+pub fn load_keys(paths: &[PathBuf]) -> Result<Vec<PublicKey>, DistributionError> {
     paths.iter().map(|path| load_key(path)).collect()
 }
 
-fn load_key(path: &Path) -> Result<PublicKey, String> {
+fn load_key(path: &Path) -> Result<PublicKey, DistributionError> {
     let bytes = read_capped(path)?;
-    let spki = SubjectPublicKeyInfoDer::from_pem_slice(&bytes).map_err(|err| {
-        format!("key {}: not a PEM \"PUBLIC KEY\" ({err}); expected an ECDSA P-256 public key", path.display())
-    })?;
+    let spki = SubjectPublicKeyInfoDer::from_pem_slice(&bytes)
+        .map_err(|err| bad_key(path, KeyProblem::NotPublicPem(err.to_string())))?;
     let der: &[u8] = spki.as_ref();
     let point = match der.strip_prefix(&P256_SPKI_PREFIX[..]) {
         Some(point) if point.len() == 65 => point.to_vec(),
-        _ => {
-            return Err(format!(
-                "key {}: not an ECDSA P-256 public key (the only kind accepted, as cosign generate-key-pair writes)",
-                path.display()
-            ));
-        }
+        _ => return Err(bad_key(path, KeyProblem::NotP256Public)),
     };
     let fingerprint = super::store::sha256_digest(der);
     Ok(PublicKey { name: name_of(path), fingerprint: fingerprint.get(..23).unwrap_or(&fingerprint).to_owned(), point })
@@ -168,21 +169,16 @@ impl SigningKey {
     ///
     /// Not a plain PKCS#8 ECDSA P-256 key (cosign's encrypted keys are
     /// named as such, with what to do).
-    pub fn load(path: &Path) -> Result<SigningKey, String> {
+    pub fn load(path: &Path) -> Result<SigningKey, DistributionError> {
         let bytes = read_capped(path)?;
         if bytes.windows(9).any(|w| w == b"ENCRYPTED") {
-            return Err(format!(
-                "key {}: an encrypted cosign key is not read here; use a PKCS#8 key (`airlock keygen`, or \
-                 `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`), whose public key cosign verifies \
-                 too",
-                path.display()
-            ));
+            return Err(bad_key(path, KeyProblem::Encrypted));
         }
         let der = PrivatePkcs8KeyDer::from_pem_slice(&bytes)
-            .map_err(|err| format!("key {}: not a PEM \"PRIVATE KEY\" (PKCS#8): {err}", path.display()))?;
+            .map_err(|err| bad_key(path, KeyProblem::NotPrivatePem(err.to_string())))?;
         let pair =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, der.secret_pkcs8_der(), &SystemRandom::new())
-                .map_err(|err| format!("key {}: not an ECDSA P-256 PKCS#8 key: {err}", path.display()))?;
+                .map_err(|err| bad_key(path, KeyProblem::NotP256Private(err.to_string())))?;
         Ok(SigningKey { pair })
     }
 
@@ -191,9 +187,12 @@ impl SigningKey {
     /// # Errors
     ///
     /// The system random source failed.
-    pub fn sign(&self, payload: &[u8]) -> Result<String, String> {
+    pub fn sign(&self, payload: &[u8]) -> Result<String, DistributionError> {
         use base64::Engine as _;
-        let signature = self.pair.sign(&SystemRandom::new(), payload).map_err(|err| format!("cannot sign: {err}"))?;
+        let signature = self
+            .pair
+            .sign(&SystemRandom::new(), payload)
+            .map_err(|err| DistributionError::Crypto { action: "sign", detail: err.to_string() })?;
         Ok(base64::engine::general_purpose::STANDARD.encode(signature.as_ref()))
     }
 }
@@ -202,13 +201,13 @@ impl SigningKey {
 ///
 /// # Errors
 ///
-/// The system random source failed.
-pub fn generate() -> Result<(String, String), String> {
+/// [`DistributionError::Crypto`]: the system random source failed.
+pub fn generate() -> Result<(String, String), DistributionError> {
     let rng = SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
-        .map_err(|err| format!("cannot generate a key: {err}"))?;
+        .map_err(|err| DistributionError::Crypto { action: "generate a key", detail: err.to_string() })?;
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
-        .map_err(|err| format!("cannot read the generated key: {err}"))?;
+        .map_err(|err| DistributionError::Crypto { action: "read the generated key", detail: err.to_string() })?;
     let mut spki = P256_SPKI_PREFIX.to_vec();
     spki.extend_from_slice(pair.public_key().as_ref());
     Ok((pem("PRIVATE KEY", pkcs8.as_ref()), pem("PUBLIC KEY", &spki)))
@@ -269,7 +268,7 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), MAX_KEY_FILE_BYTES);
         assert_eq!(load_keys(std::slice::from_ref(&path)).unwrap()[0].name, "dev.pub");
         std::fs::write(&path, padded(cap + 1)).unwrap();
-        let err = load_keys(&[path]).unwrap_err();
+        let err = load_keys(&[path]).unwrap_err().to_string();
         assert!(err.contains(&format!("{MAX_KEY_FILE_BYTES}-byte cap")) && err.contains("dev.pub"), "{err}");
     }
 
@@ -282,10 +281,13 @@ mod tests {
             "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAA==\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n",
         )
         .unwrap();
-        assert!(SigningKey::load(&path).err().unwrap().contains("encrypted cosign key"));
+        assert!(matches!(
+            SigningKey::load(&path).err().unwrap(),
+            DistributionError::Key { problem: KeyProblem::Encrypted, .. }
+        ));
         let path = dir.path().join("junk.pub");
         std::fs::write(&path, "hello").unwrap();
-        assert!(load_keys(&[path]).unwrap_err().contains("junk.pub"));
+        assert!(load_keys(&[path]).unwrap_err().to_string().contains("junk.pub"));
         assert_eq!(signature_tag("sha256:abc"), "sha256-abc.sig");
     }
 }

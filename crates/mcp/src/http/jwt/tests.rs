@@ -1,7 +1,7 @@
 //! Unit tests of `jwt`.
 
 use super::*;
-use airlock_host::http_settings::{DEFAULT_MAX_CLAIM_LIST_ITEMS, DEFAULT_MAX_JWKS_BYTES, DEFAULT_MAX_JWKS_KEYS};
+use airlock_settings::http::{DEFAULT_MAX_CLAIM_LIST_ITEMS, DEFAULT_MAX_JWKS_BYTES, DEFAULT_MAX_JWKS_KEYS};
 use std::time::Duration;
 
 fn settings(resource: &str) -> JwtSettings {

@@ -1,5 +1,6 @@
 //! Unit tests of `ship`.
 
+use super::super::settings::DEFAULT_MAX_SHIP_BATCH;
 use super::super::{AuditEntry, AuditLog, Durability, Event};
 use super::*;
 use airlock_core::outcome::{Authority, CallOutcome};
@@ -115,30 +116,6 @@ async fn a_damaged_line_is_not_shipped() {
     std::fs::write(&path, text).unwrap();
     let err = refused(&path, &Position::default()).await;
     assert!(err.contains("does not verify"), "{err}");
-}
-
-#[test]
-fn settings_need_one_url_and_a_plain_replica_id() {
-    let raw = |url: Option<&str>, replica: &str| RawPostgres {
-        url: url.map(str::to_owned),
-        url_file: None,
-        replica: replica.to_owned(),
-        batch_rows: None,
-        poll_interval_ms: None,
-        max_backoff_secs: None,
-        connect_timeout_secs: None,
-        statement_timeout_secs: None,
-        allow_plaintext: None,
-    };
-    let resolve = |p: &Path| p.to_owned();
-    let ok = PostgresSettings::from_raw(raw(Some("postgresql://a@127.0.0.1:5432/db"), "r-1"), &resolve).unwrap();
-    assert!(!format!("{ok:?}").contains("127.0.0.1"), "the URL may hold a password");
-    assert!(PostgresSettings::from_raw(raw(None, "r1"), &resolve).unwrap_err().contains("exactly one"));
-    let long = "r".repeat(MAX_REPLICA_ID_BYTES + 1);
-    for bad in ["", "a/b", long.as_str()] {
-        let err = PostgresSettings::from_raw(raw(Some("postgresql://a@127.0.0.1/db"), bad), &resolve).unwrap_err();
-        assert!(err.contains("replica"), "{err}");
-    }
 }
 
 #[test]

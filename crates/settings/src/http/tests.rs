@@ -1,7 +1,39 @@
-//! Unit tests of `http_settings`.
+//! `[http]` and `[http.jwt]`: what is accepted, what is refused and how
+//! the error says it, and the generated documents.
 
 use super::*;
-use crate::config::testing::{check_err, parse};
+
+/// A file with only `[http]` (and its subtables).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    http: RawHttp,
+}
+
+/// `text` read as a config file's `[http]`, relative paths as they are.
+fn parse(text: &str) -> Result<HttpSettings, String> {
+    let file: File = toml::from_str(text).map_err(|err| err.to_string())?;
+    HttpSettings::from_raw(file.http, &|path| path.to_owned())
+}
+
+/// `text` is refused with a message containing every one of `expect`.
+#[track_caller]
+fn check_err(text: &str, expect: &[&str]) {
+    let err = parse(text).err().unwrap_or_else(|| panic!("accepted: {text}"));
+    for needle in expect {
+        assert!(err.contains(needle), "{err:?} should contain {needle:?}");
+    }
+}
+
+#[test]
+fn generated_docs_are_current() {
+    crate::generated::all([
+        HTTP.ensure_documents("book/src/operator/http.md"),
+        JWT.ensure_documents("book/src/operator/jwt.md"),
+    ])
+    .unwrap();
+}
 
 #[test]
 fn config_errors_name_the_token_and_what_is_accepted() {
@@ -17,7 +49,10 @@ fn config_errors_name_the_token_and_what_is_accepted() {
     check_err(jwt, &["[http.jwt]", "exactly one of `jwks_file` or `jwks_url`"]);
     check_err(&format!("{jwt}jwks_file = \"k.json\"\nalgorithms = [\"HS256\"]"), &["\"HS256\"", "RS256"]);
     check_err(&format!("{jwt}jwks_url = \"ftp://x\""), &["https://"]);
-    check_err(&format!("{jwt}jwks_file = \"k.json\"\njwks_min_refresh_seconds = 0"), &["at least 1"]);
+    check_err(
+        &format!("{jwt}jwks_file = \"k.json\"\njwks_min_refresh_seconds = 0"),
+        &["[http.jwt] jwks_min_refresh_seconds = 0 is out of range: accepted at least 1 s"],
+    );
     check_err(
         &format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ \"has\" = \"x\" }}"),
         &["\"has\"", "letters"],
@@ -40,7 +75,7 @@ fn config_errors_name_the_token_and_what_is_accepted() {
     let at_cap: Vec<String> = (0..MAX_ATTRIBUTE_CLAIMS).map(|i| format!("{} = \"{}\"", name(i), name(i))).collect();
     let config =
         parse(&format!("{jwt}jwks_file = \"k.json\"\nattribute_claims = {{ {} }}", at_cap.join(", "))).unwrap();
-    let claims = config.http.jwt.expect("jwt").attribute_claims;
+    let claims = config.jwt.expect("jwt").attribute_claims;
     assert_eq!(claims.len(), MAX_ATTRIBUTE_CLAIMS);
     assert!(claims.iter().all(|(a, c)| a.len() == MAX_ATTRIBUTE_NAME_BYTES && c.len() == MAX_ATTRIBUTE_NAME_BYTES));
     let long = "a".repeat(MAX_ATTRIBUTE_NAME_BYTES + 1);
@@ -80,12 +115,12 @@ fn http_caps_are_ranged() {
         ],
     );
     let config = parse("[http]\nmax_unauthenticated_connections = 8\nunauthenticated_timeout_secs = 2").unwrap();
-    assert_eq!(config.http.caps.max_unauthenticated_connections, 8);
-    assert_eq!(config.http.caps.unauthenticated_timeout, Duration::from_secs(2));
+    assert_eq!(config.caps.max_unauthenticated_connections, 8);
+    assert_eq!(config.caps.unauthenticated_timeout, Duration::from_secs(2));
     check_err("[http]\nmax_body_bytes = 1023", &["accepted 1024..=67108864"]);
     // Per peer: at most max_connections (a load balancer may take all).
     let config = parse("[http]\nmax_connections = 8\nmax_connections_per_peer = 8").unwrap();
-    assert_eq!((config.http.caps.max_connections, config.http.caps.max_connections_per_peer), (8, 8));
+    assert_eq!((config.caps.max_connections, config.caps.max_connections_per_peer), (8, 8));
     check_err(
         "[http]\nmax_connections = 8\nmax_connections_per_peer = 9",
         &["[http] max_connections_per_peer = 9 is out of range: accepted 1..=8 (at most max_connections)"],
@@ -93,12 +128,12 @@ fn http_caps_are_ranged() {
     check_err("[http]\nmax_connections_per_peer = 0", &["max_connections_per_peer = 0", "accepted 1..=256"]);
     // Lowering the total alone lowers the per-peer default with it.
     let config = parse("[http]\nmax_connections = 4").unwrap();
-    assert_eq!(config.http.caps.max_connections_per_peer, 4);
-    assert_eq!(parse("").unwrap().http.caps, HttpCaps::default());
+    assert_eq!(config.caps.max_connections_per_peer, 4);
+    assert_eq!(parse("").unwrap().caps, HttpCaps::default());
     let config = parse("[http]\nheader_timeout_secs = 1\nbody_timeout_secs = 2\nmax_body_bytes = 1024").unwrap();
-    assert_eq!(config.http.caps.header_timeout, Duration::from_secs(1));
-    assert_eq!(config.http.caps.body_timeout, Duration::from_secs(2));
-    assert_eq!(config.http.caps.max_body_bytes, 1024);
+    assert_eq!(config.caps.header_timeout, Duration::from_secs(1));
+    assert_eq!(config.caps.body_timeout, Duration::from_secs(2));
+    assert_eq!(config.caps.max_body_bytes, 1024);
 }
 
 #[test]
@@ -118,10 +153,10 @@ fn jwt_caps_are_ranged() {
     );
     // No skew at all is a choice; more than ten minutes is not.
     let config = parse(&format!("{jwt}leeway_secs = 0")).unwrap();
-    assert_eq!(config.http.jwt.expect("jwt").caps.leeway, Duration::ZERO);
+    assert_eq!(config.jwt.expect("jwt").caps.leeway, Duration::ZERO);
     check_err(&format!("{jwt}leeway_secs = 601"), &["[http.jwt] leeway_secs = 601 is out of range: accepted 0..=600"]);
     let config = parse(&format!("{jwt}max_token_bytes = 1024\nmax_claim_list_items = 2")).unwrap();
-    let caps = config.http.jwt.expect("jwt").caps;
+    let caps = config.jwt.expect("jwt").caps;
     assert_eq!((caps.max_token_bytes, caps.max_claim_list_items), (1024, 2));
     assert_eq!(caps.max_jwks_keys, DEFAULT_MAX_JWKS_KEYS);
 }
@@ -131,7 +166,7 @@ fn jwt_defaults() {
     let config =
         parse("[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"")
             .unwrap();
-    let jwt = config.http.jwt.expect("jwt");
+    let jwt = config.jwt.expect("jwt");
     assert_eq!(jwt.principal_claim, "sub");
     assert!(!jwt.shared_principals, "JWT principals are apart from static tokens' unless the operator says");
     assert_eq!(jwt.authorization_servers, vec!["https://idp".to_owned()]);
@@ -145,7 +180,7 @@ fn jwt_defaults() {
          attribute_claims = { tenant = \"org_id\", accounts = \"accounts\" }",
     )
     .unwrap();
-    let claims = mapped.http.jwt.expect("jwt").attribute_claims;
+    let claims = mapped.jwt.expect("jwt").attribute_claims;
     assert_eq!(claims, [("accounts".to_owned(), "accounts".to_owned()), ("tenant".to_owned(), "org_id".to_owned())]);
 }
 
@@ -153,8 +188,8 @@ fn jwt_defaults() {
 fn jwt_principals_are_shared_with_static_tokens_only_when_asked() {
     let jwt = "[http.jwt]\nissuer = \"https://idp\"\naudience = \"https://a/mcp\"\njwks_url = \"https://idp/jwks\"\n";
     let shared = parse(&format!("{jwt}shared_principals = true")).unwrap();
-    assert!(shared.http.jwt.expect("jwt").shared_principals);
-    assert!(!parse(&format!("{jwt}shared_principals = false")).unwrap().http.jwt.expect("jwt").shared_principals);
+    assert!(shared.jwt.expect("jwt").shared_principals);
+    assert!(!parse(&format!("{jwt}shared_principals = false")).unwrap().jwt.expect("jwt").shared_principals);
     check_err(&format!("{jwt}shared_principals = \"yes\""), &["shared_principals"]);
 }
 
@@ -165,15 +200,15 @@ fn tokens_map_to_principals() {
     )
     .unwrap();
     let expected = BearerToken { token: "0123456789abcdef".into(), principal: "alice".into(), file: None };
-    assert_eq!(config.http.tokens, vec![expected]);
-    assert_eq!(config.http.allowed_origins, vec!["https://app.example.com".to_owned()]);
+    assert_eq!(config.tokens, vec![expected]);
+    assert_eq!(config.allowed_origins, vec!["https://app.example.com".to_owned()]);
 }
 
 #[test]
 fn trusted_proxies_are_addresses_or_blocks() {
-    assert!(parse("").unwrap().http.trusted_proxies.is_empty(), "no proxy is trusted by default");
+    assert!(parse("").unwrap().trusted_proxies.is_empty(), "no proxy is trusted by default");
     let config = parse("[http]\ntrusted_proxies = [\"10.0.0.5\", \"10.1.2.3/16\", \"fd00::/8\", \"::1\"]").unwrap();
-    let shown: Vec<String> = config.http.trusted_proxies.iter().map(ToString::to_string).collect();
+    let shown: Vec<String> = config.trusted_proxies.iter().map(ToString::to_string).collect();
     assert_eq!(shown, ["10.0.0.5/32", "10.1.0.0/16", "fd00::/8", "::1/128"]);
     check_err(
         "[http]\ntrusted_proxies = [\"proxy.internal\"]",
@@ -191,7 +226,7 @@ fn jwks_urls_are_checked_at_load() {
         ["https://idp.example.com/jwks", "http://127.0.0.1:8080/jwks", "http://localhost/jwks", "http://[::1]:9/k"]
     {
         let config = parse(&format!("{jwt}jwks_url = {ok:?}")).unwrap_or_else(|e| panic!("{ok}: {e}"));
-        assert_eq!(config.http.jwt.expect("jwt").jwks, JwksSource::Url(ok.into()));
+        assert_eq!(config.jwt.expect("jwt").jwks, JwksSource::Url(ok.into()));
     }
     check_err(
         &format!("{jwt}jwks_url = \"http://example.com/jwks\""),

@@ -1,0 +1,814 @@
+//! A section of `airlock.toml`, declared once.
+//!
+//! Each key of every section is one entry of a [`section!`](crate::section!)
+//! declaration, written beside the code that enforces it: the key as the
+//! operator writes it, its type, default, accepted range and unit, whether a
+//! reload applies it or it is fixed until a restart, and one doc line. From
+//! that entry come the raw serde struct that reads the section (refusing
+//! unknown keys), the checked value and its range error (one helper,
+//! [`check_range`], for every key), the row `airlock config` shows and a
+//! reload compares ([`Section::values`]), the section's lines in
+//! `airlock.example.toml` ([`Section::example`]) and its table in the
+//! operator guide ([`Section::table`]). As rust-analyzer does with its
+//! `config_data!`: adding a key is one declaration and the code that uses
+//! it.
+//!
+//! Keys whose values are structured (lists of tables, credentials, grants,
+//! templates) are declared as `hand` keys: they appear in the table and in
+//! every generated document like any other key, and the owner parses their
+//! value by hand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// When a change to a key takes effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applies {
+    /// On the next reload.
+    Reload,
+    /// Only when `airlock serve` restarts: what it configures is built when
+    /// the host starts (the engine, listeners, the JWT verifier, the fleet's
+    /// signer, the audit shipper, metrics and traces). A reload that would
+    /// change it is refused, naming the key.
+    Restart,
+    /// Only on a restart while `[audit.postgres]` ships the log (the shipper
+    /// follows the file it was started with); on a reload otherwise.
+    RestartWhileShipped,
+}
+
+impl Applies {
+    /// How the operator guide says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applies::Reload => "reload",
+            Applies::Restart => "restart",
+            Applies::RestartWhileShipped => "restart while `[audit.postgres]` ships the log, else reload",
+        }
+    }
+}
+
+/// How the operator writes a number, and how the host holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count (instances, files, principals, fuel units).
+    Count,
+    /// Bytes.
+    Bytes,
+    /// Kibibytes, held as written.
+    Kib,
+    /// Kibibytes, held in bytes.
+    KibBytes,
+    /// Mebibytes, held as written.
+    Mib,
+    /// Mebibytes, held in bytes.
+    MibBytes,
+    /// A percentage.
+    Percent,
+    /// Seconds.
+    Secs,
+    /// Milliseconds.
+    Millis,
+}
+
+impl Unit {
+    /// What follows a number in this unit in the guide and in errors
+    /// (with its leading space), empty for a count.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Count => "",
+            Unit::Bytes => " bytes",
+            Unit::Kib | Unit::KibBytes => " KiB",
+            Unit::Mib | Unit::MibBytes => " MiB",
+            Unit::Percent => " %",
+            Unit::Secs => " s",
+            Unit::Millis => " ms",
+        }
+    }
+
+    /// Bytes per unit written, for the units held in bytes; 1 otherwise.
+    fn scale(self) -> u64 {
+        match self {
+            Unit::KibBytes => 1 << 10,
+            Unit::MibBytes => 1 << 20,
+            _ => 1,
+        }
+    }
+}
+
+/// A value as `airlock config` and the generated documents show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number, in the unit the operator writes.
+    Int(u64),
+    /// A string (a path, a URL, a name).
+    Text(String),
+    /// An array of strings.
+    List(Vec<String>),
+}
+
+impl Value {
+    /// The value as TOML text.
+    pub fn toml(&self) -> String {
+        match self {
+            Value::Bool(value) => value.to_string(),
+            Value::Int(value) => value.to_string(),
+            Value::Text(text) => quoted(text),
+            Value::List(items) => {
+                let items: Vec<String> = items.iter().map(|item| quoted(item)).collect();
+                format!("[{}]", items.join(", "))
+            }
+        }
+    }
+
+    /// A path as text.
+    pub fn path(path: &std::path::Path) -> Value {
+        Value::Text(path.display().to_string())
+    }
+}
+
+/// `text` as a TOML basic string.
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A type a key of a [`section!`](crate::section!) group holds: how serde
+/// reads it, how it is checked and converted, and how it is shown.
+pub trait Setting: Sized {
+    /// What serde reads from the file.
+    type Raw: Clone;
+    /// What the guide says is accepted, for a key without a range.
+    const ACCEPTS: &'static str;
+    /// The value as a number in the operator's unit, for its range check
+    /// (`None` for what is not a number).
+    fn number(raw: &Self::Raw) -> Option<u64>;
+    /// The value the host holds for what the operator wrote (already in
+    /// range).
+    fn from_raw(raw: Self::Raw, unit: Unit) -> Self;
+    /// The value in the operator's unit (`None`: not set).
+    fn show(&self, unit: Unit) -> Option<Value>;
+    /// The value as a number in the operator's unit, for the range check of
+    /// a value the host holds (`None` for what is not a number, or not set).
+    fn operator(&self, unit: Unit) -> Option<u64> {
+        match self.show(unit) {
+            Some(Value::Int(number)) => Some(number),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! integer_setting {
+    ($($int:ty),*) => {$(
+        impl Setting for $int {
+            type Raw = u64;
+            const ACCEPTS: &'static str = "an integer";
+            fn number(raw: &u64) -> Option<u64> {
+                Some(*raw)
+            }
+            fn from_raw(raw: u64, unit: Unit) -> Self {
+                // In range before it is converted: a value this large was
+                // refused already, so saturating loses nothing.
+                <$int>::try_from(raw.saturating_mul(unit.scale())).unwrap_or(<$int>::MAX)
+            }
+            fn show(&self, unit: Unit) -> Option<Value> {
+                Some(Value::Int(u64::try_from(*self).unwrap_or(u64::MAX) / unit.scale()))
+            }
+        }
+    )*};
+}
+
+integer_setting!(u8, u32, u64, usize);
+
+impl Setting for Duration {
+    type Raw = u64;
+    const ACCEPTS: &'static str = "an integer";
+    fn number(raw: &u64) -> Option<u64> {
+        Some(*raw)
+    }
+    fn from_raw(raw: u64, unit: Unit) -> Self {
+        match unit {
+            Unit::Millis => Duration::from_millis(raw),
+            _ => Duration::from_secs(raw),
+        }
+    }
+    fn show(&self, unit: Unit) -> Option<Value> {
+        let number = match unit {
+            Unit::Millis => u64::try_from(self.as_millis()).unwrap_or(u64::MAX),
+            _ => self.as_secs(),
+        };
+        Some(Value::Int(number))
+    }
+}
+
+/// A number that may be left unset (it then has no value, or one the host
+/// derives).
+impl<T: Setting<Raw = u64>> Setting for Option<T> {
+    type Raw = u64;
+    const ACCEPTS: &'static str = "an integer";
+    fn number(raw: &u64) -> Option<u64> {
+        Some(*raw)
+    }
+    fn from_raw(raw: u64, unit: Unit) -> Self {
+        Some(T::from_raw(raw, unit))
+    }
+    fn show(&self, unit: Unit) -> Option<Value> {
+        self.as_ref().and_then(|value| value.show(unit))
+    }
+}
+
+impl Setting for bool {
+    type Raw = bool;
+    const ACCEPTS: &'static str = "`true` or `false`";
+    fn number(_: &bool) -> Option<u64> {
+        None
+    }
+    fn from_raw(raw: bool, _: Unit) -> Self {
+        raw
+    }
+    fn show(&self, _: Unit) -> Option<Value> {
+        Some(Value::Bool(*self))
+    }
+}
+
+impl Setting for String {
+    type Raw = String;
+    const ACCEPTS: &'static str = "a string";
+    fn number(_: &String) -> Option<u64> {
+        None
+    }
+    fn from_raw(raw: String, _: Unit) -> Self {
+        raw
+    }
+    fn show(&self, _: Unit) -> Option<Value> {
+        Some(Value::Text(self.clone()))
+    }
+}
+
+impl Setting for Vec<String> {
+    type Raw = Vec<String>;
+    const ACCEPTS: &'static str = "an array of strings";
+    fn number(_: &Vec<String>) -> Option<u64> {
+        None
+    }
+    fn from_raw(raw: Vec<String>, _: Unit) -> Self {
+        raw
+    }
+    fn show(&self, _: Unit) -> Option<Value> {
+        Some(Value::List(self.clone()))
+    }
+}
+
+impl Setting for PathBuf {
+    type Raw = PathBuf;
+    const ACCEPTS: &'static str = "a path";
+    fn number(_: &PathBuf) -> Option<u64> {
+        None
+    }
+    fn from_raw(raw: PathBuf, _: Unit) -> Self {
+        raw
+    }
+    fn show(&self, _: Unit) -> Option<Value> {
+        Some(Value::path(self))
+    }
+}
+
+/// `value` if it is within `min..=max`; else the error every range check
+/// gives: the key as the operator writes it (after `scope`, its section,
+/// when not empty), the value set, the range accepted in `unit`, and
+/// `about`, what the key is (or why the range is what it is).
+///
+/// # Errors
+///
+/// `value` is out of range.
+pub fn check_range(
+    scope: &str,
+    key: &str,
+    value: u64,
+    min: u64,
+    max: u64,
+    unit: Unit,
+    about: &str,
+) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        return Ok(value);
+    }
+    let scope = if scope.is_empty() { String::new() } else { format!("{scope} ") };
+    Err(format!("{scope}{key} = {value} is out of range: accepted {} ({about})", range_text(min, max, unit)))
+}
+
+/// A range in the guide's and the errors' words: `1..=300 s`, or `at
+/// least 1` for a range with no upper end but the integer's.
+fn range_text(min: u64, max: u64, unit: Unit) -> String {
+    if max == u64::MAX { format!("at least {min}{}", unit.suffix()) } else { format!("{min}..={max}{}", unit.suffix()) }
+}
+
+/// What a key accepts.
+#[derive(Debug, Clone, Copy)]
+pub enum Accepts {
+    /// A number within `min..=max`, written in `unit`.
+    Range {
+        /// Least value accepted.
+        min: u64,
+        /// Most value accepted.
+        max: u64,
+        /// The unit it is written in.
+        unit: Unit,
+    },
+    /// What is accepted, in words (a type, a form, a list of choices).
+    Text(&'static str),
+}
+
+/// What a key is when it is not set.
+#[derive(Debug, Clone, Copy)]
+pub enum Unset {
+    /// Its default value (`None`: no value at all).
+    Value(fn() -> Option<Value>),
+    /// What an unset one means, in words (a derived default, a structured
+    /// value).
+    Text(&'static str),
+}
+
+/// What `airlock.example.toml` writes for a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Example {
+    /// Its default, commented out.
+    Default,
+    /// Its default, set.
+    SetDefault,
+    /// This value (TOML text), commented out.
+    Commented(&'static str),
+    /// This value (TOML text), set.
+    Set(&'static str),
+}
+
+/// What the guide says of one key, declared once.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    /// The key as the operator writes it.
+    pub name: &'static str,
+    /// What it does, in one line (as declared; [`KeyDoc::doc`] trims it).
+    pub doc: &'static str,
+    /// What it accepts.
+    pub accepts: Accepts,
+    /// What it is when not set.
+    pub unset: Unset,
+    /// When a change to it takes effect.
+    pub applies: Applies,
+    /// What the example configuration writes for it.
+    pub example: Example,
+}
+
+impl KeyDoc {
+    /// What it does, in one line.
+    pub fn doc(&self) -> &'static str {
+        self.doc.trim()
+    }
+
+    /// `value` (as written, in the key's unit) if the key's range accepts
+    /// it; a key without a range accepts anything.
+    ///
+    /// # Errors
+    ///
+    /// The range error of [`check_range`], naming the key after `scope`.
+    pub fn check(&self, scope: &str, value: u64) -> Result<u64, String> {
+        match self.accepts {
+            Accepts::Range { min, max, unit } => check_range(scope, self.name, value, min, max, unit, self.doc()),
+            Accepts::Text(_) => Ok(value),
+        }
+    }
+
+    /// The default as TOML text, if it can be written.
+    pub fn default_value(&self) -> Option<String> {
+        match self.unset {
+            Unset::Value(default) => default().map(|value| value.toml()),
+            Unset::Text(_) => None,
+        }
+    }
+
+    /// What is accepted, in the guide's words.
+    pub fn accepted(&self) -> String {
+        match self.accepts {
+            Accepts::Range { min, max, unit } => range_text(min, max, unit),
+            Accepts::Text(text) => text.to_owned(),
+        }
+    }
+}
+
+/// One key of a section: what the guide says of it, and how its value is
+/// read from the settings `S` the section is checked into.
+pub struct Key<S: 'static> {
+    /// What the guide says of it.
+    pub doc: KeyDoc,
+    /// Its value in `S` (`None`: not set, or a secret).
+    pub show: fn(&S) -> Option<Value>,
+    /// What a restart check compares besides the value shown, when that
+    /// cannot tell a change (a secret, a key file's contents): never shown.
+    pub identity: fn(&S) -> Option<String>,
+}
+
+/// A section of `airlock.toml`: its name and every key it accepts, in the
+/// order `airlock config` and the guide show them.
+pub struct Section<S: 'static> {
+    /// The section's name as the operator writes it between brackets
+    /// (`http.jwt`, `tools.NAME`), empty for the top level.
+    pub name: &'static str,
+    /// The file the section is declared in (named by the generated
+    /// documents).
+    pub source: &'static str,
+    /// Every key.
+    pub keys: &'static [Key<S>],
+}
+
+/// One key's value in the settings in force, as a reload compares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// What the guide says of the key.
+    pub name: &'static str,
+    /// When a change to it takes effect.
+    pub applies: Applies,
+    /// Its value (`None`: not set, or a secret).
+    pub value: Option<Value>,
+    /// What else tells a change (a secret's own text, a key file's
+    /// contents); never shown.
+    pub identity: Option<String>,
+}
+
+impl<S: 'static> Section<S> {
+    /// The section as errors name it: `[http.jwt]`, or nothing for the top
+    /// level.
+    pub fn scope(&self) -> String {
+        if self.name.is_empty() { String::new() } else { format!("[{}]", self.name) }
+    }
+
+    /// What the guide says of each key.
+    pub fn docs(&self) -> Vec<KeyDoc> {
+        self.keys.iter().map(|key| key.doc).collect()
+    }
+
+    /// The key named `name`.
+    pub fn key(&self, name: &str) -> Option<&Key<S>> {
+        self.keys.iter().find(|key| key.doc.name == name)
+    }
+
+    /// Every key's value in `settings`, in order; all unset when the
+    /// section is absent (`None`).
+    pub fn values(&self, settings: Option<&S>) -> Vec<Shown> {
+        self.keys
+            .iter()
+            .map(|key| Shown {
+                name: key.doc.name,
+                applies: key.doc.applies,
+                value: settings.and_then(|s| (key.show)(s)),
+                identity: settings.and_then(|s| (key.identity)(s)),
+            })
+            .collect()
+    }
+
+    /// The section in `airlock.example.toml`: its header (commented out
+    /// unless a key is set), then every key, set or commented out, with what
+    /// it does, what it accepts and whether it needs a restart.
+    pub fn example(&self) -> String {
+        crate::generated::example(self.name, &self.docs())
+    }
+
+    /// The section's table of keys in the operator guide.
+    pub fn table(&self) -> String {
+        crate::generated::table(&self.docs())
+    }
+
+    /// Keep the section's generated documents current (a test): its part of
+    /// `airlock.example.toml`, its table in `page` (a file of the book,
+    /// relative to the workspace) and, for a section with keys that have a
+    /// range, the table of those caps in the limits reference
+    /// (`book/src/operator/limits.md`).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::generated::ensure`]: a stale part (now rewritten), or a
+    /// file without its markers.
+    pub fn ensure_documents(&self, page: &str) -> Result<(), String> {
+        let name = if self.name.is_empty() { "the top level".to_owned() } else { format!("[{}]", self.name) };
+        let declared = format!("the keys of {name} ({})", self.source);
+        let generated = |path: &str, begin: String, end: &str, expected: String| {
+            crate::generated::ensure(path, &begin, end, &expected, &declared)
+        };
+        let example = generated(
+            "airlock.example.toml",
+            format!("# generated from the keys of {name} "),
+            "# end of generated",
+            self.example(),
+        );
+        let table = generated(page, format!("<!-- generated from the keys of {name} "), END_OF_PAGE_PART, self.table());
+        let caps: Vec<KeyDoc> =
+            self.docs().into_iter().filter(|key| matches!(key.accepts, Accepts::Range { .. })).collect();
+        let caps = if caps.is_empty() || page == LIMITS_PAGE {
+            Ok(())
+        } else {
+            let begin = format!("<!-- generated from the caps of {name} ");
+            generated(LIMITS_PAGE, begin, END_OF_PAGE_PART, crate::generated::table(&caps))
+        };
+        crate::generated::all([example, table, caps])
+    }
+}
+
+/// The limits reference, where every section's caps are listed too.
+const LIMITS_PAGE: &str = "book/src/operator/limits.md";
+/// The line that ends a generated part of a book page.
+const END_OF_PAGE_PART: &str = "<!-- end of generated -->";
+
+/// Declares one section of `airlock.toml` once; see the [module
+/// documentation](crate::section).
+///
+/// ```text
+/// section! {
+///     /// The keys of `[serve]`.
+///     pub const SERVE: Section<ServeSettings> = "serve";
+///     /// `[serve]` as written.
+///     pub struct RawServe { /* raw-only fields: subsections, `NAME: TYPE,` */ }
+///     hand {
+///         /// what the key does, in one line
+///         KEY: RAW_TYPE, APPLIES, accepts "what", unset "what an unset one means"
+///             [, show |s: &Owner| …] [, identity |s: &Owner| …] [, example "TOML"] [, set "TOML"];
+///     }
+///     /// How `airlock serve` behaves as a service.
+///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///     group pub struct ServeSettings: Default (RawServeKeys) at () {
+///         /* extra (non-key) fields: `pub NAME: TYPE = INITIAL,` … */ ;
+///         /// on SIGTERM, how long calls in flight may take to finish
+///         shutdown_grace_secs => shutdown_grace: Duration = DEFAULT, Reload,
+///             [range UNIT MIN..=MAX] [, unset "…"] [, example "TOML"] [, set "TOML" | set default];
+///     }
+/// }
+/// ```
+///
+/// It makes the raw struct (every key, `deny_unknown_fields`) and the table
+/// (`Section`, hand keys first, then each group's), and for each group the
+/// checked struct (one field per key, holding the checked value, then the
+/// extra fields), a raw struct of the group's keys alone (with a `From` of
+/// the section's), `defaults()`, `from_keys(raw, base, scope)` (every key
+/// set checked against its range as written, the others kept from `base`)
+/// and `check_ranges(scope)`; `: Default` adds a `Default` that is
+/// `defaults()`. `at (FIELD)` says where the group sits in the section's
+/// settings type (`at ()`: it is that type). APPLIES is `Reload`,
+/// `Restart` or `RestartWhileShipped`; UNIT a [`Unit`]. In
+/// `airlock.example.toml` a key is commented out at its default, or at its
+/// `example`; `set` writes it set. The crate that invokes it depends on
+/// `serde` (the raw structs derive `serde::Deserialize`).
+#[macro_export]
+macro_rules! section {
+    (
+        $(#[doc = $tdoc:literal])*
+        $tvis:vis const $TABLE:ident : Section<$Owner:ty> = $name:literal;
+        $(#[doc = $rdoc:literal])*
+        $rvis:vis struct $Raw:ident { $( $(#[$sattr:meta])* $sfield:ident : $sty:ty ),* $(,)? }
+        hand {
+            $(
+                $(#[doc = $hdoc:literal])+
+                $hkey:ident : $hraw:ty, $happlies:ident, accepts $haccepts:literal, unset $hunset:literal
+                    $(, show $hshow:expr)? $(, identity $hidentity:expr)?
+                    $(, example $hexample:literal)? $(, set $hset:tt)? ;
+            )*
+        }
+        $(
+            $(#[$gattr:meta])*
+            group $gvis:vis struct $Group:ident $(: $GDefault:ident)? ($GRaw:ident) at $path:tt {
+                $( $(#[doc = $edoc:literal])* $evis:vis $efield:ident : $ety:ty = $einit:expr ),* ;
+                $(
+                    $(#[doc = $kdoc:literal])+
+                    $key:ident => $field:ident : $ty:ty = $default:expr, $applies:ident
+                        $(, range $unit:ident $range:expr)? $(, unset $unset:literal)?
+                        $(, example $example:literal)? $(, set $set:tt)? ;
+                )*
+            }
+        )*
+    ) => {
+        $(#[doc = $rdoc])*
+        #[derive(Debug, Default, ::serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        $rvis struct $Raw {
+            $( $hkey: $hraw, )*
+            $( $( $key: ::core::option::Option<<$ty as $crate::section::Setting>::Raw>, )* )*
+            $( $(#[$sattr])* $sfield: $sty, )*
+        }
+
+        $(
+            $(#[$gattr])*
+            $gvis struct $Group {
+                $( $(#[doc = $edoc])* $evis $efield: $ety, )*
+                $( #[doc = concat!($($kdoc),+)] pub $field: $ty, )*
+            }
+
+            #[doc = concat!("The keys of [`", stringify!($Group), "`] as written.")]
+            #[derive(Debug, Default, Clone, ::serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            $gvis struct $GRaw {
+                $( $key: ::core::option::Option<<$ty as $crate::section::Setting>::Raw>, )*
+            }
+
+            impl ::core::convert::From<&$Raw> for $GRaw {
+                fn from(raw: &$Raw) -> Self {
+                    Self { $( $key: raw.$key.clone(), )* }
+                }
+            }
+
+            #[allow(dead_code)]
+            impl $Group {
+                /// Every key at its default.
+                pub(crate) fn defaults() -> Self {
+                    Self { $( $efield: $einit, )* $( $field: $default, )* }
+                }
+
+                /// `base` with the keys set in `raw` over it, each checked
+                /// against its range as written; errors name the key after
+                /// `scope`.
+                pub(crate) fn from_keys(raw: &$GRaw, base: &Self, scope: &str) -> ::core::result::Result<Self, String> {
+                    let mut checked = base.clone();
+                    $(
+                        if let ::core::option::Option::Some(value) = &raw.$key {
+                            if let ::core::option::Option::Some(number) = <$ty as $crate::section::Setting>::number(value) {
+                                $crate::__section_key_doc!($Group, $key, $field, $ty, [$($kdoc),+], $applies,
+                                    [$($unit $range)?], [$($unset)?], [$($example)?], [$($set)?])
+                                    .check(scope, number)?;
+                            }
+                            checked.$field = <$ty as $crate::section::Setting>::from_raw(
+                                value.clone(),
+                                $crate::__section_unit!([$($unit)?]),
+                            );
+                        }
+                    )*
+                    ::core::result::Result::Ok(checked)
+                }
+
+                /// Check every key's value against its range, in the
+                /// operator's unit; errors name the key after `scope`.
+                pub(crate) fn check_ranges(&self, scope: &str) -> ::core::result::Result<(), String> {
+                    $(
+                        if let ::core::option::Option::Some(number) = <$ty as $crate::section::Setting>::operator(
+                            &self.$field,
+                            $crate::__section_unit!([$($unit)?]),
+                        ) {
+                            $crate::__section_key_doc!($Group, $key, $field, $ty, [$($kdoc),+], $applies,
+                                [$($unit $range)?], [$($unset)?], [$($example)?], [$($set)?])
+                                .check(scope, number)?;
+                        }
+                    )*
+                    ::core::result::Result::Ok(())
+                }
+            }
+
+            $( impl $GDefault for $Group {
+                fn default() -> Self {
+                    Self::defaults()
+                }
+            } )?
+        )*
+
+        $(#[doc = $tdoc])*
+        $tvis const $TABLE: $crate::section::Section<$Owner> = $crate::section::Section {
+            name: $name,
+            source: file!(),
+            keys: &[
+                $( $crate::section::Key {
+                    doc: $crate::section::KeyDoc {
+                        name: stringify!($hkey),
+                        doc: concat!($($hdoc),+),
+                        accepts: $crate::section::Accepts::Text($haccepts),
+                        unset: $crate::section::Unset::Text($hunset),
+                        applies: $crate::section::Applies::$happlies,
+                        example: $crate::__section_example!([$($hexample)?], [$($hset)?]),
+                    },
+                    show: $crate::__section_or!([$($hshow)?], |_: &$Owner| ::core::option::Option::None),
+                    identity: $crate::__section_or!([$($hidentity)?], |_: &$Owner| ::core::option::Option::None),
+                }, )*
+                $( $( $crate::section::Key {
+                    doc: $crate::__section_key_doc!($Group, $key, $field, $ty, [$($kdoc),+], $applies,
+                        [$($unit $range)?], [$($unset)?], [$($example)?], [$($set)?]),
+                    show: |settings: &$Owner| <$ty as $crate::section::Setting>::show(
+                        &$crate::__section_at!(settings, $path).$field,
+                        $crate::__section_unit!([$($unit)?]),
+                    ),
+                    identity: |_: &$Owner| ::core::option::Option::None,
+                }, )* )*
+            ],
+        };
+    };
+}
+
+/// The [`KeyDoc`] of a group key (a part of [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_key_doc {
+    ($Group:ident, $key:ident, $field:ident, $ty:ty, [$($doc:literal),+], $applies:ident,
+     [$($unit:ident $range:expr)?], [$($unset:literal)?], [$($example:literal)?], [$($set:tt)?]) => {
+        $crate::section::KeyDoc {
+            name: stringify!($key),
+            doc: concat!($($doc),+),
+            accepts: $crate::__section_accepts!($ty, [$($unit $range)?]),
+            unset: $crate::__section_unset!([$($unset)?], || <$ty as $crate::section::Setting>::show(
+                &$Group::defaults().$field,
+                $crate::__section_unit!([$($unit)?]),
+            )),
+            applies: $crate::section::Applies::$applies,
+            example: $crate::__section_example!([$($example)?], [$($set)?]),
+        }
+    };
+}
+
+/// What a group key accepts (a part of [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_accepts {
+    ($ty:ty, []) => {
+        $crate::section::Accepts::Text(<$ty as $crate::section::Setting>::ACCEPTS)
+    };
+    ($ty:ty, [$unit:ident $range:expr]) => {
+        $crate::section::Accepts::Range {
+            min: *::core::ops::RangeInclusive::<u64>::start(&$range),
+            max: *::core::ops::RangeInclusive::<u64>::end(&$range),
+            unit: $crate::section::Unit::$unit,
+        }
+    };
+}
+
+/// The unit of a group key, a count unless a range names one (a part of
+/// [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_unit {
+    ([]) => {
+        $crate::section::Unit::Count
+    };
+    ([$unit:ident]) => {
+        $crate::section::Unit::$unit
+    };
+}
+
+/// What an unset group key is (a part of [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_unset {
+    ([], $default:expr) => {
+        $crate::section::Unset::Value($default)
+    };
+    ([$text:literal], $default:expr) => {
+        $crate::section::Unset::Text($text)
+    };
+}
+
+/// What the example configuration writes for a key (a part of
+/// [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_example {
+    ([], []) => {
+        $crate::section::Example::Default
+    };
+    ([], [default]) => {
+        $crate::section::Example::SetDefault
+    };
+    ([$example:literal], []) => {
+        $crate::section::Example::Commented($example)
+    };
+    ([], [$set:literal]) => {
+        $crate::section::Example::Set($set)
+    };
+}
+
+/// The first expression given, else the second (a part of [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_or {
+    ([$given:expr], $otherwise:expr) => {
+        $given
+    };
+    ([], $otherwise:expr) => {
+        $otherwise
+    };
+}
+
+/// Where a group sits in the section's settings (a part of [`section!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __section_at {
+    ($settings:ident, ()) => {
+        $settings
+    };
+    ($settings:ident, ($field:ident)) => {
+        $settings.$field
+    };
+}

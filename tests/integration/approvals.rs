@@ -178,14 +178,14 @@ fn a_declined_transfer_never_runs_and_a_bad_link_is_refused() {
     let addr = server.announced("serving MCP");
     wait_ready(&addr);
     let alice = Mcp::connect(&addr, Some(ALICE));
-    let first = alice.call(1, "create_transfer", json!({"to": "acc-mallory", "amount": 90_000}), &[]);
+    let first = alice.call(1, "create_transfer", json!({"to": "acc-mallory", "amount": 40_000}), &[]);
     let link = link_in(&first);
     let (_, path) = split(&link);
     let page = request(&addr, "GET", &path, &[], "");
-    assert!(page.body.contains("Transfer 90000 to acc-mallory"), "{}", page.body);
+    assert!(page.body.contains("Transfer 40000 to acc-mallory"), "{}", page.body);
     let declined = answer(&link, &field(&page.body, "csrf"), "decline", &format!("http://{addr}"));
     assert_eq!(declined.status, 200, "{}", declined.body);
-    let again = alice.call(2, "create_transfer", json!({"to": "acc-mallory", "amount": 90_000}), &[]);
+    let again = alice.call(2, "create_transfer", json!({"to": "acc-mallory", "amount": 40_000}), &[]);
     assert_eq!(kind(&again), "declined", "{again}");
     assert!(again["content"][0]["text"].as_str().unwrap_or_default().contains("alice declined it"), "{again}");
 

@@ -65,7 +65,14 @@ impl AuditLog {
 /// A record's `argument_digest` is this digest of the arguments *after*
 /// redaction, so that it cannot be used to confirm a guess at a redacted value.
 pub fn argument_digest(arguments: &Value) -> String {
-    sha256_digest(&canonical(arguments))
+    json_digest(arguments)
+}
+
+/// `"sha256:<hex>"` of the canonical JSON of `value`, as
+/// [`argument_digest`] takes it: the digest a tool's definition is known by
+/// (its revision, `airlock_runtime::revision`) is this one too.
+pub fn json_digest(value: &Value) -> String {
+    sha256_digest(&canonical(value))
 }
 
 /// Returns `arguments` with the value of every object member whose name

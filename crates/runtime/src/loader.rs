@@ -265,7 +265,9 @@ pub fn with_settings(mut tool: LoadedTool, settings: ToolSettings) -> Result<Loa
 /// [`LoadError::RevisionChanged`]: the revision is not the pinned one.
 pub fn check_revision(tool: LoadedTool, lock: Option<(&Path, &PinnedTool)>) -> Result<LoadedTool, LoadError> {
     let (pin, by, pinned) = match (&tool.settings.pin, lock) {
-        (Some(pin), _) => (pin.as_str(), PinnedBy::Config, None),
+        // The lock file's definition still shows what changed, when it is
+        // the one the config pins.
+        (Some(pin), lock) => (pin.as_str(), PinnedBy::Config, lock.map(|(_, pinned)| pinned)),
         (None, Some((path, pinned))) => (pinned.revision.as_str(), PinnedBy::Lock(path), Some(pinned)),
         (None, None) => return Ok(tool),
     };

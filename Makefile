@@ -25,7 +25,7 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 
-.PHONY: all build guests setup install install-files install-cache check test test-install test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
+.PHONY: all build guests setup install install-files install-cache check test test-install test-approvals test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
 
 include mk/interpreters.mk
 include mk/examples.mk
@@ -176,7 +176,24 @@ $(FLEET_FILES) &:
 	$(SUDO) apt-get update -qq >/dev/null
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null
 
-test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) test-interpreters $(FLEET_FILES)
+# The approval page's browser tests (tests/approvals): Debian's Chromium and
+# ChromeDriver, driven by Selenium (in the tests venv), and a certified
+# OpenID Provider (oidc-provider, pinned by the package-lock.json with the
+# Node 22 it needs) that people sign in at.
+BROWSER_PACKAGES := chromium chromium-driver
+BROWSER_FILES := /usr/bin/chromium /usr/bin/chromedriver
+APPROVALS_DIR := tests/approvals
+APPROVALS_STAMP := $(APPROVALS_DIR)/node_modules/.airlock-installed
+
+$(BROWSER_FILES) &:
+	$(SUDO) apt-get update -qq >/dev/null
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES) >/dev/null
+
+$(APPROVALS_STAMP): $(APPROVALS_DIR)/package-lock.json
+	cd $(APPROVALS_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES)
 	python3 tests/docs/check_links.py
 	$(CARGO) test --release $(HOST_PACKAGES) --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
@@ -185,6 +202,7 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
 	$(MAKE) --no-print-directory test-sdk
 	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
+	$(CLIENT_ENV) $(PY) -m pytest -q tests/approvals
 	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
 	$(CLIENT_ENV) $(LLAMAINDEX_PY) -m pytest -q tests/frameworks/test_llamaindex.py
 	$(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
@@ -193,6 +211,9 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	$(CLIENT_ENV) python3 tests/fleet/fleet.py
 
 # The same steps alone, against what `make build` built.
+test-approvals: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)
+	$(CLIENT_ENV) $(PY) -m pytest -q tests/approvals
+
 test-ts: build $(TS_STAMP)
 	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
 

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod audit_shipping;
+mod approvals;
 mod cards;
 mod cli;
 mod compile;

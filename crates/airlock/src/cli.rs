@@ -3,6 +3,7 @@
 //! command (the OCI ones, `pull`, `push`, `keygen` and `inspect oci://`,
 //! in `distribution`) and scaffolds new tool projects.
 
+pub mod approvals;
 pub mod commands;
 pub mod confirm;
 pub mod distribution;

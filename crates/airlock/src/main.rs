@@ -17,7 +17,7 @@ use cli::confirm::Who;
 use cli::logging::{LogFormat, init_logging};
 use cli::output::{Out, finish, usage_error};
 use cli::progress::TerminalProgress;
-use cli::{commands, distribution, scaffold};
+use cli::{approvals, commands, distribution, scaffold};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -103,6 +103,8 @@ enum Command {
     Config,
     /// Create a new tool project (rust, python or js) and print the command that builds it.
     New(scaffold::NewArgs),
+    /// Answer, as an approver the operator named, the approvals waiting for you on the server's page.
+    Approvals(approvals::ApprovalsArgs),
     /// Audit log tools.
     Audit {
         #[command(subcommand)]
@@ -206,6 +208,7 @@ async fn run(cli: Cli) -> ExitCode {
             return finish(Out::new().line(format_args!("{}", text.trim_end())).map(|()| ExitCode::SUCCESS));
         }
         Command::Pull(args) => return distribution::pull(&config, args).await,
+        Command::Approvals(args) => return approvals::run(&config, args).await,
         Command::Push(args) => return distribution::push(&config, args).await,
         Command::Inspect { file } => return distribution::inspect(&config, file).await,
         _ => {}
@@ -254,6 +257,7 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Audit { .. }
+        | Command::Approvals(_)
         | Command::Inspect { .. }
         | Command::New(_)
         | Command::Config

@@ -54,6 +54,11 @@ pub enum ErrorKind {
     /// (`[engine] memory_budget_mib`) before the call's deadline: other
     /// calls held it. Nothing ran; the same call may succeed later.
     Busy,
+    /// The call needs the approval of a person on Airlock's approval page
+    /// (the principal it acts for, or the approver the operator names),
+    /// and nobody has given it yet. Nothing ran; the message has the link
+    /// to relay, and the same call made again after the approval runs.
+    ApprovalRequired,
     /// The host could not run the call (e.g. a granted directory vanished).
     Internal,
 }
@@ -77,12 +82,13 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::QuotaExceeded => "quota_exceeded",
             ErrorKind::Busy => "busy",
+            ErrorKind::ApprovalRequired => "approval_required",
             ErrorKind::Internal => "internal",
         }
     }
 
     /// Every kind, for tests and documentation.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::UnknownTool,
         ErrorKind::InvalidArguments,
         ErrorKind::Denied,
@@ -98,6 +104,7 @@ impl ErrorKind {
         ErrorKind::Cancelled,
         ErrorKind::QuotaExceeded,
         ErrorKind::Busy,
+        ErrorKind::ApprovalRequired,
         ErrorKind::Internal,
     ];
 }

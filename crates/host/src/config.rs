@@ -112,6 +112,8 @@ pub struct Config {
     /// loads the tools as they are in order to pin them anew. (`[tools.NAME]
     /// pin` is enforced either way.)
     pub lock_pins: bool,
+    /// Approvals on Airlock's own page (`[approvals]`).
+    pub approvals: crate::approval::ApprovalSettings,
 }
 
 airlock_settings::section! {
@@ -146,6 +148,8 @@ airlock_settings::section! {
         log: RawLog,
         #[serde(default)]
         cards: RawCards,
+        #[serde(default)]
+        approvals: crate::approval::RawApprovals,
     }
     hand {
         /// `false`: start from nothing instead of over the built-in settings of the bundled tools
@@ -341,6 +345,7 @@ impl Config {
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
+        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -362,6 +367,7 @@ impl Config {
             log,
             cards,
             lock_pins: true,
+            approvals,
         })
     }
 

@@ -114,6 +114,11 @@ impl HostBuilder {
             config.engine.compiler = Some(exe);
         }
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
+        // Approvals outlive reloads; in a fleet they are kept in its Redis.
+        let approvals = Arc::new(
+            crate::approval::Approvals::new(config.fleet.as_ref(), &config.approvals)
+                .map_err(|why| HostError::Engine(anyhow::anyhow!(why)))?,
+        );
         crate::client_log::configure(&config.log);
         // Metrics and the span exporter live as long as the host: their
         // settings are fixed at start (`Config::restarts`).
@@ -155,6 +160,7 @@ impl HostBuilder {
             sessions,
             memory: runtime.memory().clone(),
             telemetry,
+            approvals,
             confirmations_closed: CancellationToken::new(),
         };
         let host = Host {
@@ -559,6 +565,12 @@ impl Host {
             memory: Some(self.inner.runtime.memory().snapshot()),
         };
         self.inner.pipeline.telemetry.metrics.render(snapshot)
+    }
+
+    /// The approvals on Airlock's page: opened by calls, answered on the
+    /// page the transports serve (`airlock_host::approval`).
+    pub fn approvals(&self) -> &Arc<crate::approval::Approvals> {
+        &self.inner.pipeline.approvals
     }
 
     /// The host's metrics, for the transports' own counters.

@@ -21,6 +21,7 @@
 // workspace in Cargo.toml `[workspace.lints.clippy]`.
 
 pub mod access;
+pub mod approval;
 pub mod client_log;
 pub mod config;
 pub mod fleet;
@@ -30,6 +31,7 @@ mod messages;
 pub mod metrics;
 mod observe;
 mod otel;
+pub mod outbound;
 mod pipeline;
 pub mod quota;
 mod registry;

@@ -62,6 +62,8 @@ pub struct Pipeline {
     pub memory: MemoryBudget,
     /// Metrics and spans of finished calls.
     pub(crate) telemetry: Telemetry,
+    /// Approvals on Airlock's page, for the host's life.
+    pub approvals: Arc<crate::approval::Approvals>,
     /// Cancelled when shutdown begins: a call waiting for its confirmation
     /// is declined then, since no answer can arrive once the listener is
     /// closed (it would otherwise hold the shutdown for its whole grace).
@@ -113,6 +115,9 @@ struct InFlight {
     timeline: Timeline,
     /// Counts the call in `airlock_calls_in_flight` until it is dropped.
     _gauge: InFlightGuard,
+    /// The approval on Airlock's page the call runs under, for its audit
+    /// records.
+    approval: Option<airlock_policy::audit::ApprovalNote>,
 }
 
 impl Pipeline {
@@ -189,7 +194,7 @@ impl Pipeline {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> Result<Approved, Refused> {
-        let InFlight { request, timeline, started, .. } = flight;
+        let InFlight { request, timeline, started, approval: approved_on_page, .. } = flight;
         let resolved = resolve::resolve(state.registry(), &request.tool);
         timeline.lap(Stage::Resolve);
         let tool = resolved.map_err(|failure| Refused::not_reached(failure, None))?;
@@ -234,9 +239,20 @@ impl Pipeline {
         timeline.lap(Stage::Authorize);
         let (authority, policy) = match authorized? {
             Authorized::Allowed { policy } => (Authority::Allowed, policy),
-            Authorized::Ask { reason, policy } => {
-                let question = confirm::Question { request, tool: &tool, arguments: &arguments.value, reason, policy };
-                (Authority::Confirmed, self.confirm(state, question, confirmer, timeline).await?)
+            Authorized::Ask { reason, policy, approver } => {
+                let question =
+                    confirm::Question { request, tool: &tool, arguments: &arguments.value, reason, policy, approver };
+                let (policy, how) = self.confirm(state, question, confirmer, timeline, cancel).await?;
+                if let confirm::Confirmed::OnPage(approval) = how {
+                    *approved_on_page = approval.answer.as_ref().map(|answer| airlock_policy::audit::ApprovalNote {
+                        id: approval.id.clone(),
+                        by: answer.by.clone(),
+                        how: answer.how.as_str(),
+                        at_ms: answer.at_ms,
+                        revision: approval.revision.clone(),
+                    });
+                }
+                (Authority::Confirmed, policy)
             }
         };
         Ok(Approved { tool, arguments: arguments.text, session, authority, policy, host_time })
@@ -362,7 +378,13 @@ impl Pipeline {
         let call_id_end = request.call_id.floor_char_boundary(MAX_CALL_ID_LEN);
         request.call_id.truncate(call_id_end);
         let timeline = self.telemetry.timeline();
-        InFlight { started: timeline.started(), timeline, request, _gauge: self.telemetry.metrics.call_started() }
+        InFlight {
+            started: timeline.started(),
+            timeline,
+            request,
+            _gauge: self.telemetry.metrics.call_started(),
+            approval: None,
+        }
     }
 }
 

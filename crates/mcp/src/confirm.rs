@@ -28,11 +28,11 @@ use super::cancel::{Link, link};
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::render::cap;
 use airlock_host::host::Host;
-use airlock_policy::confirm::{ConfirmRequest, Confirmer};
+use airlock_policy::confirm::{ConfirmRequest, Confirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputResponses, JsonObject, ProgressNotificationParam, ProgressToken,
+    CustomNotification, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, InputResponses, JsonObject, ProgressNotificationParam, ProgressToken, ServerNotification,
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
@@ -50,8 +50,38 @@ pub const CONFIRM_PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 pub const MAX_CONFIRM_ARGUMENT_BYTES: usize = 2048;
 /// The key of the confirmation in `inputRequests` / `inputResponses`.
 pub const CONFIRM_KEY: &str = "confirm";
+/// The key of the approval page's URL-mode elicitation in `inputRequests`.
+pub const APPROVAL_KEY: &str = "approval";
 /// The boolean field of the confirmation form.
 const ALLOW_FIELD: &str = "allow";
+/// How a `requestState` that stands for an approval on Airlock's page
+/// starts: a retry with one runs the call again, which finds the
+/// approval by its principal, tool revision and arguments (the state
+/// itself names nothing to trust).
+pub const PAGE_STATE_PREFIX: &str = "approval.";
+/// The notification that tells a 2025-11-25 client a URL-mode elicitation
+/// is complete.
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+
+/// What the person reads beside the link.
+pub fn page_message(request: &ConfirmRequest<'_>) -> String {
+    let reason = request.reason.trim().trim_end_matches('.');
+    format!(
+        "{} wants to call {}: {reason}. Open the link to review it on Airlock's approval page and approve or decline \
+         it there.",
+        request.principal, request.tool
+    )
+}
+
+/// The URL-mode elicitation that sends a person to the page.
+pub fn url_request(message: String, url: &str, id: &str) -> ElicitRequestParams {
+    ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: url.to_owned(),
+        elicitation_id: id.to_owned(),
+    }
+}
 
 /// The question put to the user, e.g. `alice wants to call create_transfer
 /// with {"amount":20000,"to":"bob"}: transfers above 10,000 need
@@ -109,6 +139,12 @@ pub fn accepted_responses(responses: Option<&InputResponses>) -> bool {
 pub struct ElicitConfirmer {
     /// The client of the session the call came from.
     pub peer: Peer<RoleServer>,
+    /// Whether the client can answer a form elicitation (the client-mode
+    /// confirmation).
+    pub form: bool,
+    /// Whether the client declared URL-mode elicitation: it can send the
+    /// person to Airlock's approval page.
+    pub url: bool,
     /// The call's cancellation: a cancelled call stops waiting and declines.
     pub cancel: CancellationToken,
     /// The call's `progressToken`, when the client sent one: progress is
@@ -128,8 +164,63 @@ impl ElicitConfirmer {
     }
 }
 
+impl ElicitConfirmer {
+    /// Wait for `answered` while telling the client the call is alive.
+    async fn wait_for_page(&self, answered: BoxFuture<'_, bool>) -> bool {
+        tokio::pin!(answered);
+        let mut ticks = tokio::time::interval(CONFIRM_PROGRESS_INTERVAL);
+        let mut count = 0u32;
+        loop {
+            tokio::select! {
+                answer = &mut answered => return answer,
+                () = self.cancel.cancelled() => return false,
+                _ = ticks.tick(), if self.progress.is_some() => {
+                    if let Some(token) = &self.progress {
+                        count = count.saturating_add(1);
+                        self.still_waiting(token, count).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Confirmer for ElicitConfirmer {
+    fn approve_on_page<'a>(
+        &'a self,
+        request: ConfirmRequest<'a>,
+        page: PageApproval<'a>,
+    ) -> BoxFuture<'a, PageOutcome> {
+        if !self.url {
+            return Box::pin(async { PageOutcome::NotShown });
+        }
+        let params = url_request(page_message(&request), page.link, page.id);
+        let id = page.id.to_owned();
+        Box::pin(async move {
+            // The client shows the link and says whether the person went
+            // there; only the page says what they decided.
+            let opened = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT)).await;
+            match opened {
+                Ok(result) if result.action == ElicitationAction::Accept => {}
+                Ok(_) => return PageOutcome::Refused,
+                Err(err) => {
+                    tracing::info!("the approval link could not be shown, the call is declined: {err}");
+                    return PageOutcome::Refused;
+                }
+            }
+            let approved = self.wait_for_page(page.answered).await;
+            let done = CustomNotification::new(ELICITATION_COMPLETE, Some(json!({"elicitationId": id})));
+            if let Err(err) = self.peer.send_notification(ServerNotification::CustomNotification(done)).await {
+                tracing::debug!("cannot send {ELICITATION_COMPLETE}: {err}");
+            }
+            PageOutcome::Answered(approved)
+        })
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
+        if !self.form {
+            return Box::pin(async { false });
+        }
         let params = form(message(&request));
         Box::pin(async move {
             let answer = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT));
@@ -194,6 +285,15 @@ pub struct Confirmations {
 pub enum Started {
     /// The call finished (no confirmation was needed, or it was declined).
     Done(Box<ToolResult>),
+    /// The call waits for a person on Airlock's approval page: show them
+    /// `elicitation` (URL mode) and retry with `state`, which runs the
+    /// call again.
+    AskOnPage {
+        /// The `requestState` to hand out ([`PAGE_STATE_PREFIX`]).
+        state: String,
+        /// The URL-mode elicitation to put in `inputRequests`.
+        elicitation: Box<InputRequest>,
+    },
     /// The call waits: answer `elicitation` and retry with `state`.
     Ask {
         /// The `requestState` to hand out.
@@ -225,24 +325,52 @@ pub enum Resumed {
     Unavailable(String),
 }
 
-/// A question for the user and where to send the answer.
-type Question = (String, oneshot::Sender<bool>);
+/// What a 2026-07-28 call hands its request handler.
+enum Question {
+    /// A question for the client's form, and where to send the answer.
+    Form(String, oneshot::Sender<bool>),
+    /// A link to Airlock's approval page: the client sends the person
+    /// there and calls again; nothing waits here.
+    Page(Box<InputRequest>, String),
+}
 
 /// The confirmer of a 2026-07-28 call: hands the question to the request
 /// handler once, then waits for the answer.
 struct AskOnce {
     ask: Mutex<Option<oneshot::Sender<Question>>>,
+    /// Whether the client declared URL-mode elicitation.
+    url: bool,
     cancel: CancellationToken,
 }
 
+/// The `inputRequests` entry and `requestState` that send a 2026-07-28
+/// client's person to the page, if the client can.
+pub fn page_handoff(request: &ConfirmRequest<'_>, page: &PageApproval<'_>) -> (Box<InputRequest>, String) {
+    // 2026-07-28 has no elicitation ids: the retry finds the approval.
+    let params = url_request(page_message(request), page.link, "");
+    (Box::new(InputRequest::Elicitation(ElicitRequest::new(params))), format!("{PAGE_STATE_PREFIX}{}", page.id))
+}
+
 impl Confirmer for AskOnce {
+    fn approve_on_page<'a>(
+        &'a self,
+        request: ConfirmRequest<'a>,
+        page: PageApproval<'a>,
+    ) -> BoxFuture<'a, PageOutcome> {
+        let ask = if self.url { self.ask.lock().unwrap_or_else(|e| e.into_inner()).take() } else { None };
+        let Some(ask) = ask else { return Box::pin(async { PageOutcome::NotShown }) };
+        let (elicitation, state) = page_handoff(&request, &page);
+        let handed = ask.send(Question::Page(elicitation, state)).is_ok();
+        Box::pin(async move { if handed { PageOutcome::HandedOff } else { PageOutcome::NotShown } })
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         let question = message(&request);
         let ask = self.ask.lock().unwrap_or_else(|e| e.into_inner()).take();
         Box::pin(async move {
             let Some(ask) = ask else { return false };
             let (answer_tx, answer_rx) = oneshot::channel();
-            if ask.send((question, answer_tx)).is_err() {
+            if ask.send(Question::Form(question, answer_tx)).is_err() {
                 return false;
             }
             tokio::select! {
@@ -262,20 +390,27 @@ impl Confirmations {
 
     /// Run `request`. If the policy asks and `can_elicit`, the call is
     /// parked and [`Started::Ask`] returned; without `can_elicit`, ask
-    /// means declined. `cancel` cancels the call while this round runs.
+    /// means declined. A call to approve on Airlock's page is not parked:
+    /// with `can_open_url` the client gets [`Started::AskOnPage`] and calls
+    /// again; without, the result carries the link. `cancel` cancels the
+    /// call while this round runs.
     pub async fn start(
         self: &Arc<Self>,
         host: Host,
         request: CallRequest,
         owner: Owner,
-        can_elicit: bool,
+        (can_elicit, can_open_url): (bool, bool),
         cancel: &[CancellationToken],
     ) -> Started {
         let state = uuid::Uuid::new_v4().simple().to_string();
         let run_cancel = CancellationToken::new();
         let (ask_tx, mut ask_rx) = oneshot::channel();
         let (result_tx, mut result_rx) = oneshot::channel();
-        let confirmer = AskOnce { ask: Mutex::new(can_elicit.then_some(ask_tx)), cancel: run_cancel.clone() };
+        let confirmer = AskOnce {
+            ask: Mutex::new((can_elicit || can_open_url).then_some(ask_tx)),
+            url: can_open_url,
+            cancel: run_cancel.clone(),
+        };
         let this = Arc::clone(self);
         let (task_state, task_cancel) = (state.clone(), run_cancel.clone());
         tokio::spawn(async move {
@@ -285,12 +420,21 @@ impl Confirmations {
             this.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_state);
         });
         let _link = link(&run_cancel, cancel);
+        // The question is sent before the call can finish: looked at first,
+        // it is never missed for a result that was ready as well (a link
+        // handed off ends the call at once).
         tokio::select! {
-            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
+            biased;
             asked = &mut ask_rx => {
-                let Ok((question, answer)) = asked else {
-                    // The confirmer was dropped without asking: the call is finishing.
-                    return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
+                let (question, answer) = match asked {
+                    Ok(Question::Form(question, answer)) if can_elicit => (question, answer),
+                    // The page's link: the call ends pending (its audit
+                    // record is written as it finishes) and the client
+                    // calls again.
+                    Ok(Question::Page(elicitation, state)) => return Started::AskOnPage { state, elicitation },
+                    // The confirmer was dropped without asking, or asked
+                    // what this client cannot answer: the call is finishing.
+                    _ => return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
                 };
                 if let Err(result_rx) = self.park(&state, owner, answer, result_rx, run_cancel.clone()) {
                     // No room: the call was declined and is finishing.
@@ -299,6 +443,7 @@ impl Confirmations {
                 let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
                 Started::Ask { state, elicitation }
             }
+            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
         }
     }
 

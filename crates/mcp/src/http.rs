@@ -61,6 +61,7 @@
 //! the connections and their pools in `connections`, client addresses
 //! behind proxies in `proxy`, the probes and metrics in `probes`.
 
+mod approvals;
 mod body;
 mod connections;
 mod gate;
@@ -135,6 +136,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     }
     let mut app = app.layer(axum::middleware::from_fn_with_state(gate, check));
     app = probes::with_probes(app, &host);
+    let page_jwt = jwt.clone();
     if let Some(jwt) = jwt {
         // The metadata document is public (a client reads it before it has
         // a token), so it is routed after the gate's layer.
@@ -160,6 +162,18 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
 
     let stop = CancellationToken::new();
     let trusted = proxy::TrustedProxies::new(&settings.trusted_proxies);
+    // The approval page: on its own `[approvals] listen` address when the
+    // operator gives one, else on this origin.
+    let page_serving = match host.config().approvals.listen {
+        Some(listen) => Some(serve_page_with(&host, listen, page_jwt, stop.clone()).await?),
+        None => {
+            let base = host.config().approvals.public_url.unwrap_or_else(|| format!("http://{local}"));
+            host.approvals().serve_page_at(&base);
+            eprintln!("airlock: serving the approval page on {base}{}", airlock_host::approval::PAGE_PATH);
+            app = app.merge(approvals::routes(approvals::Page::new(host.clone(), page_jwt, base)));
+            None
+        }
+    };
     let serving = tokio::spawn(connections::serve(listener, app, caps, trusted.clone(), stop.clone()));
     let metrics_serving = metrics_listener
         .map(|(listener, app)| tokio::spawn(connections::serve(listener, app, caps, trusted.clone(), stop.clone())));
@@ -168,7 +182,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     // No new connections; idle ones close, busy ones after their response.
     stop.cancel();
     let mut open = Vec::new();
-    for task in std::iter::once(serving).chain(metrics_serving) {
+    for task in std::iter::once(serving).chain(metrics_serving).chain(page_serving) {
         match task.await {
             Ok(tasks) => open.push(tasks),
             Err(err) => tracing::error!("the HTTP accept loop failed: {err}"),
@@ -254,6 +268,48 @@ async fn bind_metrics(
     let local = listener.local_addr().context("cannot read the bound address")?;
     eprintln!("airlock: serving metrics on http://{local}{METRICS_PATH}");
     Ok((listener, app))
+}
+
+/// Serve the approval page alone on `[approvals] listen` (beside an HTTP
+/// server, or a stdio one, which has no origin of its own) until `stop` is
+/// cancelled; the page signs people in with `[http.jwt]` when there is one.
+pub(super) async fn serve_page(
+    host: &Host,
+    addr: SocketAddr,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
+    serve_page_with(host, addr, None, stop).await
+}
+
+/// [`serve_page`] with the HTTP server's verifier (one key-set refresh).
+async fn serve_page_with(
+    host: &Host,
+    addr: SocketAddr,
+    jwt: Option<Arc<jwt::Verifier>>,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
+    let settings = host.config();
+    if !addr.ip().is_loopback() && settings.http.jwt.is_none() {
+        anyhow::bail!(
+            "refusing to serve the approval page on {addr} ([approvals] listen): it is not a loopback address and \
+             there is no [http.jwt] to sign people in; without sign-in an approval link is only accepted on the \
+             machine Airlock runs on"
+        );
+    }
+    let jwt = match jwt {
+        Some(jwt) => Some(jwt),
+        None => settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new),
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} ([approvals] listen)"))?;
+    let local = listener.local_addr().context("cannot read the bound address")?;
+    let base = settings.approvals.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+    host.approvals().serve_page_at(&base);
+    eprintln!("airlock: serving the approval page on {base}{}", airlock_host::approval::PAGE_PATH);
+    let app = approvals::routes(approvals::Page::new(host.clone(), jwt, base));
+    let trusted = proxy::TrustedProxies::new(&settings.http.trusted_proxies);
+    Ok(tokio::spawn(connections::serve(listener, app, settings.http.caps, trusted, stop)))
 }
 
 /// Serve `[metrics] listen` beside a transport that is not HTTP (stdio)

@@ -122,6 +122,12 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
         Some(addr) => Some(http::serve_metrics_only(&host, addr, &principal, stop_metrics.clone()).await?),
         None => None,
     };
+    // A stdio server has no origin: the approval page needs `[approvals]
+    // listen` of its own.
+    let page = match host.config().approvals.listen {
+        Some(addr) => Some(http::serve_page(&host, addr, stop_metrics.clone()).await?),
+        None => None,
+    };
     let server = AirlockServer::new(shared, principal);
     let (reader, writer) = rmcp::transport::stdio_pipes();
     let transport = stdio::StdioTransport::new(reader, writer);
@@ -164,9 +170,8 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     };
     tracing::info!(?reason, "MCP stdio session ended");
     stop_metrics.cancel();
-    if let Some(metrics) = metrics
-        && let Ok(open) = metrics.await
-    {
+    for served in metrics.into_iter().chain(page) {
+        let Ok(open) = served.await else { continue };
         let _ = tokio::time::timeout(HTTP_SHUTDOWN_GRACE, open.wait()).await;
     }
     host.finish().await;

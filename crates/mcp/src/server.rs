@@ -12,7 +12,9 @@
 
 use super::cancel::linked;
 use super::changes::Changes;
-use super::confirm::{CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
+use super::confirm::{
+    APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, PAGE_STATE_PREFIX, Resumed, Started,
+};
 use super::jsonrpc::{self, Rejection};
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
@@ -140,6 +142,12 @@ fn can_elicit(capabilities: Option<ClientCapabilities>) -> bool {
     elicitation.form.is_some() || elicitation.url.is_none()
 }
 
+/// Whether the client declared URL-mode elicitation: it can send a person
+/// to Airlock's approval page.
+fn can_open_url(capabilities: Option<ClientCapabilities>) -> bool {
+    capabilities.and_then(|c| c.elicitation).is_some_and(|e| e.url.is_some())
+}
+
 /// The `_meta` key of an error result's kind (`denied`, `timeout`, …).
 pub const META_KIND: &str = "airlock/kind";
 /// The `_meta` key of a tool error's own code, when the tool gave one.
@@ -200,6 +208,11 @@ fn started(started: Started) -> Result<CallToolResponse, ErrorData> {
         Started::Ask { state, elicitation } => {
             let mut requests = InputRequests::new();
             requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
+            Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+        }
+        Started::AskOnPage { state, elicitation } => {
+            let mut requests = InputRequests::new();
+            requests.insert(APPROVAL_KEY.to_owned(), *elicitation);
             Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
         }
         Started::Lost => Err(ErrorData::internal_error("the call was lost", None)),
@@ -270,6 +283,7 @@ impl ServerHandler for AirlockServer {
         let (principal, attributes, cancel) = self.caller(&context)?;
         let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
         let elicit = can_elicit(context.client_capabilities());
+        let open_url = can_open_url(context.client_capabilities());
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let call = CallRequest {
             call_id: format!("mcp:{}", context.id),
@@ -281,8 +295,10 @@ impl ServerHandler for AirlockServer {
         };
         if !modern {
             let (run_cancel, _link) = linked(&cancel);
-            let confirmer = elicit.then(|| ElicitConfirmer {
+            let confirmer = (elicit || open_url).then(|| ElicitConfirmer {
                 peer: context.peer.clone(),
+                form: elicit,
+                url: open_url,
                 cancel: run_cancel.clone(),
                 progress: context.meta.get_progress_token(),
             });
@@ -304,20 +320,24 @@ impl ServerHandler for AirlockServer {
         let revision = self.shared.host.tools().get(request.name.as_ref()).map(|tool| tool.revision.clone());
         let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone(), revision };
         let responses = request.input_responses.as_ref();
+        // A retry after the approval page runs the call again: the approval
+        // is found by the call's principal, tool revision and arguments,
+        // on any replica, so the state carries nothing to check.
+        let state = request.request_state.as_deref().filter(|state| !state.starts_with(PAGE_STATE_PREFIX));
         // In a fleet, no call waits here: the state is signed and any
         // replica finishes the call.
         if let Some(signed) = &self.shared.signed {
             let host = &self.shared.host;
-            return match request.request_state.as_deref() {
+            return match state {
                 Some(state) => resumed(signed.resume(host, call, state, &owner, responses, &cancel).await),
-                None => started(signed.start(host, call, &owner, elicit, &cancel).await),
+                None => started(signed.start(host, call, &owner, (elicit, open_url), &cancel).await),
             };
         }
         let confirmations = &self.shared.confirmations;
-        if let Some(state) = request.request_state.as_deref() {
+        if let Some(state) = state {
             return resumed(confirmations.resume(state, &owner, responses, &cancel).await);
         }
-        started(confirmations.start(self.shared.host.clone(), call, owner, elicit, &cancel).await)
+        started(confirmations.start(self.shared.host.clone(), call, owner, (elicit, open_url), &cancel).await)
     }
 
     /// rmcp's catch-all: a request for a method it does not know, or for

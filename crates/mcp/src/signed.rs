@@ -18,13 +18,13 @@
 //! (used before, or Redis unreachable) runs nothing.
 
 use super::cancel::linked;
-use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message};
+use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message, page_handoff};
 use airlock_core::call::CallRequest;
 use airlock_host::fleet::redeem::{Redeemed, Redeemer, StoreLimits};
 use airlock_host::fleet::token::{self, Binding};
 use airlock_host::fleet::{FleetSettings, StateKey};
 use airlock_host::host::Host;
-use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer};
+use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputResponses};
 use serde_json::Value;
@@ -42,13 +42,30 @@ pub struct SignedConfirmations {
     max_clock_skew: Duration,
 }
 
-/// The confirmer of a first round: keeps the question and stops the call.
+/// The confirmer of a first round: keeps the question (or the approval
+/// page's link, for a client that can send a person there) and stops the
+/// call.
 #[derive(Default)]
 struct HandOff {
     question: Mutex<Option<String>>,
+    /// Whether the client declared URL-mode elicitation.
+    url: bool,
+    page: Mutex<Option<(Box<InputRequest>, String)>>,
 }
 
 impl Confirmer for HandOff {
+    fn approve_on_page<'a>(
+        &'a self,
+        request: ConfirmRequest<'a>,
+        page: PageApproval<'a>,
+    ) -> BoxFuture<'a, PageOutcome> {
+        if !self.url {
+            return Box::pin(async { PageOutcome::NotShown });
+        }
+        *self.page.lock().unwrap_or_else(|e| e.into_inner()) = Some(page_handoff(&request, &page));
+        Box::pin(async { PageOutcome::HandedOff })
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         *self.question.lock().unwrap_or_else(|e| e.into_inner()) = Some(message(&request));
         Box::pin(async { false })
@@ -93,13 +110,16 @@ impl SignedConfirmations {
         host: &Host,
         request: CallRequest,
         owner: &Owner,
-        can_elicit: bool,
+        (can_elicit, can_open_url): (bool, bool),
         cancel: &[CancellationToken],
     ) -> Started {
         let (run_cancel, _link) = linked(cancel);
-        let handoff = HandOff::default();
-        let confirmer = can_elicit.then_some(&handoff as &dyn Confirmer);
+        let handoff = HandOff { url: can_open_url, ..HandOff::default() };
+        let confirmer = (can_elicit || can_open_url).then_some(&handoff as &dyn Confirmer);
         let result = host.call_cancellable(request, confirmer, &run_cancel).await;
+        if let Some((elicitation, state)) = handoff.page.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Started::AskOnPage { state, elicitation };
+        }
         let question = handoff.question.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(question) = question else { return Started::Done(Box::new(result)) };
         let expiry = now_ms().saturating_add(u64::try_from(self.state_ttl.as_millis()).unwrap_or(u64::MAX));

@@ -86,7 +86,7 @@ pub const STARTED: &str = "started";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a call's record, in the order they are written.
-const FIELDS: [&str; 20] = [
+const FIELDS: [&str; 21] = [
     "seq",
     "time",
     "call_id",
@@ -101,6 +101,7 @@ const FIELDS: [&str; 20] = [
     "arguments",
     "decision",
     "policy",
+    "approval",
     "outcome",
     "message",
     "duration_us",
@@ -110,8 +111,10 @@ const FIELDS: [&str; 20] = [
 ];
 /// The members a record may leave out (`component_ref` and `signer` are
 /// written only for components pulled from a registry, `revision` only for
-/// a tool that was found, and not by hosts older than tool revisions).
-const OPTIONAL_FIELDS: [&str; 5] = ["session", "component_ref", "signer", "revision", "arguments"];
+/// a tool that was found, and not by hosts older than tool revisions,
+/// `approval` only for a call that ran under a person's approval on
+/// Airlock's page).
+const OPTIONAL_FIELDS: [&str; 6] = ["session", "component_ref", "signer", "revision", "arguments", "approval"];
 /// The `event` of the record a reload writes for a tool whose revision
 /// changed ([`ToolChange`]).
 pub const TOOL_CHANGED: &str = "tool_changed";
@@ -192,6 +195,23 @@ impl Event {
     }
 }
 
+/// Who approved a call, how, when, and for which revision of its tool:
+/// the record's `approval` member, `{"id", "by", "how", "at", "revision"}`
+/// (`at` in Unix milliseconds; strings capped like every other).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalNote {
+    /// The approval's id.
+    pub id: String,
+    /// Who approved it.
+    pub by: String,
+    /// Where: `page` or `terminal`.
+    pub how: &'static str,
+    /// When, in Unix milliseconds.
+    pub at_ms: u64,
+    /// The tool revision it was given for.
+    pub revision: String,
+}
+
 /// What the pipeline reports about one call. The log adds `seq`, `time`,
 /// `argument_digest`, `prev` and `hash`, and caps every string.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,6 +247,9 @@ pub struct AuditEntry {
     pub event: Event,
     /// Id of the policy that determined the decision, if any.
     pub policy: Option<String>,
+    /// The approval the call ran under, when a person approved it on
+    /// Airlock's page (or a named approver in a terminal).
+    pub approval: Option<ApprovalNote>,
     /// Wall-clock duration of the call, in microseconds.
     pub duration_us: u64,
     /// Fuel the guest consumed, when it ran.

@@ -113,6 +113,10 @@ pub enum Verdict {
         reason: String,
         /// Id of the permit policy that asked.
         policy: Option<String>,
+        /// Who must approve, from the asking policy's `@approver` (checked
+        /// when the policy was loaded); `None`: the principal the call acts
+        /// for.
+        approver: Option<crate::confirm::Approver>,
     },
 }
 
@@ -410,11 +414,18 @@ impl Policy {
                     };
                 }
                 let asks = determining.iter().find(|id| self.annotation(id, "ask").is_some());
+                // The approver of the first asking policy that names one.
+                let approver = determining
+                    .iter()
+                    .filter(|id| self.annotation(id, "ask").is_some())
+                    .find_map(|id| self.annotation(id, "approver"))
+                    .and_then(|text| crate::confirm::Approver::parse(text).ok());
                 match (annotated("ask"), asks) {
-                    (Some((id, reason)), _) => Verdict::Ask { reason, policy: Some(id) },
+                    (Some((id, reason)), _) => Verdict::Ask { reason, policy: Some(id), approver },
                     (None, Some(id)) => Verdict::Ask {
                         reason: format!("policy {:?} asks for confirmation", id.to_string()),
                         policy: Some(id.to_string()),
+                        approver,
                     },
                     (None, None) => Verdict::Allow { policy: determining.first().map(ToString::to_string) },
                 }

@@ -47,7 +47,7 @@
 //! marked with `…` ([`CardSettings`]). Templates are host-only: they never
 //! reach a model.
 
-use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
+use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, Script};
 use icu_properties::{CodePointMapData, CodePointSetData};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -403,19 +403,23 @@ pub fn escape(text: &str, max: usize) -> String {
 /// [`escape`], also saying whether anything was shown as `\u{…}`.
 fn escape_value(text: &str, max: usize) -> Escaped {
     let mut out = Escaped { text: String::new(), hidden: false };
+    let mixed = mixed_script_letters(text);
     // Marks shown on the last character shown as itself; `None` when there
     // is no such character for a mark to sit on (the value's start, or an
     // escape just written).
     let mut marks: Option<usize> = None;
     let mut buf = [0; 4];
     let mut hex = String::new();
-    for c in text.chars() {
+    for (position, c) in text.chars().enumerate() {
         let mark = !c.is_ascii() && is_stacking_mark(c);
         let (piece, shown) = match c {
             '\n' => ("\\n", Shown::Short),
             '\r' => ("\\r", Shown::Short),
             '\t' => ("\\t", Shown::Short),
-            c if is_hidden(c) || (mark && marks.is_none_or(|n| n >= MAX_COMBINING_MARKS)) => {
+            c if is_hidden(c)
+                || (mark && marks.is_none_or(|n| n >= MAX_COMBINING_MARKS))
+                || mixed.contains(&position) =>
+            {
                 hex.clear();
                 let _ = write!(hex, "\\u{{{:04x}}}", u32::from(c));
                 (hex.as_str(), Shown::Hex)
@@ -435,6 +439,46 @@ fn escape_value(text: &str, max: usize) -> Escaped {
         out.hidden |= shown == Shown::Hex;
     }
     out
+}
+
+/// The positions (in characters) of the letters of `text` shown escaped
+/// because the word they are in mixes scripts: a payee `acc-1234` whose
+/// `a` is Cyrillic looks like the Latin one. In each run of letters and
+/// digits that holds letters of more than one script (Common and
+/// Inherited characters, digits among them, belong to any), the letters
+/// not of the run's most frequent script are escaped (on a tie, those not
+/// Latin). A word in one script, whatever it is, is shown as it is.
+fn mixed_script_letters(text: &str) -> Vec<usize> {
+    let scripts = CodePointMapData::<Script>::new();
+    let mut escaped = Vec::new();
+    let mut word: Vec<(usize, Script)> = Vec::new();
+    let mut flush = |word: &mut Vec<(usize, Script)>| {
+        let mut counts: Vec<(Script, usize)> = Vec::new();
+        for (_, script) in word.iter() {
+            match counts.iter_mut().find(|(s, _)| s == script) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((*script, 1)),
+            }
+        }
+        if counts.len() > 1 {
+            let main =
+                counts.iter().max_by_key(|(script, n)| (*n, *script == Script::Latin)).map(|(script, _)| *script);
+            escaped.extend(word.iter().filter(|(_, script)| Some(*script) != main).map(|(at, _)| *at));
+        }
+        word.clear();
+    };
+    for (position, c) in text.chars().enumerate() {
+        if !c.is_alphanumeric() {
+            flush(&mut word);
+            continue;
+        }
+        let script = scripts.get(c);
+        if !matches!(script, Script::Common | Script::Inherited) {
+            word.push((position, script));
+        }
+    }
+    flush(&mut word);
+    escaped
 }
 
 /// How [`escape_value`] showed one character.
@@ -534,6 +578,20 @@ mod tests {
         assert_eq!(render("{caller.principal}@{caller.attributes.tenant} {/caller}", args.clone()), "alice@acme arg");
         assert_eq!(render("{{literal}} {amount}", args.clone()), "{literal} 20000");
         assert_eq!(render("{missing} {payee.nope} {tags.9}", args), "{missing?} {payee.nope?} {tags.9?}");
+    }
+
+    #[test]
+    fn a_word_that_mixes_scripts_shows_its_odd_letters_escaped() {
+        // `acc-1234` with a Cyrillic а (U+0430): the lookalike is shown.
+        let card = render("Pay {to}", json!({"to": "\u{430}cc-1234"}));
+        assert_eq!(card, format!("Pay \\u{{0430}}cc-1234\n{HIDDEN_WARNING}"));
+        // Latin with a Greek ο (U+03BF) inside a word.
+        assert!(render("{n}", json!({"n": "g\u{3bf}ogle"})).starts_with("g\\u{03bf}ogle"));
+        // Words in one script each are shown as they are, whatever the script,
+        // and digits or punctuation mix with any.
+        for plain in ["Олег Петров", "José Müller", "東京 2024", "acc-1234", "Ελένη-7"] {
+            assert_eq!(render("{n}", json!({"n": plain})), plain, "{plain}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! callback. With no confirmer, ask means declined.
 
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What the human is asked to approve.
@@ -22,10 +23,51 @@ pub struct ConfirmRequest<'a> {
     pub card: Option<&'a str>,
 }
 
+/// A call waiting for a person's answer on Airlock's approval page.
+pub struct PageApproval<'a> {
+    /// The link the person opens (signed; it names nothing secret).
+    pub link: &'a str,
+    /// The approval's id (a URL-mode elicitation's `elicitationId`).
+    pub id: &'a str,
+    /// Resolves once the person answered: `true` approved, `false`
+    /// declined, or the approval lapsed or the call was cancelled.
+    pub answered: BoxFuture<'a, bool>,
+}
+
+/// What a front end did with a [`PageApproval`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageOutcome {
+    /// It sent the person to the page (a URL-mode elicitation the client
+    /// accepted) and waited for [`PageApproval::answered`]: its answer.
+    Answered(bool),
+    /// It handed the link to the client, which will make the call again
+    /// (2026-07-28 "input required"): the call is pending.
+    HandedOff,
+    /// The client refused to send the person to the page: the call is
+    /// declined.
+    Refused,
+    /// It cannot send a person to a page: the call returns the link for
+    /// the model to relay, and runs when it is made again after the answer.
+    NotShown,
+}
+
 /// Something that can approve or decline a call.
 pub trait Confirmer: Send + Sync {
     /// `true` to run the call, `false` to decline it.
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool>;
+
+    /// Send the person to Airlock's approval page for `request`, if this
+    /// front end can (MCP URL-mode elicitation); by default it cannot. Only
+    /// the page answers: a front end may show the link and wait, never
+    /// approve.
+    fn approve_on_page<'a>(
+        &'a self,
+        request: ConfirmRequest<'a>,
+        page: PageApproval<'a>,
+    ) -> BoxFuture<'a, PageOutcome> {
+        let _ = (request, page);
+        Box::pin(async { PageOutcome::NotShown })
+    }
 
     /// After `confirm` answered `false`: whether the question was handed to
     /// the client to answer later (a fleet's signed `requestState`) rather
@@ -62,5 +104,76 @@ impl Confirmer for FixedConfirmer {
     fn confirm<'a>(&'a self, _: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         let answer = self.0;
         Box::pin(async move { answer })
+    }
+}
+
+/// Who may answer an approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approver {
+    /// The principal the call acts for.
+    Caller,
+    /// This principal, not the caller (four eyes).
+    Principal(String),
+    /// A member of this Cedar entity (`Airlock::Role::"supervisors"`), not
+    /// the caller (four eyes).
+    Group(String),
+}
+
+impl Approver {
+    /// An approver as the operator names it: a principal (`carol`) or a
+    /// Cedar entity (`Airlock::Role::"supervisors"`, or `Role::"supervisors"`
+    /// in Airlock's namespace).
+    ///
+    /// # Errors
+    ///
+    /// Empty text, or an entity that is not `Type::"id"`.
+    pub fn parse(text: &str) -> Result<Approver, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("an approver is a principal (\"carol\") or an entity (Role::\"supervisors\"), not empty".into());
+        }
+        if !text.contains("::") {
+            return Ok(Approver::Principal(text.to_owned()));
+        }
+        let Some((kind, rest)) = text.split_once("::\"") else {
+            return Err(format!("{text:?} is neither a principal nor an entity such as Role::\"supervisors\""));
+        };
+        let Some(id) = rest.strip_suffix('"').filter(|id| !id.is_empty() && !id.contains('"')) else {
+            return Err(format!("{text:?} is not an entity such as Role::\"supervisors\""));
+        };
+        let kind = if kind.starts_with("Airlock::") { kind.to_owned() } else { format!("Airlock::{kind}") };
+        Ok(Approver::Group(format!("{kind}::\"{id}\"")))
+    }
+
+    /// As shown to people: `the account holder`, `carol`, `a member of
+    /// Airlock::Role::"supervisors"`.
+    pub fn describe(&self, principal: &str) -> String {
+        match self {
+            Approver::Caller => format!("{principal} (the principal the call acts for)"),
+            Approver::Principal(name) => name.clone(),
+            Approver::Group(group) => format!("a member of {group} other than {principal}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approvers_are_principals_or_entities() {
+        assert_eq!(Approver::parse("carol"), Ok(Approver::Principal("carol".into())));
+        assert_eq!(
+            Approver::parse("Role::\"supervisors\""),
+            Ok(Approver::Group("Airlock::Role::\"supervisors\"".into()))
+        );
+        assert_eq!(
+            Approver::parse("Airlock::Role::\"supervisors\""),
+            Ok(Approver::Group("Airlock::Role::\"supervisors\"".into()))
+        );
+        for bad in ["", "  ", "Role::supervisors", "Role::\"\"", "Role::\"a\"b\""] {
+            assert!(Approver::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -114,6 +114,7 @@ fn declared() -> Vec<(&'static str, Vec<KeyDoc>)> {
         (SERVE.name, SERVE.docs()),
         (LOG.name, LOG.docs()),
         (airlock_policy::card::CARDS.name, airlock_policy::card::CARDS.docs()),
+        (crate::approval::APPROVALS.name, crate::approval::APPROVALS.docs()),
     ]
 }
 
@@ -139,6 +140,7 @@ impl Config {
             rows(&airlock_settings::service::SERVE, Some(&self.serve)),
             rows(&airlock_settings::service::LOG, Some(&self.log)),
             rows(&airlock_policy::card::CARDS, Some(&self.cards)),
+            rows(&crate::approval::APPROVALS, Some(&self.approvals)),
         ]
     }
 

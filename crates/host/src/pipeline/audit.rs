@@ -45,6 +45,7 @@ impl Pipeline {
             arguments: request.arguments.clone().into_audit(),
             event: Event::Started(authority),
             policy: policy.cloned(),
+            approval: flight.approval.clone(),
             duration_us: u64::try_from(flight.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             fuel_used: None,
         };
@@ -99,6 +100,7 @@ impl Pipeline {
             arguments: request.arguments.into_audit(),
             event: Event::Finished(result.outcome.without_value()),
             policy,
+            approval: flight.approval.take(),
             duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
             fuel_used: result.fuel_used,
         };

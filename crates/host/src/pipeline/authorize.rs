@@ -27,6 +27,8 @@ pub(super) enum Authorized {
         reason: String,
         /// The policy that asks.
         policy: Option<String>,
+        /// Who must approve (the policy's `@approver`); `None`: the caller.
+        approver: Option<airlock_policy::confirm::Approver>,
     },
 }
 
@@ -52,7 +54,7 @@ pub(super) fn authorize(
     match state.policy().decide_as(&request.principal, &request.attributes, &facts, arguments) {
         Verdict::Allow { policy } => Ok(Authorized::Allowed { policy }),
         Verdict::Deny { reason, policy } => Err(denied(&reason, policy, tool)),
-        Verdict::Ask { reason, policy } => Ok(Authorized::Ask { reason, policy }),
+        Verdict::Ask { reason, policy, approver } => Ok(Authorized::Ask { reason, policy, approver }),
     }
 }
 

@@ -194,6 +194,12 @@ pub(super) struct ClientConnection {
 }
 
 impl ClientConnection {
+    /// The client's address: the peer's, or the one a listed proxy's
+    /// PROXY header gave.
+    pub(super) fn address(&self) -> IpAddr {
+        self.address
+    }
+
     /// A request on this connection passed the gate: count the connection
     /// as authenticated, for the client `headers` name through a listed
     /// proxy, unless it already is.

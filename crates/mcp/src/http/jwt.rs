@@ -54,20 +54,16 @@
 use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use airlock_host::access::Access;
 use airlock_host::config::{JwksSource, JwtSettings};
+use airlock_host::outbound::Outbound;
 use airlock_settings::http::JwtCaps;
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
-use http_body_util::BodyExt as _;
-use hyper_util::rt::TokioIo;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 /// Where the protected-resource metadata document is served (RFC 9728);
@@ -287,6 +283,54 @@ impl Verifier {
         let attributes =
             claim_attributes(&data.claims, &self.settings.attribute_claims, principal, caps.max_claim_list_items);
         Ok((principal.to_owned(), attributes))
+    }
+
+    /// The principal an OpenID Connect ID token names, once verified as
+    /// the approval page's sign-in needs: signed by a key of the issuer's
+    /// key set with an accepted algorithm, `iss` the issuer of
+    /// `[http.jwt]`, `aud` the page's `client_id`, not expired, its `nonce`
+    /// the one the sign-in sent; the principal read from the same claim,
+    /// with the same checks, as an access token's.
+    ///
+    /// # Errors
+    ///
+    /// Why the token is not accepted, in words for the person signing in.
+    pub(crate) async fn verify_id_token(&self, token: &str, client_id: &str, nonce: &str) -> Result<String, String> {
+        let caps = &self.settings.caps;
+        if token.len() > caps.max_token_bytes {
+            return Err(format!("the ID token is over {} bytes ([http.jwt] max_token_bytes)", caps.max_token_bytes));
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| "the ID token is not a JWT".to_owned())?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(format!("the ID token is signed with {:?}, not an accepted algorithm", header.alg));
+        }
+        let key = self.key_for(header.kid.as_deref(), header.alg).await.map_err(|rejection| match rejection {
+            Rejection::Invalid(why) => why,
+            _ => "the issuer's key set cannot be read now".to_owned(),
+        })?;
+        let mut validation = Validation::new(header.alg);
+        validation.leeway = caps.leeway.as_secs();
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_audience(&[client_id]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|err| format!("the ID token is not accepted: {}", self.describe(&err)))?;
+        if data.claims.get("nonce").and_then(Value::as_str) != Some(nonce) {
+            return Err("the ID token's nonce is not the one this sign-in sent".into());
+        }
+        let claim = &self.settings.principal_claim;
+        let Some(principal) = data.claims.get(claim).and_then(Value::as_str) else {
+            return Err(format!("the ID token has no string {claim} claim to name you"));
+        };
+        if let Some(fault) = principal_fault(principal, caps.max_principal_bytes) {
+            return Err(format!("the ID token's {claim} claim {fault}"));
+        }
+        Ok(principal.to_owned())
+    }
+
+    /// The issuer of `[http.jwt]`.
+    pub(crate) fn issuer(&self) -> &str {
+        &self.settings.issuer
     }
 
     /// The key for a token's `kid` and `alg`. An unknown `kid` asks for a
@@ -657,66 +701,21 @@ fn parse_jwks(bytes: &[u8], caps: &JwtCaps) -> Result<Vec<Key>, String> {
     Ok(keys)
 }
 
-/// GET `url`: HTTPS with the host's TLS setup (ring, webpki roots), or
-/// plain HTTP to a loopback address; the body capped at `max_bytes`.
+/// GET `url` through the host's outbound client (HTTPS, or plain HTTP to a
+/// loopback address), the body capped at `max_bytes`.
 async fn fetch(url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
-    let uri: http::Uri = url.parse().map_err(|err| format!("not a URL: {err}"))?;
-    let https = match uri.scheme_str() {
-        Some("https") => true,
-        Some("http") => false,
-        _ => return Err("use an https:// URL".into()),
-    };
-    let host = uri.host().ok_or("the URL has no host")?.trim_start_matches('[').trim_end_matches(']').to_owned();
-    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
-        .await
-        .map_err(|err| format!("cannot resolve {host}: {err}"))?
-        .collect();
-    if !https && !addrs.iter().all(|addr| addr.ip().is_loopback()) {
-        return Err("plain http:// is accepted only for a loopback address; use https://".into());
+    // The caller bounds the whole fetch with `jwks_fetch_timeout_secs`.
+    let response = Outbound::get(url, max_bytes, Duration::MAX).send().await.map_err(|err| {
+        if err.starts_with("cannot read the answer") {
+            format!("cannot read the JWKS (at most {max_bytes} bytes, [http.jwt] max_jwks_bytes): {err}")
+        } else {
+            err
+        }
+    })?;
+    if response.status != http::StatusCode::OK {
+        return Err(format!("the server answered {}", response.status));
     }
-    let tcp = tokio::net::TcpStream::connect(addrs.as_slice()).await.map_err(|err| format!("cannot connect: {err}"))?;
-    let authority = uri.authority().map_or(host.clone(), |a| a.as_str().to_owned());
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    if https {
-        let config = airlock_host::tls_client_config()?;
-        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|err| format!("{host} is not a TLS server name: {err}"))?;
-        let tls = tokio_rustls::TlsConnector::from(config)
-            .connect(name, tcp)
-            .await
-            .map_err(|err| format!("TLS with {host} failed: {err}"))?;
-        get(tls, &authority, &path, max_bytes).await
-    } else {
-        get(tcp, &authority, &path, max_bytes).await
-    }
-}
-
-async fn get<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
-    stream: S,
-    authority: &str,
-    path: &str,
-    max_bytes: usize,
-) -> Result<Vec<u8>, String> {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|err| format!("HTTP handshake failed: {err}"))?;
-    let driver = tokio::spawn(connection);
-    let request = http::Request::get(path)
-        .header(header::HOST, authority)
-        .header(header::ACCEPT, "application/json")
-        .body(http_body_util::Empty::<Bytes>::new())
-        .map_err(|err| format!("cannot build the request: {err}"))?;
-    let response = sender.send_request(request).await.map_err(|err| format!("the request failed: {err}"))?;
-    if response.status() != http::StatusCode::OK {
-        driver.abort();
-        return Err(format!("the server answered {}", response.status()));
-    }
-    let body = http_body_util::Limited::new(response.into_body(), max_bytes).collect().await;
-    driver.abort();
-    let body = body
-        .map_err(|err| format!("cannot read the JWKS (at most {max_bytes} bytes, [http.jwt] max_jwks_bytes): {err}"))?;
-    Ok(body.to_bytes().to_vec())
+    Ok(response.body)
 }
 
 #[cfg(test)]

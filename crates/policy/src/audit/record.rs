@@ -55,6 +55,16 @@ impl AuditLog {
         }
         body.push(("decision", json_string(entry.event.decision().as_str())));
         body.push(("policy", optional(&entry.policy, MAX_FIELD_BYTES)));
+        if let Some(approval) = &entry.approval {
+            let note = serde_json::json!({
+                "id": cap(&approval.id, MAX_FIELD_BYTES),
+                "by": cap(&approval.by, MAX_FIELD_BYTES),
+                "how": approval.how,
+                "at": approval.at_ms,
+                "revision": cap(&approval.revision, MAX_FIELD_BYTES),
+            });
+            body.push(("approval", canonical(&note)));
+        }
         body.push(("outcome", json_string(entry.event.outcome())));
         body.push(("message", optional(&entry.event.message(), MAX_MESSAGE_BYTES)));
         body.push(("duration_us", entry.duration_us.to_string()));

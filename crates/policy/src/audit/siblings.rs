@@ -165,6 +165,7 @@ mod tests {
             arguments: Value::Null,
             event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
             policy: None,
+            approval: None,
             duration_us: 1,
             fuel_used: None,
         }

@@ -33,6 +33,7 @@ pub(super) fn entry(i: usize) -> AuditEntry {
         arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
         event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
         policy: Some("read-data".to_owned()),
+        approval: None,
         duration_us: 1234 + i as u64,
         fuel_used: Some(56_789),
     }
@@ -126,7 +127,7 @@ fn record_format() {
         let mut rest = line.as_str();
         // `session` is only written for calls that ran in a session, the
         // registry members only for components pulled from one.
-        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer"].contains(&f)) {
+        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer", "approval"].contains(&f)) {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());
@@ -787,4 +788,30 @@ fn readers_and_the_readiness_probe_do_not_wait_on_a_fifo() {
     mkfifo(&head_path(&other));
     let err = verify(&other).unwrap_err();
     assert!(err.reason.contains("it is a FIFO"), "{err}");
+}
+
+#[test]
+fn an_approval_is_recorded_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let note = ApprovalNote {
+        id: "0123456789abcdef0123456789abcdef".into(),
+        by: "alice".into(),
+        how: "page",
+        at_ms: 1_733_356_800_000,
+        revision: "sha256:r".into(),
+    };
+    log.append(&AuditEntry { approval: Some(note), ..entry(0) }).unwrap();
+    log.append(&entry(1)).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["approval"],
+        json!({"id": "0123456789abcdef0123456789abcdef", "by": "alice", "how": "page",
+                           "at": 1_733_356_800_000u64, "revision": "sha256:r"})
+    );
+    let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    assert!(second.get("approval").is_none(), "only a call run under an approval has the member");
+    assert_eq!(verify(&path).unwrap().records, 2);
 }

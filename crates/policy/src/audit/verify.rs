@@ -131,21 +131,18 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                 ),
             ));
         }
-        match record.call {
-            Some(call) if record.started => {
+        // A record of another event (`tool_changed`) is of no call.
+        if let Some(call) = record.call {
+            if record.started {
                 if pending.len() < MAX_PENDING_STARTED || pending.contains_key(&call) {
                     *pending.entry(call).or_default() += 1;
                 }
-            }
-            Some(call) => {
-                if let Some(open) = pending.get_mut(&call) {
-                    *open -= 1;
-                    if *open == 0 {
-                        pending.remove(&call);
-                    }
+            } else if let Some(open) = pending.get_mut(&call) {
+                *open -= 1;
+                if *open == 0 {
+                    pending.remove(&call);
                 }
             }
-            None => {}
         }
         prev = record.hash;
         expected += 1;

@@ -20,14 +20,17 @@ pub(super) struct Annotations {
     ask: Option<String>,
     /// `@reason`, `Some("")` when present without a value.
     reason: Option<String>,
+    /// `@approver`: who must approve what `@ask` asks.
+    approver: Option<String>,
 }
 
 impl Annotations {
-    /// The annotation `key` (`"ask"` or `"reason"`).
+    /// The annotation `key` (`"ask"`, `"reason"` or `"approver"`).
     pub(super) fn get(&self, key: &str) -> Option<&str> {
         match key {
             "ask" => self.ask.as_deref(),
             "reason" => self.reason.as_deref(),
+            "approver" => self.approver.as_deref(),
             _ => None,
         }
     }
@@ -47,6 +50,7 @@ pub(super) fn read_annotations(policies: &PolicySet) -> HashMap<PolicyId, Annota
                 match key {
                     "ask" => notes.ask = Some(value.to_owned()),
                     "reason" => notes.reason = Some(value.to_owned()),
+                    "approver" => notes.approver = Some(value.to_owned()),
                     _ => {}
                 }
             }

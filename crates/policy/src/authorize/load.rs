@@ -196,6 +196,18 @@ fn parse_policies(text: &str, file: &str) -> Result<(PolicySet, Vec<PolicyId>), 
             }
             _ => {}
         }
+        if let Some(approver) = policy.annotation("approver") {
+            if policy.annotation("ask").is_none() {
+                return Err(invalid(
+                    id.as_ref(),
+                    "@approver only applies to a permit with @ask: it names who must approve what @ask asks"
+                        .to_string(),
+                ));
+            }
+            if let Err(why) = crate::confirm::Approver::parse(approver) {
+                return Err(invalid(id.as_ref(), format!("@approver: {why}")));
+            }
+        }
         if let Some((first_line, first_column)) = seen.insert(id.to_string(), (line, column)) {
             return Err(invalid(
                 id.as_ref(),

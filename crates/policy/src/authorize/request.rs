@@ -46,6 +46,15 @@ impl Policy {
         })
     }
 
+    /// Whether `principal` is in the entity `group` (`Airlock::Role::"x"`)
+    /// by the operator's entities file: who may answer an approval that
+    /// names a group. An unknown principal or group is in nothing.
+    pub fn principal_is_in(&self, principal: &str, group: &str) -> bool {
+        let Ok(group) = group.parse::<EntityUid>() else { return false };
+        let uid = EntityUid::from_type_name_and_id(self.user_type.clone(), EntityId::new(principal));
+        uid != group && self.entities.is_ancestor_of(&group, &uid)
+    }
+
     /// `entities` with the principal's entity carrying `attributes` (from
     /// its token) in place of those of the same name; the entities file's
     /// other attributes, tags and parents stay. The values are only

@@ -1,5 +1,6 @@
 use super::request::decimal_text;
 use super::*;
+use crate::confirm::Approver;
 use serde_json::json;
 use std::path::Path;
 
@@ -88,6 +89,32 @@ fn bank_cases_from_fixture() {
             text("policy"),
             text("reason"),
         );
+    }
+}
+
+#[test]
+fn an_asking_policy_names_who_approves_and_membership_comes_from_the_entities() {
+    let policy = bank();
+    let facts = ToolFacts { name: "create_transfer", side_effect: true };
+    let huge = policy.decide("alice", &facts, &json!({"to": "acc-bob", "amount": 60000}));
+    let Verdict::Ask { approver, .. } = huge else { panic!("{huge:?}") };
+    assert_eq!(approver, Some(Approver::Group("Airlock::Role::\"supervisor\"".into())));
+    let large = policy.decide("alice", &facts, &json!({"to": "acc-bob", "amount": 20000}));
+    assert!(matches!(large, Verdict::Ask { approver: None, .. }), "{large:?}");
+    assert!(policy.principal_is_in("carol", "Airlock::Role::\"supervisor\""));
+    assert!(!policy.principal_is_in("alice", "Airlock::Role::\"supervisor\""));
+    assert!(!policy.principal_is_in("nobody", "Airlock::Role::\"supervisor\""));
+    assert!(!policy.principal_is_in("carol", "not an entity"));
+}
+
+#[test]
+fn an_approver_annotation_is_checked_at_load() {
+    for (text, says) in [
+        ("@approver(\"carol\") permit (principal, action, resource);", "@approver only applies to a permit with @ask"),
+        ("@ask(\"x\") @approver(\"Role::supervisor\") permit (principal, action, resource);", "@approver:"),
+    ] {
+        let err = Policy::from_text(text, "policy.cedar", None).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
     }
 }
 
@@ -431,7 +458,7 @@ fn policy_is_send_sync_and_labels_are_stable() {
     assert_send_sync::<Verdict>();
     assert_eq!(Verdict::Allow { policy: None }.label(), "allow");
     assert_eq!(Verdict::Deny { reason: String::new(), policy: Some("p".into()) }.policy(), Some("p"));
-    assert_eq!(Verdict::Ask { reason: String::new(), policy: None }.label(), "ask");
+    assert_eq!(Verdict::Ask { reason: String::new(), policy: None, approver: None }.label(), "ask");
 }
 
 #[test]

@@ -99,6 +99,7 @@ fn strings_are_capped() {
         tool: long.clone(),
         component_digest: Some(long.clone()),
         policy: Some(long.clone()),
+        approval: None,
         event: Event::Finished(CallOutcome::not_reached(Failure::new(ErrorKind::Internal, long.clone()))),
         ..entry(0)
     })
@@ -217,6 +218,7 @@ fn entries_with_line_ends() -> Vec<AuditEntry> {
             tool: text.clone(),
             session: Some(text.clone()),
             policy: Some(text.clone()),
+            approval: None,
             arguments: json!({ &text: [&text, { "k": &text }] }),
             event: Event::Finished(CallOutcome::not_reached(Failure::new(ErrorKind::Internal, text))),
             ..entry(0)

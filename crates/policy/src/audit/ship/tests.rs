@@ -30,6 +30,7 @@ fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
             arguments: serde_json::json!({"text": i}),
             event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
             policy: None,
+            approval: None,
             duration_us: 1,
             fuel_used: None,
         })

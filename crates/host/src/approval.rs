@@ -1,0 +1,775 @@
+//! Approvals on Airlock's own page: a call the policy asks about runs only
+//! when the person it acts for (or the approver the operator names) says
+//! yes on a page Airlock serves, which the MCP client between the model and
+//! the person cannot fill in for them.
+//!
+//! A call that needs an approval opens one ([`Approvals::open`]): bound to
+//! the principal, the tool and its revision, the digest of the arguments
+//! and the call id, with the operator's card rendered from them, for
+//! `[approvals] link_ttl_secs`. Its link (`link.rs`) is signed over all of
+//! that. The person opens the link, signs in, reads the card and answers
+//! once ([`Approvals::answer`], checked by [`may_answer`]); the first call
+//! of the same principal, tool revision and arguments then runs under it,
+//! once ([`Approvals::take`]), whether it is the call that waited or one
+//! made again after the answer. A call that finds the approval still
+//! pending either waits for the answer (a client that opened the link for
+//! the person: URL-mode elicitation), hands the link to the client to call
+//! again ("input required" on 2026-07-28), or is answered with an ordinary
+//! error result that gives the model the link to relay
+//! ([`ErrorKind::ApprovalRequired`](airlock_core::outcome::ErrorKind)).
+//!
+//! # Trust
+//!
+//! Trusted: the operator's settings and the host's link key. Not trusted:
+//! the link a request presents (its MAC is checked against the approval as
+//! stored, in constant time), who a person says they are (the page signs
+//! them in with the issuer of `[http.jwt]`; an MCP client's bearer token is
+//! never enough, since the client holds it), and the MCP client itself
+//! (it may show the link or not, but it cannot answer).
+
+pub mod link;
+pub mod store;
+pub mod webhook;
+
+use crate::fleet::FleetSettings;
+use airlock_core::outcome::{ErrorKind, Failure};
+pub use airlock_policy::confirm::Approver;
+use airlock_settings::section::Value;
+use link::LinkKey;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::path::PathBuf;
+use std::sync::RwLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use store::{Caps, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
+use tokio_util::sync::CancellationToken;
+
+/// The path under which the page is served, on the MCP origin or on
+/// `[approvals] listen`.
+pub const PAGE_PATH: &str = "/approvals";
+/// Pending approvals listed at most by [`Approvals::pending`].
+pub const MAX_LISTED: usize = 100;
+
+/// How a call the policy asks about is confirmed (`[approvals] mode`, or
+/// a tool's `approvals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The MCP client asks the person (form elicitation): what the client
+    /// shows and answers is what counts.
+    #[default]
+    Client,
+    /// Only on Airlock's page; with no page served, the call is declined.
+    Page,
+    /// On Airlock's page when one is served, else through the client.
+    PageWhenPossible,
+}
+
+impl Mode {
+    /// As the operator writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Client => "client",
+            Mode::Page => "page",
+            Mode::PageWhenPossible => "page-when-possible",
+        }
+    }
+
+    /// From what the operator wrote.
+    ///
+    /// # Errors
+    ///
+    /// Anything but the three names, saying which are accepted.
+    pub fn parse(text: &str) -> Result<Mode, String> {
+        match text {
+            "client" => Ok(Mode::Client),
+            "page" => Ok(Mode::Page),
+            "page-when-possible" => Ok(Mode::PageWhenPossible),
+            other => Err(format!("{other:?} is not a mode: accepted \"client\", \"page\", \"page-when-possible\"")),
+        }
+    }
+}
+
+/// How an answer was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// On Airlock's approval page, signed in.
+    Page,
+    /// In a terminal (`airlock approvals approve`), as a named approver.
+    Terminal,
+}
+
+impl How {
+    /// As written in audit records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            How::Page => "page",
+            How::Terminal => "terminal",
+        }
+    }
+}
+
+/// A person's answer to an approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    /// Who answered (their principal, as signed in).
+    pub by: String,
+    /// Where.
+    pub how: How,
+    /// When, in Unix milliseconds.
+    pub at_ms: u64,
+    /// Approved (`true`) or declined.
+    pub approved: bool,
+}
+
+/// One approval: what is to run, for whom, and what became of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// 128 random bits in hex.
+    pub id: String,
+    /// The principal the call acts for.
+    pub principal: String,
+    /// The tool.
+    pub tool: String,
+    /// The tool's revision the approval is for.
+    pub revision: String,
+    /// `audit::argument_digest` of the arguments the tool would get.
+    pub argument_digest: String,
+    /// The id of the call that opened it.
+    pub call_id: String,
+    /// What the person is shown: the operator's card, rendered from the
+    /// arguments and the caller, escaped (or the arguments, when the tool
+    /// has no card).
+    pub card: String,
+    /// Why the policy asks.
+    pub reason: String,
+    /// Who may answer.
+    pub approver: Approver,
+    /// When it was opened (Unix milliseconds).
+    pub created_ms: u64,
+    /// When it lapses (Unix milliseconds).
+    pub expires_ms: u64,
+    /// The answer, once given.
+    pub answer: Option<Answer>,
+    /// Whether a call ran under it.
+    pub used: bool,
+}
+
+/// What a new approval is for.
+#[derive(Debug, Clone)]
+pub struct NewApproval {
+    /// The principal the call acts for.
+    pub principal: String,
+    /// The tool.
+    pub tool: String,
+    /// The tool's revision.
+    pub revision: String,
+    /// The digest of the arguments.
+    pub argument_digest: String,
+    /// The call's id.
+    pub call_id: String,
+    /// The card shown.
+    pub card: String,
+    /// Why the policy asks.
+    pub reason: String,
+    /// Who may answer.
+    pub approver: Approver,
+}
+
+/// Why a person may not answer an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotYours {
+    /// Another principal signed in than the one the call acts for.
+    OtherPrincipal {
+        /// Who signed in.
+        person: String,
+    },
+    /// The caller tried to approve a call that needs someone else.
+    FourEyes,
+    /// The person is not the named approver, nor in the named group.
+    NotApprover {
+        /// Who signed in.
+        person: String,
+    },
+}
+
+impl NotYours {
+    /// Why, in words for the person at the page.
+    pub fn explain(&self, approval: &Approval) -> String {
+        match self {
+            NotYours::OtherPrincipal { person } => format!(
+                "you are signed in as {person}, but this call acts for {}: only they can approve it",
+                approval.principal
+            ),
+            NotYours::FourEyes => format!(
+                "this call acts for you, and it needs the approval of {}: someone else must approve it",
+                approval.approver.describe(&approval.principal)
+            ),
+            NotYours::NotApprover { person } => format!(
+                "you are signed in as {person}; this call needs the approval of {}",
+                approval.approver.describe(&approval.principal)
+            ),
+        }
+    }
+}
+
+/// Whether `person` may answer `approval`; `is_member(person, group)` says
+/// whether a principal is in a Cedar entity (the operator's entities).
+///
+/// # Errors
+///
+/// [`NotYours`], saying why.
+pub fn may_answer(approval: &Approval, person: &str, is_member: impl Fn(&str, &str) -> bool) -> Result<(), NotYours> {
+    match &approval.approver {
+        Approver::Caller if person == approval.principal => Ok(()),
+        Approver::Caller => Err(NotYours::OtherPrincipal { person: person.to_owned() }),
+        _ if person == approval.principal => Err(NotYours::FourEyes),
+        Approver::Principal(name) if name == person => Ok(()),
+        Approver::Group(group) if is_member(person, group) => Ok(()),
+        Approver::Principal(_) | Approver::Group(_) => Err(NotYours::NotApprover { person: person.to_owned() }),
+    }
+}
+
+/// Default `[approvals] link_ttl_secs`.
+pub const DEFAULT_LINK_TTL: Duration = Duration::from_secs(600);
+/// Default `[approvals] max_pending_per_principal`.
+pub const DEFAULT_MAX_PENDING_PER_PRINCIPAL: usize = 16;
+/// Default `[approvals] max_pending`.
+pub const DEFAULT_MAX_PENDING: usize = 4096;
+/// Most `[approvals] max_pending` accepted.
+pub const MAX_PENDING_CEILING: usize = 1 << 20;
+/// Default `[approvals] client_id`.
+pub const DEFAULT_CLIENT_ID: &str = "airlock";
+/// Default `[approvals] page_requests_per_second`.
+pub const DEFAULT_PAGE_REQUESTS_PER_SECOND: u32 = 20;
+/// Default `[approvals] webhook_max_attempts`.
+pub const DEFAULT_WEBHOOK_MAX_ATTEMPTS: u32 = 6;
+/// Least bytes of the webhook's secret (256 bits).
+pub const MIN_WEBHOOK_SECRET_BYTES: usize = 32;
+/// Most bytes of the webhook's secret file read.
+pub const MAX_WEBHOOK_SECRET_FILE_BYTES: u64 = 4096;
+
+airlock_settings::section! {
+    /// The keys of `[approvals]`.
+    pub const APPROVALS: Section<ApprovalSettings> = "approvals";
+    /// `[approvals]` as written.
+    pub struct RawApprovals {}
+    hand {
+        /// how a call the policy asks about is confirmed: by the MCP client, on Airlock's page, or on the page when one is served
+        mode: Option<String>, Reload, accepts "`\"client\"`, `\"page\"` or `\"page-when-possible\"`",
+            unset "`\"client\"`",
+            show |a: &ApprovalSettings| Some(Value::Text(a.mode.as_str().to_owned())),
+            example "\"page\"";
+        /// an address of the page's own (how a stdio server serves one); unset, the page is on the MCP origin of `serve --http`
+        listen: Option<String>, Restart, accepts "an address `IP:PORT`, loopback unless `[http.jwt]` signs people in",
+            unset "not set: on the MCP HTTP server only",
+            show |a: &ApprovalSettings| a.listen.map(|listen| Value::Text(listen.to_string())),
+            example "\"127.0.0.1:8081\"";
+        /// the page's origin as people's browsers reach it (behind a proxy that passes the Host header on)
+        public_url: Option<String>, Restart, accepts "an `https://` (or `http://`) origin",
+            unset "not set: the address it is served on",
+            show |a: &ApprovalSettings| a.public_url.clone().map(Value::Text),
+            example "\"https://approvals.bank.example\"";
+        /// where named approvers are told an approval waits for them: a signed POST of the card as JSON
+        webhook_url: Option<String>, Restart, accepts "an `https://` URL (`http://` to loopback only), with `webhook_secret_file`",
+            unset "not set: no webhook",
+            show |a: &ApprovalSettings| a.webhook.as_ref().map(|w| Value::Text(w.url.clone())),
+            example "\"https://hooks.bank.example/airlock\"";
+        /// the file holding the webhook's HMAC-SHA256 secret (at least 32 bytes)
+        webhook_secret_file: Option<PathBuf>, Restart, accepts "a path to a file of at most 4096 bytes",
+            unset "not set: required with `webhook_url`",
+            identity |a: &ApprovalSettings| a.webhook.as_ref().map(|w| hex::encode(&w.secret)),
+            example "\"/run/secrets/airlock-webhook\"";
+    }
+    /// `[approvals]`: approvals on Airlock's own page.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    group pub struct ApprovalSettings: Default (RawApprovalKeys) at () {
+        /// The mode of tools that do not set their own.
+        pub mode: Mode = Mode::Client,
+        /// An address of its own for the page.
+        pub listen: Option<std::net::SocketAddr> = None,
+        /// The page's origin as browsers reach it.
+        pub public_url: Option<String> = None,
+        /// Where named approvers are told an approval waits for them.
+        pub webhook: Option<webhook::WebhookSettings> = None;
+        /// how long an approval and its link live; a call made again within it runs once after the approval
+        link_ttl_secs => link_ttl: Duration = DEFAULT_LINK_TTL, Reload, range Secs 30..=86_400;
+        /// approvals one principal may have waiting for an answer; past it a call is refused (`quota_exceeded`)
+        max_pending_per_principal => max_pending_per_principal: usize = DEFAULT_MAX_PENDING_PER_PRINCIPAL, Reload,
+            range Count 1..=MAX_PENDING_CEILING as u64;
+        /// approvals the host keeps waiting for an answer; past it a call is refused (`busy`)
+        max_pending => max_pending: usize = DEFAULT_MAX_PENDING, Reload, range Count 1..=MAX_PENDING_CEILING as u64;
+        /// the OpenID Connect client id the page signs people in as, at the issuer of `[http.jwt]`
+        client_id => client_id: String = DEFAULT_CLIENT_ID.to_owned(), Restart;
+        /// requests to the page one client address may make per second; past it `429`
+        page_requests_per_second => page_requests_per_second: u32 = DEFAULT_PAGE_REQUESTS_PER_SECOND, Restart,
+            range Count 1..=10_000;
+        /// attempts at delivering one webhook, with backoff from 1 s doubling to 60 s, within the approval's life
+        webhook_max_attempts => webhook_max_attempts: u32 = DEFAULT_WEBHOOK_MAX_ATTEMPTS, Restart, range Count 1..=20;
+    }
+}
+
+impl ApprovalSettings {
+    /// Check `[approvals]`; a relative `webhook_secret_file` is resolved by
+    /// `resolve`.
+    ///
+    /// # Errors
+    ///
+    /// A value out of range or not understood, naming the key and what is
+    /// accepted.
+    pub fn from_raw(raw: RawApprovals, resolve: &dyn Fn(&std::path::Path) -> PathBuf) -> Result<Self, String> {
+        let scope = APPROVALS.scope();
+        let mut settings = Self::from_keys(&(&raw).into(), &Self::defaults(), &scope)?;
+        if let Some(text) = &raw.mode {
+            settings.mode = Mode::parse(text).map_err(|why| format!("{scope} mode = {why}"))?;
+        }
+        if settings.max_pending_per_principal > settings.max_pending {
+            return Err(format!(
+                "{scope} max_pending_per_principal = {} is more than max_pending = {}: one principal's share is at \
+                 most the whole",
+                settings.max_pending_per_principal, settings.max_pending
+            ));
+        }
+        if let Some(text) = &raw.listen {
+            settings.listen = Some(text.parse().map_err(|_| {
+                format!("{scope} listen = {text:?} is not an address: accepted IP:PORT, e.g. \"127.0.0.1:8081\"")
+            })?);
+        }
+        settings.public_url = match raw.public_url {
+            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                Some(url.trim_end_matches('/').to_owned())
+            }
+            Some(url) => {
+                return Err(format!(
+                    "{scope} public_url = {url:?} is not an http(s) origin: accepted e.g. \"https://approvals.bank.example\""
+                ));
+            }
+            None => None,
+        };
+        if settings.client_id.is_empty()
+            || settings.client_id.len() > 256
+            || settings.client_id.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "{scope} client_id = {:?}: accepted 1 to 256 characters, no controls",
+                settings.client_id
+            ));
+        }
+        settings.webhook = match (raw.webhook_url, raw.webhook_secret_file) {
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(format!(
+                    "{scope} webhook_url and webhook_secret_file go together: a delivery is always signed"
+                ));
+            }
+            (Some(url), Some(file)) => {
+                let https = url.starts_with("https://");
+                let loopback = ["http://127.", "http://localhost", "http://[::1]"].iter().any(|p| url.starts_with(p));
+                if !(https || loopback) {
+                    return Err(format!(
+                        "{scope} webhook_url = {url:?}: accepted an https:// URL (plain http:// only to a loopback \
+                         address)"
+                    ));
+                }
+                let secret = read_secret(&resolve(&file))
+                    .map_err(|why| format!("{scope} webhook_secret_file = {:?}: {why}", file.display().to_string()))?;
+                Some(webhook::WebhookSettings { url, secret, max_attempts: settings.webhook_max_attempts })
+            }
+        };
+        Ok(settings)
+    }
+}
+
+/// Where approvals are kept.
+enum Kept {
+    Local(Local),
+    Shared(Shared),
+}
+
+/// The host's approvals: kept for the host's life (a reload keeps them;
+/// an approval for a tool revision that is gone can no longer be used).
+pub struct Approvals {
+    kept: Kept,
+    key: LinkKey,
+    /// Tells named approvers (`[approvals] webhook_url`), fixed at start.
+    webhook: Option<webhook::Webhook>,
+    /// Where the page is served (`http://127.0.0.1:8080`), once a transport
+    /// serves it.
+    base: RwLock<Option<String>>,
+}
+
+impl std::fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approvals").field("shared", &matches!(self.kept, Kept::Shared(_))).finish_non_exhaustive()
+    }
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The key of the calls an approval answers for: the same principal, tool
+/// revision and arguments.
+pub fn call_key(principal: &str, tool: &str, revision: &str, argument_digest: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in [principal, tool, revision, argument_digest] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
+impl Approvals {
+    /// The approvals of a host: in Redis for a fleet (signed with a key
+    /// every replica derives from the fleet's), else in this process.
+    ///
+    /// # Errors
+    ///
+    /// The fleet's Redis URL is not one, or there is no random source.
+    pub fn new(fleet: Option<&FleetSettings>, settings: &ApprovalSettings) -> Result<Self, String> {
+        let (kept, key) = match fleet {
+            Some(fleet) => (
+                Kept::Shared(Shared::new(&fleet.redis_url, fleet.redis_connect_timeout, fleet.redis_response_timeout)?),
+                LinkKey::from_shared(fleet.state_key.bytes()),
+            ),
+            None => (Kept::Local(Local::default()), LinkKey::random()?),
+        };
+        let webhook = settings.webhook.clone().map(webhook::Webhook::start);
+        Ok(Approvals { kept, key, webhook, base: RwLock::new(None) })
+    }
+
+    /// The key that signs links and the page's cookies.
+    pub fn key(&self) -> &LinkKey {
+        &self.key
+    }
+
+    /// Say where the page is served (scheme, host and port, no path); links
+    /// are made from then on.
+    pub fn serve_page_at(&self, base: &str) {
+        *self.base.write().unwrap_or_else(|e| e.into_inner()) = Some(base.trim_end_matches('/').to_owned());
+    }
+
+    /// Where the page is served, if it is.
+    pub fn page(&self) -> Option<String> {
+        self.base.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The link to `approval`'s page, if a page is served.
+    pub fn link(&self, approval: &Approval) -> Option<String> {
+        let base = self.page()?;
+        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key.link_mac(approval)))
+    }
+
+    /// Open an approval for `new` under `settings`, or find the live one
+    /// of the same call.
+    ///
+    /// # Errors
+    ///
+    /// A failure for the caller: the principal's or the host's cap of
+    /// pending approvals, the shared store unreachable, no random source.
+    pub async fn open(&self, new: NewApproval, settings: &ApprovalSettings) -> Result<Approval, Failure> {
+        let now = now_ms();
+        let key = call_key(&new.principal, &new.tool, &new.revision, &new.argument_digest);
+        let id = link::new_id().map_err(|why| Failure::new(ErrorKind::Internal, why))?;
+        let ttl = u64::try_from(settings.link_ttl.as_millis()).unwrap_or(u64::MAX);
+        let approval = Approval {
+            id,
+            principal: new.principal,
+            tool: new.tool,
+            revision: new.revision,
+            argument_digest: new.argument_digest,
+            call_id: new.call_id,
+            card: new.card,
+            reason: new.reason,
+            approver: new.approver,
+            created_ms: now,
+            expires_ms: now.saturating_add(ttl),
+            answer: None,
+            used: false,
+        };
+        let caps = Caps { per_principal: settings.max_pending_per_principal, total: settings.max_pending };
+        let opened = match &self.kept {
+            Kept::Local(local) => local.open(approval, &key, caps, now),
+            Kept::Shared(shared) => shared.open(approval, &key, caps, now).await.map_err(unavailable)?,
+        };
+        match opened {
+            Ok(Opened::New(approval)) => {
+                // A named approver hears of it; the caller is at the page.
+                if let (Some(webhook), Some(link)) = (&self.webhook, self.link(&approval))
+                    && approval.approver != Approver::Caller
+                {
+                    webhook.notify(webhook::payload(&approval, &link), approval.expires_ms);
+                }
+                Ok(approval)
+            }
+            Ok(Opened::Existing(approval)) => Ok(approval),
+            Err(Full::Principal(cap)) => Err(Failure::new(
+                ErrorKind::QuotaExceeded,
+                format!(
+                    "this call needs an approval, and its principal already has {cap} waiting for an answer, the \
+                     most `[approvals] max_pending_per_principal` allows; nothing was run. Have the waiting ones \
+                     answered (or let them expire) before proposing more"
+                ),
+            )),
+            Err(Full::Host(cap)) => Err(Failure::new(
+                ErrorKind::Busy,
+                format!(
+                    "this call needs an approval, and the host already keeps {cap} waiting for an answer, the most \
+                     `[approvals] max_pending` allows; nothing was run. Try again later"
+                ),
+            )),
+        }
+    }
+
+    /// The live approval `id` (any id text is checked first).
+    ///
+    /// # Errors
+    ///
+    /// The shared store cannot be asked.
+    pub async fn get(&self, id: &str) -> Result<Option<Approval>, Unavailable> {
+        if !link::is_id(id) {
+            return Ok(None);
+        }
+        match &self.kept {
+            Kept::Local(local) => Ok(local.get(id, now_ms())),
+            Kept::Shared(shared) => shared.get(id, now_ms()).await,
+        }
+    }
+
+    /// Record `answer` (already checked with [`may_answer`]).
+    ///
+    /// # Errors
+    ///
+    /// The shared store cannot be asked.
+    pub async fn answer(&self, id: &str, answer: Answer) -> Result<Result<Approval, NotAnswered>, Unavailable> {
+        match &self.kept {
+            Kept::Local(local) => Ok(local.answer(id, answer, now_ms())),
+            Kept::Shared(shared) => shared.answer(id, answer, now_ms()).await,
+        }
+    }
+
+    /// Use the approval `id` for one call.
+    ///
+    /// # Errors
+    ///
+    /// The shared store cannot be asked.
+    pub async fn take(&self, id: &str) -> Result<Result<Approval, NotUsed>, Unavailable> {
+        match &self.kept {
+            Kept::Local(local) => Ok(local.take(id, now_ms())),
+            Kept::Shared(shared) => shared.take(id, now_ms()).await,
+        }
+    }
+
+    /// Wait until approval `id` is answered (its answer), lapses or is
+    /// gone (`None`), or `cancel` fires (`None`).
+    ///
+    /// # Errors
+    ///
+    /// The shared store cannot be asked.
+    pub async fn answered(&self, id: &str, cancel: &CancellationToken) -> Result<Option<Answer>, Unavailable> {
+        loop {
+            let approval = self.get(id).await?;
+            let Some(approval) = approval else { return Ok(None) };
+            if let Some(answer) = approval.answer {
+                return Ok(Some(answer));
+            }
+            let left = Duration::from_millis(approval.expires_ms.saturating_sub(now_ms()));
+            match &self.kept {
+                Kept::Local(local) => {
+                    let mut changed = local.watch();
+                    // The state read above may be older than this receiver:
+                    // look again once it is subscribed.
+                    if let Some(answer) = local.get(id, now_ms()).and_then(|a| a.answer) {
+                        return Ok(Some(answer));
+                    }
+                    tokio::select! {
+                        _ = changed.changed() => {}
+                        () = tokio::time::sleep(left) => {}
+                        () = cancel.cancelled() => return Ok(None),
+                    }
+                }
+                Kept::Shared(_) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(store::SHARED_POLL.min(left)) => {}
+                        () = cancel.cancelled() => return Ok(None),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pending approvals, soonest to expire first, at most [`MAX_LISTED`].
+    ///
+    /// # Errors
+    ///
+    /// The shared store cannot be asked.
+    pub async fn pending(&self) -> Result<Vec<Approval>, Unavailable> {
+        match &self.kept {
+            Kept::Local(local) => Ok(local.pending(now_ms(), MAX_LISTED)),
+            Kept::Shared(shared) => shared.pending(now_ms(), MAX_LISTED).await,
+        }
+    }
+}
+
+/// The secret in `path`: at most [`MAX_WEBHOOK_SECRET_FILE_BYTES`], at least
+/// [`MIN_WEBHOOK_SECRET_BYTES`] once trimmed.
+fn read_secret(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|err| format!("cannot read it: {err}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_WEBHOOK_SECRET_FILE_BYTES.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read it: {err}"))?;
+    if bytes.len() as u64 > MAX_WEBHOOK_SECRET_FILE_BYTES {
+        return Err(format!("it is over {MAX_WEBHOOK_SECRET_FILE_BYTES} bytes; a secret is a few dozen"));
+    }
+    let secret = bytes.trim_ascii().to_vec();
+    if secret.len() < MIN_WEBHOOK_SECRET_BYTES {
+        return Err(format!(
+            "the secret has {} bytes; it needs at least {MIN_WEBHOOK_SECRET_BYTES} (e.g. `openssl rand -hex 32`)",
+            secret.len()
+        ));
+    }
+    Ok(secret)
+}
+
+/// The failure of a call whose approval could not be kept.
+fn unavailable(err: Unavailable) -> Failure {
+    tracing::warn!("{err}");
+    Failure::new(
+        ErrorKind::Busy,
+        "this call needs an approval, and the shared store of approvals (Redis) cannot be reached; nothing was run. \
+         Try again shortly",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approval(approver: Approver) -> Approval {
+        Approval {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            principal: "alice".into(),
+            tool: "create_transfer".into(),
+            revision: "sha256:r".into(),
+            argument_digest: "sha256:a".into(),
+            call_id: "c".into(),
+            card: "card".into(),
+            reason: "why".into(),
+            approver,
+            created_ms: 0,
+            expires_ms: u64::MAX,
+            answer: None,
+            used: false,
+        }
+    }
+
+    #[test]
+    fn only_the_caller_or_the_named_approver_may_answer() {
+        let supervisors = |person: &str, group: &str| person == "carol" && group == "Airlock::Role::\"supervisors\"";
+        let own = approval(Approver::Caller);
+        assert_eq!(may_answer(&own, "alice", supervisors), Ok(()));
+        assert_eq!(may_answer(&own, "bob", supervisors), Err(NotYours::OtherPrincipal { person: "bob".into() }));
+        let named = approval(Approver::Principal("dave".into()));
+        assert_eq!(may_answer(&named, "dave", supervisors), Ok(()));
+        assert_eq!(may_answer(&named, "alice", supervisors), Err(NotYours::FourEyes));
+        assert_eq!(may_answer(&named, "bob", supervisors), Err(NotYours::NotApprover { person: "bob".into() }));
+        let group = approval(Approver::Group("Airlock::Role::\"supervisors\"".into()));
+        assert_eq!(may_answer(&group, "carol", supervisors), Ok(()));
+        assert_eq!(may_answer(&group, "alice", |_, _| true), Err(NotYours::FourEyes), "not even a member");
+        assert_eq!(may_answer(&group, "bob", supervisors), Err(NotYours::NotApprover { person: "bob".into() }));
+        assert!(NotYours::FourEyes.explain(&group).contains("a member of Airlock::Role::\"supervisors\""));
+    }
+
+    #[test]
+    fn the_keys_of_approvals_are_documented_where_they_are_declared() {
+        APPROVALS.ensure_documents("book/src/operator/approvals.md").unwrap();
+    }
+
+    #[test]
+    fn config_errors_name_the_key_and_what_is_accepted() {
+        let parse = |text: &str| {
+            let raw: RawApprovals = toml::from_str(text).unwrap();
+            ApprovalSettings::from_raw(raw, &|p| p.to_owned())
+        };
+        for (text, says) in [
+            (
+                "mode = \"browser\"",
+                "[approvals] mode = \"browser\" is not a mode: accepted \"client\", \"page\", \"page-when-possible\"",
+            ),
+            ("link_ttl_secs = 5", "link_ttl_secs"),
+            (
+                "max_pending = 4\nmax_pending_per_principal = 5",
+                "max_pending_per_principal = 5 is more than max_pending = 4",
+            ),
+            ("listen = \"here\"", "listen = \"here\" is not an address"),
+            ("public_url = \"ftp://x\"", "public_url = \"ftp://x\" is not an http(s) origin"),
+            ("webhook_url = \"https://h\"", "webhook_url and webhook_secret_file go together"),
+            ("webhook_url = \"http://hooks.example\"\nwebhook_secret_file = \"s\"", "plain http:// only to a loopback"),
+            (
+                "webhook_url = \"https://h\"\nwebhook_secret_file = \"/nonexistent\"",
+                "webhook_secret_file = \"/nonexistent\": cannot read it",
+            ),
+            ("page_requests_per_second = 0", "page_requests_per_second"),
+            ("nope = 1", "unknown field `nope`"),
+        ] {
+            let err = match toml::from_str::<RawApprovals>(text) {
+                Err(err) => err.to_string(),
+                Ok(_) => parse(text).unwrap_err(),
+            };
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        let settings = parse("mode = \"page-when-possible\"\nlisten = \"127.0.0.1:8081\"").unwrap();
+        assert_eq!(settings.mode, Mode::PageWhenPossible);
+        assert_eq!(settings.listen, Some("127.0.0.1:8081".parse().unwrap()));
+        assert_eq!(settings.link_ttl, DEFAULT_LINK_TTL);
+    }
+
+    #[test]
+    fn modes_are_named_as_the_operator_writes_them() {
+        for mode in [Mode::Client, Mode::Page, Mode::PageWhenPossible] {
+            assert_eq!(Mode::parse(mode.as_str()), Ok(mode));
+        }
+        assert!(Mode::parse("browser").unwrap_err().contains("accepted \"client\", \"page\", \"page-when-possible\""));
+    }
+
+    #[test]
+    fn the_call_key_keeps_its_parts_apart() {
+        assert_ne!(call_key("ab", "c", "r", "a"), call_key("a", "bc", "r", "a"));
+        assert_eq!(call_key("a", "b", "r", "d"), call_key("a", "b", "r", "d"));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_call_hears_the_answer() {
+        let approvals = Approvals::new(None, &ApprovalSettings::default()).unwrap();
+        let new = NewApproval {
+            principal: "alice".into(),
+            tool: "t".into(),
+            revision: "r".into(),
+            argument_digest: "a".into(),
+            call_id: "c".into(),
+            card: "card".into(),
+            reason: "why".into(),
+            approver: Approver::Caller,
+        };
+        let opened = approvals.open(new, &ApprovalSettings::default()).await.unwrap();
+        assert_eq!(approvals.link(&opened), None, "no page served yet");
+        approvals.serve_page_at("http://127.0.0.1:8080/");
+        let link = approvals.link(&opened).unwrap();
+        assert!(link.starts_with(&format!("http://127.0.0.1:8080/approvals/{}?sig=", opened.id)), "{link}");
+        let cancel = CancellationToken::new();
+        let waiting = approvals.answered(&opened.id, &cancel);
+        let answering = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let answer = Answer { by: "alice".into(), how: How::Page, at_ms: now_ms(), approved: true };
+            approvals.answer(&opened.id, answer).await.unwrap().unwrap();
+        };
+        let (heard, ()) = tokio::join!(waiting, answering);
+        assert!(heard.unwrap().unwrap().approved);
+        assert!(approvals.take(&opened.id).await.unwrap().is_ok());
+        assert_eq!(approvals.take(&opened.id).await.unwrap(), Err(NotUsed::Used));
+    }
+}

@@ -1,0 +1,553 @@
+//! Where approvals are kept: in this process ([`Local`]), or, for a fleet,
+//! in the Redis the replicas already share ([`Shared`]), so that a page
+//! served by one replica answers an approval a call on another waits for,
+//! and an approval is used once across all of them.
+//!
+//! Every change of state is one atomic step: in this process under a
+//! mutex, in Redis in one Lua script. An approval is *pending* until a
+//! person answers it (*approved* or *declined*, once), and an approved one
+//! is *used* by the first call that runs under it; each step checks the one
+//! before, so nothing is answered twice or used twice. An approval lives
+//! until its expiry, used or not, so that a replayed link is told it was
+//! used rather than that it never existed.
+//!
+//! Redis is trusted to keep what was written to it, as the fleet's
+//! single-use `requestState`s trust it; when it cannot be reached within
+//! the fleet's timeouts the operation fails and nothing is approved or run.
+
+use super::{Answer, Approval, Approver};
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often a call waiting for an answer kept in Redis looks again.
+pub const SHARED_POLL: Duration = Duration::from_millis(200);
+
+/// Why an approval could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Full {
+    /// The principal has this many pending approvals, its cap.
+    Principal(usize),
+    /// The host keeps this many, its cap.
+    Host(usize),
+}
+
+/// What opening an approval found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opened {
+    /// A new pending approval.
+    New(Approval),
+    /// A live approval for the same call (principal, tool revision,
+    /// arguments) that is not used yet: answered or still pending.
+    Existing(Approval),
+}
+
+/// Why an answer was not recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotAnswered {
+    /// No live approval has that id (never opened, or expired).
+    Unknown,
+    /// It was answered already.
+    Answered(Answer),
+}
+
+/// Why an approval could not be used by a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotUsed {
+    /// It expired or never existed.
+    Unknown,
+    /// A call ran under it already.
+    Used,
+    /// Nobody approved it (pending, or declined).
+    NotApproved,
+}
+
+/// The shared store could not be asked: nothing may be approved or run.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the shared store (Redis) of approvals cannot be reached: {0}")]
+pub struct Unavailable(pub String);
+
+/// The caps an approval is opened under.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// Pending approvals one principal may have.
+    pub per_principal: usize,
+    /// Pending approvals the host keeps.
+    pub total: usize,
+}
+
+/// The approvals of this process.
+pub struct Local {
+    inner: Mutex<Inner>,
+    /// Bumped on every change, so that waiters look again.
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct Inner {
+    by_id: HashMap<String, Approval>,
+    /// The live approval of each call key.
+    by_key: HashMap<String, String>,
+}
+
+impl Default for Local {
+    fn default() -> Self {
+        Local { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0 }
+    }
+}
+
+impl Local {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Open `approval` under `key`, unless a live one of the same key is
+    /// there (then that one), within `caps`.
+    pub fn open(&self, approval: Approval, key: &str, caps: Caps, now_ms: u64) -> Result<Opened, Full> {
+        let mut inner = self.lock();
+        inner.by_id.retain(|_, a| a.expires_ms > now_ms);
+        let Inner { by_id, by_key } = &mut *inner;
+        by_key.retain(|_, id| by_id.contains_key(id));
+        if let Some(existing) = by_key.get(key).and_then(|id| by_id.get(id)).filter(|a| !a.used) {
+            return Ok(Opened::Existing(existing.clone()));
+        }
+        let pending = |a: &&Approval| a.answer.is_none();
+        if by_id.values().filter(pending).filter(|a| a.principal == approval.principal).count() >= caps.per_principal {
+            return Err(Full::Principal(caps.per_principal));
+        }
+        if by_id.values().filter(pending).count() >= caps.total {
+            return Err(Full::Host(caps.total));
+        }
+        by_key.insert(key.to_owned(), approval.id.clone());
+        by_id.insert(approval.id.clone(), approval.clone());
+        drop(inner);
+        self.bump();
+        Ok(Opened::New(approval))
+    }
+
+    /// The live approval `id`.
+    pub fn get(&self, id: &str, now_ms: u64) -> Option<Approval> {
+        self.lock().by_id.get(id).filter(|a| a.expires_ms > now_ms).cloned()
+    }
+
+    /// Record `answer` for the pending approval `id`.
+    pub fn answer(&self, id: &str, answer: Answer, now_ms: u64) -> Result<Approval, NotAnswered> {
+        let mut inner = self.lock();
+        let approval = inner.by_id.get_mut(id).filter(|a| a.expires_ms > now_ms).ok_or(NotAnswered::Unknown)?;
+        if let Some(given) = &approval.answer {
+            return Err(NotAnswered::Answered(given.clone()));
+        }
+        approval.answer = Some(answer);
+        let approval = approval.clone();
+        drop(inner);
+        self.bump();
+        Ok(approval)
+    }
+
+    /// Use the approved approval `id` for one call.
+    pub fn take(&self, id: &str, now_ms: u64) -> Result<Approval, NotUsed> {
+        let mut inner = self.lock();
+        let approval = inner.by_id.get_mut(id).filter(|a| a.expires_ms > now_ms).ok_or(NotUsed::Unknown)?;
+        if approval.used {
+            return Err(NotUsed::Used);
+        }
+        if !approval.answer.as_ref().is_some_and(|a| a.approved) {
+            return Err(NotUsed::NotApproved);
+        }
+        approval.used = true;
+        Ok(approval.clone())
+    }
+
+    /// Pending approvals, soonest to expire first, at most `max`.
+    pub fn pending(&self, now_ms: u64, max: usize) -> Vec<Approval> {
+        let inner = self.lock();
+        let mut list: Vec<Approval> =
+            inner.by_id.values().filter(|a| a.answer.is_none() && a.expires_ms > now_ms).cloned().collect();
+        list.sort_by_key(|a| a.expires_ms);
+        list.truncate(max);
+        list
+    }
+
+    /// A receiver that changes whenever an approval does.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+/// An approval as kept in Redis: its immutable part, as JSON.
+#[derive(Serialize, Deserialize)]
+struct Record {
+    id: String,
+    principal: String,
+    tool: String,
+    revision: String,
+    argument_digest: String,
+    call_id: String,
+    card: String,
+    reason: String,
+    approver: Approver,
+    created_ms: u64,
+    expires_ms: u64,
+}
+
+impl Record {
+    fn of(a: &Approval) -> Self {
+        Record {
+            id: a.id.clone(),
+            principal: a.principal.clone(),
+            tool: a.tool.clone(),
+            revision: a.revision.clone(),
+            argument_digest: a.argument_digest.clone(),
+            call_id: a.call_id.clone(),
+            card: a.card.clone(),
+            reason: a.reason.clone(),
+            approver: a.approver.clone(),
+            created_ms: a.created_ms,
+            expires_ms: a.expires_ms,
+        }
+    }
+
+    fn into_approval(self, answer: Option<Answer>, used: bool) -> Approval {
+        Approval {
+            id: self.id,
+            principal: self.principal,
+            tool: self.tool,
+            revision: self.revision,
+            argument_digest: self.argument_digest,
+            call_id: self.call_id,
+            card: self.card,
+            reason: self.reason,
+            approver: self.approver,
+            created_ms: self.created_ms,
+            expires_ms: self.expires_ms,
+            answer,
+            used,
+        }
+    }
+}
+
+/// The prefix of every key this store writes.
+const PREFIX: &str = "airlock:approval:";
+
+/// Opens an approval: `KEYS` = the approval's hash, the call key, the
+/// principal's pending set, the host's pending set; `ARGV` = the record,
+/// the id, now, the expiry, the caps (principal, host). Returns
+/// `{"new"}`, `{"existing", id}`, `{"principal"}` or `{"host"}`.
+const OPEN: &str = r#"
+local existing = redis.call('GET', KEYS[2])
+if existing then
+  local used = redis.call('HGET', 'airlock:approval:' .. existing, 'used')
+  if used == '0' then return {'existing', existing} end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[3])
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then return {'principal'} end
+if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[6]) then return {'host'} end
+local ttl = tonumber(ARGV[4]) - tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'record', ARGV[1], 'state', 'pending', 'used', '0')
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ttl)
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[2])
+return {'new'}
+"#;
+
+/// Answers an approval: `KEYS` = its hash, the principal's pending set,
+/// the host's pending set; `ARGV` = `approved`/`declined`, the answer
+/// (JSON), the id. Returns `{"ok"}`, `{"unknown"}` or `{"answered", answer}`.
+const ANSWER: &str = r#"
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {'unknown'} end
+if state ~= 'pending' then return {'answered', redis.call('HGET', KEYS[1], 'answer')} end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'answer', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3])
+redis.call('ZREM', KEYS[3], ARGV[3])
+return {'ok'}
+"#;
+
+/// Uses an approved approval: `KEYS` = its hash. Returns `{"ok"}`,
+/// `{"unknown"}`, `{"used"}` or `{"not-approved"}`.
+const TAKE: &str = r#"
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {'unknown'} end
+if redis.call('HGET', KEYS[1], 'used') ~= '0' then return {'used'} end
+if state ~= 'approved' then return {'not-approved'} end
+redis.call('HSET', KEYS[1], 'used', '1')
+return {'ok'}
+"#;
+
+/// The approvals of a fleet, in Redis.
+pub struct Shared {
+    client: redis::Client,
+    connection: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+impl Shared {
+    /// A store at `url`; nothing is connected until first used.
+    ///
+    /// # Errors
+    ///
+    /// `url` is not a Redis URL.
+    pub fn new(url: &str, connect_timeout: Duration, response_timeout: Duration) -> Result<Self, String> {
+        let client = redis::Client::open(url).map_err(|e| format!("[fleet] redis_url is not a Redis URL: {e}"))?;
+        Ok(Shared { client, connection: tokio::sync::Mutex::new(None), connect_timeout, response_timeout })
+    }
+
+    async fn connection(&self) -> Result<MultiplexedConnection, Unavailable> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok(connection.clone());
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout));
+        let connection = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| Unavailable(e.to_string()))?;
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    async fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Vec<Option<String>>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let mut command = redis::cmd("EVAL");
+        command.arg(script).arg(keys.len());
+        for key in keys {
+            command.arg(key);
+        }
+        for arg in args {
+            command.arg(arg);
+        }
+        let answer: Result<Vec<Option<String>>, redis::RedisError> = command.query_async(&mut connection).await;
+        answer.map_err(|err| {
+            if (err.is_connection_dropped() || err.is_io_error() || err.is_timeout() || err.is_unrecoverable_error())
+                && let Ok(mut slot) = self.connection.try_lock()
+            {
+                *slot = None;
+            }
+            Unavailable(err.to_string())
+        })
+    }
+
+    fn principal_set(principal: &str) -> String {
+        format!("{PREFIX}pending-of:{}", hex::encode(principal))
+    }
+
+    fn host_set() -> String {
+        format!("{PREFIX}pending")
+    }
+
+    fn hash(id: &str) -> String {
+        format!("{PREFIX}{id}")
+    }
+
+    /// As [`Local::open`].
+    pub async fn open(
+        &self,
+        approval: Approval,
+        key: &str,
+        caps: Caps,
+        now_ms: u64,
+    ) -> Result<Result<Opened, Full>, Unavailable> {
+        let record = serde_json::to_string(&Record::of(&approval)).map_err(|e| Unavailable(e.to_string()))?;
+        let keys = [
+            Self::hash(&approval.id),
+            format!("{PREFIX}call:{key}"),
+            Self::principal_set(&approval.principal),
+            Self::host_set(),
+        ];
+        let args = [
+            record,
+            approval.id.clone(),
+            now_ms.to_string(),
+            approval.expires_ms.to_string(),
+            caps.per_principal.to_string(),
+            caps.total.to_string(),
+        ];
+        let answer = self.eval(OPEN, &keys, &args).await?;
+        Ok(match (answer.first().cloned().flatten().as_deref(), answer.get(1).cloned().flatten()) {
+            (Some("existing"), Some(id)) => match self.get(&id, now_ms).await? {
+                Some(existing) => Ok(Opened::Existing(existing)),
+                // Expired between the two steps: a new one is opened next time.
+                None => Err(Full::Host(caps.total)),
+            },
+            (Some("principal"), _) => Err(Full::Principal(caps.per_principal)),
+            (Some("host"), _) => Err(Full::Host(caps.total)),
+            _ => Ok(Opened::New(approval)),
+        })
+    }
+
+    /// As [`Local::get`].
+    pub async fn get(&self, id: &str, now_ms: u64) -> Result<Option<Approval>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let fields: Result<HashMap<String, String>, redis::RedisError> =
+            redis::cmd("HGETALL").arg(Self::hash(id)).query_async(&mut connection).await;
+        let fields = fields.map_err(|e| Unavailable(e.to_string()))?;
+        let Some(record) = fields.get("record").and_then(|r| serde_json::from_str::<Record>(r).ok()) else {
+            return Ok(None);
+        };
+        let answer = fields.get("answer").and_then(|a| serde_json::from_str::<Answer>(a).ok());
+        let used = fields.get("used").is_some_and(|u| u == "1");
+        let approval = record.into_approval(answer, used);
+        Ok((approval.expires_ms > now_ms).then_some(approval))
+    }
+
+    /// As [`Local::answer`].
+    pub async fn answer(
+        &self,
+        id: &str,
+        answer: Answer,
+        now_ms: u64,
+    ) -> Result<Result<Approval, NotAnswered>, Unavailable> {
+        let Some(approval) = self.get(id, now_ms).await? else { return Ok(Err(NotAnswered::Unknown)) };
+        let text = serde_json::to_string(&answer).map_err(|e| Unavailable(e.to_string()))?;
+        let state = if answer.approved { "approved" } else { "declined" };
+        let keys = [Self::hash(id), Self::principal_set(&approval.principal), Self::host_set()];
+        let reply = self.eval(ANSWER, &keys, &[state.to_owned(), text, id.to_owned()]).await?;
+        Ok(match reply.first().cloned().flatten().as_deref() {
+            Some("ok") => Ok(Approval { answer: Some(answer), ..approval }),
+            Some("answered") => match reply.get(1).cloned().flatten().and_then(|a| serde_json::from_str(&a).ok()) {
+                Some(given) => Err(NotAnswered::Answered(given)),
+                None => Err(NotAnswered::Unknown),
+            },
+            _ => Err(NotAnswered::Unknown),
+        })
+    }
+
+    /// As [`Local::take`].
+    pub async fn take(&self, id: &str, now_ms: u64) -> Result<Result<Approval, NotUsed>, Unavailable> {
+        let reply = self.eval(TAKE, &[Self::hash(id)], &[]).await?;
+        Ok(match reply.first().cloned().flatten().as_deref() {
+            Some("ok") => match self.get(id, now_ms).await? {
+                Some(approval) => Ok(approval),
+                None => Err(NotUsed::Unknown),
+            },
+            Some("used") => Err(NotUsed::Used),
+            Some("not-approved") => Err(NotUsed::NotApproved),
+            _ => Err(NotUsed::Unknown),
+        })
+    }
+
+    /// As [`Local::pending`].
+    pub async fn pending(&self, now_ms: u64, max: usize) -> Result<Vec<Approval>, Unavailable> {
+        let ids: Vec<String> = {
+            let mut connection = self.connection().await?;
+            let ids: Result<Vec<String>, redis::RedisError> = redis::cmd("ZRANGEBYSCORE")
+                .arg(Self::host_set())
+                .arg(now_ms.saturating_add(1))
+                .arg("+inf")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(max)
+                .query_async(&mut connection)
+                .await;
+            ids.map_err(|e| Unavailable(e.to_string()))?
+        };
+        let mut list = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(approval) = self.get(&id, now_ms).await?
+                && approval.answer.is_none()
+            {
+                list.push(approval);
+            }
+        }
+        Ok(list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::How;
+    use super::*;
+
+    fn approval(id: &str, principal: &str) -> Approval {
+        Approval {
+            id: id.into(),
+            principal: principal.into(),
+            tool: "create_transfer".into(),
+            revision: "sha256:r".into(),
+            argument_digest: "sha256:a".into(),
+            call_id: "c".into(),
+            card: "card".into(),
+            reason: "why".into(),
+            approver: Approver::Caller,
+            created_ms: 0,
+            expires_ms: 1_000,
+            answer: None,
+            used: false,
+        }
+    }
+
+    fn answer(approved: bool) -> Answer {
+        Answer { by: "alice".into(), how: How::Page, at_ms: 10, approved }
+    }
+
+    const CAPS: Caps = Caps { per_principal: 2, total: 3 };
+
+    #[test]
+    fn one_live_approval_per_call_and_caps_per_principal_and_host() {
+        let store = Local::default();
+        assert!(matches!(store.open(approval("a", "alice"), "k1", CAPS, 0), Ok(Opened::New(_))));
+        let again = store.open(approval("b", "alice"), "k1", CAPS, 0);
+        assert!(matches!(again, Ok(Opened::Existing(a)) if a.id == "a"), "the same call finds its approval");
+        assert!(matches!(store.open(approval("c", "alice"), "k2", CAPS, 0), Ok(Opened::New(_))));
+        assert_eq!(store.open(approval("d", "alice"), "k3", CAPS, 0), Err(Full::Principal(2)));
+        assert!(matches!(store.open(approval("e", "bob"), "k4", CAPS, 0), Ok(Opened::New(_))));
+        assert_eq!(store.open(approval("f", "carol"), "k5", CAPS, 0), Err(Full::Host(3)));
+        // Expired approvals free their places.
+        assert!(matches!(store.open(approval("g", "alice"), "k3", CAPS, 1_000), Ok(Opened::New(_))));
+        assert_eq!(store.get("a", 1_000), None);
+    }
+
+    #[test]
+    fn an_approval_is_answered_once_and_used_once() {
+        let store = Local::default();
+        let _ = store.open(approval("a", "alice"), "k", CAPS, 0);
+        assert_eq!(store.take("a", 1), Err(NotUsed::NotApproved));
+        assert!(store.answer("a", answer(true), 1).is_ok());
+        assert_eq!(store.answer("a", answer(false), 2), Err(NotAnswered::Answered(answer(true))));
+        assert!(store.take("a", 3).is_ok());
+        assert_eq!(store.take("a", 3), Err(NotUsed::Used));
+        assert_eq!(store.answer("nope", answer(true), 3), Err(NotAnswered::Unknown));
+        // A used approval no longer answers for its call: the next call
+        // opens another.
+        assert!(matches!(store.open(approval("b", "alice"), "k", CAPS, 4), Ok(Opened::New(_))));
+        // Nor is an expired one used.
+        let _ = store.answer("b", answer(true), 5);
+        assert_eq!(store.take("b", 1_000), Err(NotUsed::Unknown));
+    }
+
+    #[test]
+    fn a_declined_approval_is_never_used() {
+        let store = Local::default();
+        let _ = store.open(approval("a", "alice"), "k", CAPS, 0);
+        assert!(store.answer("a", answer(false), 1).is_ok());
+        assert_eq!(store.take("a", 2), Err(NotUsed::NotApproved));
+        assert!(matches!(store.open(approval("b", "alice"), "k", CAPS, 3), Ok(Opened::Existing(a)) if a.id == "a"));
+    }
+
+    #[test]
+    fn pending_lists_unanswered_approvals_soonest_first() {
+        let store = Local::default();
+        let _ = store.open(Approval { expires_ms: 900, ..approval("a", "alice") }, "k1", CAPS, 0);
+        let _ = store.open(Approval { expires_ms: 800, ..approval("b", "bob") }, "k2", CAPS, 0);
+        let _ = store.open(approval("c", "carol"), "k3", CAPS, 0);
+        let _ = store.answer("c", answer(true), 1);
+        let ids: Vec<String> = store.pending(1, 10).into_iter().map(|a| a.id).collect();
+        assert_eq!(ids, ["b", "a"]);
+        assert_eq!(store.pending(850, 10).len(), 1);
+    }
+}

@@ -1,0 +1,254 @@
+//! Signing a person in at the issuer of `[http.jwt]`, in the browser:
+//! OpenID Connect authorization code with PKCE (S256), a `state` and a
+//! `nonce`, the client being `[approvals] client_id` (a public client: no
+//! secret). The issuer's endpoints come from its discovery document, read
+//! once (again after a failure). The ID token is checked by the same
+//! verifier, key set and principal claim as access tokens
+//! (`jwt::Verifier::verify_id_token`).
+//!
+//! What the browser carries between the redirect and the callback (the
+//! PKCE verifier, the state, the nonce, where to go next) is in a cookie
+//! signed with the host's link key, so nothing of it is kept here; the
+//! session that follows is a signed cookie too (`Session`). Nothing the
+//! browser or the issuer sends is trusted unchecked: cookies are capped and
+//! their MACs compared in constant time, the callback's `state` must be the
+//! cookie's, the token response is capped.
+
+use super::super::jwt::Verifier;
+use airlock_host::approval::link::LinkKey;
+use airlock_host::outbound::Outbound;
+use base64::Engine as _;
+use ring::rand::SecureRandom as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// The most bytes of the discovery document and of the token response read.
+pub(super) const MAX_ISSUER_RESPONSE_BYTES: usize = 64 << 10;
+/// How long a request to the issuer may take.
+pub(super) const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a sign-in may take, from the redirect to the callback.
+pub(super) const SIGNIN_TTL_MS: u64 = 10 * 60 * 1000;
+/// How long a page session lasts once signed in.
+pub(super) const SESSION_TTL_MS: u64 = 30 * 60 * 1000;
+/// The most bytes of a cookie value accepted.
+pub(super) const MAX_COOKIE_BYTES: usize = 2048;
+/// The cookie of a sign-in in progress.
+pub(super) const SIGNIN_COOKIE: &str = "airlock-signin";
+/// The cookie of a signed-in person.
+pub(super) const SESSION_COOKIE: &str = "airlock-approver";
+/// MAC contexts, one per use of the link key.
+const SIGNIN_CONTEXT: &[u8] = b"airlock approval sign-in v1";
+const SESSION_CONTEXT: &[u8] = b"airlock approval session v1";
+const CSRF_CONTEXT: &[u8] = b"airlock approval form v1";
+
+/// What a sign-in in progress remembers in its cookie.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub(super) struct Pending {
+    /// The PKCE code verifier.
+    pub(super) verifier: String,
+    /// The `state` sent to the issuer.
+    pub(super) state: String,
+    /// The `nonce` sent to the issuer.
+    pub(super) nonce: String,
+    /// Where to go once signed in (a path under `/approvals/`).
+    pub(super) next: String,
+    /// Unix milliseconds after which the sign-in is void.
+    pub(super) expires_ms: u64,
+}
+
+/// A signed-in person, as their session cookie says.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub(super) struct Session {
+    /// Their principal, from the issuer's ID token.
+    pub(super) principal: String,
+    /// A random id: forms are bound to it.
+    pub(super) id: String,
+    /// Unix milliseconds after which they must sign in again.
+    pub(super) expires_ms: u64,
+}
+
+/// `value` as cookie text: base64url JSON, a dot, its MAC.
+pub(super) fn seal<T: Serialize>(key: &LinkKey, context: &[u8], value: &T) -> Option<String> {
+    let json = serde_json::to_vec(value).ok()?;
+    let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    let mac = key.sign(context, &[body.as_bytes()]);
+    Some(format!("{body}.{mac}"))
+}
+
+/// The value sealed in `text`, if its MAC checks.
+pub(super) fn open<T: for<'de> Deserialize<'de>>(key: &LinkKey, context: &[u8], text: &str) -> Option<T> {
+    if text.len() > MAX_COOKIE_BYTES {
+        return None;
+    }
+    let (body, mac) = text.rsplit_once('.')?;
+    if !key.verify(context, &[body.as_bytes()], mac) {
+        return None;
+    }
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(body).ok()?;
+    serde_json::from_slice(&json).ok()
+}
+
+/// Seal a sign-in in progress.
+pub(super) fn seal_pending(key: &LinkKey, pending: &Pending) -> Option<String> {
+    seal(key, SIGNIN_CONTEXT, pending)
+}
+
+/// The sign-in in progress `text` seals, if it checks and has not lapsed.
+pub(super) fn open_pending(key: &LinkKey, text: &str, now_ms: u64) -> Option<Pending> {
+    open::<Pending>(key, SIGNIN_CONTEXT, text).filter(|p| p.expires_ms > now_ms)
+}
+
+/// Seal a session.
+pub(super) fn seal_session(key: &LinkKey, session: &Session) -> Option<String> {
+    seal(key, SESSION_CONTEXT, session)
+}
+
+/// The session `text` seals, if it checks and has not lapsed.
+pub(super) fn open_session(key: &LinkKey, text: &str, now_ms: u64) -> Option<Session> {
+    open::<Session>(key, SESSION_CONTEXT, text).filter(|s| s.expires_ms > now_ms)
+}
+
+/// The form token of `approval` for the session `session` (`"link"` when
+/// the link alone identifies the person).
+pub(super) fn csrf(key: &LinkKey, session: &str, approval: &str) -> String {
+    key.sign(CSRF_CONTEXT, &[session.as_bytes(), approval.as_bytes()])
+}
+
+/// Whether `token` is the form token of `approval` for `session`.
+pub(super) fn csrf_checks(key: &LinkKey, session: &str, approval: &str, token: &str) -> bool {
+    key.verify(CSRF_CONTEXT, &[session.as_bytes(), approval.as_bytes()], token)
+}
+
+/// `bytes` random bytes as base64url.
+pub(super) fn random(bytes: usize) -> Option<String> {
+    let mut buf = vec![0u8; bytes];
+    ring::rand::SystemRandom::new().fill(&mut buf).ok()?;
+    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf))
+}
+
+/// The S256 challenge of a PKCE verifier.
+pub(super) fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// The issuer's endpoints, from its discovery document.
+#[derive(Debug, Clone, Deserialize)]
+pub(super) struct Endpoints {
+    pub(super) issuer: String,
+    pub(super) authorization_endpoint: String,
+    pub(super) token_endpoint: String,
+}
+
+/// The page's client at the issuer of `[http.jwt]`.
+pub(super) struct SignIn {
+    pub(super) verifier: Arc<Verifier>,
+    pub(super) client_id: String,
+    endpoints: Mutex<Option<Endpoints>>,
+}
+
+impl SignIn {
+    pub(super) fn new(verifier: Arc<Verifier>, client_id: String) -> Self {
+        SignIn { verifier, client_id, endpoints: Mutex::new(None) }
+    }
+
+    /// The issuer's endpoints, read once from its discovery document.
+    pub(super) async fn endpoints(&self) -> Result<Endpoints, String> {
+        let mut held = self.endpoints.lock().await;
+        if let Some(endpoints) = held.as_ref() {
+            return Ok(endpoints.clone());
+        }
+        let issuer = self.verifier.issuer().trim_end_matches('/');
+        let url = format!("{issuer}/.well-known/openid-configuration");
+        let response = Outbound::get(&url, MAX_ISSUER_RESPONSE_BYTES, ISSUER_TIMEOUT)
+            .send()
+            .await
+            .map_err(|err| format!("the issuer's discovery document ({url}) cannot be read: {err}"))?;
+        if response.status != http::StatusCode::OK {
+            return Err(format!("the issuer's discovery document ({url}) answered {}", response.status));
+        }
+        let endpoints: Endpoints = serde_json::from_slice(&response.body)
+            .map_err(|err| format!("the issuer's discovery document ({url}) is not one: {err}"))?;
+        if endpoints.issuer.trim_end_matches('/') != issuer {
+            return Err(format!(
+                "the issuer's discovery document names the issuer {:?}, not {issuer:?} ([http.jwt] issuer)",
+                endpoints.issuer
+            ));
+        }
+        *held = Some(endpoints.clone());
+        Ok(endpoints)
+    }
+
+    /// Exchange the callback's `code` for an ID token and verify it: the
+    /// principal it names.
+    pub(super) async fn finish(&self, code: &str, redirect_uri: &str, pending: &Pending) -> Result<String, String> {
+        let endpoints = self.endpoints().await?;
+        let form = form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "authorization_code")
+            .append_pair("code", code)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("client_id", &self.client_id)
+            .append_pair("code_verifier", &pending.verifier)
+            .finish();
+        let request = Outbound {
+            method: http::Method::POST,
+            url: &endpoints.token_endpoint,
+            headers: Vec::new(),
+            body: Some(("application/x-www-form-urlencoded", form.into_bytes())),
+            max_bytes: MAX_ISSUER_RESPONSE_BYTES,
+            timeout: ISSUER_TIMEOUT,
+        };
+        let response = request.send().await.map_err(|err| format!("the issuer's token endpoint failed: {err}"))?;
+        if response.status != http::StatusCode::OK {
+            return Err(format!("the issuer refused the sign-in ({})", response.status));
+        }
+        #[derive(Deserialize)]
+        struct Tokens {
+            id_token: String,
+        }
+        let tokens: Tokens =
+            serde_json::from_slice(&response.body).map_err(|_| "the issuer's answer has no ID token".to_owned())?;
+        self.verifier.verify_id_token(&tokens.id_token, &self.client_id, &pending.nonce).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_values_open_only_with_their_key_context_and_time() {
+        let key = LinkKey::random().unwrap();
+        let session = Session { principal: "alice".into(), id: "s1".into(), expires_ms: 100 };
+        let sealed = seal_session(&key, &session).unwrap();
+        assert_eq!(open_session(&key, &sealed, 50), Some(session));
+        assert_eq!(open_session(&key, &sealed, 100), None, "lapsed");
+        assert_eq!(open_session(&LinkKey::random().unwrap(), &sealed, 50), None, "another key");
+        assert!(open_pending(&key, &sealed, 50).is_none(), "another context");
+        let (body, mac) = sealed.rsplit_once('.').unwrap();
+        let forged = format!("{}.{mac}", body.replace('A', "B"));
+        assert_eq!(open_session(&key, &forged, 50), None, "an edited body");
+        assert_eq!(open_session(&key, &"x".repeat(MAX_COOKIE_BYTES + 1), 50), None);
+    }
+
+    #[test]
+    fn form_tokens_are_bound_to_the_session_and_the_approval() {
+        let key = LinkKey::random().unwrap();
+        let token = csrf(&key, "s1", "a1");
+        assert!(csrf_checks(&key, "s1", "a1", &token));
+        assert!(!csrf_checks(&key, "s2", "a1", &token));
+        assert!(!csrf_checks(&key, "s1", "a2", &token));
+        assert!(!csrf_checks(&key, "s1", "a1", ""));
+    }
+
+    #[test]
+    fn the_pkce_challenge_is_s256() {
+        // RFC 7636, appendix B.
+        assert_eq!(
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+    }
+}

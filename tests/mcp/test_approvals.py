@@ -1,0 +1,141 @@
+"""Approvals on Airlock's own page with the official MCP Python SDK client,
+over stdio and streamable HTTP, on both protocol generations.
+
+`[approvals] mode = "page"`: a call the policy asks about (here
+create_transfer, which has side effects under the default policy) is
+approved by the person on Airlock's page, never by the client. A client
+that declares URL-mode elicitation is handed the link (2025-11-25:
+`elicitation/create` with `mode: "url"`, then
+`notifications/elicitation/complete`; 2026-07-28: an input request of mode
+url, and the SDK retries); here its callback plays the person, who opens
+the link and answers on the page. A client without it gets an error result
+with the link, and the same call made again after the approval runs once.
+Without `[http.jwt]` the link alone identifies the person, on loopback (the
+sign-in in a real browser is tested in tests/approvals)."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import types
+
+from conftest import CALL_TIMEOUT, Setup, connect, write_config
+
+from test_mcp import anyio_backend, both, generations, kind_of, text_of  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.anyio
+
+PAGE = '\n[approvals]\nmode = "page"\nlisten = "127.0.0.1:0"\n'
+TRANSFER = {"to": "acc-bob", "amount": 20000}
+CARD = 'confirm = "Transfer {amount} to {to}"\n'
+
+
+def page_setup(tmp_path: Path, transport: str) -> Setup:
+    # Over HTTP the page is served on the MCP origin; a stdio server gets
+    # an address of its own.
+    approvals = PAGE if transport == "stdio" else PAGE.replace('listen = "127.0.0.1:0"\n', "")
+    return write_config(tmp_path, audit=True, transfer_keys=CARD + approvals)
+
+
+async def answer_on_page(link: str, decision: str) -> str:
+    """What a person does at the page: open the link, read the card, press
+    Approve or Decline. Returns the card shown."""
+    origin = re.match(r"https?://[^/]+", link)
+    assert origin, link
+    async with httpx2.AsyncClient(timeout=CALL_TIMEOUT) as http:
+        page = await http.get(link)
+        assert page.status_code == 200, page.text
+        card = html.unescape(re.search(r'id="card">(.*?)</pre>', page.text, re.S).group(1))
+        fields = dict(re.findall(r'name="(sig|csrf)" value="([^"]*)"', page.text))
+        answered = await http.post(
+            link.split("?", 1)[0],
+            data={**fields, "decision": decision},
+            headers={"Origin": origin.group(0)},
+        )
+        assert answered.status_code == 200, answered.text
+    return card
+
+
+class Person:
+    """The client's elicitation callback, as a person who opens the link it
+    is shown and answers on the page."""
+
+    def __init__(self, decision: str) -> None:
+        self.decision = decision
+        self.links: list[str] = []
+        self.cards: list[str] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert params.mode == "url", params
+        self.links.append(params.url)
+        self.cards.append(await answer_on_page(params.url, self.decision))
+        return types.ElicitResult(action="accept")
+
+
+def link_in(text: str) -> str:
+    match = re.search(r"https?://\S+", text)
+    assert match, text
+    return match.group(0)
+
+
+@both
+@generations
+async def test_a_url_mode_client_sends_the_person_to_the_page_and_the_call_runs(transport: str, mode: str, tmp_path: Path) -> None:
+    setup = page_setup(tmp_path, transport)
+    person = Person("approve")
+    async with connect(transport, mode, setup, principal="alice", elicitation_callback=person) as client:
+        result = await client.call_tool("create_transfer", TRANSFER)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content == {**TRANSFER, "status": "done"}
+    assert len(person.links) == 1 and "/approvals/" in person.links[0], person.links
+    assert person.cards == ["Transfer 20000 to acc-bob"], person.cards
+    outcomes = [(r["decision"], r["outcome"]) for r in setup.audit() if r["outcome"] != "started"]
+    assert ("ask:confirmed", "ok") in outcomes, outcomes
+
+
+@both
+@generations
+async def test_declined_on_the_page_never_runs(transport: str, mode: str, tmp_path: Path) -> None:
+    setup = page_setup(tmp_path, transport)
+    person = Person("decline")
+    async with connect(transport, mode, setup, principal="alice", elicitation_callback=person) as client:
+        result = await client.call_tool("create_transfer", TRANSFER)
+    assert result.is_error and kind_of(result) == "declined", text_of(result)
+    assert not any(r["outcome"] == "ok" for r in setup.audit()), setup.audit()
+
+
+@both
+@generations
+async def test_a_client_without_url_mode_relays_the_link_and_calls_again(transport: str, mode: str, tmp_path: Path) -> None:
+    setup = page_setup(tmp_path, transport)
+    async with connect(transport, mode, setup, principal="alice") as client:
+        first = await client.call_tool("create_transfer", TRANSFER)
+        assert first.is_error and kind_of(first) == "approval_required", text_of(first)
+        link = link_in(text_of(first))
+        assert "then call again with the same arguments" in text_of(first), text_of(first)
+        assert await answer_on_page(link, "approve") == "Transfer 20000 to acc-bob"
+        ran = await client.call_tool("create_transfer", TRANSFER)
+        assert not ran.is_error, text_of(ran)
+        once = await client.call_tool("create_transfer", TRANSFER)
+        assert kind_of(once) == "approval_required", "an approval runs one call"
+        assert link_in(text_of(once)) != link
+
+
+async def test_a_legacy_client_hears_the_url_elicitation_is_complete(tmp_path: Path) -> None:
+    setup = page_setup(tmp_path, "http")
+    person = Person("approve")
+    notes: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        notes.append(message)
+
+    async with connect("http", "legacy", setup, principal="alice", elicitation_callback=person, message_handler=on_message) as client:
+        result = await client.call_tool("create_transfer", TRANSFER)
+    assert not result.is_error, text_of(result)
+    seen = [getattr(getattr(n, "root", n), "method", None) for n in notes]
+    assert "notifications/elicitation/complete" in seen, notes

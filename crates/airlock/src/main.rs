@@ -42,8 +42,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the loaded tools: name, digest, grants, limits, side effect.
+    /// List the loaded tools: name, digest, revision, grants, limits, side effect.
     Tools,
+    /// Pin the revision of every loaded tool in airlock.lock: a tool whose revision later differs is not served.
+    Lock,
     /// Print the model-facing tool list as JSON (which tools have a strict form goes to stderr).
     Schema {
         /// openai, openai-responses, anthropic or mcp.
@@ -195,6 +197,11 @@ async fn run(cli: Cli) -> ExitCode {
     };
     // Components are compiled by this executable, in metered child processes.
     config.engine.compiler = compiler_exe();
+    // `airlock lock` loads the tools as they are, the lock file's pins
+    // aside, in order to pin them anew.
+    if matches!(cli.command, Command::Lock) {
+        config.lock_pins = false;
+    }
     match &cli.command {
         Command::Config => {
             let text = config.describe();
@@ -233,6 +240,7 @@ async fn run(cli: Cli) -> ExitCode {
     }
     match cli.command {
         Command::Tools => finish(commands::tools(&host)),
+        Command::Lock => finish(commands::lock(&host)),
         Command::Schema { format, strict } => finish(commands::schema(&host, format, strict)),
         Command::Call { tool, args, who } => finish(commands::call(&host, tool, args, &who).await),
         Command::Dispatch { format, who } => finish(commands::dispatch(&host, format, &who).await),

@@ -574,20 +574,6 @@ impl Approvals {
     }
 }
 
-/// The revision of `tool` an approval is bound to: `sha256:` over the
-/// digest of its component and of its definition (name, description,
-/// parameters and output schemas), so that an approval given for one
-/// component or one description is not used for another.
-pub fn revision_of(tool: &airlock_runtime::loader::LoadedTool) -> String {
-    let mut hasher = Sha256::new();
-    let output = tool.output.as_ref().map(|schema| schema.json().to_string()).unwrap_or_default();
-    for part in [tool.digest.as_str(), &tool.name, &tool.description, &tool.parameters.json().to_string(), &output] {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part.as_bytes());
-    }
-    format!("sha256:{}", hex::encode(hasher.finalize()))
-}
-
 /// The secret in `path`: at most [`MAX_WEBHOOK_SECRET_FILE_BYTES`], at least
 /// [`MIN_WEBHOOK_SECRET_BYTES`] once trimmed.
 fn read_secret(path: &std::path::Path) -> Result<Vec<u8>, String> {

@@ -106,6 +106,12 @@ pub struct Config {
     /// How long confirmation cards and presented results may be
     /// (`[cards]`).
     pub cards: CardSettings,
+    /// Whether the tool revisions pinned in the lock file are enforced: a
+    /// tool whose revision is not its pin is not loaded. Not a key: `true`
+    /// for every config, and set to `false` only by `airlock lock`, which
+    /// loads the tools as they are in order to pin them anew. (`[tools.NAME]
+    /// pin` is enforced either way.)
+    pub lock_pins: bool,
     /// Approvals on Airlock's own page (`[approvals]`).
     pub approvals: crate::approval::ApprovalSettings,
 }
@@ -360,6 +366,7 @@ impl Config {
             serve,
             log,
             cards,
+            lock_pins: true,
             approvals,
         })
     }

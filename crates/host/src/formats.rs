@@ -76,7 +76,7 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
         }
         Format::Mcp => {
             let mut tool = json!({ "name": name, "description": description, "inputSchema": parameters });
-            if let Some(McpExtras { output_schema, read_only, session_header }) = extras {
+            if let Some(McpExtras { output_schema, read_only, session_header, revision }) = extras {
                 if *session_header && let Some(schema) = tool.get_mut("inputSchema") {
                     mark_session_header(schema);
                 }
@@ -88,6 +88,7 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
                 annotations.insert("readOnlyHint".into(), Value::Bool(*read_only));
                 annotations.insert("destructiveHint".into(), Value::Bool(!*read_only));
                 set(&mut tool, "annotations", Value::Object(annotations));
+                set(&mut tool, "_meta", json!({ REVISION_META: revision }));
             }
             tool
         }
@@ -97,6 +98,10 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
     }
     value
 }
+
+/// The `_meta` key of an MCP tool that carries its revision
+/// ([`McpExtras::revision`]).
+pub const REVISION_META: &str = "airlock/revision";
 
 /// Sets `key` of the JSON object `tool` (every tool encoding is one).
 fn set(tool: &mut Value, key: &str, value: Value) {
@@ -165,9 +170,18 @@ mod tests {
         assert_eq!(encode(Format::OpenAi, &t, None, false)["function"]["parameters"], json!({"type":"object"}));
         assert_eq!(encode(Format::OpenAiResponses, &t, None, true)["strict"], json!(true));
         assert_eq!(encode(Format::Anthropic, &t, None, false)["input_schema"], json!({"type":"object"}));
-        let extras =
-            McpExtras { output_schema: Some(json!({"type":"object"})), read_only: true, session_header: false };
+        let revision = format!("sha256:{}", "ab".repeat(32));
+        let extras = McpExtras {
+            output_schema: Some(json!({"type":"object"})),
+            read_only: true,
+            session_header: false,
+            revision: revision.clone(),
+        };
         let mcp = encode(Format::Mcp, &t, Some(&extras), false);
+        assert_eq!(mcp["_meta"], json!({"airlock/revision": revision}));
+        for format in [Format::OpenAi, Format::OpenAiResponses, Format::Anthropic] {
+            assert!(!encode(format, &t, Some(&extras), false).to_string().contains("_meta"), "{format}");
+        }
         assert_eq!(mcp["inputSchema"], json!({"type":"object"}));
         assert_eq!(mcp["outputSchema"], json!({"type":"object"}));
         assert_eq!(mcp["annotations"]["readOnlyHint"], json!(true));
@@ -180,7 +194,7 @@ mod tests {
             "session_id": {"type": ["string", "null"], "description": "id"},
         }});
         let t = ModelTool { parameters, ..tool() };
-        let extras = McpExtras { output_schema: None, read_only: false, session_header: true };
+        let extras = McpExtras { output_schema: None, read_only: false, session_header: true, revision: String::new() };
         let mcp = encode(Format::Mcp, &t, Some(&extras), false);
         assert_eq!(
             mcp["inputSchema"]["properties"]["session_id"],

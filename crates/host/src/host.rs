@@ -23,6 +23,7 @@ use crate::session::Sessions;
 pub use crate::state::HostError;
 use crate::state::{LoadErrors, State};
 use airlock_core::call::{CallRequest, ToolResult};
+use airlock_policy::audit::ToolChange;
 use airlock_policy::confirm::Confirmer;
 use airlock_runtime::engine::Runtime;
 use airlock_runtime::projection::{mcp_extras, project};
@@ -443,8 +444,32 @@ impl Host {
         self.inner.pipeline.telemetry.metrics.reloaded(loaded.is_ok());
         let state = loaded?;
         let count = state.registry().len();
+        let changes = state.registry().changes(current.registry());
         self.install(state);
+        self.record_changes(&changes);
         Ok(count)
+    }
+
+    /// Log and audit each tool a reload put in force under another
+    /// revision (a `tool_changed` record in the log now in force). A record
+    /// that cannot be written is logged: the reload is in force already,
+    /// and the calls' own records carry the new revision.
+    fn record_changes(&self, changes: &[ToolChange]) {
+        let state = self.state();
+        for change in changes {
+            tracing::warn!(
+                tool = %change.tool,
+                old = %change.old_revision,
+                new = %change.new_revision,
+                "a reload changed the tool's revision; sessions and confirmations bound to the old one are void"
+            );
+            if let Some(log) = state.audit()
+                && let Err(err) = log.append_tool_changed(change)
+            {
+                self.inner.pipeline.telemetry.metrics.audit_failed();
+                tracing::error!(path = %log.path().display(), tool = %change.tool, "cannot write the tool_changed audit record: {err}");
+            }
+        }
     }
 
     /// Put `registry` in force in the current state, everything else

@@ -11,7 +11,8 @@
 //! on which load finishes first (`Assembly`).
 
 use crate::config::Config;
-use airlock_runtime::distribution::{self, DistributionError, OciSource};
+use airlock_policy::audit::ToolChange;
+use airlock_runtime::distribution::{self, DistributionError, Lock, OciSource};
 use airlock_runtime::engine::Runtime;
 use airlock_runtime::loader::{self, CompileOnce, LoadError, LoadedTool};
 use futures::StreamExt as _;
@@ -161,13 +162,19 @@ pub(crate) async fn load_planned(
 ) {
     let total = planned.len();
     let once = CompileOnce::default();
+    // Read once for the whole load; when it cannot be read, each tool it
+    // could pin is refused with the reason (`check_pin`).
+    let settings = &config.distribution;
+    let lock = Lock::read(&settings.lock_file, settings.max_lock_bytes).ok();
+    let lock = lock.as_ref();
     let mut by_size: Vec<(u64, Planned)> =
         planned.into_iter().map(|p| (std::fs::metadata(&p.path).map_or(0, |m| m.len()), p)).collect();
     by_size.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.order.cmp(&b.1.order)));
     let once = &once;
     let loads = by_size.into_iter().map(|(_, planned)| async move {
         progress.started(&planned.path, total);
-        let outcome = load_one(runtime, config, &planned, once, progress).await;
+        let outcome =
+            load_one(runtime, config, &planned, once, progress).await.and_then(|t| check_pin(config, lock, t));
         progress.finished(&planned.path, outcome.is_ok());
         (planned, outcome)
     });
@@ -175,6 +182,26 @@ pub(crate) async fn load_planned(
     while let Some((planned, outcome)) = loads.next().await {
         each(&planned, outcome);
     }
+}
+
+/// Check `tool`'s revision against its pin: `[tools.NAME] pin`, else its
+/// entry in the lock file (`lock`: the file as read for this load, `None`
+/// when it could not be read), unless the config does not enforce the lock
+/// file's pins (`airlock lock`).
+fn check_pin(config: &Config, lock: Option<&Lock>, tool: LoadedTool) -> Result<LoadedTool, LoadError> {
+    let settings = &config.distribution;
+    let read;
+    let lock = match lock {
+        Some(lock) => lock,
+        None if !config.lock_pins && tool.settings.pin.is_none() => return Ok(tool),
+        // Fail closed: a lock file that cannot be read may pin this tool.
+        None => {
+            read = Lock::read(&settings.lock_file, settings.max_lock_bytes)?;
+            &read
+        }
+    };
+    let entry = lock.tools.get(&tool.name).filter(|_| config.lock_pins || tool.settings.pin.is_some());
+    loader::check_revision(tool, entry.map(|pinned| (settings.lock_file.as_path(), pinned)))
 }
 
 async fn load_one(
@@ -360,12 +387,14 @@ impl Registry {
     }
 
     /// This registry with each tool that is the same as in `old` (same
-    /// name, component digest, source file and settings) replaced by
-    /// `old`'s: a reload that did not touch a tool keeps it, and with it
-    /// the tool's live sessions.
+    /// name, revision, source file and settings) replaced by `old`'s: a
+    /// reload that did not touch a tool keeps it, and with it the tool's
+    /// live sessions. A tool whose revision changed is a new tool: the
+    /// sessions opened under the old one are not carried over.
     pub fn reusing(mut self, old: &Registry) -> Registry {
         for (name, tool) in &mut self.tools {
             if let Some(kept) = old.tools.get(name)
+                && kept.revision == tool.revision
                 && kept.digest == tool.digest
                 && kept.source == tool.source
                 && kept.settings == tool.settings
@@ -375,6 +404,27 @@ impl Registry {
             }
         }
         self
+    }
+
+    /// The tools of `old` that this registry serves under another
+    /// revision: what a reload writes a `tool_changed` audit record for.
+    /// Tools added or removed are not among them (the tool list says so).
+    pub fn changes(&self, old: &Registry) -> Vec<ToolChange> {
+        self.tools
+            .iter()
+            .filter_map(|(name, new)| {
+                let old = old.tools.get(name).filter(|old| old.revision != new.revision)?;
+                Some(ToolChange {
+                    tool: name.clone(),
+                    old_revision: old.revision.clone(),
+                    new_revision: new.revision.clone(),
+                    old_component_digest: old.digest.clone(),
+                    new_component_digest: new.digest.clone(),
+                    old_definition_digest: old.definition_digest.clone(),
+                    new_definition_digest: new.definition_digest.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The tool called `name`.

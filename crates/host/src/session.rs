@@ -500,10 +500,20 @@ impl Sessions {
     /// under its name (the tool was removed, or a reload replaced its
     /// component or settings); returns how many were dropped. A call
     /// running in one finishes, and its instance is dropped after it.
+    ///
+    /// A session is bound to the revision it was opened under: a tool kept
+    /// by [`Registry::reusing`] has the same revision, and one whose
+    /// revision changed is a new tool (checked here too, so that no path
+    /// that puts a registry in force can carry a session over to another
+    /// revision).
     pub fn retain_tools(&self, registry: &Registry) -> usize {
         let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         let before = table.len();
-        table.retain(|key, session| registry.get(&key.tool).is_some_and(|tool| Arc::ptr_eq(tool, &session.tool)));
+        table.retain(|key, session| {
+            registry
+                .get(&key.tool)
+                .is_some_and(|tool| Arc::ptr_eq(tool, &session.tool) && tool.revision == session.tool.revision)
+        });
         before - table.len()
     }
 

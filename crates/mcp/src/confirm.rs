@@ -260,6 +260,10 @@ pub struct Owner {
     pub tool: String,
     /// The arguments as requested.
     pub arguments: Option<JsonObject>,
+    /// The revision of the tool in force when the call was made (`None`:
+    /// no such tool). A retry after a reload that changed the tool finds
+    /// another one, and is refused ([`Resumed::Changed`]).
+    pub revision: Option<String>,
 }
 
 /// A call waiting for the user's answer.
@@ -310,6 +314,10 @@ pub enum Resumed {
     Unknown,
     /// The state belongs to a different tool or different arguments.
     Mismatch,
+    /// The tool changed since the state was issued (a reload put another
+    /// revision of it in force): what was confirmed is not what would run,
+    /// so nothing ran and the call must be made again.
+    Changed,
     /// The pipeline task died (a bug): no result.
     Lost,
     /// The fleet's shared store could not say whether the state was used
@@ -480,7 +488,18 @@ impl Confirmations {
                 // Someone else's state reads as unknown, and stays usable by its owner.
                 None => return Resumed::Unknown,
                 Some(slot) if slot.owner.principal != owner.principal => return Resumed::Unknown,
-                Some(slot) if slot.owner != *owner => return Resumed::Mismatch,
+                Some(slot) if slot.owner.tool != owner.tool || slot.owner.arguments != owner.arguments => {
+                    return Resumed::Mismatch;
+                }
+                Some(slot) if slot.owner.revision != owner.revision => {
+                    // The parked call would run the tool it was asked
+                    // about, which is no longer the one served: it is
+                    // cancelled, and the state used up.
+                    if let Some(slot) = slots.remove(state) {
+                        slot.cancel.cancel();
+                    }
+                    return Resumed::Changed;
+                }
                 Some(_) => match slots.remove(state) {
                     Some(slot) => slot,
                     None => return Resumed::Unknown,
@@ -500,7 +519,7 @@ mod tests {
     #[test]
     fn pending_confirmations_are_capped_at_the_configured_count() {
         let confirmations = Confirmations::new(2);
-        let owner = Owner { principal: "alice".into(), tool: "t".into(), arguments: None };
+        let owner = Owner { principal: "alice".into(), tool: "t".into(), arguments: None, revision: None };
         let mut answers = Vec::new();
         let mut park = |state: &str| {
             let (answer, answered) = oneshot::channel();
@@ -512,6 +531,25 @@ mod tests {
         assert!(!park("c"), "a third is declined");
         let declined = answers.pop().unwrap();
         assert_eq!(declined.blocking_recv(), Ok(false), "the declined call is told so");
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_the_tool_changed_is_refused_and_the_parked_call_cancelled() {
+        let confirmations = Confirmations::new(2);
+        let before = Owner {
+            principal: "alice".into(),
+            tool: "t".into(),
+            arguments: None,
+            revision: Some(format!("sha256:{}", "ab".repeat(32))),
+        };
+        let (answer, _answered) = oneshot::channel();
+        let (_result, result) = oneshot::channel();
+        let parked = CancellationToken::new();
+        assert!(confirmations.park("s", before.clone(), answer, result, parked.clone()).is_ok());
+        let after = Owner { revision: Some(format!("sha256:{}", "cd".repeat(32))), ..before };
+        assert!(matches!(confirmations.resume("s", &after, None, &[]).await, Resumed::Changed));
+        assert!(parked.is_cancelled(), "the call asked about does not run");
+        assert!(matches!(confirmations.resume("s", &after, None, &[]).await, Resumed::Unknown), "used up");
     }
 
     #[test]

@@ -159,6 +159,10 @@ pub const META_CODE: &str = "airlock/code";
 /// callers' states.
 const STATE_REFUSED: &str = "requestState is not valid for this call: it is unknown, expired, already used, altered, or was issued for another tool or other arguments; nothing was run. Send the call again without requestState and inputResponses.";
 
+/// The error of a retry whose tool changed since its `requestState` was
+/// issued.
+const TOOL_CHANGED: &str = "the tool changed since this confirmation was asked (the operator put another revision of it in force: its component or its description or schemas differ), so what was confirmed is not what would run and nothing was run. Make the call again without requestState and inputResponses, to be asked about the tool as it is now.";
+
 /// The MCP result of a finished call, rendered here from the typed outcome.
 /// Every failure, an unknown tool included, is an `isError` result: its
 /// text is the failure's message, and the kind (and a tool error's code)
@@ -223,6 +227,7 @@ fn resumed(resumed: Resumed) -> Result<CallToolResponse, ErrorData> {
         // state that fails verification; a state for other arguments is the
         // same mistake and gets the same answer.
         Resumed::Unknown | Resumed::Mismatch => Err(ErrorData::invalid_params(STATE_REFUSED, None)),
+        Resumed::Changed => Err(ErrorData::invalid_params(TOOL_CHANGED, None)),
         Resumed::Lost => Err(ErrorData::internal_error("the call was lost", None)),
         Resumed::Unavailable(why) => Err(ErrorData::internal_error(
             format!(
@@ -310,7 +315,10 @@ impl ServerHandler for AirlockServer {
         }
         // 2026-07-28: no server-to-client requests. A call that needs
         // confirmation is parked and answered with "input required".
-        let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone() };
+        // Bound to the revision in force now: a retry after a reload that
+        // changed the tool finds another one and is refused.
+        let revision = self.shared.host.tools().get(request.name.as_ref()).map(|tool| tool.revision.clone());
+        let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone(), revision };
         let responses = request.input_responses.as_ref();
         // A retry after the approval page runs the call again: the approval
         // is found by the call's principal, tool revision and arguments,

@@ -124,7 +124,8 @@ impl SignedConfirmations {
         let Some(question) = question else { return Started::Done(Box::new(result)) };
         let expiry = now_ms().saturating_add(u64::try_from(self.state_ttl.as_millis()).unwrap_or(u64::MAX));
         let digest = digest(owner);
-        let state = token::issue(&self.key, expiry, &binding(owner, &digest));
+        let revision = owner.revision.as_deref().unwrap_or_default();
+        let state = token::issue(&self.key, expiry, &binding(owner, &digest), revision);
         let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
         Started::Ask { state, elicitation }
     }
@@ -145,6 +146,11 @@ impl SignedConfirmations {
         let Some(checked) = token::check(&self.key, state, now, &binding(owner, &digest)) else {
             return Resumed::Unknown;
         };
+        // Not redeemed: what was confirmed is not what this replica would
+        // run, so the state is of no use to anyone.
+        if Some(checked.revision.as_str()) != owner.revision.as_deref() {
+            return Resumed::Changed;
+        }
         let ttl = Duration::from_millis(checked.expiry_ms.saturating_sub(now)).saturating_add(self.max_clock_skew);
         match self.store.redeem(&checked.id, ttl).await {
             Ok(Redeemed::First) => {}
@@ -214,10 +220,12 @@ mod tests {
             principal: "alice".into(),
             tool: "create_transfer".into(),
             arguments: arguments.as_object().cloned(),
+            revision: Some(format!("sha256:{}", "ab".repeat(32))),
         };
         let digest = digest(&owner);
         let expiry = now_ms() + 60_000;
-        let state = token::issue(&replica.key, expiry, &binding(&owner, &digest));
+        let revision = owner.revision.clone().unwrap_or_default();
+        let state = token::issue(&replica.key, expiry, &binding(&owner, &digest), &revision);
         let request = || CallRequest::new("alice", "create_transfer", arguments.clone());
         // At the cap the state is parsed and its MAC checked: it gets as far
         // as redeeming, which the unreachable store refuses (`-32603`).
@@ -228,6 +236,12 @@ mod tests {
         let over = grown(&state, MAX_REQUEST_STATE_BYTES + 1);
         let resumed = replica.resume(&host, request(), &over, &owner, None, &[]).await;
         assert!(matches!(resumed, Resumed::Unknown), "{:?}", kind(&resumed));
+        // A state issued for another revision of the tool: it changed, and
+        // that is said before Redis is asked.
+        let other = format!("sha256:{}", "cd".repeat(32));
+        let earlier = token::issue(&replica.key, expiry, &binding(&owner, &digest), &other);
+        let resumed = replica.resume(&host, request(), &earlier, &owner, None, &[]).await;
+        assert!(matches!(resumed, Resumed::Changed), "{:?}", kind(&resumed));
         assert_eq!(host.calls_in_flight_total(), 0);
     }
 
@@ -236,6 +250,7 @@ mod tests {
             Resumed::Done(_) => "done: the call ran",
             Resumed::Unknown => "unknown",
             Resumed::Mismatch => "mismatch",
+            Resumed::Changed => "changed",
             Resumed::Lost => "lost",
             Resumed::Unavailable(_) => "unavailable",
         }

@@ -48,8 +48,8 @@ use files::{
     Lock, head_path, irregular_file, irregular_path, no_waiting, not_regular, private_options, probe_filler, read_head,
     read_last_lines, sync_parent_dir, try_lock, write_head,
 };
-pub use record::{argument_digest, redact};
-use record::{json_string, record_hash, record_line, short, written_line};
+pub use record::{argument_digest, json_digest, redact};
+use record::{change_body, json_string, record_hash, record_line, short, written_line};
 use verify::check_last_line;
 pub use verify::{tail, verify};
 
@@ -85,8 +85,8 @@ pub const STARTED: &str = "started";
 /// `prev` of the first record, and the hash a head file names before any record.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The members of a record, in the order they are written.
-const FIELDS: [&str; 20] = [
+/// The members of a call's record, in the order they are written.
+const FIELDS: [&str; 21] = [
     "seq",
     "time",
     "call_id",
@@ -96,6 +96,7 @@ const FIELDS: [&str; 20] = [
     "component_digest",
     "component_ref",
     "signer",
+    "revision",
     "argument_digest",
     "arguments",
     "decision",
@@ -109,9 +110,30 @@ const FIELDS: [&str; 20] = [
     "hash",
 ];
 /// The members a record may leave out (`component_ref` and `signer` are
-/// written only for components pulled from a registry, `approval` only for
-/// a call that ran under a person's approval on Airlock's page).
-const OPTIONAL_FIELDS: [&str; 5] = ["session", "component_ref", "signer", "arguments", "approval"];
+/// written only for components pulled from a registry, `revision` only for
+/// a tool that was found, and not by hosts older than tool revisions,
+/// `approval` only for a call that ran under a person's approval on
+/// Airlock's page).
+const OPTIONAL_FIELDS: [&str; 6] = ["session", "component_ref", "signer", "revision", "arguments", "approval"];
+/// The `event` of the record a reload writes for a tool whose revision
+/// changed ([`ToolChange`]).
+pub const TOOL_CHANGED: &str = "tool_changed";
+/// The members of a `tool_changed` record, in the order they are written;
+/// every one is present.
+const TOOL_CHANGED_FIELDS: [&str; 12] = [
+    "seq",
+    "time",
+    "event",
+    "tool",
+    "old_revision",
+    "new_revision",
+    "old_component_digest",
+    "new_component_digest",
+    "old_definition_digest",
+    "new_definition_digest",
+    "prev",
+    "hash",
+];
 
 /// When a record counts as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -211,6 +233,9 @@ pub struct AuditEntry {
     /// For a component pulled from a registry: the key that verified its
     /// signature, if one did.
     pub signer: Option<String>,
+    /// The tool's revision (`sha256:HEX` over its component and its
+    /// definition); `None` when the tool was unknown.
+    pub revision: Option<String>,
     /// The raw arguments as received; `Value::String` if they were not JSON.
     pub arguments: Value,
     /// What the record says of the call: that it is about to run, or what
@@ -229,6 +254,27 @@ pub struct AuditEntry {
     pub duration_us: u64,
     /// Fuel the guest consumed, when it ran.
     pub fuel_used: Option<u64>,
+}
+
+/// A reload replaced a tool by one with another revision: what the
+/// `tool_changed` record says. The digests come from the host (the tool
+/// name from the component), and are capped like any other member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolChange {
+    /// The tool's name.
+    pub tool: String,
+    /// The revision served before the reload.
+    pub old_revision: String,
+    /// The revision served after it.
+    pub new_revision: String,
+    /// The component digest before.
+    pub old_component_digest: String,
+    /// The component digest after.
+    pub new_component_digest: String,
+    /// The definition digest before.
+    pub old_definition_digest: String,
+    /// The definition digest after.
+    pub new_definition_digest: String,
 }
 
 /// An open audit log. Appends from any number of threads are serialized, so
@@ -517,7 +563,23 @@ impl AuditLog {
         // Everything that does not depend on the chain is prepared before
         // taking the lock.
         let body = self.record_body(entry);
+        self.append_body(body)
+    }
 
+    /// Appends a `tool_changed` record: a reload put in force a tool whose
+    /// revision is not the one served before. It continues the same chain
+    /// as the calls' records, so that the change is ordered among them.
+    ///
+    /// # Errors
+    ///
+    /// As [`AuditLog::append`].
+    pub fn append_tool_changed(&self, change: &ToolChange) -> Result<(), AuditError> {
+        self.append_body(change_body(change))
+    }
+
+    /// Appends a record made of `body` (every member but `seq`, `time`,
+    /// `prev` and `hash`).
+    fn append_body(&self, body: Vec<(&'static str, String)>) -> Result<(), AuditError> {
         // The writer's state is only changed after the operation it describes
         // succeeded, so a panic elsewhere cannot leave it inconsistent.
         let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);

@@ -33,6 +33,13 @@ pub struct Inspection {
     pub contract: Option<String>,
     /// Declared metadata, when it could be read.
     pub metadata: Option<Value>,
+    /// The tool's revision (`sha256:HEX` over the component digest and the
+    /// definition digest), when its metadata could be read: what `[tools.NAME]
+    /// pin` takes.
+    pub revision: Option<String>,
+    /// The digest of the tool's definition (name, description, schemas), the
+    /// second part of the revision.
+    pub definition_digest: Option<String>,
     /// Whether Airlock would load it.
     pub accepted: bool,
     /// Why not.
@@ -56,6 +63,8 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
         world: None,
         contract: None,
         metadata: None,
+        revision: None,
+        definition_digest: None,
         accepted: false,
         rejected_because: None,
         origin: None,
@@ -134,6 +143,8 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
                 "output": tool.output.as_ref().map(|schema| schema.json()),
             }));
             report.contract = Some(tool.contract().version().to_owned());
+            report.revision = Some(tool.revision.clone());
+            report.definition_digest = Some(tool.definition_digest.clone());
             report.accepted = true;
         }
         Err(err) => report.rejected_because = Some(err.to_string()),

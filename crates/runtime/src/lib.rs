@@ -3,8 +3,9 @@
 //! - The component layer: the wasmtime [`engine`] and its compile cache,
 //!   the metered [`compiler`] process, the OCI [`distribution`] of
 //!   components, the WIT [`bindings`], [`loader`] (reading, checking and
-//!   describing a component) with the metered schema [`validator`], and
-//!   what a model sees of a loaded tool ([`projection`], [`schema_portable`],
+//!   describing a component) with the metered schema [`validator`], a
+//!   tool's [`revision`] (what it is, as one digest, and what changed
+//!   against a pin), and what a model sees of a loaded tool ([`projection`], [`schema_portable`],
 //!   [`strict`], [`inspect`]); `[tools.NAME]` is read by [`tool_settings`].
 //! - The [`sandbox`]: a fresh store per call (or a session's live instance)
 //!   whose capabilities each own their state and link their own interface
@@ -27,6 +28,7 @@ pub mod loader;
 pub mod memory_budget;
 pub mod network;
 pub mod projection;
+pub mod revision;
 pub mod sandbox;
 pub mod schema_portable;
 pub mod strict;

@@ -12,6 +12,7 @@
 use crate::bindings::Contract;
 use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
 use crate::engine::{Lookup, Runtime, digest};
+use crate::revision::{self, Definition, PinnedBy, PinnedTool};
 use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped, Validator};
@@ -59,8 +60,17 @@ pub struct LoadedTool {
     pub parameters: Arc<Schema>,
     /// Output schema, if declared, compiled in the metered validator.
     pub output: Option<Arc<Schema>>,
-    /// sha256 of the component bytes.
+    /// sha256 of the component bytes (lowercase hex): the first part of
+    /// the revision.
     pub digest: String,
+    /// `sha256:HEX` of the canonical JSON of the definition (name,
+    /// description, parameters and output schemas, as the component declared
+    /// them): the second part of the revision.
+    pub definition_digest: String,
+    /// The tool's revision, `sha256:HEX` over the component digest and the
+    /// definition digest (`revision.rs`): sessions, confirmations and pins
+    /// are bound to it. Operator settings are not part of it.
+    pub revision: String,
     /// Where it was loaded from.
     pub source: PathBuf,
     /// Component size in bytes.
@@ -83,6 +93,27 @@ impl LoadedTool {
     pub fn contract(&self) -> Contract {
         self.pre.contract()
     }
+
+    /// The definition as the component declared it: what the definition
+    /// digest covers.
+    pub fn definition(&self) -> Definition {
+        Definition {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.json().clone(),
+            output: self.output.as_ref().map(|schema| schema.json().clone()),
+        }
+    }
+
+    /// What `airlock lock` writes to the lock file for this tool.
+    pub fn pinned(&self) -> PinnedTool {
+        PinnedTool {
+            revision: self.revision.clone(),
+            component_digest: self.digest.clone(),
+            definition_digest: self.definition_digest.clone(),
+            definition: self.definition(),
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -90,6 +121,7 @@ impl std::fmt::Debug for LoadedTool {
         f.debug_struct("LoadedTool")
             .field("name", &self.name)
             .field("digest", &self.digest)
+            .field("revision", &self.revision)
             .field("source", &self.source)
             .finish_non_exhaustive()
     }
@@ -168,6 +200,19 @@ pub enum LoadError {
         /// The actual digest.
         actual: String,
     },
+    /// The tool's revision is not the one the operator pinned (`[tools.NAME]
+    /// pin`, or the lock file written by `airlock lock`): the tool is not
+    /// served until the operator accepts the change.
+    #[error("{path}: {why}")]
+    RevisionChanged {
+        /// The file.
+        path: PathBuf,
+        /// The tool's name.
+        tool: String,
+        /// The revisions, what changed (a diff of the definition when the
+        /// lock file keeps it) and how to accept it.
+        why: String,
+    },
     /// Reading metadata failed (trap, timeout, …).
     #[error("{path}: reading the tool's metadata failed: {failure}")]
     Metadata {
@@ -209,6 +254,28 @@ pub fn with_settings(mut tool: LoadedTool, settings: ToolSettings) -> Result<Loa
     }
     tool.settings = settings;
     Ok(tool)
+}
+
+/// Check a loaded tool's revision against its pin: `[tools.NAME] pin` when
+/// the config sets one, else the tool's entry in the lock file (`lock`: the
+/// file and its entry for this tool), else nothing pins it.
+///
+/// # Errors
+///
+/// [`LoadError::RevisionChanged`]: the revision is not the pinned one.
+pub fn check_revision(tool: LoadedTool, lock: Option<(&Path, &PinnedTool)>) -> Result<LoadedTool, LoadError> {
+    let (pin, by, pinned) = match (&tool.settings.pin, lock) {
+        // The lock file's definition still shows what changed, when it is
+        // the one the config pins.
+        (Some(pin), lock) => (pin.as_str(), PinnedBy::Config, lock.map(|(_, pinned)| pinned)),
+        (None, Some((path, pinned))) => (pinned.revision.as_str(), PinnedBy::Lock(path), Some(pinned)),
+        (None, None) => return Ok(tool),
+    };
+    if pin == tool.revision {
+        return Ok(tool);
+    }
+    let why = revision::changed(&tool.definition(), &tool.digest, &tool.revision, pin, by, pinned);
+    Err(LoadError::RevisionChanged { path: tool.source, tool: tool.name, why })
 }
 
 /// Check the size, header and pin of bytes already in memory and compile
@@ -313,7 +380,17 @@ pub(crate) async fn describe(
     if let Some(artifact) = artifact {
         artifact.keep();
     }
+    let definition_digest = Definition {
+        name: checked.name.clone(),
+        description: checked.description.clone(),
+        parameters: checked.parameters,
+        output: checked.output,
+    }
+    .digest();
+    let revision = revision::revision(&digest, &definition_digest);
     Ok(LoadedTool {
+        definition_digest,
+        revision,
         name: checked.name,
         description: checked.description,
         parameters,

@@ -5,8 +5,15 @@
 //! fields; the host-side type has no `Serialize`, so nothing else can leak
 //! by accident. Limits, grants, `concurrency_safe`, `side_effect`, the
 //! digest, the output schema and the source path stay on the host. The MCP
-//! encoding may carry the output schema and hints derived from operator
-//! settings; [`mcp_extras`] is the one function that selects those.
+//! encoding may carry the output schema, hints derived from operator
+//! settings and the tool's revision; [`mcp_extras`] is the one function
+//! that selects those.
+//!
+//! The revision is not host-only data: it is a hash of what the model
+//! already sees (name, description, schemas) and of the component digest,
+//! from which neither the component's bytes nor its path nor any operator
+//! setting can be read back. A client uses it to tell that a tool changed
+//! under the same name.
 
 use crate::loader::LoadedTool;
 use crate::schema_portable;
@@ -55,14 +62,19 @@ pub struct McpExtras {
     /// header (MCP 2026-07-28 `x-mcp-header`), which a load balancer can
     /// hash to keep a session on one replica.
     pub session_header: bool,
+    /// The tool's revision (`sha256:HEX`, [`LoadedTool::revision`]), sent
+    /// as `_meta["airlock/revision"]` so that a client can tell a changed
+    /// tool from the one it trusted.
+    pub revision: String,
 }
 
 /// Select the MCP-only extras of a tool; `fleet`: replicas behind a load
 /// balancer (`[fleet]`), which hash the session header.
 pub fn mcp_extras(tool: &LoadedTool, fleet: bool) -> McpExtras {
-    let LoadedTool { output, settings, .. } = tool;
+    let LoadedTool { output, settings, revision, .. } = tool;
     let ToolSettings { side_effect, .. } = settings;
     McpExtras {
+        revision: revision.clone(),
         output_schema: output.as_ref().map(|schema| schema_portable::portable(schema.json())),
         read_only: !*side_effect,
         session_header: fleet && settings.sessions.is_some(),

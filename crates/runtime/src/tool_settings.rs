@@ -8,7 +8,7 @@
 //! checked by the module that enforces it: limits by
 //! [`airlock_settings::limits`], grants by [`crate::grants`] (and `network`
 //! by [`crate::network`]), `[tools.NAME.sessions]` by its `sessions` part;
-//! this module checks what concerns the tool as a whole (its name, its pin,
+//! this module checks what concerns the tool as a whole (its name, its pins,
 //! limits against grants).
 
 use crate::distribution::OciSource;
@@ -61,6 +61,9 @@ airlock_settings::section! {
         /// refuse to load the component unless its sha256 is this
         sha256: Option<String>, Reload, accepts "64 hex digits", unset "not set: any digest",
             example "\"…64 hex digits…\"";
+        /// refuse to serve the tool unless its revision (component and definition, as `airlock tools` shows it) is this; overrides the lock file's pin
+        pin: Option<String>, Reload, accepts "`sha256:` and 64 lowercase hex digits",
+            unset "not set: the revision `airlock lock` wrote to the lock file, if any", example "\"sha256:…64 hex digits…\"";
         /// for an `oci://` component: accept a tag, not only a digest
         allow_tags: Option<bool>, Reload, accepts "`true` or `false`", unset "`[distribution] allow_tags`",
             example "false";
@@ -111,6 +114,9 @@ airlock_settings::section! {
         pub sessions: Option<SessionSettings> = None,
         /// Refuse to load unless the component's sha256 is this (lowercase hex).
         pub sha256: Option<String> = None,
+        /// Refuse to serve the tool unless its revision is this
+        /// (`sha256:HEX`); the lock file's pin applies when this is `None`.
+        pub pin: Option<String> = None,
         /// The confirmation card (`confirm`), rendered from the validated
         /// arguments and the caller when a call asks for confirmation.
         pub confirm: Option<Template> = None,
@@ -177,6 +183,15 @@ impl ToolConfig {
             return Err(format!("{ctx} sha256 = {pin:?} is not a sha256: expected {SHA256_HEX_LEN} hex digits"));
         }
         settings.sha256 = raw.sha256.map(|s| s.to_ascii_lowercase());
+        if let Some(pin) = &raw.pin
+            && !crate::revision::is_revision(pin)
+        {
+            return Err(format!(
+                "{ctx} pin = {pin:?} is not a revision: expected \"sha256:\" and {SHA256_HEX_LEN} lowercase hex digits, \
+                 as `airlock tools` shows it"
+            ));
+        }
+        settings.pin = raw.pin;
         let sessions = format!("[tools.{name}.sessions]");
         settings.sessions = SessionSettings::from_raw(raw.sessions.as_ref(), settings.limits.memory_bytes, &sessions)?;
         // Templates are checked now: a call never meets a syntax error.

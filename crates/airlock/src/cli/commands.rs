@@ -11,7 +11,8 @@ use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// `airlock tools`: one line per tool (and one for where a pulled one came from).
+/// `airlock tools`: one line per tool, one with its revision (what `[tools.NAME]
+/// pin` takes) and one for where a pulled one came from.
 pub fn tools(host: &Host) -> std::io::Result<ExitCode> {
     let registry = host.tools();
     let mut out = Out::new();
@@ -43,11 +44,45 @@ pub fn tools(host: &Host) -> std::io::Result<ExitCode> {
             tool.name,
             s.grants.summary()
         ))?;
+        out.line(format_args!("{:<16} revision {}", "", tool.revision))?;
         if let Some(origin) = &tool.origin {
             let signer = origin.signer.as_deref().map_or_else(|| "unsigned".to_owned(), |s| format!("signed by {s}"));
             out.line(format_args!("{:<16} from {}, {signer}", "", origin.reference))?;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airlock lock`: pin every loaded tool's revision and definition in the
+/// lock file (beside the OCI tag pins, which stay as they are), and say
+/// which pins changed. Tools no longer loaded lose their pins. Exit 2 when
+/// the lock file cannot be read or written.
+pub fn lock(host: &Host) -> std::io::Result<ExitCode> {
+    let config = host.config();
+    let settings = &config.distribution;
+    let mut lock = match airlock::distribution::Lock::read(&settings.lock_file, settings.max_lock_bytes) {
+        Ok(lock) => lock,
+        Err(err) => return Ok(usage_error(err)),
+    };
+    let before = std::mem::take(&mut lock.tools);
+    let registry = host.tools();
+    lock.tools = registry.iter().map(|tool| (tool.name.clone(), tool.pinned())).collect();
+    if let Err(err) = lock.write(&settings.lock_file, settings.max_lock_bytes) {
+        return Ok(usage_error(err));
+    }
+    let mut out = Out::new();
+    for tool in registry.iter() {
+        let was = match before.get(&tool.name) {
+            None => " (newly pinned)".to_owned(),
+            Some(old) if old.revision == tool.revision => String::new(),
+            Some(old) => format!(" (was {})", old.revision),
+        };
+        out.line(format_args!("{:<16} {}{was}", tool.name, tool.revision))?;
+    }
+    for name in before.keys().filter(|name| registry.get(name).is_none()) {
+        out.line(format_args!("{name:<16} unpinned: no longer loaded"))?;
+    }
+    out.line(format_args!("pinned {} tool(s) in {}", registry.len(), settings.lock_file.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 

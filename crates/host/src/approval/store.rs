@@ -333,10 +333,10 @@ impl Shared {
         }
         let answer: Result<Vec<Option<String>>, redis::RedisError> = command.query_async(&mut connection).await;
         answer.map_err(|err| {
-            if err.is_connection_dropped() || err.is_io_error() || err.is_timeout() || err.is_unrecoverable_error() {
-                if let Ok(mut slot) = self.connection.try_lock() {
-                    *slot = None;
-                }
+            if (err.is_connection_dropped() || err.is_io_error() || err.is_timeout() || err.is_unrecoverable_error())
+                && let Ok(mut slot) = self.connection.try_lock()
+            {
+                *slot = None;
             }
             Unavailable(err.to_string())
         })

@@ -1,13 +1,19 @@
-//! Signed `requestState`s: `v1.<id>.<expiry>.<mac>`.
+//! Signed `requestState`s: `v2.<id>.<expiry>.<revision>.<mac>`.
 //!
 //! `id` is 32 lowercase hex digits (random), `expiry` the Unix time in
-//! milliseconds after which no replica accepts the state, `mac` the
-//! lowercase hex HMAC-SHA256, under the fleet's key, of the version, id,
-//! expiry, principal, tool and argument digest, each length-prefixed so
-//! that no two different tuples sign the same bytes. The principal, tool
-//! and arguments are not in the state: a replica takes them from the retried
-//! request (the principal from its credentials), so a state issued for one
-//! call cannot be used for another and reveals nothing about the call.
+//! milliseconds after which no replica accepts the state, `revision` the
+//! revision of the tool the call was asked about (`sha256:HEX`, as
+//! `tools/list` shows it), `mac` the lowercase hex HMAC-SHA256, under the
+//! fleet's key, of the version, id, expiry, principal, tool, argument
+//! digest and revision, each length-prefixed so that no two different
+//! tuples sign the same bytes. The principal, tool and arguments are not in
+//! the state: a replica takes them from the retried request (the principal
+//! from its credentials), so a state issued for one call cannot be used for
+//! another and reveals nothing about the call but the tool's public
+//! revision. The revision is in the state (signed) so that a replica that
+//! serves another revision of the tool can say that the tool changed,
+//! rather than that the state is unknown. States of the earlier form
+//! (`v1`, without a revision) are refused like any unknown state.
 //!
 //! Trusts nothing in a state it is handed: its length is capped
 //! ([`MAX_REQUEST_STATE_BYTES`]) before it is split, and the MAC is
@@ -17,9 +23,9 @@ use super::{MAX_REQUEST_STATE_BYTES, StateKey};
 use ring::hmac;
 
 /// The version prefix of the states this module issues.
-const VERSION: &str = "v1";
+const VERSION: &str = "v2";
 /// Separates the MAC input of the signed states from any other use of the key.
-const CONTEXT: &[u8] = b"airlock requestState v1";
+const CONTEXT: &[u8] = b"airlock requestState v2";
 /// Length of a state id: 128 random bits in hex.
 const ID_LEN: usize = 32;
 
@@ -41,6 +47,8 @@ pub struct Checked {
     pub id: String,
     /// Unix time in milliseconds until which the state is valid.
     pub expiry_ms: u64,
+    /// The revision of the tool the call was asked about, as signed.
+    pub revision: String,
 }
 
 fn signing_key(key: &StateKey) -> hmac::Key {
@@ -48,14 +56,15 @@ fn signing_key(key: &StateKey) -> hmac::Key {
 }
 
 /// The MAC input: every part length-prefixed.
-fn message(id: &str, expiry_ms: u64, binding: &Binding<'_>) -> Vec<u8> {
-    let parts: [&[u8]; 6] = [
+fn message(id: &str, expiry_ms: u64, binding: &Binding<'_>, revision: &str) -> Vec<u8> {
+    let parts: [&[u8]; 7] = [
         CONTEXT,
         id.as_bytes(),
         &expiry_ms.to_be_bytes(),
         binding.principal.as_bytes(),
         binding.tool.as_bytes(),
         binding.argument_digest.as_bytes(),
+        revision.as_bytes(),
     ];
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
     for part in parts {
@@ -66,22 +75,24 @@ fn message(id: &str, expiry_ms: u64, binding: &Binding<'_>) -> Vec<u8> {
 }
 
 /// A new state for `binding`, valid until `expiry_ms`.
-pub fn issue(key: &StateKey, expiry_ms: u64, binding: &Binding<'_>) -> String {
+/// `revision` is the tool's revision (`sha256:HEX`; no `.` in it).
+pub fn issue(key: &StateKey, expiry_ms: u64, binding: &Binding<'_>, revision: &str) -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let tag = hmac::sign(&signing_key(key), &message(&id, expiry_ms, binding));
-    format!("{VERSION}.{id}.{expiry_ms}.{}", hex::encode(tag.as_ref()))
+    let tag = hmac::sign(&signing_key(key), &message(&id, expiry_ms, binding, revision));
+    format!("{VERSION}.{id}.{expiry_ms}.{revision}.{}", hex::encode(tag.as_ref()))
 }
 
 /// Whether `state` was issued by a holder of `key` for `binding` and is
 /// still valid at `now_ms`. Every way of failing is one `None`: the client
-/// is told the same for each.
+/// is told the same for each. The revision it was issued for comes back in
+/// [`Checked`]: the caller compares it with the tool's revision now.
 pub fn check(key: &StateKey, state: &str, now_ms: u64, binding: &Binding<'_>) -> Option<Checked> {
     if state.len() > MAX_REQUEST_STATE_BYTES {
         return None;
     }
     let mut parts = state.split('.');
-    let (Some(VERSION), Some(id), Some(expiry), Some(mac), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(VERSION), Some(id), Some(expiry), Some(revision), Some(mac), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return None;
     };
@@ -90,10 +101,10 @@ pub fn check(key: &StateKey, state: &str, now_ms: u64, binding: &Binding<'_>) ->
     }
     let expiry_ms: u64 = expiry.parse().ok()?;
     let mac = hex::decode(mac).ok()?;
-    hmac::verify(&signing_key(key), &message(id, expiry_ms, binding), &mac).ok()?;
+    hmac::verify(&signing_key(key), &message(id, expiry_ms, binding, revision), &mac).ok()?;
     // Checked after the MAC, so that an expired state and a forged one take
     // the same path up to here.
-    (now_ms < expiry_ms).then(|| Checked { id: id.to_owned(), expiry_ms })
+    (now_ms < expiry_ms).then(|| Checked { id: id.to_owned(), expiry_ms, revision: revision.to_owned() })
 }
 
 #[cfg(test)]
@@ -105,13 +116,17 @@ mod tests {
     }
 
     const BOUND: Binding<'static> = Binding { principal: "alice", tool: "create_transfer", argument_digest: "d1" };
+    const REVISION: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
     #[test]
     fn a_state_checks_only_for_its_key_binding_and_time() {
-        let state = issue(&key(1), 1_000, &BOUND);
+        let state = issue(&key(1), 1_000, &BOUND, REVISION);
         let checked = check(&key(1), &state, 999, &BOUND).expect("valid");
         assert_eq!(checked.expiry_ms, 1_000);
         assert_eq!(checked.id.len(), ID_LEN);
+        assert_eq!(checked.revision, REVISION, "the revision it was issued for comes back");
+        let other = state.replace(REVISION, &REVISION.replace("0123", "3210"));
+        assert_eq!(check(&key(1), &other, 999, &BOUND), None, "the revision is signed");
         assert_eq!(check(&key(1), &state, 1_000, &BOUND), None, "expired");
         assert_eq!(check(&key(2), &state, 1, &BOUND), None, "another fleet's key");
         for other in [
@@ -125,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_tampered_or_malformed_state_is_refused() {
-        let state = issue(&key(1), 1_000, &BOUND);
+        let state = issue(&key(1), 1_000, &BOUND, REVISION);
         let later = state.replace(".1000.", ".999999999.");
         assert_eq!(check(&key(1), &later, 1, &BOUND), None, "a later expiry is not signed");
         for bad in [
@@ -133,7 +148,7 @@ mod tests {
             "0".repeat(32),
             format!("{state}.x"),
             format!("{state}00"),
-            state.replacen("v1", "v2", 1),
+            state.replacen("v2", "v1", 1),
             "x".repeat(MAX_REQUEST_STATE_BYTES + 1),
         ] {
             assert_eq!(check(&key(1), &bad, 1, &BOUND), None, "{bad}");
@@ -151,7 +166,7 @@ mod tests {
 
     #[test]
     fn a_state_is_checked_up_to_exactly_its_cap() {
-        let state = issue(&key(1), 1_000, &BOUND);
+        let state = issue(&key(1), 1_000, &BOUND, REVISION);
         let at_cap = padded(&state, MAX_REQUEST_STATE_BYTES);
         assert_eq!(at_cap.len(), MAX_REQUEST_STATE_BYTES);
         assert_eq!(check(&key(1), &at_cap, 999, &BOUND).map(|c| c.expiry_ms), Some(1_000), "checked, and valid");
@@ -163,6 +178,6 @@ mod tests {
     fn length_prefixes_keep_fields_apart() {
         let a = Binding { principal: "ab", tool: "c", argument_digest: "d" };
         let b = Binding { principal: "a", tool: "bc", argument_digest: "d" };
-        assert_ne!(message("i", 1, &a), message("i", 1, &b));
+        assert_ne!(message("i", 1, &a, "r"), message("i", 1, &b, "r"));
     }
 }

@@ -8,7 +8,7 @@
 //! spent waiting does not count against the tool's deadline.
 
 use super::{Pipeline, Refused, caller_value};
-use crate::approval::{self, Approval, NewApproval};
+use crate::approval::{Approval, NewApproval};
 use crate::state::State;
 use airlock_core::call::CallRequest;
 use airlock_core::outcome::{ErrorKind, Failure, Refusal};
@@ -120,7 +120,7 @@ impl Pipeline {
         let new = NewApproval {
             principal: request.principal.clone(),
             tool: tool.name.clone(),
-            revision: approval::revision_of(tool),
+            revision: tool.revision.clone(),
             argument_digest: airlock_policy::audit::argument_digest(arguments),
             call_id: request.call_id.clone(),
             card: shown,

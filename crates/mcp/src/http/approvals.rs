@@ -251,7 +251,7 @@ async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> 
             "This link does not match the approval it names (it was altered, or made for another call).",
         ));
     }
-    let current = page.host.tools().get(&approval.tool).map(|tool| airlock_host::approval::revision_of(&tool));
+    let current = page.host.tools().get(&approval.tool).map(|tool| tool.revision.clone());
     if current.as_deref() != Some(approval.revision.as_str()) {
         refused(&approval, None, "the tool's revision changed since the approval was asked for");
         return Err(notice(
@@ -282,26 +282,26 @@ fn person(
     client: IpAddr,
     approval: &Approval,
     next: &str,
-) -> Result<Person, Response> {
+) -> Result<Person, Box<Response>> {
     if page.signin.is_none() {
         // Without [http.jwt] nobody can sign in: the link stands for the
         // caller, on this machine only, and only for their own approval.
         if !client.is_loopback() {
             refused(approval, None, "the link alone is accepted only from a loopback address");
-            return Err(notice(
+            return Err(Box::new(notice(
                 StatusCode::FORBIDDEN,
                 "Not from here",
                 "Without sign-in ([http.jwt]), an approval link is accepted only on the machine Airlock runs on.",
-            ));
+            )));
         }
         if approval.approver != Approver::Caller {
             refused(approval, None, "a named approver must sign in, and there is no [http.jwt]");
-            return Err(notice(
+            return Err(Box::new(notice(
                 StatusCode::FORBIDDEN,
                 "Sign-in needed",
                 "This call needs the approval of someone other than the person it acts for, and this server has \
                  no sign-in ([http.jwt]) to tell who you are. The approver can answer with `airlock approvals`.",
-            ));
+            )));
         }
         return Ok(Person::Link);
     }
@@ -319,13 +319,13 @@ fn person(
                 response.headers_mut().insert(header::LOCATION, location);
             }
             response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            Err(response)
+            Err(Box::new(response))
         }
     }
 }
 
 /// Whether the person may answer, by name; the page that refuses else.
-fn allowed(page: &Page, approval: &Approval, who: &Person) -> Result<String, Response> {
+fn allowed(page: &Page, approval: &Approval, who: &Person) -> Result<String, Box<Response>> {
     let name = match who {
         Person::SignedIn(session) => session.principal.clone(),
         Person::Link => approval.principal.clone(),
@@ -335,7 +335,7 @@ fn allowed(page: &Page, approval: &Approval, who: &Person) -> Result<String, Res
         Ok(()) => Ok(name),
         Err(why) => {
             refused(approval, Some(&name), &why.explain(approval));
-            Err(notice(StatusCode::FORBIDDEN, "Not yours to answer", &why.explain(approval)))
+            Err(Box::new(notice(StatusCode::FORBIDDEN, "Not yours to answer", &why.explain(approval))))
         }
     }
 }
@@ -373,10 +373,10 @@ async fn show(
     let next = format!("{PAGE_PATH}/{id}?sig={}", query.sig);
     let who = match person(&page, &headers, client, &approval, &next) {
         Ok(who) => who,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     if let Err(response) = allowed(&page, &approval, &who) {
-        return response;
+        return *response;
     }
     let key = page.host.approvals().key();
     let csrf = signin::csrf(key, who.session_id(), &approval.id);
@@ -445,7 +445,7 @@ async fn answer(
     let next = format!("{PAGE_PATH}/{id}?sig={}", form.sig);
     let who = match person(&page, &headers, client, &approval, &next) {
         Ok(who) => who,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     if !signin::csrf_checks(page.host.approvals().key(), who.session_id(), &approval.id, &form.csrf) {
         refused(&approval, None, "the form token is missing or not this session's");
@@ -458,7 +458,7 @@ async fn answer(
     }
     let name = match allowed(&page, &approval, &who) {
         Ok(name) => name,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let approved = match form.decision.as_str() {
         "approve" => true,

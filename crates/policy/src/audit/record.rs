@@ -44,6 +44,11 @@ impl AuditLog {
             body.push(("component_ref", capped(reference, MAX_FIELD_BYTES)));
             body.push(("signer", optional(&entry.signer, MAX_FIELD_BYTES)));
         }
+        // Only for a tool that was found, so that records of unknown tools
+        // (and those written before revisions) keep their members.
+        if let Some(revision) = &entry.revision {
+            body.push(("revision", capped(revision, MAX_FIELD_BYTES)));
+        }
         body.push(("argument_digest", json_string(&sha256_digest(&canonical_arguments))));
         if self.record_arguments {
             body.push(("arguments", recorded_arguments(&arguments, canonical_arguments)));
@@ -68,6 +73,31 @@ impl AuditLog {
     }
 }
 
+/// The members of a `tool_changed` record from `event` to
+/// `new_definition_digest`, encoded, in record order.
+pub(super) fn change_body(change: &ToolChange) -> Vec<(&'static str, String)> {
+    let capped = |s: &str| json_string(&cap(s, MAX_FIELD_BYTES));
+    let ToolChange {
+        tool,
+        old_revision,
+        new_revision,
+        old_component_digest,
+        new_component_digest,
+        old_definition_digest,
+        new_definition_digest,
+    } = change;
+    vec![
+        ("event", json_string(TOOL_CHANGED)),
+        ("tool", capped(tool)),
+        ("old_revision", capped(old_revision)),
+        ("new_revision", capped(new_revision)),
+        ("old_component_digest", capped(old_component_digest)),
+        ("new_component_digest", capped(new_component_digest)),
+        ("old_definition_digest", capped(old_definition_digest)),
+        ("new_definition_digest", capped(new_definition_digest)),
+    ]
+}
+
 /// `"sha256:<hex>"` of the canonical JSON of `arguments`: no whitespace, object
 /// members sorted by name at every depth. Equal values give equal digests
 /// whatever their key order.
@@ -75,7 +105,14 @@ impl AuditLog {
 /// A record's `argument_digest` is this digest of the arguments *after*
 /// redaction, so that it cannot be used to confirm a guess at a redacted value.
 pub fn argument_digest(arguments: &Value) -> String {
-    sha256_digest(&canonical(arguments))
+    json_digest(arguments)
+}
+
+/// `"sha256:<hex>"` of the canonical JSON of `value`, as
+/// [`argument_digest`] takes it: the digest a tool's definition is known by
+/// (its revision, `airlock_runtime::revision`) is this one too.
+pub fn json_digest(value: &Value) -> String {
+    sha256_digest(&canonical(value))
 }
 
 /// Returns `arguments` with the value of every object member whose name

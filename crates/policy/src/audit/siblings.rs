@@ -161,6 +161,7 @@ mod tests {
             component_digest: None,
             component_ref: None,
             signer: None,
+            revision: None,
             arguments: Value::Null,
             event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
             policy: None,

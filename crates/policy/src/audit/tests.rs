@@ -24,6 +24,7 @@ pub(super) fn entry(i: usize) -> AuditEntry {
     AuditEntry {
         component_ref: None,
         signer: None,
+        revision: Some(format!("sha256:{}", "cd".repeat(32))),
         call_id: format!("call-{i}"),
         principal: "alice".to_owned(),
         tool: "fs.read".to_owned(),
@@ -134,7 +135,7 @@ fn record_format() {
         }
         names
     };
-    assert_eq!(names.len(), 16);
+    assert_eq!(names.len(), 17);
     assert!(line.starts_with("{\"seq\":1,\"time\":\""), "{line}");
     assert!(line.contains(r#""arguments":{"api_key":"[redacted]","path":"/data/0.txt"}"#), "{line}");
     assert!(line.contains(r#""message":null,"duration_us":1234,"fuel_used":56789,"prev":"0000"#), "{line}");
@@ -154,6 +155,64 @@ fn record_format() {
         sorted.iter().map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), canonical(v))).collect();
     let text = format!("{{{}}}", members.join(","));
     assert_eq!(stored, hex::encode(Sha256::digest(text.as_bytes())));
+}
+
+fn change() -> ToolChange {
+    let digest = |b: &str| b.repeat(32);
+    ToolChange {
+        tool: "fs.read".to_owned(),
+        old_revision: format!("sha256:{}", digest("01")),
+        new_revision: format!("sha256:{}", digest("02")),
+        old_component_digest: digest("03"),
+        new_component_digest: digest("04"),
+        old_definition_digest: format!("sha256:{}", digest("05")),
+        new_definition_digest: format!("sha256:{}", digest("06")),
+    }
+}
+
+#[test]
+fn a_tool_changed_record_continues_the_chain_and_verifies_beside_calls_with_and_without_a_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    // A record as written before revisions existed has no `revision`.
+    log.append(&AuditEntry { revision: None, ..entry(0) }).unwrap();
+    log.append_tool_changed(&change()).unwrap();
+    log.append(&entry(1)).unwrap();
+    drop(log);
+    let report = verify(&path).unwrap();
+    assert_eq!((report.records, report.unfinished), (3, 0));
+    let l = lines(&path);
+    assert!(!l[0].contains("\"revision\""), "{}", l[0]);
+    assert!(l[2].contains(&format!("\"revision\":\"sha256:{}\"", "cd".repeat(32))), "{}", l[2]);
+    let expected = format!(
+        "\"event\":\"tool_changed\",\"tool\":\"fs.read\",\"old_revision\":\"sha256:{}\",\"new_revision\":\"sha256:{}\",\
+         \"old_component_digest\":\"{}\",\"new_component_digest\":\"{}\",\"old_definition_digest\":\"sha256:{}\",\
+         \"new_definition_digest\":\"sha256:{}\",\"prev\":",
+        "01".repeat(32),
+        "02".repeat(32),
+        "03".repeat(32),
+        "04".repeat(32),
+        "05".repeat(32),
+        "06".repeat(32)
+    );
+    assert!(l[1].starts_with("{\"seq\":2,\"time\":\"") && l[1].contains(&expected), "{}", l[1]);
+    let records = tail(&path, 2).unwrap();
+    assert_eq!(records[0]["event"], "tool_changed", "tail shows it");
+
+    // Edited, given a call's member, or of another event: refused.
+    let mut edited = l.clone();
+    edited[1] = edited[1].replace(&"04".repeat(32), &"05".repeat(32));
+    write_lines(&path, &edited);
+    check_tampered(&path, 2, "hash mismatch");
+    let mut edited = l.clone();
+    edited[1] = edited[1].replace("\"tool\":", "\"principal\":\"x\",\"tool\":");
+    write_lines(&path, &edited);
+    check_tampered(&path, 2, "unknown member \"principal\"");
+    let mut edited = l.clone();
+    edited[1] = edited[1].replace("\"tool_changed\"", "\"tool_removed\"");
+    write_lines(&path, &edited);
+    check_tampered(&path, 2, "unknown \"event\"");
 }
 
 #[test]

@@ -131,14 +131,17 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                 ),
             ));
         }
-        if record.started {
-            if pending.len() < MAX_PENDING_STARTED || pending.contains_key(&record.call) {
-                *pending.entry(record.call).or_default() += 1;
-            }
-        } else if let Some(open) = pending.get_mut(&record.call) {
-            *open -= 1;
-            if *open == 0 {
-                pending.remove(&record.call);
+        // A record of another event (`tool_changed`) is of no call.
+        if let Some(call) = record.call {
+            if record.started {
+                if pending.len() < MAX_PENDING_STARTED || pending.contains_key(&call) {
+                    *pending.entry(call).or_default() += 1;
+                }
+            } else if let Some(open) = pending.get_mut(&call) {
+                *open -= 1;
+                if *open == 0 {
+                    pending.remove(&call);
+                }
             }
         }
         prev = record.hash;
@@ -205,8 +208,9 @@ pub(super) struct Checked {
     pub(super) hash: String,
     /// Whether this is a call's write-ahead record (`outcome` [`STARTED`]).
     pub(super) started: bool,
-    /// The call it records: its principal, call id and tool, as written.
-    pub(super) call: String,
+    /// The call it records: its principal, call id and tool, as written;
+    /// `None` for a record of another event (`tool_changed`).
+    pub(super) call: Option<String>,
 }
 
 /// Checks one line (without its line end) on its own: a JSON object with
@@ -217,10 +221,17 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
     let Value::Object(map) = value else {
         return Err("not a JSON object".to_owned());
     };
-    if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+    // A call's record has no `event`; a record of another kind names it
+    // and has its own members, every one of them required.
+    let (fields, optional): (&[&str], &[&str]) = match map.get("event") {
+        None => (&FIELDS, &OPTIONAL_FIELDS),
+        Some(Value::String(event)) if event == TOOL_CHANGED => (&TOOL_CHANGED_FIELDS, &[]),
+        Some(other) => return Err(format!("unknown \"event\" {}", cap(&other.to_string(), 64))),
+    };
+    if let Some(unknown) = map.keys().find(|k| !fields.contains(&k.as_str())) {
         return Err(format!("unknown member {:?}", cap(unknown, 64)));
     }
-    if let Some(missing) = FIELDS.iter().find(|&&f| !OPTIONAL_FIELDS.contains(&f) && !map.contains_key(f)) {
+    if let Some(missing) = fields.iter().find(|&&f| !optional.contains(&f) && !map.contains_key(f)) {
         return Err(format!("missing member \"{missing}\""));
     }
     let seq =
@@ -235,7 +246,7 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
     let hash = digest("hash")?;
 
     let fields: Vec<(&str, String)> =
-        FIELDS.iter().filter_map(|&name| map.get(name).map(|value| (name, canonical(value)))).collect();
+        fields.iter().filter_map(|&name| map.get(name).map(|value| (name, canonical(value)))).collect();
     let computed = record_hash(&fields);
     if computed != hash {
         return Err(format!(
@@ -255,7 +266,8 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
     let started = map.get("outcome").and_then(Value::as_str) == Some(STARTED);
     let member = |name| map.get(name).map(canonical).unwrap_or_default();
     // Canonical JSON strings escape line ends: the key is unambiguous.
-    let call = format!("{}\n{}\n{}", member("principal"), member("call_id"), member("tool"));
+    let call = (!map.contains_key("event"))
+        .then(|| format!("{}\n{}\n{}", member("principal"), member("call_id"), member("tool")));
     Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned(), started, call })
 }
 

@@ -669,6 +669,15 @@ pub enum LockProblem {
         /// What is wrong with its value.
         digest: InvalidDigest,
     },
+    /// A tool's pinned revision (`[tools.NAME]`, written by `airlock lock`)
+    /// is not of the form `airlock lock` writes.
+    #[error("tools.{tool}: {problem}; run `airlock lock` to write it anew")]
+    Tool {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong with its entry.
+        problem: String,
+    },
 }
 
 /// What is wrong with a key file.

@@ -71,6 +71,11 @@ fn config_errors_name_the_tool_the_key_and_what_is_accepted() {
     check_err("[tools.echo]\ntimeout = 5", &["[tools.echo]", "unknown field `timeout`"]);
     check_err("[tools.\"bad name\"]", &["bad name", "^[A-Za-z0-9_-]"]);
     check_err("[tools.echo]\nsha256 = \"abc\"", &["[tools.echo]", "sha256", "64 hex"]);
+    check_err("[tools.echo]\npin = \"abc\"", &["[tools.echo] pin = \"abc\" is not a revision", "sha256:"]);
+    let upper = format!("[tools.echo]\npin = \"sha256:{}\"", "AB".repeat(32));
+    check_err(&upper, &["is not a revision", "lowercase hex"]);
+    let pin = format!("sha256:{}", "ab".repeat(32));
+    assert_eq!(settings(&format!("[tools.echo]\npin = \"{pin}\""), "echo").pin, Some(pin));
     check_err(
         "[tools.echo]\nmax_open_files = 1\ndirs = [{ host = \".\", guest = \"/w\" }]",
         &["max_open_files = 1", "1 granted directories", "accepted 2..="],

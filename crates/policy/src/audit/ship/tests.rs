@@ -26,6 +26,7 @@ fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
             component_digest: None,
             component_ref: None,
             signer: None,
+            revision: None,
             arguments: serde_json::json!({"text": i}),
             event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
             policy: None,

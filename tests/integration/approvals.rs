@@ -146,6 +146,11 @@ fn a_transfer_runs_once_after_the_account_holder_approves_it_on_the_page() {
     let used = request(&addr, "GET", &path, &[], "");
     assert_eq!(used.status, 409, "{}", used.body);
     assert!(used.body.contains("cannot be used again"), "{}", used.body);
+    let replayed = std::fs::read_to_string(&audit).expect("the audit log");
+    assert!(
+        replayed.contains("\"event\":\"approval_refused\"") && replayed.contains("opened again after its call ran"),
+        "{replayed}"
+    );
 
     let outcomes = audit_outcomes(&audit);
     assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 1, "{outcomes:?}");
@@ -198,6 +203,25 @@ fn a_declined_transfer_never_runs_and_a_bad_link_is_refused() {
     let rebound = raw_get(&addr, &path, "attacker.example");
     assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
     assert!(!audit_outcomes(&audit).iter().any(|o| o == "ok"), "nothing ran");
+    // The altered link's attempt is in the audit log, chained with the calls.
+    let text = std::fs::read_to_string(&audit).expect("the audit log");
+    let refusals: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["event"] == "approval_refused")
+        .collect();
+    assert!(
+        refusals.iter().any(|r| r["principal"] == "alice"
+            && r["tool"] == "create_transfer"
+            && r["reason"].as_str().is_some_and(|why| why.contains("signature does not match"))),
+        "{refusals:#?}"
+    );
+    let verified = std::process::Command::new(crate::service::binary())
+        .args(["audit", "verify"])
+        .arg(&audit)
+        .output()
+        .expect("airlock audit verify");
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
 }
 
 #[test]

@@ -23,7 +23,7 @@ use crate::session::Sessions;
 pub use crate::state::HostError;
 use crate::state::{LoadErrors, State};
 use airlock_core::call::{CallRequest, ToolResult};
-use airlock_policy::audit::ToolChange;
+use airlock_policy::audit::{RefusedApproval, ToolChange};
 use airlock_policy::confirm::Confirmer;
 use airlock_runtime::engine::Runtime;
 use airlock_runtime::projection::{mcp_extras, project};
@@ -469,6 +469,19 @@ impl Host {
                 self.inner.pipeline.telemetry.metrics.audit_failed();
                 tracing::error!(path = %log.path().display(), tool = %change.tool, "cannot write the tool_changed audit record: {err}");
             }
+        }
+    }
+
+    /// Audit a refused attempt to answer an approval: an
+    /// `approval_refused` record in the log in force. A record that cannot
+    /// be written is logged: nothing was approved, so nothing waits on it.
+    pub fn audit_refused_approval(&self, refusal: &RefusedApproval) {
+        let state = self.state();
+        if let Some(log) = state.audit()
+            && let Err(err) = log.append_approval_refused(refusal)
+        {
+            self.inner.pipeline.telemetry.metrics.audit_failed();
+            tracing::error!(path = %log.path().display(), approval = %refusal.approval_id, "cannot write the approval_refused audit record: {err}");
         }
     }
 

@@ -49,7 +49,7 @@ use files::{
     read_last_lines, sync_parent_dir, try_lock, write_head,
 };
 pub use record::{argument_digest, json_digest, redact};
-use record::{change_body, json_string, record_hash, record_line, short, written_line};
+use record::{change_body, json_string, record_hash, record_line, refusal_body, short, written_line};
 use verify::check_last_line;
 pub use verify::{tail, verify};
 
@@ -118,6 +118,14 @@ const OPTIONAL_FIELDS: [&str; 6] = ["session", "component_ref", "signer", "revis
 /// The `event` of the record a reload writes for a tool whose revision
 /// changed ([`ToolChange`]).
 pub const TOOL_CHANGED: &str = "tool_changed";
+/// The `event` of the record of a refused attempt to answer an approval
+/// ([`RefusedApproval`]).
+pub const APPROVAL_REFUSED: &str = "approval_refused";
+/// The members of an `approval_refused` record, in the order they are
+/// written; every one is present (`person` is `null` when nobody was signed
+/// in).
+const APPROVAL_REFUSED_FIELDS: [&str; 10] =
+    ["seq", "time", "event", "approval_id", "tool", "principal", "person", "reason", "prev", "hash"];
 /// The members of a `tool_changed` record, in the order they are written;
 /// every one is present.
 const TOOL_CHANGED_FIELDS: [&str; 12] = [
@@ -275,6 +283,23 @@ pub struct ToolChange {
     pub old_definition_digest: String,
     /// The definition digest after.
     pub new_definition_digest: String,
+}
+
+/// An attempt to answer an approval was refused (another principal, a
+/// link whose signature does not match, a tool whose revision changed):
+/// what the `approval_refused` record says. Every member is capped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedApproval {
+    /// The approval's id.
+    pub approval_id: String,
+    /// The tool of the call it is for.
+    pub tool: String,
+    /// The principal the call acts for.
+    pub principal: String,
+    /// Who tried to answer, when they were signed in.
+    pub person: Option<String>,
+    /// Why it was refused.
+    pub reason: String,
 }
 
 /// An open audit log. Appends from any number of threads are serialized, so
@@ -575,6 +600,17 @@ impl AuditLog {
     /// As [`AuditLog::append`].
     pub fn append_tool_changed(&self, change: &ToolChange) -> Result<(), AuditError> {
         self.append_body(change_body(change))
+    }
+
+    /// Appends an `approval_refused` record: someone tried to answer an
+    /// approval and was refused. It continues the calls' chain, so that
+    /// the attempt is ordered among the calls it tried to approve.
+    ///
+    /// # Errors
+    ///
+    /// As [`AuditLog::append`].
+    pub fn append_approval_refused(&self, refusal: &RefusedApproval) -> Result<(), AuditError> {
+        self.append_body(refusal_body(refusal))
     }
 
     /// Appends a record made of `body` (every member but `seq`, `time`,

@@ -37,6 +37,7 @@ use super::connections::ClientConnection;
 use super::jwt::Verifier;
 use airlock_host::approval::{Answer, Approval, Approver, How, NotYours, PAGE_PATH, may_answer, now_ms, store};
 use airlock_host::host::Host;
+use airlock_policy::audit::RefusedApproval;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -244,7 +245,7 @@ async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> 
         }
     };
     if !page.host.approvals().key().link_checks(&approval, sig) {
-        refused(&approval, None, "the link's signature does not match the approval");
+        refused(page, &approval, None, "the link's signature does not match the approval");
         return Err(notice(
             StatusCode::FORBIDDEN,
             "Not a valid link",
@@ -253,7 +254,7 @@ async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> 
     }
     let current = page.host.tools().get(&approval.tool).map(|tool| tool.revision.clone());
     if current.as_deref() != Some(approval.revision.as_str()) {
-        refused(&approval, None, "the tool's revision changed since the approval was asked for");
+        refused(page, &approval, None, "the tool's revision changed since the approval was asked for");
         return Err(notice(
             StatusCode::CONFLICT,
             "The tool changed",
@@ -264,8 +265,10 @@ async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> 
     Ok(approval)
 }
 
-/// Log a refused attempt to answer `approval`.
-fn refused(approval: &Approval, person: Option<&str>, why: &str) {
+/// Log and audit a refused attempt to answer `approval` (an
+/// `approval_refused` record). The page's request rate cap bounds how many
+/// records one client address can make.
+fn refused(page: &Page, approval: &Approval, person: Option<&str>, why: &str) {
     tracing::warn!(
         approval = %approval.id,
         tool = %approval.tool,
@@ -273,6 +276,13 @@ fn refused(approval: &Approval, person: Option<&str>, why: &str) {
         person = person.unwrap_or("-"),
         "an attempt to answer an approval was refused: {why}"
     );
+    page.host.audit_refused_approval(&RefusedApproval {
+        approval_id: approval.id.clone(),
+        tool: approval.tool.clone(),
+        principal: approval.principal.clone(),
+        person: person.map(str::to_owned),
+        reason: why.to_owned(),
+    });
 }
 
 /// Who is at the page, or the response that signs them in (or refuses).
@@ -287,7 +297,7 @@ fn person(
         // Without [http.jwt] nobody can sign in: the link stands for the
         // caller, on this machine only, and only for their own approval.
         if !client.is_loopback() {
-            refused(approval, None, "the link alone is accepted only from a loopback address");
+            refused(page, approval, None, "the link alone is accepted only from a loopback address");
             return Err(Box::new(notice(
                 StatusCode::FORBIDDEN,
                 "Not from here",
@@ -295,7 +305,7 @@ fn person(
             )));
         }
         if approval.approver != Approver::Caller {
-            refused(approval, None, "a named approver must sign in, and there is no [http.jwt]");
+            refused(page, approval, None, "a named approver must sign in, and there is no [http.jwt]");
             return Err(Box::new(notice(
                 StatusCode::FORBIDDEN,
                 "Sign-in needed",
@@ -334,7 +344,7 @@ fn allowed(page: &Page, approval: &Approval, who: &Person) -> Result<String, Box
     match may_answer(approval, &name, |person, group| state.policy().principal_is_in(person, group)) {
         Ok(()) => Ok(name),
         Err(why) => {
-            refused(approval, Some(&name), &why.explain(approval));
+            refused(page, approval, Some(&name), &why.explain(approval));
             Err(Box::new(notice(StatusCode::FORBIDDEN, "Not yours to answer", &why.explain(approval))))
         }
     }
@@ -368,6 +378,11 @@ async fn show(
         Err(response) => return response,
     };
     if let Some(response) = settled(&approval) {
+        // Seeing an answer given is no attempt; opening a link whose call
+        // ran already is a replay.
+        if approval.used {
+            refused(&page, &approval, None, "the link was opened again after its call ran");
+        }
         return response;
     }
     let next = format!("{PAGE_PATH}/{id}?sig={}", query.sig);
@@ -432,7 +447,7 @@ async fn answer(
         Err(response) => return response,
     };
     if !same_origin(&page, &headers) {
-        refused(&approval, None, "the answer was posted from another site");
+        refused(&page, &approval, None, "the answer was posted from another site");
         return notice(
             StatusCode::FORBIDDEN,
             "Not from this page",
@@ -440,6 +455,7 @@ async fn answer(
         );
     }
     if let Some(response) = settled(&approval) {
+        refused(&page, &approval, None, "an answer was posted for an approval answered already");
         return response;
     }
     let next = format!("{PAGE_PATH}/{id}?sig={}", form.sig);
@@ -448,7 +464,7 @@ async fn answer(
         Err(response) => return *response,
     };
     if !signin::csrf_checks(page.host.approvals().key(), who.session_id(), &approval.id, &form.csrf) {
-        refused(&approval, None, "the form token is missing or not this session's");
+        refused(&page, &approval, None, "the form token is missing or not this session's");
         return notice(
             StatusCode::FORBIDDEN,
             "Not from this page",
@@ -718,7 +734,7 @@ async fn api_answer(
         Err(err) => return json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
     };
     if let Err(why) = terminal_may_answer(&page, &approval, &principal) {
-        refused(&approval, Some(&principal), &why);
+        refused(&page, &approval, Some(&principal), &why);
         return json_response(StatusCode::FORBIDDEN, &json!({"error": why}));
     }
     let answer = Answer { by: principal, how: How::Terminal, at_ms: now_ms(), approved };

@@ -73,6 +73,21 @@ impl AuditLog {
     }
 }
 
+/// The members of an `approval_refused` record from `event` to `reason`,
+/// encoded, in record order.
+pub(super) fn refusal_body(refusal: &RefusedApproval) -> Vec<(&'static str, String)> {
+    let capped = |s: &str| json_string(&cap(s, MAX_FIELD_BYTES));
+    let RefusedApproval { approval_id, tool, principal, person, reason } = refusal;
+    vec![
+        ("event", json_string(APPROVAL_REFUSED)),
+        ("approval_id", capped(approval_id)),
+        ("tool", capped(tool)),
+        ("principal", capped(principal)),
+        ("person", person.as_deref().map_or_else(|| "null".to_owned(), capped)),
+        ("reason", json_string(&cap(reason, MAX_MESSAGE_BYTES))),
+    ]
+}
+
 /// The members of a `tool_changed` record from `event` to
 /// `new_definition_digest`, encoded, in record order.
 pub(super) fn change_body(change: &ToolChange) -> Vec<(&'static str, String)> {

@@ -815,3 +815,38 @@ fn an_approval_is_recorded_and_verifies() {
     assert!(second.get("approval").is_none(), "only a call run under an approval has the member");
     assert_eq!(verify(&path).unwrap().records, 2);
 }
+
+#[test]
+fn an_approval_refused_record_continues_the_chain_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    log.append(&entry(0)).unwrap();
+    let refusal = RefusedApproval {
+        approval_id: "0123456789abcdef0123456789abcdef".into(),
+        tool: "create_transfer".into(),
+        principal: "alice".into(),
+        person: Some("bob\u{2028}".into()),
+        reason: "bob is not the principal the call acts for".into(),
+    };
+    log.append_approval_refused(&refusal).unwrap();
+    log.append_approval_refused(&RefusedApproval { person: None, ..refusal }).unwrap();
+    log.append(&entry(1)).unwrap();
+    drop(log);
+    let report = verify(&path).unwrap();
+    assert_eq!((report.records, report.unfinished), (4, 0));
+    let l = lines(&path);
+    assert!(
+        l[1].contains(
+            "\"event\":\"approval_refused\",\"approval_id\":\"0123456789abcdef0123456789abcdef\",\"tool\":\"create_transfer\",\
+             \"principal\":\"alice\",\"person\":\"bob\\u2028\",\"reason\":\"bob is not"
+        ),
+        "{}",
+        l[1]
+    );
+    assert!(l[2].contains("\"person\":null"), "{}", l[2]);
+    let mut edited = l.clone();
+    edited[2] = edited[2].replace("\"person\":null,", "");
+    write_lines(&path, &edited);
+    check_tampered(&path, 3, "missing member \"person\"");
+}

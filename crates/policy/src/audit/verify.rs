@@ -131,7 +131,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                 ),
             ));
         }
-        // A record of another event (`tool_changed`) is of no call.
+        // A record of another event (`tool_changed`, `approval_refused`) is of
+        // no call.
         if let Some(call) = record.call {
             if record.started {
                 if pending.len() < MAX_PENDING_STARTED || pending.contains_key(&call) {
@@ -209,7 +210,8 @@ pub(super) struct Checked {
     /// Whether this is a call's write-ahead record (`outcome` [`STARTED`]).
     pub(super) started: bool,
     /// The call it records: its principal, call id and tool, as written;
-    /// `None` for a record of another event (`tool_changed`).
+    /// `None` for a record of another event (`tool_changed`,
+    /// `approval_refused`).
     pub(super) call: Option<String>,
 }
 
@@ -226,6 +228,7 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
     let (fields, optional): (&[&str], &[&str]) = match map.get("event") {
         None => (&FIELDS, &OPTIONAL_FIELDS),
         Some(Value::String(event)) if event == TOOL_CHANGED => (&TOOL_CHANGED_FIELDS, &[]),
+        Some(Value::String(event)) if event == APPROVAL_REFUSED => (&APPROVAL_REFUSED_FIELDS, &[]),
         Some(other) => return Err(format!("unknown \"event\" {}", cap(&other.to_string(), 64))),
     };
     if let Some(unknown) = map.keys().find(|k| !fields.contains(&k.as_str())) {

@@ -23,6 +23,11 @@ What it checks:
 - interpreter sessions (run_js) stay on one replica through the balancer,
   which hashes the Mcp-Param-Session header their tool list asks clients
   to send; a call without it is refused with -32020;
+- with `[approvals] mode = "page"`, a call held on one replica (the
+  client has no URL-mode elicitation: an `approval_required` result with
+  the link) is approved on another replica's page; the same call made
+  again on the first runs once; the link answers once and runs one call,
+  and a third identical call asks again;
 - with Redis stopped, a retry is refused (fail closed) and runs nothing.
 
 It also measures throughput and p50/p99 of echo calls through the
@@ -41,6 +46,7 @@ import glob
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -49,6 +55,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +87,8 @@ DEADLINE_S = 90.0
 ACCEPT = {"confirm": {"action": "accept", "content": {"allow": True}}}
 DECLINE = {"confirm": {"action": "decline"}}
 ELICIT = {"elicitation": {"form": {}}}
+# Each replica's config with `[approvals] mode = "page"`, beside its own.
+PAGE_CONFIG = "airlock-page.toml"
 
 
 def log(*parts: Any) -> None:
@@ -247,6 +258,24 @@ def error_of(reply: Reply) -> dict[str, Any] | None:
     return (reply.message or {}).get("error")
 
 
+# Requests to the approval page go straight to loopback, never through a
+# proxy the environment names.
+_page_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def page_request(url: str, form: dict[str, str] | None = None, origin: str | None = None) -> tuple[int, str]:
+    """A GET of `url`, or a POST of `form` to it: (status, body)."""
+    data = urllib.parse.urlencode(form).encode() if form is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Origin": origin} if origin else {})
+    try:
+        with _page_opener.open(request, timeout=60) as response:
+            return response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(errors="replace")
+    except OSError as err:
+        return 0, str(err)
+
+
 # --- the services -------------------------------------------------------------
 
 
@@ -332,8 +361,7 @@ class Services:
             rdir = self.root / name
             rdir.mkdir()
             cache = f'\n[engine]\ncache_dir = "{CACHE_DIR}"\n' if CACHE_DIR else ""
-            (rdir / "airlock.toml").write_text(
-                f"""tool_dirs = ["{TOOLS_DIR}"]
+            config = f"""tool_dirs = ["{TOOLS_DIR}"]
 {cache}
 [tools.echo]
 side_effect = false
@@ -355,19 +383,31 @@ replica = "{name}"
 state_key_file = "{key}"
 redis_url = "redis://127.0.0.1:{self.redis_port}/0"
 """
-            )
+            (rdir / "airlock.toml").write_text(config)
+            # The same replica with calls the policy asks about approved on
+            # Airlock's page (`approvals_on_another_replicas_page`).
+            (rdir / PAGE_CONFIG).write_text(config + '\n[approvals]\nmode = "page"\n')
             self.ports[name] = free_port()
 
-    def start_replica(self, name: str) -> None:
+    def start_replica(self, name: str, config: str = "airlock.toml") -> None:
         rdir = self.root / name
         stderr = open(rdir / "stderr.log", "ab")
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn,airlock=info")}
         proc = subprocess.Popen(
-            [str(BIN), "--config", str(rdir / "airlock.toml"), "serve", "--http", f"127.0.0.1:{self.ports[name]}", "--principal", PRINCIPAL],
+            [str(BIN), "--config", str(rdir / config), "serve", "--http", f"127.0.0.1:{self.ports[name]}", "--principal", PRINCIPAL],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
         )
         self.replicas[name] = proc
         wait_for(f"replica {name}", lambda: proc.poll() is None and port_open(self.ports[name]) or (proc.poll() is not None and self._died(name)))
+
+    def restart_replica(self, name: str, config: str) -> None:
+        """Stop a replica gracefully (SIGTERM) and start it again on
+        `config`; returns once it is ready (its tools loaded)."""
+        proc = self.replicas[name]
+        proc.terminate()
+        proc.wait(timeout=DEADLINE_S)
+        self.start_replica(name, config)
+        wait_for(f"replica {name} ready", lambda: page_request(f"http://127.0.0.1:{self.ports[name]}/readyz")[0] == 200)
 
     def _died(self, name: str) -> bool:
         raise RuntimeError(f"replica {name} exited: {(self.root / name / 'stderr.log').read_text()}")
@@ -772,6 +812,86 @@ async def interpreter_sessions_are_pinned(services: Services) -> None:
     await lb.close()
 
 
+def approval_link(result: dict[str, Any] | None) -> str:
+    """The page's link in an `approval_required` result."""
+    assert result and result.get("isError") and (result.get("_meta") or {}).get("airlock/kind") == "approval_required", result
+    text = "".join(block.get("text", "") for block in result.get("content", []))
+    match = re.search(r"http://\S+/approvals/\S+", text)
+    assert match, text
+    return match.group(0)
+
+
+async def approvals_on_another_replicas_page(services: Services) -> None:
+    """`[approvals] mode = "page"` on two replicas: a write held on A (a
+    2026-07-28 client without URL-mode elicitation gets the link in an
+    `approval_required` result) is approved by the person on B's page, as
+    the approvals live in the fleet's Redis and links are signed with a key
+    both derive from the state key; the same call made again on A runs
+    once. The link is answered once and runs one call, on either replica,
+    and a third identical call asks again. Without `[http.jwt]` the link
+    alone is the person, from loopback."""
+    a, b = list(services.ports)[:2]
+    for name in (a, b):
+        services.restart_replica(name, PAGE_CONFIG)
+    arguments = {"path": "/ledger/page.txt", "content": "approved on another replica's page\n", "mode": "append"}
+    ledger = services.root / "ledger" / "page.txt"
+    on_a = Conn(services.ports[a])
+    held = result_of(await modern_call(on_a, "write_file", arguments))
+    link = approval_link(held)
+    assert link.startswith(f"http://127.0.0.1:{services.ports[a]}/approvals/"), link
+    assert not ledger.exists(), "a held call ran"
+    approval_id = urllib.parse.urlsplit(link).path.rsplit("/", 1)[-1]
+
+    # The person opens the link on B's origin and approves there.
+    origin_b = f"http://127.0.0.1:{services.ports[b]}"
+    on_b = re.sub(r"^http://[^/]+", origin_b, link)
+    status, page = page_request(on_b)
+    assert status == 200, (status, page)
+    fields = dict(re.findall(r'name="(sig|csrf)" value="([^"]*)"', page))
+    assert set(fields) == {"sig", "csrf"}, page
+    form_b = on_b.split("?", 1)[0]
+    status, answered = page_request(form_b, {**fields, "decision": "approve"}, origin_b)
+    assert status == 200 and "You approved this call" in answered, (status, answered)
+    # Answered once: A's page refuses a second answer to the same approval.
+    origin_a = f"http://127.0.0.1:{services.ports[a]}"
+    form_a = link.split("?", 1)[0]
+    status, again = page_request(form_a, {**fields, "decision": "decline"}, origin_a)
+    assert status == 409 and "Already approved" in again, (status, again)
+
+    # The same call made again on A runs, once.
+    ran = result_of(await modern_call(on_a, "write_file", arguments))
+    assert ran and not ran.get("isError"), ran
+    assert ledger.read_text() == arguments["content"], ledger.read_text()
+    # The link is spent: a second approval of it is refused on either
+    # replica, and the next identical call asks again (a new approval).
+    for form, origin in ((form_a, origin_a), (form_b, origin_b)):
+        status, replayed = page_request(form, {**fields, "decision": "approve"}, origin)
+        assert status == 409 and "cannot be used again" in replayed, (status, replayed)
+    third = approval_link(result_of(await modern_call(on_a, "write_file", arguments)))
+    assert third != link, "a used approval was offered again"
+    assert ledger.read_text() == arguments["content"], "the write ran twice"
+    await on_a.close()
+
+    # A's audit log has the call that ran, once, with who approved it
+    # where; B's has no run of it.
+    def runs(name: str) -> list[dict[str, Any]]:
+        records = [json.loads(line) for line in local_lines(services, name)]
+        return [r for r in records if r.get("tool") == "write_file" and (r.get("arguments") or {}).get("path") == arguments["path"]]
+
+    finished = [r for r in runs(a) if r.get("outcome") == "ok"]
+    assert len(finished) == 1, runs(a)
+    note = finished[0].get("approval") or {}
+    assert (note.get("id"), note.get("by"), note.get("how")) == (approval_id, PRINCIPAL, "page"), finished[0]
+    assert finished[0].get("decision") == "ask:confirmed", finished[0]
+    held_records = [r.get("outcome") for r in runs(a) if r.get("outcome") not in ("started", "ok")]
+    assert held_records == ["approval_required", "approval_required"], runs(a)
+    assert not runs(b), runs(b)
+
+    # Back to approvals by the client, as the rest of the fleet runs.
+    for name in (a, b):
+        services.restart_replica(name, "airlock.toml")
+
+
 async def fail_closed_without_redis(services: Services) -> None:
     names = list(services.ports)
     arguments = {"path": "/ledger/no-redis.txt", "content": "x\n", "mode": "append"}
@@ -880,6 +1000,8 @@ def main() -> int:
         # for that, so that no interpreter session moves in the middle.
         wait_for("every replica up in haproxy", lambda: all(s == "UP" for s in services.server_states().values()))
         asyncio.run(interpreter_sessions_are_pinned(services))
+        asyncio.run(approvals_on_another_replicas_page(services))
+        log("a call held on one replica ran once after its approval on another replica's page")
         asyncio.run(fail_closed_without_redis(services))
 
         log(f"{calls} calls in all; {total} audit records shipped and verified; fail-closed without Redis")

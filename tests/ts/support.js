@@ -61,9 +61,10 @@ when { context.arguments has to && context.arguments.to == "mallory" };
 /**
  * A config in a fresh temporary directory: the bundled tools, the hostile
  * fixture (with `hostileTimeoutMs` and fuel out of reach, so a loop always
- * ends by its deadline) and create_transfer (side effects: asks).
+ * ends by its deadline) and create_transfer (side effects: asks), then
+ * `extra` (more TOML tables).
  */
-export function writeConfig({ hostileTimeoutMs = 500 } = {}) {
+export function writeConfig({ hostileTimeoutMs = 500, extra = '' } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'airlock-ts-'));
   writeFileSync(path.join(dir, 'policy.cedar'), POLICY);
   const config = `
@@ -88,7 +89,7 @@ fuel = 1000000000000000
 [tools.create_transfer]
 component = ${JSON.stringify(path.join(TEST_GUESTS, 'create_transfer.wasm'))}
 side_effect = true
-`;
+${extra}`;
   const file = path.join(dir, 'airlock.toml');
   writeFileSync(file, config);
   return { dir, config: file };
@@ -184,10 +185,11 @@ export function startHttp(setup, { env = {}, args = [] } = {}) {
 /**
  * A connected SDK client. `transport` is "stdio" or "http" (then pass a
  * running `server`). With `elicit`, the client declares the elicitation
- * capability and answers every request with `elicit(request)`.
+ * capability (`elicitation`: form mode unless told) and answers every
+ * request with `elicit(request)`.
  */
-export async function connect(transport, setup, { server, elicit } = {}) {
-  const capabilities = elicit ? { elicitation: {} } : {};
+export async function connect(transport, setup, { server, elicit, elicitation = {} } = {}) {
+  const capabilities = elicit ? { elicitation } : {};
   const client = new Client({ name: 'airlock-ts-tests', version: '0' }, { capabilities });
   const asked = [];
   if (elicit) {

@@ -2,7 +2,9 @@
 //! client runs it, answers `initialize` (and `server/discover`) while its
 //! tools are still compiling, lists each tool once it is ready and says so
 //! with `notifications/tools/list_changed`, and a call for a tool still
-//! compiling waits for it and succeeds.
+//! compiling waits for it and succeeds. A client that goes away at once
+//! (closing stdin, or stopping the server with a signal) still leaves its
+//! tools compiled in the cache for the next start.
 //!
 //! With `[serve] startup_list_wait_secs = 0` (a list answers at once with
 //! the tools ready so far, as it does once the wait has passed), the proof
@@ -328,4 +330,105 @@ async fn a_refused_component_is_left_out_and_a_reload_during_start_up_waits_for_
     assert!(ready.finished(), "the reload ran after start-up: {ready:?}");
     assert_eq!((ready.total, ready.tools), (2, 1), "{ready:?}");
     assert_eq!(host.tools().names().collect::<Vec<_>>(), ["echo"], "start-up left the refused component out");
+}
+
+/// The compiled artifacts of tools (not the schema validator's) in `cache`.
+fn tool_artifacts(cache: &std::path::Path) -> BTreeSet<String> {
+    std::fs::read_dir(cache)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .filter(|name| name.ends_with(".cwasm") && !name.starts_with("validator-") && !name.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `serve --stdio` on a config naming `run_js` with an empty cache, sent
+/// `initialize` and read until it answers.
+fn start_run_js(dir: &std::path::Path) -> (Child, ChildStdin, std::path::PathBuf, PathBuf) {
+    let cache = dir.join("cache");
+    let config = dir.join("airlock.toml");
+    let component = guests().join("run_js.wasm");
+    std::fs::write(
+        &config,
+        format!(
+            "[engine]\ncache_dir = {:?}\n[tools.run_js]\ncomponent = {:?}\n",
+            cache.display().to_string(),
+            component.display().to_string()
+        ),
+    )
+    .expect("write the config");
+    let mut child = Command::new(binary())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start airlock serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{initialize}").expect("send initialize");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("read the answer");
+    assert!(line.contains("\"protocolVersion\""), "{line}");
+    (child, stdin, cache, config)
+}
+
+/// Wait for `child` to exit, within the liveness bound.
+fn exited(child: &mut Child) {
+    let started = Instant::now();
+    while child.try_wait().expect("wait for airlock").is_none() {
+        assert!(started.elapsed() < DEADLINE, "airlock did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `airlock tools` on `config` lists run_js and compiles nothing: the
+/// artifacts in `cache` are the ones that were there.
+fn next_start_compiles_nothing(config: &std::path::Path, cache: &std::path::Path) {
+    let before = tool_artifacts(cache);
+    let tools = Command::new(binary()).arg("--config").arg(config).arg("tools").output().expect("airlock tools");
+    assert!(tools.status.success() && String::from_utf8_lossy(&tools.stdout).contains("run_js"), "{tools:?}");
+    assert_eq!(tool_artifacts(cache), before, "the next start compiled nothing");
+}
+
+#[test]
+fn a_client_that_closes_stdin_at_once_leaves_its_tools_compiled_for_the_next_start() {
+    let dir = temp_dir();
+    let (mut child, stdin, cache, config) = start_run_js(dir.path());
+    drop(stdin);
+    exited(&mut child);
+    assert_eq!(tool_artifacts(&cache).len(), 1, "run_js compiled into the cache before the server exited");
+    next_start_compiles_nothing(&config, &cache);
+}
+
+#[test]
+fn a_compilation_outlives_a_server_stopped_by_a_signal_and_keeps_its_artifact() {
+    let dir = temp_dir();
+    let (mut child, _stdin, cache, config) = start_run_js(dir.path());
+    // Once the compiler process runs, the server is stopped.
+    let children = format!("/proc/{}/task", child.id());
+    let started = Instant::now();
+    let compiler_runs =
+        || {
+            std::fs::read_dir(&children).into_iter().flatten().flatten().any(|task| {
+                std::fs::read_to_string(task.path().join("children")).is_ok_and(|pids| !pids.trim().is_empty())
+            })
+        };
+    while !compiler_runs() {
+        assert!(started.elapsed() < DEADLINE, "no compiler process started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    exited(&mut child);
+    while tool_artifacts(&cache).is_empty() {
+        assert!(started.elapsed() < DEADLINE, "the compiler process kept no artifact");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    next_start_compiles_nothing(&config, &cache);
 }

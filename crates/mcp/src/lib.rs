@@ -156,7 +156,11 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
         () = shutdown::signal() => None,
     };
     let reason = match reason {
-        Some(reason) => reason.context("the MCP stdio service stopped unexpectedly")?,
+        Some(reason) => {
+            let reason = reason.context("the MCP stdio service stopped unexpectedly")?;
+            compile_on(&host).await;
+            reason
+        }
         None => {
             shutdown::last_resort(shutdown::longest(&host, STDIO_SHUTDOWN_REST));
             // New calls are refused from now on; the replies of calls that
@@ -176,6 +180,27 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     }
     host.finish().await;
     Ok(())
+}
+
+/// The client went away while tools were still loading (a client that
+/// starts a server per call, and closes it at once): the loads go on until
+/// they are done, up to `[serve] startup_list_wait_secs` after the start, so
+/// that what they compile is in the cache for the next start. A signal
+/// ends the wait; compilations already running finish in their own
+/// processes and keep their artifacts in the cache themselves.
+async fn compile_on(host: &Host) {
+    if host.readiness().finished() {
+        return;
+    }
+    let wait = host.state().config().serve.startup_list_wait;
+    tracing::info!(
+        "stdin closed while tools are still loading; finishing them (up to {wait:?} after the start) so that the \
+         next start finds them compiled; SIGTERM stops now"
+    );
+    tokio::select! {
+        () = airlock_host::host::startup::settle(host, wait) => {}
+        () = shutdown::signal() => {}
+    }
 }
 
 /// On stdio, once the calls are done, how long rmcp, the metrics listener

@@ -440,7 +440,7 @@ pub(crate) fn compile(
     let _reserved = budget
         .reserve_blocking(&Holder::Compiler, meter.memory_mib.saturating_mul(MIB), wait)
         .map_err(|refusal| meter.budget_refusal(&refusal, wait))?;
-    run_child(meter, exe, bytes, &temp)?;
+    run_child(meter, exe, bytes, &temp, artifact.target.as_deref())?;
     Ok(artifact)
 }
 
@@ -489,16 +489,34 @@ impl Artifact {
 /// This is the one place a compiler process is started; [`compile`], its
 /// only caller, holds the process's address space reserved from the host
 /// memory budget while it runs.
-fn run_child(meter: &Meter, exe: &Path, bytes: &[u8], out: &Path) -> Result<(), CompileFailure> {
+fn run_child(
+    meter: &Meter,
+    exe: &Path,
+    bytes: &[u8],
+    out: &Path,
+    keep_as: Option<&Path>,
+) -> Result<(), CompileFailure> {
     let started = Instant::now();
     let size = bytes.len() as u64;
     let cpu_secs = meter.cpu_secs(size);
-    let mut child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .arg(COMPILE_SUBCOMMAND)
         .arg(cpu_secs.to_string())
         .arg(meter.memory_mib.to_string())
         .arg(meter.wasm_stack_bytes.to_string())
-        .arg(out)
+        .arg(out);
+    // With a cache, a compilation outlives a host that exits meanwhile
+    // (a client that starts a server per call and closes it at once) and
+    // keeps its artifact there itself, so the next start finds it.
+    // Its own process group: a client that ends the server by signalling
+    // the server's group (as the MCP SDKs do) does not end it too.
+    if let Some(keep_as) = keep_as {
+        command.arg(keep_as);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -649,10 +667,13 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
     None
 }
 
-/// The child: `airlock __compile CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT`
-/// with the component's bytes on stdin. Sets its own limits before it
-/// reads or compiles anything, checks the component's shape, then writes
-/// the artifact to `OUT` (a new file). Exit codes: 0 compiled, 10 not a
+/// The child: `airlock __compile CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT
+/// [KEEP_AS]` with the component's bytes on stdin. Sets its own limits
+/// before it reads or compiles anything, checks the component's shape, then
+/// writes the artifact to `OUT` (a new file). Without `KEEP_AS` it dies with
+/// the host; with it (the artifact's place in the compile cache) it
+/// outlives the host, within its CPU and memory limits, and if the host is
+/// gone when the artifact is written, moves it to `KEEP_AS` itself. Exit codes: 0 compiled, 10 not a
 /// component, 11 out of memory, 12 anything else, 13 over a cap of its
 /// shape, 14 not of the tool world; the reason is on stderr.
 pub fn child_main(args: &[OsString]) -> ExitCode {
@@ -672,13 +693,18 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
             format!("usage: airlock {COMPILE_SUBCOMMAND} CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT (bytes on stdin)"),
         )
     };
-    let [cpu, memory, stack, out] = args else {
-        return Err(usage());
+    let (cpu, memory, stack, out, keep_as) = match args {
+        [cpu, memory, stack, out] => (cpu, memory, stack, out, None),
+        [cpu, memory, stack, out, keep_as] => (cpu, memory, stack, out, Some(keep_as)),
+        _ => return Err(usage()),
     };
+    #[cfg(unix)]
+    let host = std::os::unix::process::parent_id();
     let number = |arg: &OsString| arg.to_str().and_then(|s| s.parse::<u64>().ok()).ok_or_else(usage);
     let (cpu_secs, memory_mib, stack_bytes) = (number(cpu)?, number(memory)?, number(stack)?);
     let stack_bytes = usize::try_from(stack_bytes).map_err(|_| usage())?;
-    set_limits(cpu_secs, memory_mib).map_err(|err| (EXIT_OTHER, format!("cannot set the compiler's limits: {err}")))?;
+    set_limits(cpu_secs, memory_mib, keep_as.is_none())
+        .map_err(|err| (EXIT_OTHER, format!("cannot set the compiler's limits: {err}")))?;
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_COMPONENT_BYTES.saturating_add(1))
@@ -713,7 +739,19 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
         file.write_all(&artifact)?;
         file.sync_all()
     };
-    write(out).map_err(|err| (EXIT_OTHER, format!("cannot write the artifact: {err}")))
+    write(out).map_err(|err| (EXIT_OTHER, format!("cannot write the artifact: {err}")))?;
+    // The host that started this compilation is gone (this process was
+    // given to another parent): nobody will keep the artifact but this
+    // process. The bytes are what the host sent, compiled here, as a host
+    // alive would have kept them.
+    #[cfg(unix)]
+    if let Some(keep_as) = keep_as
+        && std::os::unix::process::parent_id() != host
+        && std::fs::rename(out, keep_as).is_err()
+    {
+        let _ = std::fs::remove_file(out);
+    }
+    Ok(())
 }
 
 /// A compile error caused by a failed allocation is a memory refusal, not
@@ -728,9 +766,11 @@ fn classify(err: &anyhow::Error) -> u8 {
 }
 
 /// `RLIMIT_CPU` (soft: SIGXCPU, one second later SIGKILL), `RLIMIT_AS`,
-/// and on Linux death with the parent (no orphan compiling on).
+/// and, when `die_with_host`, on Linux death with the parent (no orphan
+/// compiling on for nothing: without a cache its artifact has nowhere to
+/// go).
 #[cfg(unix)]
-fn set_limits(cpu_secs: u64, memory_mib: u64) -> std::io::Result<()> {
+fn set_limits(cpu_secs: u64, memory_mib: u64, die_with_host: bool) -> std::io::Result<()> {
     let set = |resource, soft: u64, hard: u64| {
         let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
         // SAFETY: `setrlimit` reads the struct we pass and changes only
@@ -744,10 +784,12 @@ fn set_limits(cpu_secs: u64, memory_mib: u64) -> std::io::Result<()> {
     // that thread waits for it until it exits (`run_child`), so it fires
     // only when the host itself dies.
     #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_PDEATHSIG takes a signal number and changes only this
-    // process's parent-death signal.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    if die_with_host {
+        // SAFETY: PR_SET_PDEATHSIG takes a signal number and changes only
+        // this process's parent-death signal.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
     }
     Ok(())
 }
@@ -755,7 +797,7 @@ fn set_limits(cpu_secs: u64, memory_mib: u64) -> std::io::Result<()> {
 /// Elsewhere the limits are not available: refuse rather than compile
 /// unmetered.
 #[cfg(not(unix))]
-fn set_limits(_cpu_secs: u64, _memory_mib: u64) -> std::io::Result<()> {
+fn set_limits(_cpu_secs: u64, _memory_mib: u64, _die_with_host: bool) -> std::io::Result<()> {
     Err(std::io::Error::other("process limits are only available on Unix"))
 }
 

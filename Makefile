@@ -270,7 +270,7 @@ bench: guests
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock \
 		$(CARGO) bench -p airlock --bench pipeline -- --write
 
-demo: build $(VENV)/.mcp-requirements
+demo: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)
 	@AIRLOCK=$(CARGO_TARGET_DIR)/release/airlock GUESTS=$(GUEST_OUT) TEST_GUESTS=$(TEST_GUEST_OUT) PYTHON=$(PY) bash demo/demo.sh
 
 doc:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: the whole story on the bundled tools, as a terminal transcript.
 # Expects AIRLOCK (the binary), GUESTS (bundled tool components), TEST_GUESTS
-# (the bank fixtures) and PYTHON (a Python with the MCP SDK, for step 10).
+# (the bank fixtures) and PYTHON (a Python with the MCP SDK and Selenium, for
+# step 10; the approval page also needs Chromium and tests/approvals' node).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
@@ -158,12 +159,18 @@ step "9. The audit log: one hash-chained record per call, verified"
 expect 0 - - audit tail audit.jsonl -n 3
 expect 0 - 'chain intact' audit verify audit.jsonl
 
-step "10. The bank over MCP streamable HTTP: two customers signed in with JWTs"
+step "10. The bank over MCP streamable HTTP: two customers signed in with JWTs, approvals on Airlock's page"
 say "alice and bob carry their accounts in their tokens; the policy, the card and the tool read them from the host."
 if [ -n "${PYTHON:-}" ] && [ -n "${TEST_GUESTS:-}" ]; then
   printf '%s$ python demo/bank_story.py%s\n' "$cyan" "$reset"
   if ! "$PYTHON" "$here/bank_story.py" "$AIRLOCK" "$TEST_GUESTS"; then
     printf '%sDEMO STEP FAILED: the bank story%s\n' "$bold" "$reset"
+    failures=$((failures + 1))
+  fi
+  say "With [approvals] mode = \"page\", the person approves on Airlock's own page, signed in at the bank; the client never carries the answer."
+  printf '%s$ python demo/approval_story.py%s\n' "$cyan" "$reset"
+  if ! "$PYTHON" "$here/approval_story.py" "$AIRLOCK" "$TEST_GUESTS"; then
+    printf '%sDEMO STEP FAILED: the bank story on the approval page%s\n' "$bold" "$reset"
     failures=$((failures + 1))
   fi
 else

@@ -1,11 +1,10 @@
 """The approval page in a real browser, signed in at a real OpenID
 Provider: what the account holder sees and approves, and everything the
-page must refuse (see conftest.py for the parts)."""
+page must refuse (see page_bank.py for the parts)."""
 
 from __future__ import annotations
 
 import http.server
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -14,10 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import types
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, Bank, Browser, bank_server, session
+from page_bank import ROOT, Bank, Person, bank_server, call, kind_of, pending_link, session, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -30,59 +28,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def kind_of(result: types.CallToolResult) -> str:
-    return (result.meta or {}).get("airlock/kind", "ok" if not result.is_error else "?")
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return result.content[0].text if result.content and result.content[0].type == "text" else ""
-
-
-def link_in(text: str) -> str:
-    match = re.search(r"http://\S+/approvals/\S+", text)
-    assert match, text
-    return match.group(0)
-
-
-class Person:
-    """The client's elicitation callback: the account holder's browser
-    opens the link it is handed, signs in, reads the card and answers."""
-
-    def __init__(self, browser: Browser, principal: str, decision: str) -> None:
-        self.browser, self.principal, self.decision = browser, principal, decision
-        self.cards: list[str] = []
-
-    def answer(self, link: str) -> None:
-        self.browser.open(link, self.principal)
-        self.cards.append(self.browser.text("card"))
-        if self.decision == "approve" and not SCREENSHOT.exists():
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            self.browser.driver.save_screenshot(str(SCREENSHOT))
-        self.browser.wait_for(By.ID, self.decision).click()
-        self.browser.wait_for(By.ID, "notice")
-
-    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        assert params.mode == "url", params
-        await anyio.to_thread.run_sync(self.answer, params.url)
-        return types.ElicitResult(action="accept")
-
-
-async def pending_link(bank: Bank, principal: str, arguments: dict[str, Any]) -> str:
-    """Propose a call with a client that cannot open links: the link its
-    result gives the model to relay."""
-    async with session(bank, principal) as client:
-        result = await client.call_tool("create_transfer", arguments)
-    assert kind_of(result) == "approval_required", text_of(result)
-    return link_in(text_of(result))
-
-
-async def call(bank: Bank, principal: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    async with session(bank, principal) as client:
-        return await client.call_tool("create_transfer", arguments)
-
-
 async def test_the_account_holder_approves_on_the_page_and_the_held_call_runs(bank: Bank, browsers: Any) -> None:
-    alice = Person(browsers(), "alice", "approve")
+    alice = Person(browsers(), "alice", "approve", SCREENSHOT)
     arguments = {"to": "acc-bob", "amount": 20000}
     async with session(bank, "alice", elicitation_callback=alice) as client:
         result = await client.call_tool("create_transfer", arguments)

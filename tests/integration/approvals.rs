@@ -266,3 +266,42 @@ fn the_page_answers_each_client_address_at_most_its_rate() {
     assert!(statuses.contains(&429), "{statuses:?}");
     assert_eq!(statuses.first(), Some(&404));
 }
+
+#[test]
+fn a_tool_asks_on_the_page_and_for_its_own_approver_when_its_settings_say_so() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    // The host confirms through the client; this tool, on the page, by
+    // bob. Without a confirmer the client path would decline.
+    let config = bank(&audit, "")
+        .replace("[approvals]\nmode = \"page\"\n", "")
+        .replace("side_effect = true\n", "side_effect = true\napprovals = \"page\"\napprover = \"bob\"\n");
+    let server = Served::start_in(dir, &config, &["serve", "--http", "127.0.0.1:0"]);
+    let addr = server.announced("serving MCP");
+    wait_ready(&addr);
+    let alice = Mcp::connect(&addr, Some(ALICE));
+    let first = alice.call(1, "create_transfer", transfer(20_000), &[]);
+    assert_eq!(kind(&first), "approval_required", "{first}");
+    let link = link_in(&first);
+    let (_, path) = split(&link);
+    let page = request(&addr, "GET", &path, &[], "");
+    // Without [http.jwt] the page cannot tell bob from anyone holding the
+    // link: it sends the approver to the terminal.
+    assert_eq!(page.status, 403, "{}", page.body);
+    assert!(page.body.contains("airlock approvals"), "{}", page.body);
+    let id = link.split("/approvals/").nth(1).unwrap_or_default().split('?').next().unwrap_or_default();
+    let approved = std::process::Command::new(crate::service::binary())
+        .args(["approvals", "approve", "--url", &format!("http://{addr}"), "--token", BOB, id])
+        .output()
+        .expect("airlock approvals approve");
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    let ran = alice.call(2, "create_transfer", transfer(20_000), &[]);
+    assert_eq!(kind(&ran), "ok", "{ran}");
+    let text = std::fs::read_to_string(&audit).expect("the audit log");
+    let by: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r.get("approval").map(|a| a["by"].clone()))
+        .collect();
+    assert_eq!(by, [json!("bob"), json!("bob")], "started and finished, approved by bob");
+}

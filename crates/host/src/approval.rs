@@ -33,6 +33,7 @@ pub mod webhook;
 
 use crate::fleet::FleetSettings;
 use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_policy::confirm::ApprovalMode;
 pub use airlock_policy::confirm::Approver;
 use airlock_settings::section::Value;
 use link::LinkKey;
@@ -49,46 +50,6 @@ use tokio_util::sync::CancellationToken;
 pub const PAGE_PATH: &str = "/approvals";
 /// Pending approvals listed at most by [`Approvals::pending`].
 pub const MAX_LISTED: usize = 100;
-
-/// How a call the policy asks about is confirmed (`[approvals] mode`, or
-/// a tool's `approvals`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// The MCP client asks the person (form elicitation): what the client
-    /// shows and answers is what counts.
-    #[default]
-    Client,
-    /// Only on Airlock's page; with no page served, the call is declined.
-    Page,
-    /// On Airlock's page when one is served, else through the client.
-    PageWhenPossible,
-}
-
-impl Mode {
-    /// As the operator writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Client => "client",
-            Mode::Page => "page",
-            Mode::PageWhenPossible => "page-when-possible",
-        }
-    }
-
-    /// From what the operator wrote.
-    ///
-    /// # Errors
-    ///
-    /// Anything but the three names, saying which are accepted.
-    pub fn parse(text: &str) -> Result<Mode, String> {
-        match text {
-            "client" => Ok(Mode::Client),
-            "page" => Ok(Mode::Page),
-            "page-when-possible" => Ok(Mode::PageWhenPossible),
-            other => Err(format!("{other:?} is not a mode: accepted \"client\", \"page\", \"page-when-possible\"")),
-        }
-    }
-}
 
 /// How an answer was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -286,7 +247,7 @@ airlock_settings::section! {
     #[derive(Debug, Clone, PartialEq, Eq)]
     group pub struct ApprovalSettings: Default (RawApprovalKeys) at () {
         /// The mode of tools that do not set their own.
-        pub mode: Mode = Mode::Client,
+        pub mode: ApprovalMode = ApprovalMode::Client,
         /// An address of its own for the page.
         pub listen: Option<std::net::SocketAddr> = None,
         /// The page's origin as browsers reach it.
@@ -322,7 +283,7 @@ impl ApprovalSettings {
         let scope = APPROVALS.scope();
         let mut settings = Self::from_keys(&(&raw).into(), &Self::defaults(), &scope)?;
         if let Some(text) = &raw.mode {
-            settings.mode = Mode::parse(text).map_err(|why| format!("{scope} mode = {why}"))?;
+            settings.mode = ApprovalMode::parse(text).map_err(|why| format!("{scope} mode = {why}"))?;
         }
         if settings.max_pending_per_principal > settings.max_pending {
             return Err(format!(
@@ -723,17 +684,21 @@ mod tests {
             assert!(err.contains(says), "{text}: {err}");
         }
         let settings = parse("mode = \"page-when-possible\"\nlisten = \"127.0.0.1:8081\"").unwrap();
-        assert_eq!(settings.mode, Mode::PageWhenPossible);
+        assert_eq!(settings.mode, ApprovalMode::PageWhenPossible);
         assert_eq!(settings.listen, Some("127.0.0.1:8081".parse().unwrap()));
         assert_eq!(settings.link_ttl, DEFAULT_LINK_TTL);
     }
 
     #[test]
     fn modes_are_named_as_the_operator_writes_them() {
-        for mode in [Mode::Client, Mode::Page, Mode::PageWhenPossible] {
-            assert_eq!(Mode::parse(mode.as_str()), Ok(mode));
+        for mode in [ApprovalMode::Client, ApprovalMode::Page, ApprovalMode::PageWhenPossible] {
+            assert_eq!(ApprovalMode::parse(mode.as_str()), Ok(mode));
         }
-        assert!(Mode::parse("browser").unwrap_err().contains("accepted \"client\", \"page\", \"page-when-possible\""));
+        assert!(
+            ApprovalMode::parse("browser")
+                .unwrap_err()
+                .contains("accepted \"client\", \"page\", \"page-when-possible\"")
+        );
     }
 
     #[test]

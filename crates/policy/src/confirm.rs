@@ -107,6 +107,46 @@ impl Confirmer for FixedConfirmer {
     }
 }
 
+/// How a call the policy asks about is confirmed (`[approvals] mode`, or
+/// a tool's `approvals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// The MCP client asks the person (form elicitation): what the client
+    /// shows and answers is what counts.
+    #[default]
+    Client,
+    /// Only on Airlock's page; with no page served, the call is declined.
+    Page,
+    /// On Airlock's page when one is served, else through the client.
+    PageWhenPossible,
+}
+
+impl ApprovalMode {
+    /// As the operator writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Client => "client",
+            ApprovalMode::Page => "page",
+            ApprovalMode::PageWhenPossible => "page-when-possible",
+        }
+    }
+
+    /// From what the operator wrote.
+    ///
+    /// # Errors
+    ///
+    /// Anything but the three names, saying which are accepted.
+    pub fn parse(text: &str) -> Result<ApprovalMode, String> {
+        match text {
+            "client" => Ok(ApprovalMode::Client),
+            "page" => Ok(ApprovalMode::Page),
+            "page-when-possible" => Ok(ApprovalMode::PageWhenPossible),
+            other => Err(format!("{other:?} is not a mode: accepted \"client\", \"page\", \"page-when-possible\"")),
+        }
+    }
+}
+
 /// Who may answer an approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -15,6 +15,7 @@ use crate::distribution::OciSource;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::network::RawNetwork;
 use airlock_policy::card::Template;
+use airlock_policy::confirm::{ApprovalMode, Approver};
 use airlock_settings::limits::{Limits, RawLimits};
 use airlock_settings::section::{Unit, check_range};
 use std::collections::BTreeMap;
@@ -90,6 +91,12 @@ airlock_settings::section! {
         /// one line for logs and UIs, rendered from the result; never sent to a model
         present_result: Option<String>, Reload, accepts "a one-line card template", unset "not set",
             example "\"Wrote {bytes_written} bytes to {path}\"";
+        /// how a call the policy asks about is confirmed for this tool: by the MCP client, on Airlock's page, or on the page when one is served
+        approvals: Option<String>, Reload, accepts "`\"client\"`, `\"page\"` or `\"page-when-possible\"`",
+            unset "`[approvals] mode`", example "\"page\"";
+        /// who must approve this tool's calls instead of the caller (four eyes): a principal, or a Cedar entity whose members may; a policy's `@approver` comes first
+        approver: Option<String>, Reload, accepts "a principal (`\"carol\"`) or an entity (`\"Role::\\\"supervisors\\\"\"`)",
+            unset "not set: the caller (or the policy's `@approver`)", example "\"Role::\\\"supervisors\\\"\"";
     }
     /// Operator settings for one tool: everything host-side that is not the
     /// component itself. None of it comes from the component.
@@ -115,7 +122,13 @@ airlock_settings::section! {
         pub confirm: Option<Template> = None,
         /// The one-line presentation of a result (`present_result`) for logs
         /// and UIs, rendered from the structured result; never sent to a model.
-        pub present_result: Option<Template> = None;
+        pub present_result: Option<Template> = None,
+        /// How this tool's asked calls are confirmed (`approvals`); `None`:
+        /// `[approvals] mode`.
+        pub approvals: Option<ApprovalMode> = None,
+        /// Who must approve this tool's asked calls (`approver`) when the
+        /// policy names no `@approver`; `None`: the caller.
+        pub approver: Option<Approver> = None;
         /// calls may run in parallel with other calls that may
         concurrency_safe => concurrency_safe: bool = false, Reload;
         /// the tool changes something outside itself (writes, sends, pays): the default policy asks first
@@ -187,6 +200,14 @@ impl ToolConfig {
         };
         settings.confirm = template("confirm", raw.confirm.as_ref(), false)?;
         settings.present_result = template("present_result", raw.present_result.as_ref(), true)?;
+        settings.approvals = raw
+            .approvals
+            .as_deref()
+            .map(ApprovalMode::parse)
+            .transpose()
+            .map_err(|m| format!("{ctx} approvals = {m}"))?;
+        settings.approver =
+            raw.approver.as_deref().map(Approver::parse).transpose().map_err(|m| format!("{ctx} approver = {m}"))?;
         let oci = match raw.component.as_deref() {
             Some(component) if crate::distribution::is_reference(component) => Some(
                 OciSource::from_raw(

@@ -8,13 +8,13 @@
 //! spent waiting does not count against the tool's deadline.
 
 use super::{Pipeline, Refused, caller_value};
-use crate::approval::{Approval, Mode, NewApproval};
+use crate::approval::{Approval, NewApproval};
 use crate::state::State;
 use airlock_core::call::CallRequest;
 use airlock_core::outcome::{ErrorKind, Failure, Refusal};
 use airlock_core::timeline::{Stage, Timeline};
 use airlock_policy::card;
-use airlock_policy::confirm::{Approver, ConfirmRequest, Confirmer, PageApproval, PageOutcome};
+use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, Confirmer, PageApproval, PageOutcome};
 use airlock_runtime::loader::LoadedTool;
 use serde_json::Value;
 use std::sync::Arc;
@@ -32,7 +32,8 @@ pub(super) struct Question<'a> {
     pub(super) reason: String,
     /// The policy that asks.
     pub(super) policy: Option<String>,
-    /// Who must approve (the policy's `@approver`); `None`: the caller.
+    /// Who must approve (the policy's `@approver`, else the tool's
+    /// `approver`); `None`: the caller.
     pub(super) approver: Option<Approver>,
 }
 
@@ -54,7 +55,7 @@ impl Pipeline {
     pub(super) async fn confirm(
         &self,
         state: &State,
-        question: Question<'_>,
+        mut question: Question<'_>,
         confirmer: Option<&dyn Confirmer>,
         timeline: &mut Timeline,
         cancel: &CancellationToken,
@@ -65,11 +66,17 @@ impl Pipeline {
             let scope = card::Scope { value: question.arguments, caller: &caller };
             template.render(scope, caps.max_card_bytes, caps.max_value_bytes)
         });
-        let settings = &state.config().approvals;
-        let on_page = match settings.mode {
-            Mode::Client => false,
-            Mode::Page => true,
-            Mode::PageWhenPossible => self.approvals.page().is_some(),
+        // The tool's own mode and approver come before the host's; the
+        // policy's `@approver`, which can depend on the arguments, before
+        // the tool's.
+        if question.approver.is_none() {
+            question.approver = question.tool.settings.approver.clone();
+        }
+        let mode = question.tool.settings.approvals.unwrap_or(state.config().approvals.mode);
+        let on_page = match mode {
+            ApprovalMode::Client => false,
+            ApprovalMode::Page => true,
+            ApprovalMode::PageWhenPossible => self.approvals.page().is_some(),
         };
         if on_page || question.approver.is_some() {
             return self.approve_on_page(state, question, card, confirmer, timeline, cancel).await;

@@ -162,3 +162,25 @@ fn per_tool_limits_override_the_defaults() {
     check_err("[tools.echo]\nhost_memory_mib = 0", &["[tools.echo] host_memory_mib = 0", "accepted 4..=4096"]);
     check_err("[tools.echo]\nmax_write_bytes = 68719476737", &["[tools.echo]", "accepted 0..=68719476736"]);
 }
+
+#[test]
+fn a_tool_names_its_approval_mode_and_approver() {
+    let text = "[tools.pay]\napprovals = \"page\"\napprover = 'Role::\"supervisors\"'\n";
+    let pay = settings(text, "pay");
+    assert_eq!(pay.approvals, Some(ApprovalMode::Page));
+    assert_eq!(pay.approver, Some(Approver::Group("Airlock::Role::\"supervisors\"".into())));
+    let plain = settings("[tools.pay]\n", "pay");
+    assert_eq!((plain.approvals, plain.approver), (None, None), "unset: [approvals] mode and the caller");
+    assert_eq!(
+        settings("[tools.pay]\napprover = \"carol\"\n", "pay").approver,
+        Some(Approver::Principal("carol".into()))
+    );
+    check_err(
+        "[tools.pay]\napprovals = \"browser\"\n",
+        &["[tools.pay] approvals = \"browser\" is not a mode", "accepted \"client\", \"page\", \"page-when-possible\""],
+    );
+    check_err(
+        "[tools.pay]\napprover = 'Role::\"'\n",
+        &["[tools.pay] approver = ", "is not an entity such as Role::\"supervisors\""],
+    );
+}

@@ -26,6 +26,7 @@ mod pipeline;
 mod protocol_errors;
 mod quotas;
 mod reload;
+mod revisions;
 mod sandbox;
 mod service;
 mod sessions;

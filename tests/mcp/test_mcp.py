@@ -107,6 +107,21 @@ async def test_list_tools_from_the_projection(transport: str, mode: str, setup: 
         assert not HOST_ONLY_KEYS & set(dumped), dumped
 
 
+@both
+@generations
+async def test_each_tool_carries_its_revision_in_meta(transport: str, mode: str, setup: Setup) -> None:
+    """`_meta["airlock/revision"]`: one digest of the component and of what
+    the model sees of the tool, stable from one list to the next."""
+    async with connect(transport, mode, setup) as client:
+        first = await client.list_tools()
+        again = await client.list_tools()
+    revisions = {tool.name: (tool.meta or {}).get("airlock/revision") for tool in first.tools}
+    for name, revision in revisions.items():
+        assert isinstance(revision, str) and revision.startswith("sha256:") and len(revision) == 71, (name, revision)
+    assert len(set(revisions.values())) == len(revisions), "each tool has its own"
+    assert revisions == {tool.name: tool.meta["airlock/revision"] for tool in again.tools}
+
+
 # -- tools/call ---------------------------------------------------------------
 
 

@@ -240,8 +240,9 @@ impl Sources {
         files.extend(config.policy.policies.clone());
         files.extend(config.policy.entities.clone());
         files.extend(config.http.tokens.iter().filter_map(|token| token.file.clone()));
-        // `airlock pull --update` changes what a tag loads.
-        if config.tools.values().any(|tool| tool.oci.is_some()) {
+        // `airlock pull --update` changes what a tag loads, and `airlock
+        // lock` which tool revisions are served.
+        if config.tools.values().any(|tool| tool.oci.is_some()) || config.distribution.lock_file.is_file() {
             files.extend(std::iter::once(config.distribution.lock_file.clone()));
         }
         for tool in config.tools.values() {

@@ -1,7 +1,7 @@
 //! Tool revisions, the rug-pull defence: a reload that rewrites a tool's
 //! description changes its revision in `tools/list`, is announced and
-//! audited, drops the tool's sessions and voids a confirmation asked about
-//! the old tool; a pinned tool whose definition changed is not served until
+//! audited, drops the tool's sessions and voids a confirmation (and an
+//! approval waiting on the page) asked about the old tool; a pinned tool whose definition changed is not served until
 //! `airlock lock` (or `[tools.NAME] pin`) accepts it.
 //!
 //! The changed tool is a real component: a copy of a built one with one
@@ -364,4 +364,62 @@ fn a_confirmation_asked_about_a_tool_that_changed_since_is_refused() {
     let tail = ok(Path::new("."), &["audit", "tail", &audit.display().to_string()]);
     assert!(tail.contains("\"event\":\"tool_changed\""), "{tail}");
     drop(server);
+}
+
+#[test]
+fn an_approval_waiting_on_the_page_for_a_tool_that_changed_since_cannot_be_given() {
+    use crate::service::{Mcp, kind, request, wait_ready};
+    const TOKEN: &str = "revisions-test-alice-token-0123456789";
+    let dir = temp_dir();
+    let component = dir.path().join("create_transfer.wasm");
+    std::fs::copy(fixture("create_transfer"), &component).unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let config = format!(
+        "{}[approvals]\nmode = \"page\"\n[http]\ntokens = [{{ token = \"{TOKEN}\", principal = \"alice\" }}]\n",
+        bank(dir.path())
+    );
+    let server = Served::start_in(dir, &config, &["serve", "--http", "127.0.0.1:0", "--watch"]);
+    let addr = server.announced("serving MCP");
+    wait_ready(&addr);
+    let alice = Mcp::connect(&addr, Some(TOKEN));
+    let transfer = json!({"to": "acc-bob", "amount": 20_000});
+    let link_of = |result: &Value| {
+        let text = result["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        let start = text.find("/approvals/").unwrap_or_else(|| panic!("no link in {result}"));
+        text[start..].split_whitespace().next().unwrap_or_default().to_owned()
+    };
+    let asked = alice.call(1, "create_transfer", transfer.clone(), &[]);
+    assert_eq!(kind(&asked), "approval_required", "{asked}");
+    let path = link_of(&asked);
+    assert_eq!(request(&addr, "GET", &path, &[], "").status, 200);
+    let list = |id: u64| {
+        let reply = alice.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}), &[]);
+        revision_in(reply.message()["result"]["tools"].as_array().unwrap(), "create_transfer")
+    };
+    let before = list(2);
+
+    redescribe(&fixture("create_transfer"), &component, TRANSFER_SAID, TRANSFER_NOW);
+    let deadline = Instant::now() + DEADLINE;
+    let mut id = 3;
+    while list(id) == before {
+        assert!(Instant::now() < deadline, "the reload never came");
+        id += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The page refuses what was asked about the old tool, and says why.
+    let page = request(&addr, "GET", &path, &[], "");
+    assert_eq!(page.status, 409, "{}", page.body);
+    assert!(page.body.contains("The tool changed"), "{}", page.body);
+    // The same call made again asks anew, about the tool as it is now.
+    let again = alice.call(100, "create_transfer", transfer, &[]);
+    assert_eq!(kind(&again), "approval_required", "{again}");
+    assert_ne!(link_of(&again), path);
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let records: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert!(
+        records.iter().any(|r| r["event"] == "approval_refused"
+            && r["reason"].as_str().is_some_and(|why| why.contains("revision changed"))),
+        "{records:#?}"
+    );
+    assert!(!audit_outcomes(&audit).iter().any(|o| o == "ok"), "nothing ran");
 }

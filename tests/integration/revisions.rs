@@ -1,8 +1,9 @@
 //! Tool revisions, the rug-pull defence: a reload that rewrites a tool's
 //! description changes its revision in `tools/list`, is announced and
 //! audited, drops the tool's sessions and voids a confirmation (and an
-//! approval waiting on the page) asked about the old tool; a pinned tool whose definition changed is not served until
-//! `airlock lock` (or `[tools.NAME] pin`) accepts it.
+//! approval waiting on the page) asked about the old tool; a pinned tool
+//! whose definition changed is not served until `airlock lock` (or
+//! `[tools.NAME] pin`) accepts it.
 //!
 //! The changed tool is a real component: a copy of a built one with one
 //! text of its description rewritten in place (same length, so the

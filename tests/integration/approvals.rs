@@ -84,6 +84,16 @@ fn raw_get(addr: &str, path: &str, host: &str) -> String {
     text
 }
 
+/// `airlock audit verify` passes on `audit`.
+fn verifies(audit: &std::path::Path) {
+    let verified = std::process::Command::new(crate::service::binary())
+        .args(["audit", "verify"])
+        .arg(audit)
+        .output()
+        .expect("airlock audit verify");
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+}
+
 fn transfer(amount: u64) -> Value {
     json!({"to": "acc-bob", "amount": amount})
 }
@@ -167,12 +177,7 @@ fn a_transfer_runs_once_after_the_account_holder_approves_it_on_the_page() {
         assert!(note["revision"].as_str().is_some_and(|r| r.starts_with("sha256:")), "{record}");
         assert_eq!(record["decision"], "ask:confirmed", "{record}");
     }
-    let verified = std::process::Command::new(crate::service::binary())
-        .args(["audit", "verify"])
-        .arg(&audit)
-        .output()
-        .expect("airlock audit verify");
-    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+    verifies(&audit);
 }
 
 #[test]
@@ -216,12 +221,7 @@ fn a_declined_transfer_never_runs_and_a_bad_link_is_refused() {
             && r["reason"].as_str().is_some_and(|why| why.contains("signature does not match"))),
         "{refusals:#?}"
     );
-    let verified = std::process::Command::new(crate::service::binary())
-        .args(["audit", "verify"])
-        .arg(&audit)
-        .output()
-        .expect("airlock audit verify");
-    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+    verifies(&audit);
 }
 
 #[test]

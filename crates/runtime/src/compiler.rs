@@ -713,6 +713,19 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
     if bytes.len() as u64 > MAX_COMPONENT_BYTES {
         return Err((EXIT_INVALID, format!("larger than the {}-byte limit", MAX_COMPONENT_BYTES)));
     }
+    // The whole input is read: stdin becomes /dev/null, which says so to
+    // anyone looking (`/proc/PID/fd/0`), and from here on the compilation
+    // no longer needs the host that sent it.
+    #[cfg(unix)]
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: dup2 takes two open descriptors and changes only which
+        // file descriptor 0 refers to; nothing in this process reads stdin
+        // again.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+        }
+    }
     // The text formats are never compiled (the parent checked the header).
     check_header(&bytes).map_err(|why| (EXIT_INVALID, why.to_string()))?;
     // Its shape before any native compilation: a bomb is refused here in

@@ -316,7 +316,14 @@ impl ServerHandler for AirlockServer {
         // 2026-07-28: no server-to-client requests. A call that needs
         // confirmation is parked and answered with "input required".
         // Bound to the revision in force now: a retry after a reload that
-        // changed the tool finds another one and is refused.
+        // changed the tool finds another one and is refused. During
+        // start-up the tool may still be loading: its revision is the one
+        // it is loaded with (the call would wait for it anyway), not "no
+        // such tool", which its retry would take for a change.
+        {
+            let (waiting, _link) = linked(&cancel);
+            airlock_host::host::startup::wait_for_tool(&self.shared.host, request.name.as_ref(), &waiting).await;
+        }
         let revision = self.shared.host.tools().get(request.name.as_ref()).map(|tool| tool.revision.clone());
         let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone(), revision };
         let responses = request.input_responses.as_ref();

@@ -159,7 +159,7 @@ async fn load(
 /// deadline (`timeout_ms`, or the defaults' for a name no section
 /// configures) has passed, or `cancel` fires; whichever comes first. The
 /// call's own deadline starts after this wait.
-pub(crate) async fn wait_for_tool(host: &Host, name: &str, cancel: &CancellationToken) {
+pub async fn wait_for_tool(host: &Host, name: &str, cancel: &CancellationToken) {
     let startup = host.startup();
     // Subscribe before looking: a tool installed in between is then seen
     // as a change.

@@ -329,3 +329,69 @@ fn a_tool_asks_on_the_page_and_for_its_own_approver_when_its_settings_say_so() {
         .collect();
     assert_eq!(by, [json!("bob"), json!("bob")], "started and finished, approved by bob");
 }
+
+#[test]
+fn the_named_approver_is_told_by_a_signed_webhook_retried_up_to_webhook_max_attempts() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    // The operator's endpoint: answers 503 to every delivery and keeps what
+    // it was sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("an address").port();
+    let (sent, received) = std::sync::mpsc::channel::<(String, String)>();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream);
+            let (mut length, mut signature) = (0, String::new());
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(value) = lower.strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                if lower.starts_with("x-airlock-signature:") {
+                    signature = line["x-airlock-signature:".len()..].trim().to_owned();
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = reader
+                .get_mut()
+                .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ = sent.send((signature, String::from_utf8_lossy(&body).into_owned()));
+        }
+    });
+    let dir = temp_dir();
+    let secret = dir.path().join("webhook.secret");
+    std::fs::write(&secret, "0123456789abcdef0123456789abcdef-secret").expect("write the secret");
+    let audit = dir.path().join("audit.jsonl");
+    let extra = format!(
+        "webhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_secret_file = {:?}\nwebhook_max_attempts = 2\n",
+        secret.display().to_string()
+    );
+    let config = bank(&audit, &extra).replace("side_effect = true\n", "side_effect = true\napprover = \"bob\"\n");
+    let server = Served::start_in(dir, &config, &["serve", "--http", "127.0.0.1:0"]);
+    let addr = server.announced("serving MCP");
+    wait_ready(&addr);
+    let alice = Mcp::connect(&addr, Some(ALICE));
+    let asked = alice.call(1, "create_transfer", transfer(20_000), &[]);
+    assert_eq!(kind(&asked), "approval_required", "{asked}");
+    let wait = std::time::Duration::from_secs(30);
+    let (first_signature, first) = received.recv_timeout(wait).expect("a first delivery");
+    let (_, second) = received.recv_timeout(wait).expect("a second delivery, after a 503");
+    assert_eq!(first, second, "the same card, delivered again");
+    let card: Value = serde_json::from_str(&first).expect("JSON");
+    assert_eq!((card["principal"].as_str(), card["tool"].as_str()), (Some("alice"), Some("create_transfer")), "{card}");
+    assert_eq!(card["approver"], "bob", "{card}");
+    assert!(card["link"].as_str().is_some_and(|l| l.contains("/approvals/")), "{card}");
+    assert!(card["card"].as_str().is_some_and(|c| c.contains("Transfer 20000 to acc-bob")), "{card}");
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"0123456789abcdef0123456789abcdef-secret");
+    let expected = format!("sha256={}", hex::encode(ring::hmac::sign(&key, first.as_bytes()).as_ref()));
+    assert_eq!(first_signature, expected);
+    // At webhook_max_attempts (2) it stops: no third delivery, though the
+    // approval lives on (the next pause would be 2 s).
+    assert!(received.recv_timeout(std::time::Duration::from_secs(5)).is_err(), "a third delivery");
+}

@@ -257,7 +257,18 @@ check: setup
 	$(CARGO) test --release --lib $(HOST_PACKAGES) -q
 	$(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
 
-lint: setup lint-deploy
+# Every crate depends only on what it uses: cargo-machete, from crates.io,
+# pinned and installed once into $(CARGO_TARGET_DIR)/tools.
+MACHETE_VERSION := 0.9.2
+MACHETE_ROOT := $(abspath $(CARGO_TARGET_DIR))/tools
+MACHETE_STAMP := $(MACHETE_ROOT)/.cargo-machete-$(MACHETE_VERSION)
+
+$(MACHETE_STAMP):
+	$(CARGO) install cargo-machete --version $(MACHETE_VERSION) --locked --root $(MACHETE_ROOT)
+	touch $@
+
+lint: setup lint-deploy $(MACHETE_STAMP)
+	$(MACHETE_ROOT)/bin/cargo-machete
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --all-targets $(CLIPPY_NATIVE) -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings

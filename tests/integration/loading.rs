@@ -86,9 +86,9 @@ async fn bundled_tools_load_from_a_directory_with_builtin_settings() {
         let tool = registry.get(name).unwrap_or_else(|| panic!("{name} is not loaded"));
         assert!(tool.settings.grants.is_empty(), "{name} has no grants by default");
     }
-    assert!(registry.get("write_file").is_some_and(|t| t.settings.side_effect));
-    assert!(registry.get("http_fetch").is_some_and(|t| t.settings.side_effect && t.settings.grants.network.is_none()));
-    assert!(registry.get("read_file").is_some_and(|t| !t.settings.side_effect));
+    assert!(registry.get("write_file").is_some_and(|t| t.pipeline.side_effect));
+    assert!(registry.get("http_fetch").is_some_and(|t| t.pipeline.side_effect && t.settings.grants.network.is_none()));
+    assert!(registry.get("read_file").is_some_and(|t| !t.pipeline.side_effect));
 }
 
 #[tokio::test]

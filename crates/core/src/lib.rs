@@ -3,7 +3,8 @@
 //! ([`call::ToolResult`]), its outcome ([`outcome`]), who it acts for
 //! ([`caller`]), its arguments as proposed and parsed ([`arguments`]), the
 //! stages it went through ([`timeline`]), the caller's trace context
-//! ([`trace_parent`]), and the caps on the text a model reads ([`render`]).
+//! ([`trace_parent`]), the caps on the text a model reads ([`render`]), and
+//! the canonical JSON a value is digested as ([`canonical_json`]).
 //!
 //! Nothing here runs a tool, reads a setting or touches the network: these
 //! are values and the pure functions that check and render them.
@@ -13,6 +14,7 @@
 pub mod arguments;
 pub mod call;
 pub mod caller;
+pub mod canonical_json;
 pub mod integers;
 pub mod optional_null;
 pub mod outcome;

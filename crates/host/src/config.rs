@@ -4,7 +4,8 @@
 //! Each section is declared once and parsed and checked by the module that
 //! enforces it, from a raw serde type that refuses unknown keys:
 //! `[defaults]` by [`airlock_settings::limits`], `[tools.NAME]` by
-//! [`airlock_runtime::tool_settings`] (which hands its grants to
+//! [`crate::tool_settings`] (the pipeline's keys; the runtime's go to
+//! [`airlock_runtime::tool_settings`], which hands its grants to
 //! [`airlock_runtime::grants`] and [`airlock_runtime::network`] and checks
 //! its sessions itself), `[engine]` by [`airlock_settings::engine`],
 //! `[policy]` by [`airlock_policy::authorize`], `[audit]` by
@@ -21,11 +22,12 @@
 
 use crate::fleet::{FleetSettings, RawFleet};
 use crate::quota::{Quotas, RawQuotas};
+use crate::tool_settings::{PipelineSettings, RawTool};
 use airlock_policy::audit::{AuditSettings, RawAudit};
 use airlock_policy::authorize::RawPolicy;
 use airlock_policy::card::{CardSettings, RawCards};
 use airlock_runtime::distribution::{DistributionSettings, RawDistribution};
-use airlock_runtime::tool_settings::{RawTool, ToolSettings};
+use airlock_runtime::tool_settings::ToolSettings;
 use airlock_settings::engine::{EngineSettings, RawEngine};
 use airlock_settings::http::RawHttp;
 use airlock_settings::limits::{DEFAULTS, Limits, RawDefaults};
@@ -44,8 +46,8 @@ mod show;
 pub use bundled::{BundledTools, TOOLS_DIR_ENV};
 pub use keys::Restart;
 
+pub use crate::tool_settings::ToolConfig;
 pub use airlock_policy::authorize::PolicyFiles;
-pub use airlock_runtime::tool_settings::ToolConfig;
 pub use airlock_settings::http::{BearerToken, HttpCaps, HttpSettings, JwksSource, JwtCaps, JwtSettings};
 
 /// The configuration used when there is no `airlock.toml`: the bundled tools
@@ -195,7 +197,7 @@ impl Config {
         let layered_over_builtin = self.layers.origins.values().any(|source| *source == layer::Source::BuiltIn);
         layered_over_builtin
             && !table.contains_key("tool_dirs")
-            && self.tools.values().all(|t| t.component.is_none() && t.oci.is_none())
+            && self.tools.values().all(|t| t.runtime.component.is_none() && t.runtime.oci.is_none())
     }
 
     /// Load the bundled tools from where `found` says they are.
@@ -313,7 +315,7 @@ impl Config {
         let engine = EngineSettings::from_raw(raw.engine, &resolve).map_err(error)?;
         // Every live session holds an instance from the pool; calls in flight
         // need the rest.
-        let session_slots: usize = tools.values().filter_map(|t| t.settings.sessions).map(|s| s.max_live).sum();
+        let session_slots: usize = tools.values().filter_map(|t| t.runtime.settings.sessions).map(|s| s.max_live).sum();
         if session_slots >= engine.max_live_instances as usize {
             return Err(error(format!(
                 "the tools' [tools.NAME.sessions] max_live add up to {session_slots}, which leaves no room for calls \
@@ -329,7 +331,7 @@ impl Config {
         // A tag is a name the registry can move: only where the operator
         // allows it.
         for (name, tool) in &tools {
-            if let Some(source) = &tool.oci
+            if let Some(source) = &tool.runtime.oci
                 && !source.tag_allowed(&distribution)
             {
                 return Err(error(format!(
@@ -371,12 +373,22 @@ impl Config {
         })
     }
 
-    /// Settings for a tool: its `[tools.NAME]` section, or the defaults with
-    /// `side_effect = true` (an unknown tool asks before it runs).
+    /// The runtime's settings of a tool: from its `[tools.NAME]` section,
+    /// or the `[defaults]` limits and nothing granted.
     pub fn settings_for(&self, name: &str) -> ToolSettings {
         match self.tools.get(name) {
-            Some(tool) => tool.settings.clone(),
-            None => ToolSettings { limits: self.defaults, side_effect: true, ..ToolSettings::default() },
+            Some(tool) => tool.runtime.settings.clone(),
+            None => ToolSettings { limits: self.defaults, ..ToolSettings::default() },
+        }
+    }
+
+    /// The pipeline's settings of a tool: from its `[tools.NAME]` section,
+    /// or `side_effect = true` and nothing else (an unknown tool asks
+    /// before it runs).
+    pub fn pipeline_for(&self, name: &str) -> PipelineSettings {
+        match self.tools.get(name) {
+            Some(tool) => tool.pipeline.clone(),
+            None => PipelineSettings { side_effect: true, ..PipelineSettings::default() },
         }
     }
 }
@@ -410,8 +422,8 @@ mod tests {
     fn builtin_config_is_valid() {
         let config = Config::builtin(Path::new("/guests"));
         assert_eq!(config.tool_dirs, vec![PathBuf::from("/guests")]);
-        assert!(!config.settings_for("echo").side_effect);
-        assert!(config.settings_for("write_file").side_effect);
+        assert!(!config.pipeline_for("echo").side_effect);
+        assert!(config.pipeline_for("write_file").side_effect);
         assert!(config.settings_for("echo").grants.is_empty(), "built-in config grants nothing");
         assert!(config.settings_for("echo").sessions.is_none(), "only the interpreters keep sessions");
         assert!(config.settings_for("run_python").sessions.is_some());
@@ -422,10 +434,10 @@ mod tests {
     fn empty_config_is_defaults() {
         let config = parse("").unwrap();
         assert_eq!(config.defaults, Limits::default());
-        let unknown = config.settings_for("anything");
+        let unknown = config.pipeline_for("anything");
         assert!(unknown.side_effect, "unconfigured tools ask");
         assert!(!unknown.concurrency_safe, "unconfigured tools run exclusively");
-        assert!(unknown.grants.is_empty());
+        assert!(config.settings_for("anything").grants.is_empty());
     }
 
     #[test]
@@ -462,7 +474,7 @@ mod example_tests {
         std::fs::create_dir_all(base.join("workspace")).unwrap();
         let text = include_str!("../../../airlock.example.toml");
         let config = Config::parse(text, "airlock.example.toml", &base).unwrap();
-        assert!(config.settings_for("write_file").side_effect);
+        assert!(config.pipeline_for("write_file").side_effect);
         assert!(config.audit.is_some());
         std::fs::remove_dir_all(&base).unwrap();
     }

@@ -4,8 +4,8 @@
 //! Every encoding is built from [`ModelTool`] (and, for MCP only, from
 //! [`McpExtras`]); nothing here can see host-side settings.
 
+use crate::projection::{McpExtras, ModelTool};
 use crate::session;
-use airlock_runtime::projection::{McpExtras, ModelTool};
 use serde_json::{Map, Value, json};
 use std::fmt;
 use std::str::FromStr;

@@ -33,11 +33,14 @@ mod observe;
 mod otel;
 pub mod outbound;
 mod pipeline;
+mod projection;
 pub mod quota;
 mod registry;
 mod reservation;
 mod session;
 pub mod state;
+mod tool;
+mod tool_settings;
 
 pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use airlock_core::call::Captured;
@@ -79,7 +82,6 @@ pub use airlock_runtime::network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use airlock_runtime::projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use airlock_runtime::sandbox::Execution;
 pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
 /// The host's one outbound TLS client configuration (ring, webpki roots):
@@ -99,10 +101,13 @@ pub use host::startup::Readiness;
 pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
 pub use messages::{read_calls, write_results};
 pub use metrics::{OTHER, UNKNOWN_TOOL};
+pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use session::MAX_SESSION_ID_LEN;
 pub use state::{Sources, State};
+pub use tool::Tool;
+pub use tool_settings::{PIPELINE, PipelineSettings};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

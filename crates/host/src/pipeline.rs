@@ -31,13 +31,13 @@ use crate::quota::QuotaTracker;
 use crate::reservation::{self, Purpose};
 use crate::session::{self, SessionId, Sessions};
 use crate::state::State;
+use crate::tool::Tool;
 use airlock_core::call::{CallRequest, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{Authority, CallOutcome, Failure, Refusal, Success};
 use airlock_core::timeline::{Stage, Timeline};
 use airlock_policy::card;
 use airlock_policy::confirm::Confirmer;
-use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::memory_budget::MemoryBudget;
 use authorize::Authorized;
 use serde_json::Value;
@@ -72,7 +72,7 @@ pub struct Pipeline {
 
 /// A call that passed resolve, parse, validate and authorize.
 struct Approved {
-    tool: Arc<LoadedTool>,
+    tool: Arc<Tool>,
     arguments: String,
     session: Option<SessionId>,
     authority: Authority,
@@ -92,17 +92,17 @@ struct Refused {
     /// The policy that determined the decision, if one did.
     policy: Option<String>,
     /// The tool, when the call got as far as resolving it.
-    tool: Option<Arc<LoadedTool>>,
+    tool: Option<Arc<Tool>>,
 }
 
 impl Refused {
     /// Refused before the policy was consulted.
-    fn not_reached(failure: Failure, tool: Option<Arc<LoadedTool>>) -> Self {
+    fn not_reached(failure: Failure, tool: Option<Arc<Tool>>) -> Self {
         Refused { refusal: Refusal::NotReached, failure, policy: None, tool }
     }
 
     /// Refused by the policy (`refusal` says how) under `policy`.
-    fn by_policy(refusal: Refusal, failure: Failure, policy: Option<String>, tool: &Arc<LoadedTool>) -> Self {
+    fn by_policy(refusal: Refusal, failure: Failure, policy: Option<String>, tool: &Arc<Tool>) -> Self {
         Refused { refusal, failure, policy, tool: Some(tool.clone()) }
     }
 }
@@ -287,11 +287,11 @@ impl Pipeline {
                             CallOutcome::Ran { authority, result: Err(failure) },
                         )
                     };
-                    return self.audit(state, flight, result, policy, Some(&*tool));
+                    return self.audit(state, flight, result, policy, Some(&tool.loaded));
                 }
             };
         // Nothing with side effects runs unaudited: its record goes first.
-        if settings.side_effect
+        if tool.pipeline.side_effect
             && let Err(refused) = self.write_ahead(state, &flight, &tool, authority, policy.as_ref(), session.as_ref())
         {
             return *refused;
@@ -324,7 +324,7 @@ impl Pipeline {
         // A session reset by a call that still produced a result (the
         // interpreter recovered from its memory cap) is said after it.
         let result = checked.map(|value| Success { value, note: reset });
-        let presented = match (&settings.present_result, &result) {
+        let presented = match (&tool.pipeline.present_result, &result) {
             (Some(template), Ok(success)) => {
                 let caller = caller_value(state, &flight.request);
                 let caps = state.config().cards;
@@ -342,7 +342,7 @@ impl Pipeline {
             presented,
             ..ToolResult::new(&flight.request.call_id, &flight.request.tool, CallOutcome::Ran { authority, result })
         };
-        self.audit(state, flight, result, policy, Some(&*tool))
+        self.audit(state, flight, result, policy, Some(&tool.loaded))
     }
 
     /// Who the call acts for, as the tool may read it: the request's
@@ -367,7 +367,8 @@ impl Pipeline {
         // A call refused before it was resolved (a quota) still counts
         // under its tool when there is one by that name.
         let registry = state.registry();
-        let tool = tool.as_deref().or_else(|| registry.get(&flight.request.tool).map(|tool| &**tool));
+        let tool =
+            tool.as_deref().or_else(|| registry.get(&flight.request.tool).map(|tool| &**tool)).map(|tool| &tool.loaded);
         self.audit(state, flight, result, policy, tool)
     }
 

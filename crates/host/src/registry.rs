@@ -11,6 +11,7 @@
 //! on which load finishes first (`Assembly`).
 
 use crate::config::Config;
+use crate::tool::Tool;
 use airlock_policy::audit::ToolChange;
 use airlock_runtime::distribution::{self, DistributionError, Lock, OciSource};
 use airlock_runtime::engine::Runtime;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 /// Loaded tools by name.
 #[derive(Debug, Default)]
 pub struct Registry {
-    tools: BTreeMap<String, Arc<LoadedTool>>,
+    tools: BTreeMap<String, Arc<Tool>>,
     /// Components still loading when this registry was built.
     pending: usize,
 }
@@ -116,9 +117,9 @@ pub(crate) fn plan(config: &Config) -> (Vec<Planned>, Vec<RegistryError>) {
     let mut files: Vec<(Option<String>, PathBuf)> = Vec::new();
     let mut sources = BTreeMap::new();
     for (key, tool) in &config.tools {
-        if let Some(path) = &tool.component {
+        if let Some(path) = &tool.runtime.component {
             files.push((Some(key.clone()), path.clone()));
-        } else if let Some(source) = &tool.oci {
+        } else if let Some(source) = &tool.runtime.oci {
             files.push((Some(key.clone()), PathBuf::from(source.reference.to_string())));
             sources.insert(key.clone(), source.clone());
         }
@@ -158,7 +159,7 @@ pub(crate) async fn load_planned(
     config: &Config,
     planned: Vec<Planned>,
     progress: &dyn LoadProgress,
-    mut each: impl FnMut(&Planned, Result<LoadedTool, LoadError>),
+    mut each: impl FnMut(&Planned, Result<Tool, LoadError>),
 ) {
     let total = planned.len();
     let once = CompileOnce::default();
@@ -173,8 +174,13 @@ pub(crate) async fn load_planned(
     let once = &once;
     let loads = by_size.into_iter().map(|(_, planned)| async move {
         progress.started(&planned.path, total);
-        let outcome =
-            load_one(runtime, config, &planned, once, progress).await.and_then(|t| check_pin(config, lock, t));
+        let outcome = load_one(runtime, config, &planned, once, progress)
+            .await
+            .and_then(|t| check_pin(config, lock, t))
+            .map(|loaded| {
+                let pipeline = config.pipeline_for(&loaded.name);
+                Tool::new(loaded, pipeline)
+            });
         progress.finished(&planned.path, outcome.is_ok());
         (planned, outcome)
     });
@@ -259,7 +265,7 @@ async fn load_one(
 /// gives: of two components declaring one name, the earlier one is kept,
 /// and errors are listed in plan order.
 pub(crate) struct Assembly {
-    tools: BTreeMap<String, (usize, Arc<LoadedTool>)>,
+    tools: BTreeMap<String, (usize, Arc<Tool>)>,
     pending: usize,
     errors: Vec<(usize, RegistryError)>,
 }
@@ -274,7 +280,7 @@ impl Assembly {
     /// Add the outcome of one load. `Ok` names the tool now serving; `Err`
     /// says what was refused (the error is also kept for
     /// [`Assembly::finish`]).
-    pub(crate) fn add(&mut self, planned: &Planned, outcome: Result<LoadedTool, LoadError>) -> Result<String, String> {
+    pub(crate) fn add(&mut self, planned: &Planned, outcome: Result<Tool, LoadError>) -> Result<String, String> {
         self.pending = self.pending.saturating_sub(1);
         let error = match self.check(planned, outcome) {
             Ok(name) => return Ok(name),
@@ -285,7 +291,7 @@ impl Assembly {
         Err(text)
     }
 
-    fn check(&mut self, planned: &Planned, outcome: Result<LoadedTool, LoadError>) -> Result<String, RegistryError> {
+    fn check(&mut self, planned: &Planned, outcome: Result<Tool, LoadError>) -> Result<String, RegistryError> {
         let tool = outcome?;
         if let Some(key) = &planned.key
             && key != &tool.name
@@ -370,11 +376,11 @@ impl Registry {
     /// # Errors
     ///
     /// Two tools with the same name.
-    pub fn from_tools(list: impl IntoIterator<Item = LoadedTool>) -> Result<Registry, RegistryError> {
+    pub fn from_tools(list: impl IntoIterator<Item = Tool>) -> Result<Registry, RegistryError> {
         let mut tools = BTreeMap::new();
         for tool in list {
             if let Some(existing) = tools.get(&tool.name) {
-                let existing: &Arc<LoadedTool> = existing;
+                let existing: &Arc<Tool> = existing;
                 return Err(RegistryError::Duplicate {
                     name: tool.name.clone(),
                     first: existing.source.clone(),
@@ -398,6 +404,7 @@ impl Registry {
                 && kept.digest == tool.digest
                 && kept.source == tool.source
                 && kept.settings == tool.settings
+                && kept.pipeline == tool.pipeline
                 && kept.origin == tool.origin
             {
                 *tool = kept.clone();
@@ -428,12 +435,12 @@ impl Registry {
     }
 
     /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.get(name)
     }
 
     /// All tools, sorted by name.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<LoadedTool>> {
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Tool>> {
         self.tools.values()
     }
 

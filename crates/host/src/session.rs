@@ -50,6 +50,7 @@
 use crate::quota::raise_hint;
 use crate::registry::Registry;
 use crate::reservation::{self, Purpose};
+use crate::tool::Tool;
 use airlock_core::arguments::Parsed;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
@@ -249,7 +250,7 @@ struct Slot {
 
 struct Session {
     /// The tool version the session belongs to.
-    tool: Arc<LoadedTool>,
+    tool: Arc<Tool>,
     settings: SessionSettings,
     slot: tokio::sync::Mutex<Slot>,
     last_used: Mutex<Instant>,
@@ -301,7 +302,7 @@ impl Sessions {
     #[allow(clippy::too_many_arguments)]
     pub async fn call(
         &self,
-        tool: &Arc<LoadedTool>,
+        tool: &Arc<Tool>,
         settings: SessionSettings,
         sessions_per_tool: usize,
         caller: &Arc<Caller>,
@@ -417,7 +418,7 @@ impl Sessions {
     fn checkout(
         &self,
         key: &Key,
-        tool: &Arc<LoadedTool>,
+        tool: &Arc<Tool>,
         settings: SessionSettings,
         sessions_per_tool: usize,
     ) -> Result<Checkout, Failure> {

@@ -170,7 +170,8 @@ impl State {
         let access = Arc::new(Access::new(&config.http));
         // Live sessions hold pool instances of their own (the config checks
         // that their max_live leave room); calls in flight get the rest.
-        let session_slots: usize = config.tools.values().filter_map(|t| t.settings.sessions).map(|s| s.max_live).sum();
+        let session_slots: usize =
+            config.tools.values().filter_map(|t| t.runtime.settings.sessions).map(|s| s.max_live).sum();
         let max_in_flight = (config.engine.max_live_instances as usize).saturating_sub(session_slots).max(1);
         let audit = match &config.audit {
             None => None,
@@ -236,17 +237,17 @@ impl Sources {
         let mut sources = Sources::default();
         let files = &mut sources.files;
         files.extend(config.file.clone());
-        files.extend(config.tools.values().filter_map(|tool| tool.component.clone()));
+        files.extend(config.tools.values().filter_map(|tool| tool.runtime.component.clone()));
         files.extend(config.policy.policies.clone());
         files.extend(config.policy.entities.clone());
         files.extend(config.http.tokens.iter().filter_map(|token| token.file.clone()));
         // `airlock pull --update` changes what a tag loads, and `airlock
         // lock` which tool revisions are served.
-        if config.tools.values().any(|tool| tool.oci.is_some()) || config.distribution.lock_file.is_file() {
+        if config.tools.values().any(|tool| tool.runtime.oci.is_some()) || config.distribution.lock_file.is_file() {
             files.extend(std::iter::once(config.distribution.lock_file.clone()));
         }
         for tool in config.tools.values() {
-            if let Some(network) = &tool.settings.grants.network {
+            if let Some(network) = &tool.runtime.settings.grants.network {
                 files.extend(network.secrets.iter().filter_map(|secret| secret.file.clone()));
             }
         }

@@ -48,7 +48,7 @@ use files::{
     Lock, head_path, irregular_file, irregular_path, no_waiting, not_regular, private_options, probe_filler, read_head,
     read_last_lines, sync_parent_dir, try_lock, write_head,
 };
-pub use record::{argument_digest, json_digest, redact};
+pub use record::{argument_digest, redact};
 use record::{change_body, json_string, record_hash, record_line, refusal_body, short, written_line};
 use verify::check_last_line;
 pub use verify::{tail, verify};

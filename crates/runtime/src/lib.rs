@@ -5,8 +5,10 @@
 //!   components, the WIT [`bindings`], [`loader`] (reading, checking and
 //!   describing a component) with the metered schema [`validator`], a
 //!   tool's [`revision`] (what it is, as one digest, and what changed
-//!   against a pin), and what a model sees of a loaded tool ([`projection`], [`schema_portable`],
-//!   [`strict`], [`inspect`]); `[tools.NAME]` is read by [`tool_settings`].
+//!   against a pin), and what a model's schemas look like
+//!   ([`schema_portable`], [`strict`]) and an untrusted component is
+//!   ([`inspect`]); the runtime's keys of `[tools.NAME]` are read by
+//!   [`tool_settings`].
 //! - The [`sandbox`]: a fresh store per call (or a session's live instance)
 //!   whose capabilities each own their state and link their own interface
 //!   into the engine: directory and environment [`grants`], the [`network`]
@@ -27,7 +29,6 @@ pub mod inspect;
 pub mod loader;
 pub mod memory_budget;
 pub mod network;
-pub mod projection;
 pub mod revision;
 pub mod sandbox;
 pub mod schema_portable;

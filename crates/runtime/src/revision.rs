@@ -4,8 +4,9 @@
 //!
 //! A revision has two parts. The component digest is the sha256 of the
 //! component's bytes. The definition digest is the sha256 of the canonical
-//! JSON (members sorted, no whitespace: `airlock_policy::audit::json_digest`)
-//! of the object `{"name", "description", "parameters", "output"}` as the
+//! JSON (members sorted, no whitespace:
+//! `airlock_core::canonical_json::json_digest`, as the audit log digests
+//! arguments) of the object `{"name", "description", "parameters", "output"}` as the
 //! component declared them (`output` is `null` when there is no output
 //! schema). The revision is `sha256:HEX`, the sha256 of the text
 //! `sha256:<component hex>` and the definition digest joined by a line end.
@@ -48,7 +49,7 @@ impl Definition {
     /// `sha256:HEX` of the canonical JSON of the definition.
     pub fn digest(&self) -> String {
         let Definition { name, description, parameters, output } = self;
-        airlock_policy::audit::json_digest(&json!({
+        airlock_core::canonical_json::json_digest(&json!({
             "name": name,
             "description": description,
             "parameters": parameters,

@@ -1,21 +1,23 @@
-//! `[tools.NAME]`: the operator's settings of one tool, everything
-//! host-side that is not the component itself, and the rule for tool names.
+//! `[tools.NAME]`: what the runtime needs of the operator's settings of one
+//! tool to load and run it (where the component is and how it is pinned,
+//! its limits, grants and sessions), and the rule for tool names.
 //!
-//! None of it comes from the component, and none of it reaches a model
-//! except through the projection (`projection.rs`). Every key is declared
-//! once, here ([`TOOL`]), in `[defaults]` ([`airlock_settings::limits`])
-//! or in `[tools.NAME.sessions]` ([`SESSIONS`]). Each group of keys is
-//! checked by the module that enforces it: limits by
-//! [`airlock_settings::limits`], grants by [`crate::grants`] (and `network`
-//! by [`crate::network`]), `[tools.NAME.sessions]` by its `sessions` part;
-//! this module checks what concerns the tool as a whole (its name, its pins,
-//! limits against grants).
+//! None of it comes from the component, and none of it reaches a model.
+//! Every key is declared once: the runtime's here ([`TOOL`]), the limits in
+//! `[defaults]` ([`airlock_settings::limits`]), `[tools.NAME.sessions]` in
+//! [`SESSIONS`], and the keys the pipeline enforces (cards, approvals,
+//! `side_effect`, `concurrency_safe`, `defer_loading`) by the host, which
+//! reads the one table into each owner's part
+//! ([`airlock_settings::shared_table`]). Each group of keys is checked by
+//! the module that enforces it: limits by [`airlock_settings::limits`],
+//! grants by [`crate::grants`] (and `network` by [`crate::network`]),
+//! `[tools.NAME.sessions]` by its `sessions` part; this module checks what
+//! concerns the tool as a whole (its name, its pins, limits against
+//! grants).
 
 use crate::distribution::OciSource;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::network::RawNetwork;
-use airlock_policy::card::Template;
-use airlock_policy::confirm::{ApprovalMode, Approver};
 use airlock_settings::limits::{Limits, RawLimits};
 use airlock_settings::section::{Unit, check_range};
 use std::collections::BTreeMap;
@@ -30,7 +32,8 @@ pub const MAX_NAME_LEN: usize = 64;
 /// Hex digits of a `sha256` pin.
 const SHA256_HEX_LEN: usize = 64;
 
-/// Settings of one configured tool.
+/// The runtime's part of one configured tool: where its component is and
+/// the settings it is loaded and run under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolConfig {
     /// Explicit component file; otherwise the tool is found in `tool_dirs`
@@ -38,20 +41,19 @@ pub struct ToolConfig {
     pub component: Option<PathBuf>,
     /// `component = "oci://…"`: the reference and the tool's OCI keys.
     pub oci: Option<OciSource>,
-    /// Host-side settings.
+    /// What loading and the sandbox need.
     pub settings: ToolSettings,
 }
 
 airlock_settings::section! {
-    /// The keys of `[tools.NAME]` besides the limit keys of `[defaults]`,
-    /// which a tool's table may set too.
+    /// The runtime's keys of `[tools.NAME]`: besides them a tool's table
+    /// takes the limit keys of `[defaults]` and the pipeline's keys, which
+    /// the host declares.
     pub const TOOL: Section<ToolConfig> = "tools.NAME";
-    /// `[tools.NAME]` as written. The grant keys are fields of their own
-    /// here, not a flattened table, so that a type error in them keeps its
-    /// line.
+    /// The runtime's keys of `[tools.NAME]` as written, one part of the
+    /// table ([`airlock_settings::shared_table`]): each is read straight
+    /// from the file, so that a type error in one keeps its line.
     pub struct RawTool {
-        #[serde(flatten)]
-        limits: RawLimits,
         sessions: Option<RawSessions>,
     }
     hand {
@@ -85,63 +87,33 @@ airlock_settings::section! {
         /// outbound HTTP: the origins, methods, private addresses and secret headers allowed (`[tools.NAME.network]`, book/src/operator/network.md)
         network: Option<RawNetwork>, Reload, accepts "a table (see the network grant rules)",
             unset "not set: every request is refused", example "{ allow = [\"https://api.github.com\"] }";
-        /// the confirmation card a person approves, rendered from the validated arguments and the caller
-        confirm: Option<String>, Reload, accepts "a card template", unset "not set: the generic question",
-            example "\"Write {content|json} to {path} for {caller.principal}\"";
-        /// one line for logs and UIs, rendered from the result; never sent to a model
-        present_result: Option<String>, Reload, accepts "a one-line card template", unset "not set",
-            example "\"Wrote {bytes_written} bytes to {path}\"";
-        /// how a call the policy asks about is confirmed for this tool: by the MCP client, on Airlock's page, or on the page when one is served
-        approvals: Option<String>, Reload, accepts "`\"client\"`, `\"page\"` or `\"page-when-possible\"`",
-            unset "`[approvals] mode`", example "\"page\"";
-        /// who must approve this tool's calls instead of the caller (four eyes): a principal, or a Cedar entity whose members may; a policy's `@approver` comes first
-        approver: Option<String>, Reload, accepts "a principal (`\"carol\"`) or an entity (`\"Role::\\\"supervisors\\\"\"`)",
-            unset "not set: the caller (or the policy's `@approver`)", example "\"Role::\\\"supervisors\\\"\"";
-    }
-    /// Operator settings for one tool: everything host-side that is not the
-    /// component itself. None of it comes from the component.
-    /// `ToolSettings::default()` is a tool with no operator settings at all
-    /// (no side effects); a `[tools.NAME]` table that does not say
-    /// otherwise has side effects.
-    #[derive(Debug, Clone, Default, PartialEq, Eq)]
-    group pub struct ToolSettings (RawToolKeys) at (settings) {
-        /// Limits of each call (and of reading the metadata).
-        pub limits: Limits = Limits::default(),
-        /// Directories and variables the tool may touch.
-        pub grants: Grants = Grants::default(),
-        /// Sessions (one live instance reused by calls with the same `session`
-        /// id); `None` keeps them off, and every call gets a fresh instance.
-        pub sessions: Option<SessionSettings> = None,
-        /// Refuse to load unless the component's sha256 is this (lowercase hex).
-        pub sha256: Option<String> = None,
-        /// Refuse to serve the tool unless its revision is this
-        /// (`sha256:HEX`); the lock file's pin applies when this is `None`.
-        pub pin: Option<String> = None,
-        /// The confirmation card (`confirm`), rendered from the validated
-        /// arguments and the caller when a call asks for confirmation.
-        pub confirm: Option<Template> = None,
-        /// The one-line presentation of a result (`present_result`) for logs
-        /// and UIs, rendered from the structured result; never sent to a model.
-        pub present_result: Option<Template> = None,
-        /// How this tool's asked calls are confirmed (`approvals`); `None`:
-        /// `[approvals] mode`.
-        pub approvals: Option<ApprovalMode> = None,
-        /// Who must approve this tool's asked calls (`approver`) when the
-        /// policy names no `@approver`; `None`: the caller.
-        pub approver: Option<Approver> = None;
-        /// calls may run in parallel with other calls that may
-        concurrency_safe => concurrency_safe: bool = false, Reload;
-        /// the tool changes something outside itself (writes, sends, pays): the default policy asks first
-        side_effect => side_effect: bool = true, Reload;
-        /// offer the tool to models as deferred (loaded on demand by providers with tool search)
-        defer_loading => defer_loading: bool = false, Reload;
     }
 }
 
+/// The runtime's settings of one tool: what loading and the sandbox need,
+/// everything host-side that is not the component itself and not the
+/// pipeline's. None of it comes from the component.
+/// `ToolSettings::default()` is a tool with no operator settings at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// Limits of each call (and of reading the metadata).
+    pub limits: Limits,
+    /// Directories and variables the tool may touch.
+    pub grants: Grants,
+    /// Sessions (one live instance reused by calls with the same `session`
+    /// id); `None` keeps them off, and every call gets a fresh instance.
+    pub sessions: Option<SessionSettings>,
+    /// Refuse to load unless the component's sha256 is this (lowercase hex).
+    pub sha256: Option<String>,
+    /// Refuse to serve the tool unless its revision is this
+    /// (`sha256:HEX`); the lock file's pin applies when this is `None`.
+    pub pin: Option<String>,
+}
+
 impl ToolConfig {
-    /// Check `[tools.NAME]` over the `defaults` limits; relative paths are
-    /// resolved by `resolve`. A tool that does not say otherwise has side
-    /// effects.
+    /// Check the runtime's keys of `[tools.NAME]` (`raw`) and its limit
+    /// keys (`limits`) over the `defaults` limits; relative paths are
+    /// resolved by `resolve`.
     ///
     /// # Errors
     ///
@@ -150,14 +122,15 @@ impl ToolConfig {
     pub fn from_raw(
         name: &str,
         raw: RawTool,
+        limits: &RawLimits,
         defaults: Limits,
         resolve: &dyn Fn(&Path) -> PathBuf,
     ) -> Result<ToolConfig, String> {
         let ctx = format!("[tools.{name}]");
         let in_ctx = |m: String| format!("{ctx} {m}");
         check_name(name).map_err(in_ctx)?;
-        let mut settings = ToolSettings::from_keys(&(&raw).into(), &ToolSettings::defaults(), &ctx)?;
-        settings.limits = Limits::from_raw(defaults, &raw.limits, &ctx)?;
+        let mut settings =
+            ToolSettings { limits: Limits::from_raw(defaults, limits, &ctx)?, ..ToolSettings::default() };
         settings.grants = Grants::from_raw(
             RawGrants {
                 dirs: raw.dirs.unwrap_or_default(),
@@ -194,20 +167,6 @@ impl ToolConfig {
         settings.pin = raw.pin;
         let sessions = format!("[tools.{name}.sessions]");
         settings.sessions = SessionSettings::from_raw(raw.sessions.as_ref(), settings.limits.memory_bytes, &sessions)?;
-        // Templates are checked now: a call never meets a syntax error.
-        let template = |key: &str, text: Option<&String>, one_line: bool| {
-            text.map(|t| Template::parse(t, one_line).map_err(|m| format!("{ctx} {key} = {t:?} {m}"))).transpose()
-        };
-        settings.confirm = template("confirm", raw.confirm.as_ref(), false)?;
-        settings.present_result = template("present_result", raw.present_result.as_ref(), true)?;
-        settings.approvals = raw
-            .approvals
-            .as_deref()
-            .map(ApprovalMode::parse)
-            .transpose()
-            .map_err(|m| format!("{ctx} approvals = {m}"))?;
-        settings.approver =
-            raw.approver.as_deref().map(Approver::parse).transpose().map_err(|m| format!("{ctx} approver = {m}"))?;
         let oci = match raw.component.as_deref() {
             Some(component) if crate::distribution::is_reference(component) => Some(
                 OciSource::from_raw(

@@ -4,7 +4,7 @@
 //! fixed (commit the file). As rust-analyzer does with its generated
 //! configuration docs.
 
-use crate::section::{Applies, Example, KeyDoc, Unset};
+use crate::section::{Accepts, Applies, Example, KeyDoc, Unset};
 use std::path::Path;
 
 /// Check that the text between the lines holding `begin` and `end` in
@@ -41,6 +41,46 @@ pub fn ensure(path: &str, begin: &str, end: &str, expected: &str, table: &str) -
     std::fs::write(&aside, updated).map_err(|err| format!("{}: {err}", aside.display()))?;
     std::fs::rename(&aside, &path).map_err(|err| format!("{shown}: {err}"))?;
     Err(format!("{shown} was not up to date with {table}; it has been updated, commit it"))
+}
+
+/// The limits reference, where every section's caps are listed too.
+const LIMITS_PAGE: &str = "book/src/operator/limits.md";
+/// The line that ends a generated part of a book page.
+const END_OF_PAGE_PART: &str = "<!-- end of generated -->";
+
+/// Keep the documents generated from the keys `keys` of the section `name`
+/// (empty: the top level), declared in `source`, current (a test): the
+/// section's part of `airlock.example.toml`, its table in `page` (a file of
+/// the book, relative to the workspace) and, for a section with keys that
+/// have a range, the table of those caps in the limits reference
+/// (`book/src/operator/limits.md`). A section whose keys several owners
+/// declare (`[tools.NAME]`) passes them all, in order, with every file.
+///
+/// # Errors
+///
+/// As [`ensure`]: a stale part (now rewritten), or a file without its
+/// markers.
+pub fn ensure_documents(name: &str, source: &str, keys: &[KeyDoc], page: &str) -> Result<(), String> {
+    let shown = if name.is_empty() { "the top level".to_owned() } else { format!("[{name}]") };
+    let declared = format!("the keys of {shown} ({source})");
+    let generated =
+        |path: &str, begin: String, end: &str, expected: String| ensure(path, &begin, end, &expected, &declared);
+    let example_part = generated(
+        "airlock.example.toml",
+        format!("# generated from the keys of {shown} "),
+        "# end of generated",
+        example(name, keys),
+    );
+    let page_table =
+        generated(page, format!("<!-- generated from the keys of {shown} "), END_OF_PAGE_PART, table(keys));
+    let caps: Vec<KeyDoc> = keys.iter().copied().filter(|key| matches!(key.accepts, Accepts::Range { .. })).collect();
+    let caps = if caps.is_empty() || page == LIMITS_PAGE {
+        Ok(())
+    } else {
+        let begin = format!("<!-- generated from the caps of {shown} ");
+        generated(LIMITS_PAGE, begin, END_OF_PAGE_PART, table(&caps))
+    };
+    all([example_part, page_table, caps])
 }
 
 /// Column at which a key's comment starts in `airlock.example.toml`.

@@ -23,3 +23,4 @@ pub mod http;
 pub mod limits;
 pub mod section;
 pub mod service;
+pub mod shared_table;

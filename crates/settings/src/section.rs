@@ -502,34 +502,9 @@ impl<S: 'static> Section<S> {
     /// As [`crate::generated::ensure`]: a stale part (now rewritten), or a
     /// file without its markers.
     pub fn ensure_documents(&self, page: &str) -> Result<(), String> {
-        let name = if self.name.is_empty() { "the top level".to_owned() } else { format!("[{}]", self.name) };
-        let declared = format!("the keys of {name} ({})", self.source);
-        let generated = |path: &str, begin: String, end: &str, expected: String| {
-            crate::generated::ensure(path, &begin, end, &expected, &declared)
-        };
-        let example = generated(
-            "airlock.example.toml",
-            format!("# generated from the keys of {name} "),
-            "# end of generated",
-            self.example(),
-        );
-        let table = generated(page, format!("<!-- generated from the keys of {name} "), END_OF_PAGE_PART, self.table());
-        let caps: Vec<KeyDoc> =
-            self.docs().into_iter().filter(|key| matches!(key.accepts, Accepts::Range { .. })).collect();
-        let caps = if caps.is_empty() || page == LIMITS_PAGE {
-            Ok(())
-        } else {
-            let begin = format!("<!-- generated from the caps of {name} ");
-            generated(LIMITS_PAGE, begin, END_OF_PAGE_PART, crate::generated::table(&caps))
-        };
-        crate::generated::all([example, table, caps])
+        crate::generated::ensure_documents(self.name, self.source, &self.docs(), page)
     }
 }
-
-/// The limits reference, where every section's caps are listed too.
-const LIMITS_PAGE: &str = "book/src/operator/limits.md";
-/// The line that ends a generated part of a book page.
-const END_OF_PAGE_PART: &str = "<!-- end of generated -->";
 
 /// Declares one section of `airlock.toml` once; see the [module
 /// documentation](crate::section).
@@ -563,11 +538,15 @@ const END_OF_PAGE_PART: &str = "<!-- end of generated -->";
 /// the section's), `defaults()`, `from_keys(raw, base, scope)` (every key
 /// set checked against its range as written, the others kept from `base`)
 /// and `check_ranges(scope)`; `: Default` adds a `Default` that is
-/// `defaults()`. `at (FIELD)` says where the group sits in the section's
+/// /// `defaults()`. `at (FIELD)` says where the group sits in the section's
 /// settings type (`at ()`: it is that type). APPLIES is `Reload`,
 /// `Restart` or `RestartWhileShipped`; UNIT a [`Unit`]. In
 /// `airlock.example.toml` a key is commented out at its default, or at its
-/// `example`; `set` writes it set. The crate that invokes it depends on
+/// `example`; `set` writes it set. Both raw structs are
+/// [`TablePart`](crate::shared_table::TablePart)s too, so that a table whose
+/// keys several owners declare (`[tools.NAME]`) reads into each owner's;
+/// there an extra field of the raw struct is a subsection read whole under
+/// its name, never a flattened one. The crate that invokes it depends on
 /// `serde` (the raw structs derive `serde::Deserialize`).
 #[macro_export]
 macro_rules! section {
@@ -606,6 +585,25 @@ macro_rules! section {
             $( $(#[$sattr])* $sfield: $sty, )*
         }
 
+        impl $crate::shared_table::TablePart for $Raw {
+            // A section with no key but its subsections reaches the end
+            // through no arm.
+            #[allow(unreachable_code)]
+            fn read_key<'de, M: ::serde::de::MapAccess<'de>>(
+                &mut self,
+                key: &str,
+                map: &mut M,
+            ) -> ::core::result::Result<bool, M::Error> {
+                match key {
+                    $( stringify!($hkey) => self.$hkey = map.next_value()?, )*
+                    $( $( stringify!($key) => self.$key = map.next_value()?, )* )*
+                    $( stringify!($sfield) => self.$sfield = map.next_value()?, )*
+                    _ => return ::core::result::Result::Ok(false),
+                }
+                ::core::result::Result::Ok(true)
+            }
+        }
+
         $(
             $(#[$gattr])*
             $gvis struct $Group {
@@ -618,6 +616,21 @@ macro_rules! section {
             #[serde(deny_unknown_fields)]
             $gvis struct $GRaw {
                 $( $key: ::core::option::Option<<$ty as $crate::section::Setting>::Raw>, )*
+            }
+
+            impl $crate::shared_table::TablePart for $GRaw {
+                #[allow(unreachable_code)]
+                fn read_key<'de, M: ::serde::de::MapAccess<'de>>(
+                    &mut self,
+                    key: &str,
+                    map: &mut M,
+                ) -> ::core::result::Result<bool, M::Error> {
+                    match key {
+                        $( stringify!($key) => self.$key = map.next_value()?, )*
+                        _ => return ::core::result::Result::Ok(false),
+                    }
+                    ::core::result::Result::Ok(true)
+                }
             }
 
             impl ::core::convert::From<&$Raw> for $GRaw {

@@ -28,10 +28,11 @@ pub fn tools(host: &Host) -> std::io::Result<ExitCode> {
             s.limits.memory_bytes >> 20,
             s.limits.fuel / 1_000_000_000
         );
-        let side = if s.side_effect { "yes" } else { "no" };
+        let pipeline = &tool.pipeline;
+        let side = if pipeline.side_effect { "yes" } else { "no" };
         // Which templates the operator wrote: a confirmation card, a result
         // presenter, both or neither.
-        let card = match (s.confirm.is_some(), s.present_result.is_some()) {
+        let card = match (pipeline.confirm.is_some(), pipeline.present_result.is_some()) {
             (true, true) => "both",
             (true, false) => "confirm",
             (false, true) => "result",

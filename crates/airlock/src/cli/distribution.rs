@@ -85,7 +85,7 @@ fn usage(message: &str) -> ExitCode {
 /// is, else the config's.
 fn source_for(config: &Config, reference: OciRef) -> OciSource {
     let same = |s: &&OciSource| s.reference == reference;
-    match config.tools.values().filter_map(|t| t.oci.as_ref()).find(same) {
+    match config.tools.values().filter_map(|t| t.runtime.oci.as_ref()).find(same) {
         Some(source) => source.clone(),
         None => OciSource { reference, allow_tags: None, require_signature: None, keys: None },
     }
@@ -104,7 +104,7 @@ pub async fn pull(config: &Config, args: &PullArgs) -> ExitCode {
             Ok(reference) => vec![source_for(config, reference)],
             Err(err) => return failed(&err),
         },
-        None => config.tools.values().filter_map(|t| t.oci.clone()).collect(),
+        None => config.tools.values().filter_map(|t| t.runtime.oci.clone()).collect(),
     };
     if sources.is_empty() {
         return usage(

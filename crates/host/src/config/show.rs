@@ -11,7 +11,6 @@
 
 use super::layer::{self, Source};
 use super::{Config, ToolConfig};
-use airlock_runtime::tool_settings::TOOL;
 use airlock_settings::limits::{DEFAULTS, Limits};
 use airlock_settings::section::Unset;
 use std::fmt::Write as _;
@@ -87,13 +86,14 @@ impl Config {
         let prefix = format!("tools.{name}");
         // The keys with a value of their own (the flags) first, each with
         // its source, then the limits.
+        let keys = crate::tool_settings::values(tool);
         let valued: Vec<(&str, String)> =
-            TOOL.keys.iter().filter_map(|key| (key.show)(tool).map(|value| (key.doc.name, value.toml()))).collect();
+            keys.iter().filter_map(|(key, value)| value.as_ref().map(|value| (key.name, value.toml()))).collect();
         for (key, value) in &valued {
             let source = self.source(&format!("{prefix}.{key}")).unwrap_or_else(|| "default".to_owned());
             line(out, key, value, &source);
         }
-        self.limits(out, &prefix, &tool.settings.limits, Some(&self.defaults));
+        self.limits(out, &prefix, &tool.runtime.settings.limits, Some(&self.defaults));
         let table = self.layers.table.get("tools").and_then(|t| t.get(name)).and_then(Value::as_table);
         let rest: Table = table
             .into_iter()
@@ -102,12 +102,12 @@ impl Config {
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         self.members(out, &prefix, &rest);
-        for key in TOOL.keys.iter().filter(|key| !rest.contains_key(key.doc.name)) {
-            if let Unset::Text(meaning) = key.doc.unset
-                && !valued.iter().any(|(name, _)| *name == key.doc.name)
+        for (key, _) in keys.iter().filter(|(key, _)| !rest.contains_key(key.name)) {
+            if let Unset::Text(meaning) = key.unset
+                && !valued.iter().any(|(name, _)| *name == key.name)
             {
                 // The guide's Markdown quotes are noise in a TOML comment.
-                let _ = writeln!(out, "# {}: {}", key.doc.name, meaning.replace('`', ""));
+                let _ = writeln!(out, "# {}: {}", key.name, meaning.replace('`', ""));
             }
         }
     }
@@ -214,7 +214,6 @@ fn redacted(key: &str, value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
-    use airlock_runtime::tool_settings::TOOL;
     use airlock_settings::limits::DEFAULTS;
     use std::path::Path;
 
@@ -269,7 +268,7 @@ mod tests {
         for key in DEFAULTS.keys.iter().map(|limit| limit.doc.name).chain(["side_effect", "concurrency_safe"]) {
             assert!(section.lines().any(|line| line.starts_with(&format!("{key} = "))), "{key}:\n{section}");
         }
-        for key in TOOL.keys.iter().map(|key| key.doc.name) {
+        for key in crate::tool_settings::keys().iter().map(|key| key.name) {
             let line = section
                 .lines()
                 .find(|line| line.starts_with(&format!("{key} = ")) || line.starts_with(&format!("# {key}: ")));

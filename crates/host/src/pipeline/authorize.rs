@@ -7,10 +7,10 @@
 
 use super::Refused;
 use crate::state::State;
+use crate::tool::Tool;
 use airlock_core::call::CallRequest;
 use airlock_core::outcome::{ErrorKind, Failure, Refusal};
 use airlock_policy::authorize::{ToolFacts, Verdict};
-use airlock_runtime::loader::LoadedTool;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -34,8 +34,8 @@ pub(super) enum Authorized {
 
 /// The call refused when the policy denies its principal this tool
 /// whatever the arguments.
-pub(super) fn deny_early(state: &State, request: &CallRequest, tool: &Arc<LoadedTool>) -> Result<(), Refused> {
-    let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
+pub(super) fn deny_early(state: &State, request: &CallRequest, tool: &Arc<Tool>) -> Result<(), Refused> {
+    let facts = ToolFacts { name: &tool.name, side_effect: tool.pipeline.side_effect };
     match state.policy().deny_whatever_the_arguments(&request.principal, &request.attributes, &facts) {
         Some(Verdict::Deny { reason, policy }) => Err(denied(&reason, policy, tool)),
         _ => Ok(()),
@@ -47,10 +47,10 @@ pub(super) fn deny_early(state: &State, request: &CallRequest, tool: &Arc<Loaded
 pub(super) fn authorize(
     state: &State,
     request: &CallRequest,
-    tool: &Arc<LoadedTool>,
+    tool: &Arc<Tool>,
     arguments: &Value,
 ) -> Result<Authorized, Refused> {
-    let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
+    let facts = ToolFacts { name: &tool.name, side_effect: tool.pipeline.side_effect };
     match state.policy().decide_as(&request.principal, &request.attributes, &facts, arguments) {
         Verdict::Allow { policy } => Ok(Authorized::Allowed { policy }),
         Verdict::Deny { reason, policy } => Err(denied(&reason, policy, tool)),
@@ -59,7 +59,7 @@ pub(super) fn authorize(
 }
 
 /// A call the policy denied, saying why.
-fn denied(reason: &str, policy: Option<String>, tool: &Arc<LoadedTool>) -> Refused {
+fn denied(reason: &str, policy: Option<String>, tool: &Arc<Tool>) -> Refused {
     let failure =
         Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed; do not retry it unchanged."));
     Refused::by_policy(Refusal::Denied, failure, policy, tool)

@@ -10,12 +10,12 @@
 use super::{Pipeline, Refused, caller_value};
 use crate::approval::{Approval, NewApproval};
 use crate::state::State;
+use crate::tool::Tool;
 use airlock_core::call::CallRequest;
 use airlock_core::outcome::{ErrorKind, Failure, Refusal};
 use airlock_core::timeline::{Stage, Timeline};
 use airlock_policy::card;
 use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, Confirmer, PageApproval, PageOutcome};
-use airlock_runtime::loader::LoadedTool;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -25,7 +25,7 @@ pub(super) struct Question<'a> {
     /// The call.
     pub(super) request: &'a CallRequest,
     /// Its tool.
-    pub(super) tool: &'a Arc<LoadedTool>,
+    pub(super) tool: &'a Arc<Tool>,
     /// The arguments the tool would get.
     pub(super) arguments: &'a Value,
     /// Why the policy asks.
@@ -60,7 +60,7 @@ impl Pipeline {
         timeline: &mut Timeline,
         cancel: &CancellationToken,
     ) -> Result<(Option<String>, Confirmed), Refused> {
-        let card = question.tool.settings.confirm.as_ref().map(|template| {
+        let card = question.tool.pipeline.confirm.as_ref().map(|template| {
             let caller = caller_value(state, question.request);
             let caps = state.config().cards;
             let scope = card::Scope { value: question.arguments, caller: &caller };
@@ -70,9 +70,9 @@ impl Pipeline {
         // policy's `@approver`, which can depend on the arguments, before
         // the tool's.
         if question.approver.is_none() {
-            question.approver = question.tool.settings.approver.clone();
+            question.approver = question.tool.pipeline.approver.clone();
         }
-        let mode = question.tool.settings.approvals.unwrap_or(state.config().approvals.mode);
+        let mode = question.tool.pipeline.approvals.unwrap_or(state.config().approvals.mode);
         let on_page = match mode {
             ApprovalMode::Client => false,
             ApprovalMode::Page => true,
@@ -215,7 +215,7 @@ impl Pipeline {
         &self,
         approval: &Approval,
         policy: &Option<String>,
-        tool: &Arc<LoadedTool>,
+        tool: &Arc<Tool>,
     ) -> Result<(Option<String>, Confirmed), Refused> {
         let declined = |message: String| {
             Err(Refused::by_policy(Refusal::Declined, Failure::new(ErrorKind::Declined, message), policy.clone(), tool))

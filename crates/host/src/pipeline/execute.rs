@@ -8,6 +8,7 @@
 use super::Pipeline;
 use crate::session::SessionId;
 use crate::state::State;
+use crate::tool::Tool;
 use airlock_core::call::CallRequest;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
@@ -22,7 +23,7 @@ pub(super) struct Run<'a> {
     /// The call.
     pub(super) request: &'a CallRequest,
     /// Its tool.
-    pub(super) tool: &'a Arc<LoadedTool>,
+    pub(super) tool: &'a Arc<Tool>,
     /// The arguments as the tool gets them (JSON text).
     pub(super) arguments: &'a str,
     /// The session it runs in, for tools that keep sessions.
@@ -79,7 +80,7 @@ impl Pipeline {
                 let caller = Self::caller(state, request, Some(id));
                 let call =
                     self.sessions.call(tool, session_settings, sessions_per_tool, &caller, id, arguments, cancel);
-                let run = self.scheduler.run(settings.concurrency_safe, call).await;
+                let run = self.scheduler.run(tool.pipeline.concurrency_safe, call).await;
                 (run.execution, run.reset)
             }
             _ => {
@@ -88,7 +89,7 @@ impl Pipeline {
                 // host's checks left of it.
                 let stated = settings.limits.timeout;
                 let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &caller, arguments, cancel);
-                (self.scheduler.run(settings.concurrency_safe, call).await, None)
+                (self.scheduler.run(tool.pipeline.concurrency_safe, call).await, None)
             }
         }
     }

@@ -3,8 +3,8 @@
 //! can correct a typo on its next turn.
 
 use crate::registry::Registry;
+use crate::tool::Tool;
 use airlock_core::outcome::{ErrorKind, Failure};
-use airlock_runtime::loader::LoadedTool;
 use std::sync::Arc;
 
 /// At most this many names are listed in an unknown-tool error.
@@ -17,7 +17,7 @@ const MAX_ECHOED_NAME: usize = 64;
 /// # Errors
 ///
 /// No tool has that name.
-pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<LoadedTool>, Failure> {
+pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<Tool>, Failure> {
     if let Some(tool) = registry.get(name) {
         return Ok(tool.clone());
     }

@@ -2,8 +2,8 @@
 //! file, locking, concurrency, tail, durability and readiness.
 
 use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
-use super::record::canonical;
 use super::*;
+use airlock_core::canonical_json::canonical;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;

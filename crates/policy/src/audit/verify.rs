@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 
 use super::files::{READ_CHUNK, filler_len, open_regular};
-use super::record::{canonical, is_sha256_hex, written_line};
+use super::record::{is_sha256_hex, written_line};
 use super::*;
+use airlock_core::canonical_json::canonical;
 use airlock_core::render::cap;
 
 /// Checks the whole chain of the log at `path` against its head file.

@@ -1,9 +1,10 @@
 //! The trust boundary for schemas: what a model is told about a tool.
 //!
 //! [`project`] is the one function that builds the model-facing view of a
-//! tool. It destructures [`LoadedTool`] by name and copies only the allowed
-//! fields; the host-side type has no `Serialize`, so nothing else can leak
-//! by accident. Limits, grants, `concurrency_safe`, `side_effect`, the
+//! tool. It destructures [`Tool`] (the component the runtime loaded and the
+//! pipeline's settings) by name and copies only the allowed fields; the
+//! host-side types have no `Serialize`, so nothing else can leak by
+//! accident. Limits, grants, `concurrency_safe`, `side_effect`, the
 //! digest, the output schema and the source path stay on the host. The MCP
 //! encoding may carry the output schema, hints derived from operator
 //! settings and the tool's revision; [`mcp_extras`] is the one function
@@ -15,9 +16,10 @@
 //! setting can be read back. A client uses it to tell that a tool changed
 //! under the same name.
 
-use crate::loader::LoadedTool;
-use crate::schema_portable;
-use crate::tool_settings::ToolSettings;
+use crate::tool::Tool;
+use crate::tool_settings::PipelineSettings;
+use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::schema_portable;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -38,9 +40,10 @@ pub struct ModelTool {
 /// Build the model-facing view of a tool: name, description, parameters (in
 /// their portable form, `schema_portable.rs`) and `defer_loading`, and
 /// nothing else.
-pub fn project(tool: &LoadedTool) -> ModelTool {
-    let LoadedTool { name, description, parameters, settings, .. } = tool;
-    let ToolSettings { defer_loading, .. } = settings;
+pub fn project(tool: &Tool) -> ModelTool {
+    let Tool { loaded, pipeline } = tool;
+    let LoadedTool { name, description, parameters, .. } = loaded;
+    let PipelineSettings { defer_loading, .. } = pipeline;
     ModelTool {
         name: name.clone(),
         description: description.clone(),
@@ -70,9 +73,10 @@ pub struct McpExtras {
 
 /// Select the MCP-only extras of a tool; `fleet`: replicas behind a load
 /// balancer (`[fleet]`), which hash the session header.
-pub fn mcp_extras(tool: &LoadedTool, fleet: bool) -> McpExtras {
-    let LoadedTool { output, settings, revision, .. } = tool;
-    let ToolSettings { side_effect, .. } = settings;
+pub fn mcp_extras(tool: &Tool, fleet: bool) -> McpExtras {
+    let Tool { loaded, pipeline } = tool;
+    let LoadedTool { output, settings, revision, .. } = loaded;
+    let PipelineSettings { side_effect, .. } = pipeline;
     McpExtras {
         revision: revision.clone(),
         output_schema: output.as_ref().map(|schema| schema_portable::portable(schema.json())),

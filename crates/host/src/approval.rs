@@ -35,7 +35,7 @@ use crate::fleet::FleetSettings;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_policy::confirm::ApprovalMode;
 pub use airlock_policy::confirm::Approver;
-use airlock_settings::section::Value;
+use airlock_settings::key_doc::Value;
 use link::LinkKey;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};

@@ -30,8 +30,8 @@ use airlock_runtime::distribution::{DistributionSettings, RawDistribution};
 use airlock_runtime::tool_settings::ToolSettings;
 use airlock_settings::engine::{EngineSettings, RawEngine};
 use airlock_settings::http::RawHttp;
+use airlock_settings::key_doc::Value;
 use airlock_settings::limits::{DEFAULTS, Limits, RawDefaults};
-use airlock_settings::section::Value;
 use airlock_settings::service::{
     LogSettings, MetricsSettings, RawLog, RawMetrics, RawServe, RawTraces, ServeSettings, TraceSettings,
 };

@@ -34,7 +34,7 @@ pub mod redeem;
 pub mod token;
 
 use airlock_core::plaintext;
-use airlock_settings::section::Value;
+use airlock_settings::key_doc::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

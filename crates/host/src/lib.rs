@@ -66,12 +66,13 @@ pub use airlock_policy::card::{
 };
 pub use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use airlock_runtime::bindings::Contract;
+pub use airlock_runtime::compile_cache::digest;
 pub use airlock_runtime::compiler::{
     COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, NotAComponent, check_header, child_main as compile_child_main,
 };
 /// Components from OCI registries: pull, push, keys, the store and the lock file.
 pub use airlock_runtime::distribution;
-pub use airlock_runtime::engine::{Runtime, digest};
+pub use airlock_runtime::engine::Runtime;
 pub use airlock_runtime::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use airlock_runtime::inspect::{Inspection, inspect};
 pub use airlock_runtime::loader::{

@@ -19,8 +19,8 @@
 use airlock_policy::card::Template;
 use airlock_policy::confirm::{ApprovalMode, Approver};
 use airlock_runtime::tool_settings::TOOL;
+use airlock_settings::key_doc::{KeyDoc, Value};
 use airlock_settings::limits::{Limits, RawLimits};
-use airlock_settings::section::{KeyDoc, Value};
 use airlock_settings::shared_table::SharedTable;
 use std::path::{Path, PathBuf};
 

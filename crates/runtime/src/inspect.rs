@@ -3,7 +3,8 @@
 //! why.
 
 use crate::bindings::Contract;
-use crate::engine::{Runtime, digest};
+use crate::compile_cache::digest;
+use crate::engine::Runtime;
 use crate::loader;
 use crate::tool_settings::ToolSettings;
 use serde::Serialize;

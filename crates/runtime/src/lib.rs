@@ -1,6 +1,6 @@
 //! Where a tool's component is fetched, compiled, loaded and run.
 //!
-//! - The component layer: the wasmtime [`engine`] and its compile cache,
+//! - The component layer: the wasmtime [`engine`] and its [`compile_cache`],
 //!   the metered [`compiler`] process, the OCI [`distribution`] of
 //!   components, the WIT [`bindings`], [`loader`] (reading, checking and
 //!   describing a component) with the metered schema [`validator`], a
@@ -21,6 +21,7 @@ pub mod bindings;
 pub mod budget;
 pub mod caller;
 pub mod capture;
+pub mod compile_cache;
 pub mod compiler;
 pub mod distribution;
 pub mod engine;

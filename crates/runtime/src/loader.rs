@@ -10,8 +10,9 @@
 //! component declares is capped and every schema is compiled before use.
 
 use crate::bindings::Contract;
+use crate::compile_cache::{Lookup, digest};
 use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
-use crate::engine::{Lookup, Runtime, digest};
+use crate::engine::Runtime;
 use crate::revision::{self, Definition, PinnedBy, PinnedTool};
 use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};

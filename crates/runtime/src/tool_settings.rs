@@ -18,8 +18,8 @@
 use crate::distribution::OciSource;
 use crate::grants::{Grants, RawDir, RawGrants};
 use crate::network::RawNetwork;
+use airlock_settings::key_doc::{Unit, check_range};
 use airlock_settings::limits::{Limits, RawLimits};
-use airlock_settings::section::{Unit, check_range};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

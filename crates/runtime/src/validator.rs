@@ -290,9 +290,9 @@ static COMPILED: OnceLock<(u64, Vec<u8>)> = OnceLock::new();
 /// compiled before ([`COMPILED`]) or compiled now; either way written into
 /// the cache.
 fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Component> {
-    let name = format!("validator-{}", crate::engine::digest(COMPONENT));
-    let path = cache_dir.map(|dir| crate::engine::artifact_path(engine, dir, &name));
-    if let Some(component) = path.as_deref().and_then(|path| crate::engine::cached_artifact(engine, path)) {
+    let name = format!("validator-{}", crate::compile_cache::digest(COMPONENT));
+    let path = cache_dir.map(|dir| crate::compile_cache::artifact_path(engine, dir, &name));
+    if let Some(component) = path.as_deref().and_then(|path| crate::compile_cache::cached_artifact(engine, path)) {
         return Ok(component);
     }
     let compatible = {

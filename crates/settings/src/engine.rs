@@ -1,7 +1,7 @@
 //! `[engine]`, declared once ([`ENGINE`]): [`RawEngine`] is it as written,
 //! [`EngineSettings::from_raw`] checks it. `airlock-runtime` turns it into wasmtime's configuration.
 
-use crate::section::Value;
+use crate::key_doc::Value;
 use std::path::{Path, PathBuf};
 
 /// Default `[engine] compile_timeout_secs`: the most seconds of CPU any

@@ -4,7 +4,7 @@
 //! fixed (commit the file). As rust-analyzer does with its generated
 //! configuration docs.
 
-use crate::section::{Accepts, Applies, Example, KeyDoc, Unset};
+use crate::key_doc::{Accepts, Applies, Example, KeyDoc, Unset};
 use std::path::Path;
 
 /// Check that the text between the lines holding `begin` and `end` in

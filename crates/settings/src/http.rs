@@ -16,7 +16,7 @@
 //! operator's to set, each within a range declared here; they are read when
 //! the server starts.
 
-use crate::section::{Unit, Value, check_range};
+use crate::key_doc::{Unit, Value, check_range};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -20,6 +20,7 @@ pub mod engine;
 #[doc(hidden)]
 pub mod generated;
 pub mod http;
+pub mod key_doc;
 pub mod limits;
 pub mod section;
 pub mod service;

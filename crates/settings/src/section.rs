@@ -6,7 +6,7 @@
 //! reload applies it or it is fixed until a restart, and one doc line. From
 //! that entry come the raw serde struct that reads the section (refusing
 //! unknown keys), the checked value and its range error (one helper,
-//! [`check_range`], for every key), the row `airlock config` shows and a
+//! [`check_range`](crate::key_doc::check_range), for every key), the row `airlock config` shows and a
 //! reload compares ([`Section::values`]), the section's lines in
 //! `airlock.example.toml` ([`Section::example`]) and its table in the
 //! operator guide ([`Section::table`]). As rust-analyzer does with its
@@ -18,134 +18,9 @@
 //! every generated document like any other key, and the owner parses their
 //! value by hand.
 
+use crate::key_doc::{Applies, KeyDoc, Unit, Value};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// When a change to a key takes effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applies {
-    /// On the next reload.
-    Reload,
-    /// Only when `airlock serve` restarts: what it configures is built when
-    /// the host starts (the engine, listeners, the JWT verifier, the fleet's
-    /// signer, the audit shipper, metrics and traces). A reload that would
-    /// change it is refused, naming the key.
-    Restart,
-    /// Only on a restart while `[audit.postgres]` ships the log (the shipper
-    /// follows the file it was started with); on a reload otherwise.
-    RestartWhileShipped,
-}
-
-impl Applies {
-    /// How the operator guide says it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Applies::Reload => "reload",
-            Applies::Restart => "restart",
-            Applies::RestartWhileShipped => "restart while `[audit.postgres]` ships the log, else reload",
-        }
-    }
-}
-
-/// How the operator writes a number, and how the host holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    /// A count (instances, files, principals, fuel units).
-    Count,
-    /// Bytes.
-    Bytes,
-    /// Kibibytes, held as written.
-    Kib,
-    /// Kibibytes, held in bytes.
-    KibBytes,
-    /// Mebibytes, held as written.
-    Mib,
-    /// Mebibytes, held in bytes.
-    MibBytes,
-    /// A percentage.
-    Percent,
-    /// Seconds.
-    Secs,
-    /// Milliseconds.
-    Millis,
-}
-
-impl Unit {
-    /// What follows a number in this unit in the guide and in errors
-    /// (with its leading space), empty for a count.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Unit::Count => "",
-            Unit::Bytes => " bytes",
-            Unit::Kib | Unit::KibBytes => " KiB",
-            Unit::Mib | Unit::MibBytes => " MiB",
-            Unit::Percent => " %",
-            Unit::Secs => " s",
-            Unit::Millis => " ms",
-        }
-    }
-
-    /// Bytes per unit written, for the units held in bytes; 1 otherwise.
-    fn scale(self) -> u64 {
-        match self {
-            Unit::KibBytes => 1 << 10,
-            Unit::MibBytes => 1 << 20,
-            _ => 1,
-        }
-    }
-}
-
-/// A value as `airlock config` and the generated documents show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
-    /// `true` or `false`.
-    Bool(bool),
-    /// A number, in the unit the operator writes.
-    Int(u64),
-    /// A string (a path, a URL, a name).
-    Text(String),
-    /// An array of strings.
-    List(Vec<String>),
-}
-
-impl Value {
-    /// The value as TOML text.
-    pub fn toml(&self) -> String {
-        match self {
-            Value::Bool(value) => value.to_string(),
-            Value::Int(value) => value.to_string(),
-            Value::Text(text) => quoted(text),
-            Value::List(items) => {
-                let items: Vec<String> = items.iter().map(|item| quoted(item)).collect();
-                format!("[{}]", items.join(", "))
-            }
-        }
-    }
-
-    /// A path as text.
-    pub fn path(path: &std::path::Path) -> Value {
-        Value::Text(path.display().to_string())
-    }
-}
-
-/// `text` as a TOML basic string.
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 /// A type a key of a [`section!`](crate::section!) group holds: how serde
 /// reads it, how it is checked and converted, and how it is shown.
@@ -284,128 +159,6 @@ impl Setting for PathBuf {
     }
     fn show(&self, _: Unit) -> Option<Value> {
         Some(Value::path(self))
-    }
-}
-
-/// `value` if it is within `min..=max`; else the error every range check
-/// gives: the key as the operator writes it (after `scope`, its section,
-/// when not empty), the value set, the range accepted in `unit`, and
-/// `about`, what the key is (or why the range is what it is).
-///
-/// # Errors
-///
-/// `value` is out of range.
-pub fn check_range(
-    scope: &str,
-    key: &str,
-    value: u64,
-    min: u64,
-    max: u64,
-    unit: Unit,
-    about: &str,
-) -> Result<u64, String> {
-    if (min..=max).contains(&value) {
-        return Ok(value);
-    }
-    let scope = if scope.is_empty() { String::new() } else { format!("{scope} ") };
-    Err(format!("{scope}{key} = {value} is out of range: accepted {} ({about})", range_text(min, max, unit)))
-}
-
-/// A range in the guide's and the errors' words: `1..=300 s`, or `at
-/// least 1` for a range with no upper end but the integer's.
-fn range_text(min: u64, max: u64, unit: Unit) -> String {
-    if max == u64::MAX { format!("at least {min}{}", unit.suffix()) } else { format!("{min}..={max}{}", unit.suffix()) }
-}
-
-/// What a key accepts.
-#[derive(Debug, Clone, Copy)]
-pub enum Accepts {
-    /// A number within `min..=max`, written in `unit`.
-    Range {
-        /// Least value accepted.
-        min: u64,
-        /// Most value accepted.
-        max: u64,
-        /// The unit it is written in.
-        unit: Unit,
-    },
-    /// What is accepted, in words (a type, a form, a list of choices).
-    Text(&'static str),
-}
-
-/// What a key is when it is not set.
-#[derive(Debug, Clone, Copy)]
-pub enum Unset {
-    /// Its default value (`None`: no value at all).
-    Value(fn() -> Option<Value>),
-    /// What an unset one means, in words (a derived default, a structured
-    /// value).
-    Text(&'static str),
-}
-
-/// What `airlock.example.toml` writes for a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Example {
-    /// Its default, commented out.
-    Default,
-    /// Its default, set.
-    SetDefault,
-    /// This value (TOML text), commented out.
-    Commented(&'static str),
-    /// This value (TOML text), set.
-    Set(&'static str),
-}
-
-/// What the guide says of one key, declared once.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyDoc {
-    /// The key as the operator writes it.
-    pub name: &'static str,
-    /// What it does, in one line (as declared; [`KeyDoc::doc`] trims it).
-    pub doc: &'static str,
-    /// What it accepts.
-    pub accepts: Accepts,
-    /// What it is when not set.
-    pub unset: Unset,
-    /// When a change to it takes effect.
-    pub applies: Applies,
-    /// What the example configuration writes for it.
-    pub example: Example,
-}
-
-impl KeyDoc {
-    /// What it does, in one line.
-    pub fn doc(&self) -> &'static str {
-        self.doc.trim()
-    }
-
-    /// `value` (as written, in the key's unit) if the key's range accepts
-    /// it; a key without a range accepts anything.
-    ///
-    /// # Errors
-    ///
-    /// The range error of [`check_range`], naming the key after `scope`.
-    pub fn check(&self, scope: &str, value: u64) -> Result<u64, String> {
-        match self.accepts {
-            Accepts::Range { min, max, unit } => check_range(scope, self.name, value, min, max, unit, self.doc()),
-            Accepts::Text(_) => Ok(value),
-        }
-    }
-
-    /// The default as TOML text, if it can be written.
-    pub fn default_value(&self) -> Option<String> {
-        match self.unset {
-            Unset::Value(default) => default().map(|value| value.toml()),
-            Unset::Text(_) => None,
-        }
-    }
-
-    /// What is accepted, in the guide's words.
-    pub fn accepted(&self) -> String {
-        match self.accepts {
-            Accepts::Range { min, max, unit } => range_text(min, max, unit),
-            Accepts::Text(text) => text.to_owned(),
-        }
     }
 }
 
@@ -697,12 +450,12 @@ macro_rules! section {
             source: file!(),
             keys: &[
                 $( $crate::section::Key {
-                    doc: $crate::section::KeyDoc {
+                    doc: $crate::key_doc::KeyDoc {
                         name: stringify!($hkey),
                         doc: concat!($($hdoc),+),
-                        accepts: $crate::section::Accepts::Text($haccepts),
-                        unset: $crate::section::Unset::Text($hunset),
-                        applies: $crate::section::Applies::$happlies,
+                        accepts: $crate::key_doc::Accepts::Text($haccepts),
+                        unset: $crate::key_doc::Unset::Text($hunset),
+                        applies: $crate::key_doc::Applies::$happlies,
                         example: $crate::__section_example!([$($hexample)?], [$($hset)?]),
                     },
                     show: $crate::__section_or!([$($hshow)?], |_: &$Owner| ::core::option::Option::None),
@@ -728,7 +481,7 @@ macro_rules! section {
 macro_rules! __section_key_doc {
     ($Group:ident, $key:ident, $field:ident, $ty:ty, [$($doc:literal),+], $applies:ident,
      [$($unit:ident $range:expr)?], [$($unset:literal)?], [$($example:literal)?], [$($set:tt)?]) => {
-        $crate::section::KeyDoc {
+        $crate::key_doc::KeyDoc {
             name: stringify!($key),
             doc: concat!($($doc),+),
             accepts: $crate::__section_accepts!($ty, [$($unit $range)?]),
@@ -736,7 +489,7 @@ macro_rules! __section_key_doc {
                 &$Group::defaults().$field,
                 $crate::__section_unit!([$($unit)?]),
             )),
-            applies: $crate::section::Applies::$applies,
+            applies: $crate::key_doc::Applies::$applies,
             example: $crate::__section_example!([$($example)?], [$($set)?]),
         }
     };
@@ -747,13 +500,13 @@ macro_rules! __section_key_doc {
 #[macro_export]
 macro_rules! __section_accepts {
     ($ty:ty, []) => {
-        $crate::section::Accepts::Text(<$ty as $crate::section::Setting>::ACCEPTS)
+        $crate::key_doc::Accepts::Text(<$ty as $crate::section::Setting>::ACCEPTS)
     };
     ($ty:ty, [$unit:ident $range:expr]) => {
-        $crate::section::Accepts::Range {
+        $crate::key_doc::Accepts::Range {
             min: *::core::ops::RangeInclusive::<u64>::start(&$range),
             max: *::core::ops::RangeInclusive::<u64>::end(&$range),
-            unit: $crate::section::Unit::$unit,
+            unit: $crate::key_doc::Unit::$unit,
         }
     };
 }
@@ -764,10 +517,10 @@ macro_rules! __section_accepts {
 #[macro_export]
 macro_rules! __section_unit {
     ([]) => {
-        $crate::section::Unit::Count
+        $crate::key_doc::Unit::Count
     };
     ([$unit:ident]) => {
-        $crate::section::Unit::$unit
+        $crate::key_doc::Unit::$unit
     };
 }
 
@@ -776,10 +529,10 @@ macro_rules! __section_unit {
 #[macro_export]
 macro_rules! __section_unset {
     ([], $default:expr) => {
-        $crate::section::Unset::Value($default)
+        $crate::key_doc::Unset::Value($default)
     };
     ([$text:literal], $default:expr) => {
-        $crate::section::Unset::Text($text)
+        $crate::key_doc::Unset::Text($text)
     };
 }
 
@@ -789,16 +542,16 @@ macro_rules! __section_unset {
 #[macro_export]
 macro_rules! __section_example {
     ([], []) => {
-        $crate::section::Example::Default
+        $crate::key_doc::Example::Default
     };
     ([], [default]) => {
-        $crate::section::Example::SetDefault
+        $crate::key_doc::Example::SetDefault
     };
     ([$example:literal], []) => {
-        $crate::section::Example::Commented($example)
+        $crate::key_doc::Example::Commented($example)
     };
     ([], [$set:literal]) => {
-        $crate::section::Example::Set($set)
+        $crate::key_doc::Example::Set($set)
     };
 }
 

@@ -11,7 +11,7 @@
 //! Trusts the operator's file; every value is range-checked and each error
 //! names the key and what is accepted.
 
-use crate::section::Value;
+use crate::key_doc::Value;
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -7,10 +7,11 @@
 //! at once.
 
 use super::{Config, TOP};
-use airlock_runtime::engine::digest;
+use airlock_runtime::compile_cache::digest;
 #[cfg(test)]
-use airlock_settings::section::KeyDoc;
-use airlock_settings::section::{Applies, Section, Shown, Value};
+use airlock_settings::key_doc::KeyDoc;
+use airlock_settings::key_doc::{Applies, Value};
+use airlock_settings::section::{Section, Shown};
 use std::fmt;
 
 /// One key of a section, as `airlock config` shows it and a reload
@@ -25,7 +26,7 @@ pub(super) struct Key {
     pub(super) shown: Option<String>,
     /// What a restart check compares besides `shown` when that cannot tell
     /// a change (a secret, a key file's contents): its SHA-256
-    /// (`engine::digest`), never shown.
+    /// (`compile_cache::digest`), never shown.
     identity: Option<String>,
 }
 

@@ -11,8 +11,8 @@
 
 use super::layer::{self, Source};
 use super::{Config, ToolConfig};
+use airlock_settings::key_doc::Unset;
 use airlock_settings::limits::{DEFAULTS, Limits};
-use airlock_settings::section::Unset;
 use std::fmt::Write as _;
 use toml::{Table, Value};
 

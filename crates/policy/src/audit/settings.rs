@@ -11,7 +11,7 @@
 
 use super::Durability;
 use airlock_core::plaintext;
-use airlock_settings::section::Value;
+use airlock_settings::key_doc::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

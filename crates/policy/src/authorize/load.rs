@@ -12,7 +12,7 @@ use miette::Diagnostic;
 use super::cache::{context_free_forbids, is_context_free, read_annotations};
 use super::request::{ACTION_TYPE, CALL_ACTION, TOOL_TYPE, USER_TYPE};
 use super::*;
-use airlock_settings::section::Value as Shown;
+use airlock_settings::key_doc::Value as Shown;
 
 airlock_settings::section! {
     /// The keys of `[policy]`.

@@ -7,7 +7,7 @@
 //! or a component.
 
 use super::reference::OciRef;
-use airlock_settings::section::Value;
+use airlock_settings::key_doc::Value;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

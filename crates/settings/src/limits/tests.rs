@@ -1,7 +1,7 @@
 //! `[defaults]`: the limits, their ranges and their generated documents.
 
 use super::*;
-use crate::section::{Accepts, Value};
+use crate::key_doc::{Accepts, Value};
 
 /// `text` read as `[defaults]` over the default limits.
 fn parse(text: &str) -> Result<Limits, String> {

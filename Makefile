@@ -290,7 +290,13 @@ $(MDBOOK_STAMP):
 	$(CARGO) install mdbook --version $(MDBOOK_VERSION) --locked --no-default-features --features search --root $(MDBOOK_ROOT)
 	touch $@
 
-docs: $(MDBOOK_STAMP)
+# The chart on the bundled tools' page is drawn by the chart tool through
+# the built binary (book/chart.py), from the call the page shows; the file
+# is not committed.
+BOOK_CHART := book/src/operator/images/chart.png
+
+docs: $(MDBOOK_STAMP) build
+	python3 book/chart.py $(CARGO_TARGET_DIR)/release/airlock $(GUEST_OUT)/chart.wasm $(BOOK_CHART)
 	@out=$$($(MDBOOK) build book --dest-dir $(abspath $(CARGO_TARGET_DIR))/book 2>&1); status=$$?; \
 	printf '%s\n' "$$out"; \
 	if [ $$status -ne 0 ] || grep -q '\[\(WARN\|ERROR\)\]' <<<"$$out"; then exit 1; fi

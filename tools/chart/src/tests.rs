@@ -261,3 +261,25 @@ fn extreme_values_are_drawn() {
         assert_eq!(decode(&png).0, DEFAULT_WIDTH, "{values}");
     }
 }
+
+#[test]
+fn the_smallest_picture_with_every_text_at_its_longest_is_drawn() {
+    let long = "W".repeat(MAX_TEXT_CHARS);
+    let series: Vec<serde_json::Value> =
+        (0..MAX_SERIES).map(|i| json!({"name": format!("{i}{}", &long[1..]), "values": [i, -1e12, 3e-9]})).collect();
+    for kind in ["line", "bar"] {
+        let (summary, png, svg) = run(json!({
+            "kind": kind,
+            "series": series,
+            "labels": [long, long, long],
+            "title": long,
+            "x_label": long,
+            "y_label": long,
+            "width": MIN_SIDE,
+            "height": MIN_SIDE,
+        }));
+        assert_eq!(decode(&png), (MIN_SIDE, MIN_SIDE, png::ColorType::Rgb), "{kind}");
+        assert!(roxmltree::Document::parse(&svg).is_ok(), "{kind}");
+        assert_eq!(summary.points, 30);
+    }
+}

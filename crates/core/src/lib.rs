@@ -2,8 +2,10 @@
 //! end hands it to the host ([`call::CallRequest`]) and as it comes back
 //! ([`call::ToolResult`]), its outcome ([`outcome`]), who it acts for
 //! ([`caller`]), its arguments as proposed and parsed ([`arguments`]), the
-//! stages it went through ([`timeline`]), the caller's trace context
-//! ([`trace_parent`]), and the caps on the text a model reads ([`render`]).
+//! content blocks it returns beside its result ([`content`]), how far it
+//! has come ([`progress`]), the stages it went through ([`timeline`]), the
+//! caller's trace context ([`trace_parent`]), and the caps on the text a
+//! model reads ([`render`]).
 //!
 //! Nothing here runs a tool, reads a setting or touches the network: these
 //! are values and the pure functions that check and render them.
@@ -13,10 +15,12 @@
 pub mod arguments;
 pub mod call;
 pub mod caller;
+pub mod content;
 pub mod integers;
 pub mod optional_null;
 pub mod outcome;
 pub mod plaintext;
+pub mod progress;
 pub mod render;
 pub mod timeline;
 pub mod trace_parent;

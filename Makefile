@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 HOST_PACKAGES := -p airlock-core -p airlock-settings -p airlock-policy -p airlock-runtime -p airlock-host -p airlock-mcp -p airlock
 
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
-TOOLS := echo read_file list_dir write_file search_files json_query http_fetch
+TOOLS := echo read_file list_dir write_file search_files json_query http_fetch chart
 TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute schema_bomb schema_heavy schema_copy whoami contract_v0_1
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
@@ -301,7 +301,13 @@ $(MDBOOK_STAMP):
 	$(CARGO) install mdbook --version $(MDBOOK_VERSION) --locked --no-default-features --features search --root $(MDBOOK_ROOT)
 	touch $@
 
-docs: $(MDBOOK_STAMP)
+# The chart on the bundled tools' page is drawn by the chart tool through
+# the built binary (book/chart.py), from the call the page shows; the file
+# is not committed.
+BOOK_CHART := book/src/operator/images/chart.png
+
+docs: $(MDBOOK_STAMP) build
+	python3 book/chart.py $(CARGO_TARGET_DIR)/release/airlock $(GUEST_OUT)/chart.wasm $(BOOK_CHART)
 	@out=$$($(MDBOOK) build book --dest-dir $(abspath $(CARGO_TARGET_DIR))/book 2>&1); status=$$?; \
 	printf '%s\n' "$$out"; \
 	if [ $$status -ne 0 ] || grep -q '\[\(WARN\|ERROR\)\]' <<<"$$out"; then exit 1; fi

@@ -36,7 +36,7 @@ out=$(run call echo '{"text":"installed"}') || fail "airlock call echo failed: $
 [[ $out == *'"text": "installed"'* ]] || fail "unexpected echo result: $out"
 
 tools=$(run tools)
-for tool in echo read_file list_dir write_file search_files json_query http_fetch run_js run_python; do
+for tool in echo read_file list_dir write_file search_files json_query http_fetch chart run_js run_python; do
 	grep -qw "$tool" <<<"$tools" || fail "the installed airlock does not list $tool: $tools"
 done
 

@@ -86,9 +86,51 @@
 //! # fn main() {}
 //! ```
 //!
+//! # Pictures, files, progress and log lines
+//!
+//! Besides its JSON result, a call may return content blocks (a PNG, a
+//! sound, an SVG file, a link), attached while it runs with
+//! [`content::attach`]; report how far it has come with
+//! [`progress::report`]; and write lines for the operator's log with
+//! [`log`]. None of it changes the handler's signature:
+//!
+//! ```
+//! use airlock_guest::{ToolError, content::{self, Content}, export_tool, progress};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Args {
+//!     /// How many dots to draw.
+//!     dots: u32,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Drawn {
+//!     dots: u32,
+//! }
+//!
+//! fn draw(args: Args) -> Result<Drawn, ToolError> {
+//!     let mut svg = String::from(r#"<svg xmlns="http://www.w3.org/2000/svg" width="100" height="10">"#);
+//!     for i in 0..args.dots {
+//!         svg.push_str(&format!(r#"<circle cx="{}" cy="5" r="2"/>"#, 5 + i * 10));
+//!         progress::report(f64::from(i + 1), Some(f64::from(args.dots)), None);
+//!     }
+//!     svg.push_str("</svg>");
+//!     content::attach(Content::embedded_text("airlock:dots.svg", "image/svg+xml", svg))?;
+//!     Ok(Drawn { dots: args.dots })
+//! }
+//!
+//! export_tool!(name: "draw", description: "Draws dots as an SVG file.", handler: draw);
+//! # fn main() {}
+//! ```
+//!
 //! Components built with this crate target the contract
-//! `airlock:tool@0.2.0`; the host reads the caller only for handlers that
-//! take it.
+//! `airlock:tool@0.3.0`; the host reads the caller only for handlers that
+//! take it. In a native build (a tool's unit tests) nothing reaches a
+//! host: attached blocks, progress and log lines are kept for the test to
+//! read ([`content::take_attached`], [`progress::take_reports`],
+//! [`log::take_lines`]).
 //!
 //! # Security
 //!
@@ -262,6 +304,9 @@ pub mod fs {
     }
 }
 
+pub mod content;
+pub mod log;
+pub mod progress;
 pub mod schema;
 
 /// Plumbing used by [`export_tool!`]; not a stable API.

@@ -1,7 +1,7 @@
 /**
  * `airlock-tool`: write an Airlock tool in JavaScript as one function.
  *
- * A tool is a WebAssembly component of the `airlock:tool@0.2.0` world, built
+ * A tool is a WebAssembly component of the `airlock:tool@0.3.0` world, built
  * with ComponentizeJS. This module is the glue: describe the arguments with
  * the schema helpers `t` (or any JSON Schema object), write the handler, and
  * `defineTool` returns the component's `metadata` and `handler` exports.
@@ -34,6 +34,31 @@
  * session ids from the host (the `airlock:tool/caller` import). Nothing in
  * it comes from the model.
  *
+ * Pictures, files, progress and log lines: besides its JSON result, a call
+ * may attach content blocks (a PNG, a sound, an SVG file, a link) with
+ * `content.attach`, report how far it has come with `progress.report`, and
+ * write lines for the operator's log with `log.info` and its siblings
+ * (the `content`, `progress` and `log` imports); the handler keeps its shape:
+ *
+ *     import { Content, content, log, progress } from "./airlock-tool.js";
+ *
+ *     handler({ dots }) {
+ *       let circles = "";
+ *       for (let i = 0; i < dots; i++) {
+ *         circles += `<circle cx="${5 + i * 10}" cy="5" r="2"/>`;
+ *         progress.report(i + 1, dots);
+ *       }
+ *       const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="10">${circles}</svg>`;
+ *       content.attach(Content.embeddedText("airlock:dots.svg", "image/svg+xml", svg));
+ *       log.debug(`drew ${dots} dots`);
+ *       return dots;
+ *     }
+ *
+ * A block the host refuses throws a `ToolError` with code `content_refused`
+ * and the host's reason, and the call fails either way; a call that fails
+ * returns no blocks. The SDK's tests stand in for the imports with module
+ * hooks (`test/host-hooks.mjs`) that keep what was attached.
+ *
  * Optional properties (`t.optional`) follow the rule every Airlock tool
  * follows, so that the strict converters of agent frameworks take the
  * schema as it is: `t.object` makes each one accept `null` too (`null` added
@@ -49,7 +74,10 @@
  * JSON object before the handler sees them.
  */
 
-import { get as getCaller } from "airlock:tool/caller@0.2.0";
+import { get as getCaller } from "airlock:tool/caller@0.3.0";
+import { attach as attachBlock } from "airlock:tool/content@0.3.0";
+import { write as writeLine } from "airlock:tool/log@0.3.0";
+import { report as reportProgress } from "airlock:tool/progress@0.3.0";
 
 /** What the host accepts as a tool name (see `wit/tool.wit`). */
 const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -241,6 +269,141 @@ function currentCaller() {
     sessionId: info.sessionId ?? undefined,
   };
 }
+
+/** The code of the `ToolError` that `content.attach` throws for a block the host refused. */
+export const CONTENT_REFUSED = "content_refused";
+
+/** @param {string} name @param {unknown} value @returns {string} */
+function str(name, value) {
+  if (typeof value !== "string") throw new TypeError(`${name} must be a string, not ${typeof value}`);
+  return value;
+}
+
+/** @param {string} name @param {unknown} value @returns {string | undefined} */
+function optionalStr(name, value) {
+  return value === undefined || value === null ? undefined : str(name, value);
+}
+
+/** Bytes as the component model passes them. @param {string} name @param {unknown} value @returns {Uint8Array} */
+function bytes(name, value) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (Array.isArray(value) && value.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return Uint8Array.from(value);
+  throw new TypeError(`${name} must be bytes (a Uint8Array, an ArrayBuffer or an array of 0-255)`);
+}
+
+/**
+ * Content blocks (the `airlock:tool/content` import's `block`), to hand to
+ * `content.attach`. Each is a plain value in the shape the import takes.
+ */
+export const Content = {
+  /** Text for the model, shown after the result. @param {string} text */
+  text: (text) => ({ tag: "text", val: str("text", text) }),
+  /** A picture (`image/png`, `image/jpeg`, `image/gif`, `image/webp`); the host checks the bytes are of that type.
+   * @param {string} mimeType @param {Uint8Array | ArrayBuffer | number[]} data */
+  image: (mimeType, data) => ({ tag: "image", val: { mimeType: str("mimeType", mimeType), data: bytes("data", data) } }),
+  /** A sound (`audio/wav`, `audio/mpeg`, `audio/ogg`, `audio/flac`); the host checks the bytes are of that type.
+   * @param {string} mimeType @param {Uint8Array | ArrayBuffer | number[]} data */
+  audio: (mimeType, data) => ({ tag: "audio", val: { mimeType: str("mimeType", mimeType), data: bytes("data", data) } }),
+  /**
+   * A link to a resource the client may fetch or show (the host never fetches it).
+   * @param {string} uri
+   * @param {string} name A short name, e.g. the file name.
+   * @param {{ title?: string, description?: string, mimeType?: string, size?: number | bigint }} [details]
+   */
+  link: (uri, name, { title, description, mimeType, size } = {}) => {
+    let length;
+    if (size !== undefined && size !== null) {
+      length = typeof size === "bigint" ? size : Number.isSafeInteger(size) ? BigInt(size) : -1n;
+      if (length < 0n || length >= 1n << 64n) throw new TypeError("size must be a number of bytes from 0 to 2**64 - 1");
+    }
+    return {
+      tag: "resource-link",
+      val: {
+        uri: str("uri", uri),
+        name: str("name", name),
+        title: optionalStr("title", title),
+        description: optionalStr("description", description),
+        mimeType: optionalStr("mimeType", mimeType),
+        size: length,
+      },
+    };
+  },
+  /** An embedded text file, e.g. an SVG document. @param {string} uri @param {string} mimeType @param {string} text */
+  embeddedText: (uri, mimeType, text) => ({
+    tag: "embedded",
+    val: { uri: str("uri", uri), mimeType: str("mimeType", mimeType), body: { tag: "text", val: str("text", text) } },
+  }),
+  /** An embedded binary file, e.g. a PDF. @param {string} uri @param {string} mimeType @param {Uint8Array | ArrayBuffer | number[]} data */
+  embeddedBlob: (uri, mimeType, data) => ({
+    tag: "embedded",
+    val: { uri: str("uri", uri), mimeType: str("mimeType", mimeType), body: { tag: "blob", val: bytes("data", data) } },
+  }),
+};
+
+/** The tags `Content` builds. */
+const BLOCK_TAGS = ["text", "image", "audio", "resource-link", "embedded"];
+
+/** Content blocks returned beside the call's JSON result (the `airlock:tool/content` import). */
+export const content = {
+  /**
+   * Attach `block` (built with `Content`) to the current call's result, in
+   * the order attached. Throws a `ToolError` with code `content_refused`
+   * and the host's reason (a cap and its value, a media type that does not
+   * match the bytes) when the host refuses it: the call then fails with
+   * that reason, whatever the handler returns.
+   * @param {{ tag: string, val: unknown }} block
+   */
+  attach(block) {
+    if (block === null || typeof block !== "object" || !BLOCK_TAGS.includes(block.tag)) {
+      throw new TypeError("content.attach takes a block built with Content (Content.image, Content.text, ...)");
+    }
+    try {
+      attachBlock(block);
+    } catch (e) {
+      // The import's `err` arrives as the thrown value or its `payload`.
+      const reason = typeof e === "string" ? e : typeof e?.payload === "string" ? e.payload : String(e?.message ?? e);
+      throw new ToolError(reason, CONTENT_REFUSED);
+    }
+  },
+};
+
+/** How far the current call has come (the `airlock:tool/progress` import), for a client that asked to be told. */
+export const progress = {
+  /**
+   * Report `done` (growing from one report to the next) out of `total`
+   * when known, with a one-line `message` for a person. The host forwards
+   * reports at most as often as the operator allows and drops one that
+   * does not grow.
+   * @param {number} done @param {number} [total] @param {string} [message]
+   */
+  report(done, total, message) {
+    if (typeof done !== "number") throw new TypeError("progress must be a number");
+    if (total !== undefined && total !== null && typeof total !== "number") throw new TypeError("total must be a number");
+    reportProgress(done, total ?? undefined, optionalStr("message", message));
+  },
+};
+
+/** How much a log line matters. */
+const LEVELS = ["debug", "info", "warning", "error"];
+
+/** Lines for the operator's log (the `airlock:tool/log` import); they never reach the model or the client. */
+export const log = {
+  /** Write one line at `level` (`debug`, `info`, `warning` or `error`). @param {string} level @param {string} message */
+  write(level, message) {
+    if (!LEVELS.includes(level)) throw new TypeError(`level must be one of ${LEVELS.join(", ")}`);
+    writeLine(level, str("message", message));
+  },
+  /** Write a debugging line. @param {string} message */
+  debug: (message) => log.write("debug", message),
+  /** Write a line the operator may want to read. @param {string} message */
+  info: (message) => log.write("info", message),
+  /** Write a warning. @param {string} message */
+  warning: (message) => log.write("warning", message),
+  /** Write an error. @param {string} message */
+  error: (message) => log.write("error", message),
+};
 
 /** The error value `handler.call` throws, which becomes the `tool-error`. */
 function toolErrorPayload(message, code) {

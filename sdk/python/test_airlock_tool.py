@@ -11,7 +11,8 @@ import unittest
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, NotRequired, Optional, TypedDict
 
-from airlock_tool import EXCEPTION_CODE, Caller, Param, ToolError, export, tool
+from airlock_tool import EXCEPTION_CODE, Caller, Param, ToolError, content, export, log, progress, tool
+from airlock_tool.content import Content, Link
 from airlock_tool.schema import schema_of, to_json
 
 
@@ -185,6 +186,71 @@ class ToolTests(unittest.TestCase):
         self.assertEqual(json.loads(metadata().parameters()), scale.parameters)
         self.assertEqual(json.loads(handler().call('{"points": [{"x": 1}]}')), {"total": 1.0, "labels": ["red"]})
         self.assertEqual(to_json(Color.GREEN), "green")
+
+
+@tool
+def draw(dots: int) -> int:
+    """Draws dots as an SVG file, reporting each dot."""
+    circles = "".join(f'<circle cx="{5 + i * 10}" cy="5" r="2"/>' for i in range(dots))
+    for i in range(dots):
+        progress.report(i + 1, total=dots, message=f"dot {i + 1}")
+    content.attach(Content.embedded_text("airlock:dots.svg", "image/svg+xml", f"<svg>{circles}</svg>"))
+    log.debug(f"drew {dots} dots")
+    return dots
+
+
+class ContentProgressLogTests(unittest.TestCase):
+    """Outside a component, what a tool attaches, reports and writes is kept
+    for its tests, as the Rust SDK keeps it in a native build."""
+
+    def setUp(self):
+        content.take_attached(), progress.take_reports(), log.take_lines()
+
+    def test_a_native_build_keeps_what_was_attached_in_order(self):
+        content.attach(Content.text("one"))
+        content.attach(Content.image("image/png", b"\x89PNG"))
+        content.attach(Content.audio("audio/wav", bytearray(b"RIFF")))
+        content.attach(Content.link("https://example.com/a.pdf", "a.pdf", mime_type="application/pdf", size=3))
+        content.attach(Content.embedded_blob("airlock:a.bin", "application/octet-stream", b"\x00"))
+        attached = content.take_attached()
+        self.assertEqual([b.kind for b in attached], ["text", "image", "audio", "link", "embedded"])
+        self.assertEqual(attached[0], Content("text", "one"))
+        self.assertEqual(attached[1].payload, b"\x89PNG")
+        self.assertEqual(attached[2].payload, b"RIFF", "a bytearray is kept as bytes")
+        self.assertEqual(attached[3].payload, Link("https://example.com/a.pdf", "a.pdf", None, None, "application/pdf", 3))
+        self.assertEqual((attached[4].uri, attached[4].mime_type), ("airlock:a.bin", "application/octet-stream"))
+        self.assertEqual(content.take_attached(), [])
+
+    def test_blocks_of_the_wrong_types_are_refused_when_built(self):
+        with self.assertRaisesRegex(TypeError, "data must be bytes, not str"):
+            Content.image("image/png", "not bytes")
+        with self.assertRaisesRegex(TypeError, "mime_type must be a str"):
+            Content.audio(None, b"")
+        with self.assertRaisesRegex(TypeError, "size must be a number of bytes"):
+            Content.link("u", "n", size=-1)
+        with self.assertRaisesRegex(TypeError, "takes a Content block"):
+            content.attach("text")
+
+    def test_progress_and_log_lines_are_kept(self):
+        progress.report(1, total=2, message="half")
+        progress.report(2.0, 2)
+        self.assertEqual(progress.take_reports(), [(1.0, 2.0, "half"), (2.0, 2.0, None)])
+        log.info("one")
+        log.write(log.Level.ERROR, "two")
+        self.assertEqual(log.take_lines(), [(log.Level.INFO, "one"), (log.Level.ERROR, "two")])
+        with self.assertRaisesRegex(TypeError, "log.Level"):
+            log.write("info", "x")
+        with self.assertRaisesRegex(TypeError, "progress must be a number"):
+            progress.report("1")
+
+    def test_a_tool_attaches_reports_and_logs_through_its_handler(self):
+        _, handler = export(draw)
+        self.assertEqual(handler().call('{"dots": 2}'), "2")
+        [svg] = content.take_attached()
+        self.assertEqual((svg.kind, svg.mime_type), ("embedded", "image/svg+xml"))
+        self.assertEqual(svg.payload.count("<circle"), 2)
+        self.assertEqual(progress.take_reports(), [(1.0, 2.0, "dot 1"), (2.0, 2.0, "dot 2")])
+        self.assertEqual(log.take_lines(), [(log.Level.DEBUG, "drew 2 dots")])
 
 
 class ScaffoldTests(unittest.TestCase):

@@ -44,7 +44,7 @@ CALL_TIMEOUT = 60.0
 CACHE_DIR = Path(tempfile.gettempdir()) / f"airlock-mcp-tests-cache-{os.getuid()}"
 
 # The bundled tools every test expects to be served.
-BUNDLED = ["echo", "http_fetch", "json_query", "list_dir", "read_file", "run_js", "run_python", "search_files", "write_file"]
+BUNDLED = ["chart", "echo", "http_fetch", "json_query", "list_dir", "read_file", "run_js", "run_python", "search_files", "write_file"]
 
 
 # One call of every bundled tool, and whether Airlock answers with a result
@@ -54,6 +54,7 @@ BUNDLED = ["echo", "http_fetch", "json_query", "list_dir", "read_file", "run_js"
 # anything runs; the URL is a closed local port all the same).
 CALLS: dict[str, tuple[dict[str, Any], bool]] = {
     "echo": ({"text": "hi"}, True),
+    "chart": ({"kind": "bar", "series": [{"name": "a", "values": [1, 2]}], "width": 200, "height": 120}, True),
     "json_query": ({"json": {"a": [1, 2]}, "query": "a[1]"}, True),
     "run_python": ({"code": "6 * 7"}, True),
     "run_js": ({"code": "6 * 7"}, True),

@@ -22,7 +22,7 @@ const ROOT = path.resolve(HERE, '../..');
 const BIN = path.resolve(process.env.AIRLOCK_BIN ?? path.join(ROOT, 'target/release/airlock'));
 const TOOLS_DIR = path.resolve(process.env.AIRLOCK_TOOLS_DIR ?? path.join(ROOT, 'target/guests'));
 const INSPECTOR = path.join(HERE, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
-const BUNDLED = ['echo', 'read_file', 'list_dir', 'write_file', 'search_files', 'json_query', 'http_fetch', 'run_js', 'run_python'];
+const BUNDLED = ['echo', 'read_file', 'list_dir', 'write_file', 'search_files', 'json_query', 'http_fetch', 'chart', 'run_js', 'run_python'];
 // A cold cache compiles run_python first (about 30 s on two cores).
 const TIMEOUT_MS = 300_000;
 

@@ -97,7 +97,7 @@ fn tools_and_schema_list_the_bundled_tools() {
     let tools = airlock(dir.path(), &["tools"], "");
     assert_eq!(tools.status.code(), Some(0));
     let table = String::from_utf8_lossy(&tools.stdout);
-    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"] {
+    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch", "chart"] {
         assert!(table.contains(name), "{table}");
     }
     for format in ["openai", "openai-responses", "anthropic", "mcp"] {
@@ -120,7 +120,7 @@ fn tools_and_schema_list_the_bundled_tools() {
     let stderr = String::from_utf8_lossy(&strict.stderr);
     assert!(!stderr.contains("warning"), "{stderr}");
     let line = |tool: &str| stderr.lines().find(|l| l.split_whitespace().next() == Some(tool)).unwrap_or_default();
-    for tool in ["echo", "read_file", "list_dir", "write_file", "search_files", "run_js", "run_python"] {
+    for tool in ["echo", "read_file", "list_dir", "write_file", "search_files", "chart", "run_js", "run_python"] {
         assert!(line(tool).contains("strict: yes"), "{tool}: {stderr}");
     }
     assert!(line("http_fetch").contains("strict: no — `headers`: an object with arbitrary keys"), "{stderr}");

@@ -82,7 +82,7 @@ async fn bundled_tools_load_from_a_directory_with_builtin_settings() {
         .await
         .expect("bundled tools load");
     let registry = host.tools();
-    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"] {
+    for name in ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch", "chart"] {
         let tool = registry.get(name).unwrap_or_else(|| panic!("{name} is not loaded"));
         assert!(tool.settings.grants.is_empty(), "{name} has no grants by default");
     }

@@ -295,17 +295,17 @@ mod fuzz {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
         #[test]
-        fn arbitrary_json_arguments_always_give_a_result(args in arb_json(), which in 0usize..7) {
+        fn arbitrary_json_arguments_always_give_a_result(args in arb_json(), which in 0usize..8) {
             let (runtime, host) = &*BUNDLED;
-            let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"];
+            let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch", "chart"];
             let result = runtime.block_on(host.call(CallRequest::new("fuzz", names[which], args), None));
             prop_assert!(result.is_error() || result.value().is_some());
         }
 
         #[test]
-        fn arbitrary_bytes_as_arguments_always_give_a_result(bytes in prop::collection::vec(any::<u8>(), 0..256), which in 0usize..7) {
+        fn arbitrary_bytes_as_arguments_always_give_a_result(bytes in prop::collection::vec(any::<u8>(), 0..256), which in 0usize..8) {
             let (runtime, host) = &*BUNDLED;
-            let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch"];
+            let names = ["echo", "read_file", "list_dir", "write_file", "search_files", "json_query", "http_fetch", "chart"];
             let text = String::from_utf8_lossy(&bytes).into_owned();
             let request = CallRequest { arguments: RawArguments::Text(text), ..CallRequest::new("fuzz", names[which], Value::Null) };
             let result = runtime.block_on(host.call(request, None));

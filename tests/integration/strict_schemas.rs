@@ -23,6 +23,7 @@ const TOOLS: &[&str] = &[
     "search_files",
     "json_query",
     "http_fetch",
+    "chart",
     "run_js",
     "run_python",
 ];

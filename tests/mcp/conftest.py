@@ -114,6 +114,10 @@ def write_config(dir: Path, *, tool_dir: Path | None = None, tokens: bool = Fals
         side_effect = false
         concurrency_safe = true
 
+        [tools.chart]
+        side_effect = false
+        concurrency_safe = true
+
         # Exclusive (not concurrency_safe) and a long deadline: a call after a
         # cancelled sleep only runs promptly if the sleeping guest was interrupted.
         [tools.hostile]

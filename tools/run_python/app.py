@@ -37,6 +37,7 @@ import runner  # noqa: E402
 from componentize_py_types import Err  # noqa: E402
 from wit_world import exports  # noqa: E402
 from wit_world.exports.handler import ToolError  # noqa: E402
+from wit_world.imports import content  # noqa: E402
 
 # The globals of the submitted code, kept for as long as this instance lives.
 NAMESPACE = runner.new_namespace()
@@ -47,16 +48,17 @@ PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 # detail is in the parameters' descriptions (`parameters_schema`).
 DESCRIPTION = (
     f"Runs Python {PYTHON_VERSION} (CPython) in an isolated sandbox and returns what it printed and "
-    "the value of its last expression. Only part of the standard library is available (the `code` "
-    "parameter lists the modules; no pip packages such as numpy or requests). There is no "
-    "filesystem, no network, no subprocesses and no threads. print() and sys.stdout go to `stdout`, "
+    "the value of its last expression. Only part of the standard library is available (`code` "
+    "lists the modules; no pip packages such as numpy). No filesystem, "
+    "network, subprocesses or threads. print() and sys.stdout go to `stdout`, "
     "sys.stderr to `stderr`. If the last statement is an expression, its "
     "value is returned as `result` in JSON form, or as `result_repr` (its repr()) when it has no JSON "
-    "form. An uncaught exception is returned in `error` (name, message, and a traceback with line "
-    "numbers in your code), alongside whatever was printed before it. Limits: memory and a time budget set by the operator (a few "
-    "seconds by default); running out of time or memory, or printing data nested thousands of "
-    "levels deep, aborts the call with no output, so keep loops bounded and data "
-    "small. Input (`stdin`) and state kept across calls (`session_id`) are described with the parameters."
+    "form. An uncaught exception is returned in `error` (name, message, traceback with line "
+    "numbers in your code), with whatever was printed before it. show(data, mime_type) returns "
+    "bytes the code made (a PNG, an SVG, a WAV) to the user as a picture, sound or file. Limits: "
+    "memory and a time budget set by the operator (a few seconds by default); running out of either, "
+    "or printing data nested thousands of levels deep, aborts the call with no output, so keep loops "
+    "bounded and data small. `stdin` and `session_id` are described with the parameters."
 )
 
 
@@ -69,7 +71,28 @@ def parameters_schema() -> dict:
         "RecursionError."
     )
     code["description"] += f" Standard-library modules that can be imported: {OFFERED_MODULES}; any other import fails."
+    code["description"] += " " + runner.SHOW_DESCRIPTION
     return schema
+
+
+def attach(kind: str, mime_type: str, data, uri: str) -> None:
+    """`show`'s way to the host: one block through the `content` import;
+    a refusal becomes a ValueError the code sees (the host fails the call
+    either way)."""
+    if kind == "image":
+        block = content.Block_Image(content.Media(mime_type=mime_type, data=data))
+    elif kind == "audio":
+        block = content.Block_Audio(content.Media(mime_type=mime_type, data=data))
+    else:
+        body = content.Body_Text(data) if isinstance(data, str) else content.Body_Blob(data)
+        block = content.Block_Embedded(content.Embedded(uri=uri, mime_type=mime_type, body=body))
+    try:
+        content.attach(block)
+    except Err as e:
+        raise ValueError(f"the host refused the {mime_type} block: {e.value}") from None
+
+
+runner.ATTACH = attach
 
 
 class Metadata(exports.Metadata):

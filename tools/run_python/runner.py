@@ -2,7 +2,9 @@
 
 `execute(code, stdin)` runs a Python snippet and returns the tool's result
 as a dict: what it printed, the value of its last expression and, if it
-raised, the exception with a traceback of the submitted code. `app.py` wraps
+raised, the exception with a traceback of the submitted code. The code may
+hand bytes it made to the host with `show(data, mime_type)`, which `app.py`
+connects to the `content` import (`ATTACH`). `app.py` wraps
 it into the `airlock:tool` world; the unit tests (`test_runner.py`) call it
 directly with any CPython >= 3.11.
 
@@ -11,7 +13,9 @@ The sandbox is the component itself (no filesystem, network or environment
 unless the operator grants them; the host's deadline, fuel and memory caps).
 This module only makes sure that whatever the code does ends as an ordinary
 result: every exception, `SystemExit` included, is caught, and everything
-that crosses back to the host is capped by a named constant below.
+that crosses back to the host is capped by a named constant below. What
+`show` hands over is also checked by the host as it arrives (its caps on
+content blocks, the bytes against the media type).
 """
 
 import ast
@@ -39,6 +43,21 @@ MAX_ERROR_BYTES = 64 << 10
 MAX_RESULT_DEPTH = 100
 # Name the submitted code has in tracebacks.
 CODE_FILENAME = "<code>"
+# Most blocks `show` attaches to one call's result.
+MAX_SHOWN = 16
+# Longest media type `show` accepts, in characters.
+MAX_MIME_TYPE_CHARS = 255
+# Media types `show` attaches as a picture, and as a sound; any other type
+# is attached as a file (an embedded resource).
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+AUDIO_TYPES = ("audio/wav", "audio/mpeg", "audio/ogg", "audio/flac")
+# What `show` tells the model, in the `code` parameter's description.
+SHOW_DESCRIPTION = (
+    "show(data, mime_type) returns bytes the code made to the user beside the result: "
+    f"{', '.join(IMAGE_TYPES)} as a picture, {', '.join(AUDIO_TYPES)} as a sound, any other type "
+    "(e.g. image/svg+xml, with data a str) as a file; "
+    f"at most {MAX_SHOWN} per call, each checked and capped by the host, which fails the call if it refuses one."
+)
 # Frames kept at each end of a very deep traceback (RecursionError).
 TRACEBACK_EDGE_FRAMES = 20
 
@@ -125,6 +144,49 @@ SESSIONS_DISABLED = (
     "this host runs every run_python call in a fresh interpreter (the operator has not enabled "
     "sessions for this tool): omit `session_id` and put everything a call needs in its `code`"
 )
+
+
+# The function that hands a block to the host: ATTACH(kind, mime_type, data,
+# uri), `kind` being "image", "audio" or "file" and `data` bytes or (for a
+# file) a str; it raises ValueError with the host's reason for a refused
+# block. `app.py` sets it to the `content` import; outside a component it
+# is None and `show` keeps the blocks in SHOWN, for the unit tests.
+ATTACH = None
+SHOWN = []
+
+
+def make_show():
+    """A fresh `show` for one call: it counts the blocks of that call."""
+    count = [0]
+
+    def show(data, mime_type="image/png"):
+        """Show `data` (bytes, or a str for a text file such as an SVG) to
+        the user beside the result, as a picture, a sound or a file of type
+        `mime_type`."""
+        if not isinstance(mime_type, str) or not 0 < len(mime_type) <= MAX_MIME_TYPE_CHARS:
+            raise TypeError(f"show(): mime_type must be a media type such as 'image/png' (1-{MAX_MIME_TYPE_CHARS} characters)")
+        mime_type = mime_type.strip().lower()
+        if mime_type in IMAGE_TYPES:
+            kind = "image"
+        elif mime_type in AUDIO_TYPES:
+            kind = "audio"
+        else:
+            kind = "file"
+        if isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        if not isinstance(data, bytes) and not (kind == "file" and isinstance(data, str)):
+            accepted = "bytes or a str" if kind == "file" else "bytes"
+            raise TypeError(f"show(): data for {mime_type} must be {accepted}, not {type(data).__name__}")
+        if count[0] >= MAX_SHOWN:
+            raise RuntimeError(f"show(): at most {MAX_SHOWN} blocks are shown per call")
+        count[0] += 1
+        uri = f"airlock:run_python/shown-{count[0]}"
+        if ATTACH is None:
+            SHOWN.append((kind, mime_type, data, uri))
+        else:
+            ATTACH(kind, mime_type, data, uri)
+
+    return show
 
 
 class ArgumentError(Exception):
@@ -517,6 +579,9 @@ def execute(code, stdin="", namespace=None):
     the last call left off."""
     if namespace is None:
         namespace = new_namespace()
+    # A fresh `show` each call: its count of blocks is the call's, also in a
+    # session, whose namespace outlives the call.
+    namespace["show"] = make_show()
     RETAINED.clear()
     RETAINED.append(namespace)
     stdout_capture = Capture(MAX_STREAM_BYTES)

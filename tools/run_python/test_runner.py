@@ -163,3 +163,74 @@ class Arguments(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# A 2 × 1 PNG made with the offered modules only, as a model's code would.
+PNG_CODE = """
+import struct, zlib
+def chunk(kind, data):
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+rows = b'\\x00' + b'\\xff\\x00\\x00' + b'\\x00\\x00\\xff'
+png = (b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 2, 1, 8, 2, 0, 0, 0))
+       + chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b''))
+show(png, 'image/png')
+len(png)
+"""
+
+
+class Show(unittest.TestCase):
+    """`show` hands bytes to the host (here: to runner.SHOWN)."""
+
+    def setUp(self):
+        runner.SHOWN.clear()
+
+    def test_a_png_the_code_made_is_shown_as_an_image(self):
+        out = run(PNG_CODE)
+        self.assertNotIn("error", out, out)
+        [(kind, mime_type, data, uri)] = runner.SHOWN
+        self.assertEqual((kind, mime_type, uri), ("image", "image/png", "airlock:run_python/shown-1"))
+        self.assertTrue(data.startswith(b"\x89PNG"))
+        self.assertEqual(len(data), out["result"])
+
+    def test_sounds_files_and_text_files(self):
+        out = run("show(bytearray(b'RIFF'), 'audio/wav')\nshow('<svg/>', 'Image/SVG+XML')\nshow(b'%PDF', 'application/pdf')")
+        self.assertNotIn("error", out, out)
+        self.assertEqual(
+            [(k, m, d) for k, m, d, _ in runner.SHOWN],
+            [("audio", "audio/wav", b"RIFF"), ("file", "image/svg+xml", "<svg/>"), ("file", "application/pdf", b"%PDF")],
+        )
+
+    def test_wrong_arguments_are_exceptions_the_code_sees(self):
+        for code, name, needle in [
+            ("show('text', 'image/png')", "TypeError", "must be bytes, not str"),
+            ("show(b'x', 7)", "TypeError", "mime_type must be a media type"),
+            ("show(b'x', '')", "TypeError", "mime_type must be a media type"),
+            ("for _ in range(17): show(b'x', 'application/octet-stream')", "RuntimeError", "at most 16 blocks"),
+        ]:
+            out = run(code)
+            self.assertEqual(out["error"]["name"], name, code)
+            self.assertIn(needle, out["error"]["message"], code)
+        self.assertEqual(len(runner.SHOWN), 16, "the 16 blocks before the cap were shown")
+
+    def test_each_call_has_its_own_count_even_in_one_namespace(self):
+        namespace = runner.new_namespace()
+        for _ in range(2):
+            out = runner.execute("for _ in range(16): show(b'x', 'application/octet-stream')", "", namespace)
+            self.assertNotIn("error", out, out)
+        self.assertEqual(len(runner.SHOWN), 32)
+
+    def test_a_refusal_by_the_host_is_a_value_error(self):
+        def refuse(kind, mime_type, data, uri):
+            raise ValueError(f"the host refused the {mime_type} block: too large")
+
+        runner.ATTACH = refuse
+        try:
+            out = run("show(b'x' * 10, 'image/png')")
+        finally:
+            runner.ATTACH = None
+        self.assertEqual(out["error"]["name"], "ValueError")
+        self.assertIn("too large", out["error"]["message"])
+
+    def test_the_description_says_how_to_show(self):
+        self.assertIn("show(data, mime_type)", runner.SHOW_DESCRIPTION)
+        self.assertIn("image/png", runner.SHOW_DESCRIPTION)

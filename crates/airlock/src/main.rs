@@ -62,6 +62,9 @@ enum Command {
         /// Arguments as a JSON object.
         #[arg(default_value = "{}")]
         args: String,
+        /// Write the content blocks the tool returns (pictures, sounds, files, text) into this directory, one file each.
+        #[arg(long, value_name = "DIR")]
+        content_dir: Option<PathBuf>,
         #[command(flatten)]
         who: Who,
     },
@@ -242,7 +245,9 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Tools => finish(commands::tools(&host)),
         Command::Lock => finish(commands::lock(&host)),
         Command::Schema { format, strict } => finish(commands::schema(&host, format, strict)),
-        Command::Call { tool, args, who } => finish(commands::call(&host, tool, args, &who).await),
+        Command::Call { tool, args, content_dir, who } => {
+            finish(commands::call(&host, tool, args, content_dir.as_deref(), &who).await)
+        }
         Command::Dispatch { format, who } => finish(commands::dispatch(&host, format, &who).await),
         Command::Serve { stdio, http, principal, watch } => {
             let result = if stdio {

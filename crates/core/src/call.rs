@@ -5,9 +5,11 @@
 use crate::arguments::RawArguments;
 use crate::caller::TokenAttributes;
 use crate::outcome::{CallOutcome, Decision, ErrorKind, Failure, Success};
+use crate::progress::ProgressSink;
 use crate::render;
 use crate::trace_parent::TraceParent;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest principal name accepted; longer ones are cut.
@@ -33,6 +35,9 @@ pub struct CallRequest {
     /// The caller's span (W3C `traceparent`), when it sent one: the call's
     /// span is its child.
     pub trace_parent: Option<TraceParent>,
+    /// Where the tool's progress reports go, when the client asked to be
+    /// told (an MCP `progressToken`); `None` drops them.
+    pub progress: Option<Arc<dyn ProgressSink>>,
 }
 
 impl CallRequest {
@@ -45,12 +50,19 @@ impl CallRequest {
             principal: principal.into(),
             attributes: TokenAttributes::default(),
             trace_parent: None,
+            progress: None,
         }
     }
 
     /// Set the call id.
     pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
         self.call_id = call_id.into();
+        self
+    }
+
+    /// Send the tool's progress reports to `sink`.
+    pub fn with_progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
         self
     }
 }

@@ -178,12 +178,8 @@ pub fn tool_message(message: &str) -> String {
             dropped += c.len_utf8();
             continue;
         }
-        match c {
-            '\n' | '\t' => clean.push(c),
-            '\u{2028}' | '\u{2029}' | '\u{0085}' => clean.push('\n'),
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
-            c if c.is_control() => {}
-            c => clean.push(c),
+        if let Some(kept) = tool_char(c) {
+            clean.push(kept);
         }
     }
     if dropped > 0 {
@@ -192,6 +188,22 @@ pub fn tool_message(message: &str) -> String {
         ));
     }
     clean
+}
+
+/// A character of a tool's text as kept wherever a model or a person reads
+/// it: `\n` and `\t` as they are, the Unicode line and paragraph
+/// separators as `\n`, nothing for other control characters and the
+/// bidirectional overrides and marks; any other character as it is. The
+/// one rule for tool error messages ([`tool_message`]) and content blocks'
+/// text (`content::clean_text`).
+pub fn tool_char(c: char) -> Option<char> {
+    match c {
+        '\n' | '\t' => Some(c),
+        '\u{2028}' | '\u{2029}' | '\u{0085}' => Some('\n'),
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => None,
+        c if c.is_control() => None,
+        c => Some(c),
+    }
 }
 
 impl fmt::Display for Failure {
@@ -209,12 +221,15 @@ pub struct Success {
     /// call's session was reset although the call produced a result (the
     /// interpreter recovered from its memory cap).
     pub note: Option<String>,
+    /// The content blocks the tool attached while it ran (contract 0.3.0),
+    /// in order, each checked as it was attached; shown after the result.
+    pub blocks: Vec<crate::content::Block>,
 }
 
 impl Success {
-    /// A result with no note.
+    /// A result with no note and no content blocks.
     pub fn new(value: Value) -> Self {
-        Self { value, note: None }
+        Self { value, note: None, blocks: Vec::new() }
     }
 }
 

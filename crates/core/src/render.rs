@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn a_note_follows_the_result() {
-        let success = Success { value: json!(1), note: Some("Session \"s\" was reset.".into()) };
+        let success = Success { note: Some("Session \"s\" was reset.".into()), ..Success::new(json!(1)) };
         assert_eq!(success_text(&success), "1\n\nSession \"s\" was reset.");
     }
 

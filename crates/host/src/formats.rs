@@ -36,6 +36,17 @@ impl Format {
             Format::Mcp => "mcp",
         }
     }
+
+    /// The format's name for people, e.g. in a content block's stand-in
+    /// ("… that OpenAI Chat Completions cannot show").
+    pub fn title(self) -> &'static str {
+        match self {
+            Format::OpenAi => "OpenAI Chat Completions",
+            Format::OpenAiResponses => "OpenAI Responses",
+            Format::Anthropic => "Anthropic Messages",
+            Format::Mcp => "MCP",
+        }
+    }
 }
 
 impl fmt::Display for Format {

@@ -671,13 +671,14 @@ pub mod bench {
         let settings = &tool.settings;
         let caller =
             std::sync::Arc::new(airlock_core::caller::Caller { principal: "bench".to_owned(), ..Default::default() });
+        let invocation = sandbox::Invocation { tool: &tool.name, caller: &caller, progress: None };
         Some(
             sandbox::call(
                 &tool.pre,
                 &settings.limits,
                 settings.limits.timeout,
                 &settings.grants,
-                &caller,
+                &invocation,
                 arguments,
                 &CancellationToken::new(),
             )

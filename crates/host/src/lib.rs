@@ -46,10 +46,14 @@ pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArg
 pub use airlock_core::call::Captured;
 pub use airlock_core::call::{CallRequest, ToolResult};
 pub use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
+/// A result's content blocks (`Success::blocks`): `content::Block`,
+/// `Content`, `Summary`.
+pub use airlock_core::content;
 pub use airlock_core::outcome::{
     Authority, CallOutcome, Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE,
     MAX_TOOL_ERROR_MESSAGE, Refusal, Success,
 };
+pub use airlock_core::progress::{Progress, ProgressSink};
 pub use airlock_core::trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};
 pub use airlock_policy::audit::postgres::{
     MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres,
@@ -83,7 +87,7 @@ pub use airlock_runtime::network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use airlock_runtime::sandbox::Execution;
+pub use airlock_runtime::sandbox::{Execution, TOOL_LOG_TARGET};
 pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
 /// The host's one outbound TLS client configuration (ring, webpki roots):
 /// what the transports use for a connection of their own (a JWT key set).

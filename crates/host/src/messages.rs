@@ -9,6 +9,9 @@
 use crate::formats::Format;
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
+use airlock_core::content::{self, Block, Content};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
 
 /// At most this many calls are taken from one message.
@@ -75,6 +78,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
                 principal: principal.to_owned(),
                 attributes: Default::default(),
                 trace_parent: None,
+                progress: None,
             })
         })
         .collect()
@@ -102,6 +106,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
                 principal: principal.to_owned(),
                 attributes: Default::default(),
                 trace_parent: None,
+                progress: None,
             })
         })
         .collect()
@@ -125,6 +130,7 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
                 principal: principal.to_owned(),
                 attributes: Default::default(),
                 trace_parent: None,
+                progress: None,
             })
         })
         .collect()
@@ -134,15 +140,27 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
 /// message per call (OpenAI), one `function_call_output` item per call
 /// (OpenAI Responses), or one user message with a `tool_result` block per
 /// call (Anthropic).
+///
+/// A result's content blocks (contract 0.3.0) follow its text. OpenAI's
+/// tool messages and function outputs are text: a text block's text is
+/// added, and every other block is one line saying what it is and that
+/// the format cannot show it ([`Block::stand_in`]). Anthropic's
+/// `tool_result` takes text and image blocks: a picture goes as an image
+/// block (base64), anything else but text as that line.
 pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
     match format {
         Format::OpenAi => Value::Array(
-            results.iter().map(|r| json!({ "role": "tool", "tool_call_id": r.call_id, "content": r.text() })).collect(),
+            results
+                .iter()
+                .map(|r| json!({ "role": "tool", "tool_call_id": r.call_id, "content": text_with_blocks(r, format) }))
+                .collect(),
         ),
         Format::OpenAiResponses => Value::Array(
             results
                 .iter()
-                .map(|r| json!({ "type": "function_call_output", "call_id": r.call_id, "output": r.text() }))
+                .map(|r| {
+                    json!({ "type": "function_call_output", "call_id": r.call_id, "output": text_with_blocks(r, format) })
+                })
                 .collect(),
         ),
         Format::Anthropic | Format::Mcp => {
@@ -152,7 +170,7 @@ pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
                     let mut block = Map::new();
                     block.insert("type".into(), json!("tool_result"));
                     block.insert("tool_use_id".into(), json!(r.call_id));
-                    block.insert("content".into(), json!(r.text()));
+                    block.insert("content".into(), anthropic_content(r));
                     if r.is_error() {
                         block.insert("is_error".into(), Value::Bool(true));
                     }
@@ -162,6 +180,52 @@ pub fn write_results(format: Format, results: &[ToolResult]) -> Value {
             json!([{ "role": "user", "content": blocks }])
         }
     }
+}
+
+/// The blocks a successful result carries (none for a failure).
+fn blocks(result: &ToolResult) -> &[Block] {
+    result.result().map_or(&[], |success| success.blocks.as_slice())
+}
+
+/// A block as a text-only format reads it: a text block's text, a line
+/// saying what any other block is.
+fn block_text(block: &Block, format: Format) -> String {
+    match block.content() {
+        Content::Text(text) => content::model_text(text),
+        _ => block.stand_in(format.title()),
+    }
+}
+
+/// What a text-only format reads of a result: its text, then each of its
+/// blocks ([`block_text`]), separated by blank lines.
+fn text_with_blocks(result: &ToolResult, format: Format) -> String {
+    let mut text = result.text();
+    for block in blocks(result) {
+        text.push_str("\n\n");
+        text.push_str(&block_text(block, format));
+    }
+    text
+}
+
+/// A `tool_result`'s `content`: the result's text alone (as a string, the
+/// shape of a result without blocks), or a text block and then one block
+/// per content block, pictures as image blocks.
+fn anthropic_content(result: &ToolResult) -> Value {
+    let attached = blocks(result);
+    if attached.is_empty() {
+        return json!(result.text());
+    }
+    let mut content = vec![json!({"type": "text", "text": result.text()})];
+    for block in attached {
+        content.push(match block.content() {
+            Content::Image(media) => json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": media.mime_type, "data": BASE64.encode(&media.data)},
+            }),
+            _ => json!({"type": "text", "text": block_text(block, Format::Anthropic)}),
+        });
+    }
+    Value::Array(content)
 }
 
 #[cfg(test)]
@@ -193,6 +257,72 @@ mod tests {
         let output = json!({"output":[{"type":"reasoning"},{"type":"function_call","call_id":"f1","name":"echo","arguments":"{}"}]});
         let calls = read_calls(Format::OpenAiResponses, &output, "p").unwrap();
         assert_eq!(calls[0].call_id, "f1");
+    }
+
+    fn with_blocks() -> ToolResult {
+        use airlock_core::content::{Link, Media};
+        use airlock_core::outcome::{Authority, CallOutcome, Success};
+        let image = Block::new(
+            Content::Image(Media { mime_type: "image/png".into(), data: vec![1, 2, 3] }),
+            "sha256:aa".into(),
+        );
+        let text = Block::new(Content::Text("a caption".into()), "sha256:bb".into());
+        let link = Block::new(
+            Content::Link(Link {
+                uri: "https://example.com/r.pdf".into(),
+                name: "r.pdf".into(),
+                title: None,
+                description: None,
+                mime_type: Some("application/pdf".into()),
+                size: None,
+            }),
+            "sha256:cc".into(),
+        );
+        let success = Success { blocks: vec![image, text, link], ..Success::new(json!({"n": 1})) };
+        ToolResult::new("c1", "chart", CallOutcome::Ran { authority: Authority::Allowed, result: Ok(success) })
+    }
+
+    #[test]
+    fn openai_reads_text_blocks_and_a_line_for_each_other_block() {
+        let messages = write_results(Format::OpenAi, &[with_blocks()]);
+        let content = messages[0]["content"].as_str().unwrap();
+        let lines: Vec<&str> = content.split("\n\n").collect();
+        assert_eq!(lines[0], r#"{"n":1}"#);
+        assert_eq!(
+            lines[1],
+            "[the tool returned an image (image/png, 3 bytes, sha256:aa) that OpenAI Chat Completions cannot show]"
+        );
+        assert_eq!(lines[2], "a caption");
+        assert_eq!(
+            lines[3],
+            "[the tool returned a resource link to https://example.com/r.pdf (r.pdf, application/pdf) that OpenAI \
+             Chat Completions cannot show]"
+        );
+        let output = &write_results(Format::OpenAiResponses, &[with_blocks()])[0]["output"];
+        assert!(output.as_str().unwrap().contains("that OpenAI Responses cannot show"), "{output}");
+    }
+
+    #[test]
+    fn anthropic_carries_pictures_as_image_blocks() {
+        let messages = write_results(Format::Anthropic, &[with_blocks()]);
+        let content = &messages[0]["content"][0]["content"];
+        assert_eq!(content[0], json!({"type": "text", "text": r#"{"n":1}"#}));
+        assert_eq!(
+            content[1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AQID"}})
+        );
+        assert_eq!(content[2], json!({"type": "text", "text": "a caption"}));
+        assert!(content[3]["text"].as_str().unwrap().contains("that Anthropic Messages cannot show"), "{content}");
+        // Without blocks, the content stays the string it always was.
+        let plain = ToolResult::new(
+            "c2",
+            "echo",
+            airlock_core::outcome::CallOutcome::Ran {
+                authority: airlock_core::outcome::Authority::Allowed,
+                result: Ok(airlock_core::outcome::Success::new(json!("hi"))),
+            },
+        );
+        assert_eq!(write_results(Format::Anthropic, &[plain])[0]["content"][0]["content"], json!("hi"));
     }
 
     #[test]

@@ -323,7 +323,13 @@ impl Pipeline {
         }
         // A session reset by a call that still produced a result (the
         // interpreter recovered from its memory cap) is said after it.
-        let result = checked.map(|value| Success { value, note: reset });
+        // A refused content block is the call's failure, whatever the
+        // tool returned; a failed call returns no blocks.
+        let result = check::with_content(checked, execution.content).map(|(value, blocks)| Success {
+            value,
+            note: reset,
+            blocks,
+        });
         let presented = match (&tool.pipeline.present_result, &result) {
             (Some(template), Ok(success)) => {
                 let caller = caller_value(state, &flight.request);

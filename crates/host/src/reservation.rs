@@ -7,8 +7,11 @@
 //! that already), what it can make the host hold (`host_memory_mib`), its
 //! captured stdout and stderr, its result's working set (the text, its
 //! copies for the model and the transport, and the parsed values:
-//! [`output_bytes`]) and the validator checking that result
-//! (`validation_memory_mib`, for a tool with an output schema). Checking
+//! [`output_bytes`]), its content blocks with their encodings for the
+//! transport (`max_content_bytes`, for a component of contract 0.3.0, the
+//! only one that can attach them: [`content_bytes`]) and the validator
+//! checking that result (`validation_memory_mib`, for a tool with an
+//! output schema). Checking
 //! the arguments reserves `validation_memory_mib` for as long as the check
 //! runs. A session's live instance holds its `memory_mib` for the session's
 //! life.
@@ -33,13 +36,29 @@ pub fn output_bytes(limits: &Limits) -> u64 {
     text.saturating_add((limits.max_output_values as u64).saturating_mul(OUTPUT_VALUE_BYTES as u64))
 }
 
+/// Copies of a call's content blocks the host may hold at once: the bytes
+/// as attached, and their base64 (4/3 of them) in the result a transport
+/// encodes and in the message it writes, each freed as the next is made.
+pub const CONTENT_COPIES: u64 = 3;
+
+/// What a call's content blocks may make the host hold under `limits`:
+/// `max_content_bytes` [`CONTENT_COPIES`] times. A block is refused at
+/// attach as soon as the call's blocks would hold more.
+pub fn content_bytes(limits: &Limits) -> u64 {
+    (limits.max_content_bytes as u64).saturating_mul(CONTENT_COPIES)
+}
+
 /// What one call under `limits` reserves; `in_session` leaves out the
 /// linear memory its session holds, `checks_output` adds the validator of
-/// an output schema.
-pub fn call_bytes(limits: &Limits, in_session: bool, checks_output: bool) -> u64 {
+/// an output schema, `attaches_content` the content blocks of a component
+/// that can attach them ([`content_bytes`]).
+pub fn call_bytes(limits: &Limits, in_session: bool, checks_output: bool, attaches_content: bool) -> u64 {
     let mut bytes = (limits.host_memory_bytes as u64)
         .saturating_add((limits.max_stdio_bytes as u64).saturating_mul(2))
         .saturating_add(output_bytes(limits));
+    if attaches_content {
+        bytes = bytes.saturating_add(content_bytes(limits));
+    }
     if !in_session {
         bytes = bytes.saturating_add(limits.memory_bytes as u64);
     }
@@ -100,7 +119,7 @@ fn refused(
     let what = match purpose {
         Purpose::Call(tool) => format!(
             "this call of {tool} needs {need} MiB of the host's memory budget (its memory_mib, host_memory_mib, \
-             max_stdio_bytes, output caps and validation_memory_mib)"
+             max_stdio_bytes, output and content caps and validation_memory_mib)"
         ),
         Purpose::Arguments(tool) => {
             format!(
@@ -151,12 +170,16 @@ mod tests {
     #[test]
     fn a_call_reserves_what_its_limits_let_it_hold() {
         let limits = Limits::default();
-        let plain = call_bytes(&limits, false, false);
+        let plain = call_bytes(&limits, false, false, false);
         // 128 MiB of memory, 64 MiB of host memory, 2 × 64 KiB of stdio,
         // 3 × 1 MiB of result text and 2^18 values of 64 bytes.
         assert_eq!(plain, (128 + 64 + 3 + 16) * MIB + 128 * 1024);
-        assert_eq!(call_bytes(&limits, true, false), plain - 128 * MIB);
-        assert_eq!(call_bytes(&limits, false, true), plain + 64 * MIB);
+        assert_eq!(call_bytes(&limits, true, false, false), plain - 128 * MIB);
+        assert_eq!(call_bytes(&limits, false, true, false), plain + 64 * MIB);
+        // 3 × 8 MiB of content blocks, for a component that can attach them.
+        assert_eq!(call_bytes(&limits, false, false, true), plain + 24 * MIB);
+        let none = Limits { max_content_bytes: 0, ..limits };
+        assert_eq!(call_bytes(&none, false, false, true), plain, "no content, nothing reserved for it");
     }
 
     #[tokio::test]

@@ -52,11 +52,10 @@ use crate::registry::Registry;
 use crate::reservation::{self, Purpose};
 use crate::tool::Tool;
 use airlock_core::arguments::Parsed;
-use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::memory_budget::{MemoryBudget, Reservation};
-use airlock_runtime::sandbox::{self, Execution, LiveInstance, Spent};
+use airlock_runtime::sandbox::{self, Execution, Invocation, LiveInstance, Spent};
 use airlock_runtime::tool_settings::SessionSettings;
 use airlock_settings::limits::Limits;
 use serde_json::Value;
@@ -305,11 +304,12 @@ impl Sessions {
         tool: &Arc<Tool>,
         settings: SessionSettings,
         sessions_per_tool: usize,
-        caller: &Arc<Caller>,
+        invocation: &Invocation<'_>,
         id: &SessionId,
         arguments: &str,
         cancel: &CancellationToken,
     ) -> SessionRun {
+        let caller = invocation.caller;
         let started = Instant::now();
         let refused = |failure: Failure| SessionRun { execution: Execution::failed(failure, started), reset: None };
         let key = Key { principal: caller.principal.clone(), tool: tool.name.clone(), id: id.clone() };
@@ -374,7 +374,8 @@ impl Sessions {
             }
         };
         slot.used = true;
-        let (mut execution, spent) = sandbox::call_on(&mut live, &tool.pre, &limits, caller, arguments, cancel).await;
+        let (mut execution, spent) =
+            sandbox::call_on(&mut live, &tool.pre, &limits, invocation, arguments, cancel).await;
         session.touch();
         let mut reset = None;
         match spent {

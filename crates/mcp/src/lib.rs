@@ -59,11 +59,13 @@
 //! that needs confirmation answers with an "input required" result instead
 //! (SEP-2322) and finishes when the client retries with the user's answer.
 
+mod blocks;
 mod cancel;
 mod changes;
 mod confirm;
 mod http;
 mod jsonrpc;
+mod progress;
 mod server;
 mod shutdown;
 mod signed;

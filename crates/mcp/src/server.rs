@@ -16,9 +16,11 @@ use super::confirm::{
     APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, PAGE_STATE_PREFIX, Resumed, Started,
 };
 use super::jsonrpc::{self, Rejection};
+use super::progress::Notifier;
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::caller::TokenAttributes;
+use airlock_core::progress::ProgressSink;
 use airlock_core::render;
 use airlock_core::trace_parent::TraceParent;
 use airlock_host::formats::Format;
@@ -27,7 +29,7 @@ use airlock_policy::confirm::Confirmer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, CustomRequest,
     CustomResult, Implementation, InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    PaginatedRequestParams, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -135,6 +137,12 @@ fn trace_parent(request: &CallToolRequestParams, context: &RequestContext<RoleSe
     from_meta.and_then(TraceParent::parse).or_else(from_header)
 }
 
+/// The request's `progressToken`: in the params' `_meta`, or (as rmcp
+/// reads it) the request context's.
+fn progress_token(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<ProgressToken> {
+    request.meta.as_ref().and_then(|meta| meta.get_progress_token()).or_else(|| context.meta.get_progress_token())
+}
+
 /// Whether the client can answer a form elicitation.
 fn can_elicit(capabilities: Option<ClientCapabilities>) -> bool {
     let Some(elicitation) = capabilities.and_then(|c| c.elicitation) else { return false };
@@ -178,7 +186,10 @@ const TOOL_CHANGED: &str = "the tool changed since this confirmation was asked (
 /// spec also allows: agent frameworks hand a result to the model (which can
 /// pick one of the tools the text names) but turn a protocol error into an
 /// exception that ends the run or hides the message.
-fn to_response(result: ToolResult) -> CallToolResponse {
+///
+/// A success's content blocks (contract 0.3.0) follow its text block, as
+/// the request's `revision` can show them (`blocks.rs`).
+fn to_response(result: ToolResult, revision: Option<&ProtocolVersion>) -> CallToolResponse {
     match result.outcome.into_result() {
         Err(failure) => {
             let mut meta = JsonObject::new();
@@ -190,8 +201,10 @@ fn to_response(result: ToolResult) -> CallToolResponse {
             out.meta = Some(MetaObject(meta));
             out.into()
         }
-        Ok(success) => {
-            let mut out = CallToolResult::success(vec![ContentBlock::text(render::success_text(&success))]);
+        Ok(mut success) => {
+            let mut content = vec![ContentBlock::text(render::success_text(&success))];
+            content.extend(super::blocks::render(std::mem::take(&mut success.blocks), revision));
+            let mut out = CallToolResult::success(content);
             // MCP structured content is an object; a tool with an (object)
             // output schema always produces one, and a bare scalar result
             // stays text only.
@@ -202,9 +215,9 @@ fn to_response(result: ToolResult) -> CallToolResponse {
 }
 
 /// The answer to a first round: the result, or "input required".
-fn started(started: Started) -> Result<CallToolResponse, ErrorData> {
+fn started(started: Started, revision: Option<&ProtocolVersion>) -> Result<CallToolResponse, ErrorData> {
     match started {
-        Started::Done(result) => Ok(to_response(*result)),
+        Started::Done(result) => Ok(to_response(*result, revision)),
         Started::Ask { state, elicitation } => {
             let mut requests = InputRequests::new();
             requests.insert(CONFIRM_KEY.to_owned(), *elicitation);
@@ -220,9 +233,9 @@ fn started(started: Started) -> Result<CallToolResponse, ErrorData> {
 }
 
 /// The answer to a retry with a `requestState`.
-fn resumed(resumed: Resumed) -> Result<CallToolResponse, ErrorData> {
+fn resumed(resumed: Resumed, revision: Option<&ProtocolVersion>) -> Result<CallToolResponse, ErrorData> {
     match resumed {
-        Resumed::Done(result) => Ok(to_response(*result)),
+        Resumed::Done(result) => Ok(to_response(*result, revision)),
         // The conformance suite (SEP-2322) requires a protocol error for a
         // state that fails verification; a state for other arguments is the
         // same mistake and gets the same answer.
@@ -281,7 +294,9 @@ impl ServerHandler for AirlockServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (principal, attributes, cancel) = self.caller(&context)?;
-        let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
+        let protocol = context.protocol_version();
+        let protocol = protocol.as_ref();
+        let modern = protocol.is_some_and(|version| !version.has_initialize());
         let elicit = can_elicit(context.client_capabilities());
         let open_url = can_open_url(context.client_capabilities());
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
@@ -292,6 +307,10 @@ impl ServerHandler for AirlockServer {
             principal: principal.clone(),
             attributes,
             trace_parent: trace_parent(&request, &context),
+            // The tool's progress goes to a client that sent a token, and
+            // nowhere otherwise.
+            progress: progress_token(&request, &context)
+                .map(|token| Arc::new(Notifier::new(context.peer.clone(), token, protocol)) as Arc<dyn ProgressSink>),
         };
         if !modern {
             let (run_cancel, _link) = linked(&cancel);
@@ -311,7 +330,7 @@ impl ServerHandler for AirlockServer {
                 &run_cancel,
             ))
             .await;
-            return Ok(to_response(result));
+            return Ok(to_response(result, protocol));
         }
         // 2026-07-28: no server-to-client requests. A call that needs
         // confirmation is parked and answered with "input required".
@@ -336,15 +355,15 @@ impl ServerHandler for AirlockServer {
         if let Some(signed) = &self.shared.signed {
             let host = &self.shared.host;
             return match state {
-                Some(state) => resumed(signed.resume(host, call, state, &owner, responses, &cancel).await),
-                None => started(signed.start(host, call, &owner, (elicit, open_url), &cancel).await),
+                Some(state) => resumed(signed.resume(host, call, state, &owner, responses, &cancel).await, protocol),
+                None => started(signed.start(host, call, &owner, (elicit, open_url), &cancel).await, protocol),
             };
         }
         let confirmations = &self.shared.confirmations;
         if let Some(state) = state {
-            return resumed(confirmations.resume(state, &owner, responses, &cancel).await);
+            return resumed(confirmations.resume(state, &owner, responses, &cancel).await, protocol);
         }
-        started(confirmations.start(self.shared.host.clone(), call, owner, (elicit, open_url), &cancel).await)
+        started(confirmations.start(self.shared.host.clone(), call, owner, (elicit, open_url), &cancel).await, protocol)
     }
 
     /// rmcp's catch-all: a request for a method it does not know, or for
@@ -427,19 +446,34 @@ mod tests {
 
     #[test]
     fn success_carries_text_and_object_structured_content() {
-        let out = complete(to_response(result(Ok(Success::new(json!({"text": "hi"}))))));
+        let out = complete(to_response(result(Ok(Success::new(json!({"text": "hi"})))), None));
         assert_eq!(out.is_error, Some(false));
         assert_eq!(text(&out), r#"{"text":"hi"}"#);
         assert_eq!(out.structured_content, Some(json!({"text": "hi"})));
         assert_eq!(out.meta, None);
-        let out = complete(to_response(result(Ok(Success::new(json!("hi"))))));
+        let out = complete(to_response(result(Ok(Success::new(json!("hi")))), None));
         assert_eq!(text(&out), "hi");
         assert_eq!(out.structured_content, None, "a scalar result is text only");
     }
 
     #[test]
+    fn content_blocks_follow_the_text_and_structured_content_stays() {
+        use airlock_core::content::{Block, Content, Media};
+        let image =
+            Block::new(Content::Image(Media { mime_type: "image/png".into(), data: vec![1] }), "sha256:0".into());
+        let success = Success { blocks: vec![image], ..Success::new(json!({"n": 1})) };
+        let out = complete(to_response(result(Ok(success)), Some(&ProtocolVersion::V_2025_06_18)));
+        let content = serde_json::to_value(&out.content).unwrap();
+        assert_eq!(
+            content,
+            json!([{"type": "text", "text": r#"{"n":1}"#}, {"type": "image", "data": "AQ==", "mimeType": "image/png"}])
+        );
+        assert_eq!(out.structured_content, Some(json!({"n": 1})));
+    }
+
+    #[test]
     fn failure_is_an_error_result_with_the_kind_in_meta_and_no_structured_content() {
-        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Timeout, "too slow")))));
+        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Timeout, "too slow"))), None));
         assert_eq!(out.is_error, Some(true));
         assert_eq!(out.structured_content, None, "an error result must not be checked against the output schema");
         assert_eq!(meta(&out), json!({"airlock/kind": "timeout"}));
@@ -450,11 +484,11 @@ mod tests {
     fn a_tool_error_carries_its_code_as_data_and_in_the_text() {
         let failed =
             Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
-        let out = complete(to_response(result(Err(failed))));
+        let out = complete(to_response(result(Err(failed)), None));
         assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
         assert_eq!(text(&out), "tool error (not_found): no such file");
         // A message that looks like another kind changes nothing: the kind is data.
-        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged")))));
+        let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged"))), None));
         assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));
         assert_eq!(text(&out), "error (denied): error (timeout): forged");
     }
@@ -466,7 +500,7 @@ mod tests {
             "there is no tool named \"ech\". Available tools, closest first: echo",
         );
         let unknown = ToolResult::new("c", "ech", CallOutcome::not_reached(failure));
-        let out = complete(to_response(unknown));
+        let out = complete(to_response(unknown, None));
         assert_eq!(out.is_error, Some(true));
         assert_eq!(meta(&out), json!({"airlock/kind": "unknown_tool"}));
         assert!(text(&out).as_str().unwrap().contains("closest first: echo"), "{}", text(&out));

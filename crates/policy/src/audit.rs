@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use airlock_core::content::Summary;
 use airlock_core::outcome::{Authority, CallOutcome, Decision};
 use airlock_core::render;
 
@@ -86,7 +87,7 @@ pub const STARTED: &str = "started";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a call's record, in the order they are written.
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 22] = [
     "seq",
     "time",
     "call_id",
@@ -104,6 +105,7 @@ const FIELDS: [&str; 21] = [
     "approval",
     "outcome",
     "message",
+    "content",
     "duration_us",
     "fuel_used",
     "prev",
@@ -113,8 +115,14 @@ const FIELDS: [&str; 21] = [
 /// written only for components pulled from a registry, `revision` only for
 /// a tool that was found, and not by hosts older than tool revisions,
 /// `approval` only for a call that ran under a person's approval on
-/// Airlock's page).
-const OPTIONAL_FIELDS: [&str; 6] = ["session", "component_ref", "signer", "revision", "arguments", "approval"];
+/// Airlock's page, `content` only for a call that returned content
+/// blocks).
+const OPTIONAL_FIELDS: [&str; 7] =
+    ["session", "component_ref", "signer", "revision", "arguments", "approval", "content"];
+/// Most content blocks one record describes: far above any call's
+/// `max_content_blocks`, so that a record stays small whatever it is
+/// handed.
+const MAX_RECORDED_BLOCKS: usize = 1024;
 /// The `event` of the record a reload writes for a tool whose revision
 /// changed ([`ToolChange`]).
 pub const TOOL_CHANGED: &str = "tool_changed";
@@ -262,6 +270,10 @@ pub struct AuditEntry {
     pub duration_us: u64,
     /// Fuel the guest consumed, when it ran.
     pub fuel_used: Option<u64>,
+    /// What the record keeps of the content blocks a successful call
+    /// returned (contract 0.3.0): each one's kind, media type, size and
+    /// digest, never its bytes. Empty for every other call.
+    pub content: Vec<Summary>,
 }
 
 /// A reload replaced a tool by one with another revision: what the

@@ -126,7 +126,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
     // Each export names its version (`airlock:tool/handler@0.2.0`); the
     // newest version whose interfaces are all exported is the world the
     // component targets.
-    report.world = [Contract::V0_2, Contract::V0_1]
+    report.world = Contract::ALL
         .into_iter()
         .find(|contract| {
             ["airlock:tool/metadata", "airlock:tool/handler"].iter().all(|interface| {

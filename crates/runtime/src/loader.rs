@@ -351,7 +351,7 @@ pub(crate) async fn describe(
     let pre = ToolPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
         path: path_buf.clone(),
         why: format!(
-            "{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.2.0 or 0.1.0)"
+            "{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.3.0, 0.2.0 or 0.1.0)"
         ),
     })?;
     let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|mut failure| {

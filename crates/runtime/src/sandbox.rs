@@ -4,7 +4,10 @@
 //! fuel, epoch deadline and capabilities (`sandbox/capability.rs`): a
 //! memory/table/instance limiter, a WASI context built only from the
 //! operator's grants, captured output, `wasi:http` behind the network
-//! grant, the caller and the host budget. The wall-clock deadline is also
+//! grant, the caller, the content blocks it attaches
+//! (`sandbox/content.rs`), its progress reports (`sandbox/progress.rs`,
+//! forwarded while it runs), its log lines (`sandbox/tool_log.rs`) and the
+//! host budget. The wall-clock deadline is also
 //! enforced by the executor, so it holds while the guest waits inside a
 //! host call. Every way a guest can fail (trap, fuel, deadline, memory,
 //! panic) is classified into an [`ErrorKind`] (`sandbox/failure.rs`); none
@@ -21,22 +24,29 @@ use crate::network::NetworkGrant;
 use airlock_core::call::Captured;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::progress::{Progress, ProgressSink};
 use airlock_settings::limits::{HANDLES_PER_RESOURCE, Limits};
 use capability::{Renewal, Setup};
 use failure::{classify, timeout_failure, unprepared, with_refusal};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use wasmtime::{Store, UpdateDeadline};
 
 mod capability;
+mod content;
 mod failure;
 mod limiter;
+mod progress;
 mod tool;
+mod tool_log;
 
 pub use capability::CallCtx;
+pub use content::Attached;
 pub(crate) use tool::Tool;
 pub use tool::ToolPre;
+pub use tool_log::TARGET as TOOL_LOG_TARGET;
 
 /// Link every capability of the sandbox into `linker` (once per engine).
 ///
@@ -61,6 +71,9 @@ pub struct Execution<R = String> {
     pub fuel_used: Option<u64>,
     /// Wall-clock time from store creation to the end of the call.
     pub duration: Duration,
+    /// The content blocks the guest attached, or why one was refused
+    /// (contract 0.3.0; empty for earlier components and metadata reads).
+    pub content: Attached,
 }
 
 impl<R> Execution<R> {
@@ -72,8 +85,30 @@ impl<R> Execution<R> {
             stderr: Captured::default(),
             fuel_used: None,
             duration: started.elapsed(),
+            content: Attached::default(),
         }
     }
+}
+
+/// What a call is for, besides its arguments: the tool's name (its log
+/// lines are tagged with it), who it acts for, and where its progress
+/// reports go when the client asked to be told.
+#[derive(Clone, Copy)]
+pub struct Invocation<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// Who the call acts for.
+    pub caller: &'a Arc<Caller>,
+    /// The front end's sink for progress reports (`None`: dropped).
+    pub progress: Option<&'a Arc<dyn ProgressSink>>,
+}
+
+/// What `arm` renews a store's capabilities for: a call (its invocation
+/// and the sending end of its progress channel), or `None` for a metadata
+/// read.
+struct Serving<'a> {
+    invocation: &'a Invocation<'a>,
+    progress: Option<watch::Sender<Option<Progress>>>,
 }
 
 /// Why an instance must not serve another call.
@@ -119,9 +154,10 @@ impl LiveInstance {
 
     /// Set up the next call: every capability renewed (empty captures, a
     /// clean growth record, new network allowances and write caps, the
-    /// call's caller), and the store's own per-call state: a full fuel
-    /// budget and a new wall-clock deadline.
-    fn arm(&mut self, limits: &Limits, caller: Option<&Arc<Caller>>) -> anyhow::Result<()> {
+    /// call's caller, no content blocks, its progress channel and log
+    /// tags), and the store's own per-call state: a full fuel budget and a
+    /// new wall-clock deadline.
+    fn arm(&mut self, limits: &Limits, serving: Option<Serving<'_>>) -> anyhow::Result<()> {
         self.store.set_fuel(limits.fuel)?;
         // Check the wall clock on every epoch tick: trap once the deadline
         // has passed, otherwise yield to the executor so cancellation and
@@ -132,8 +168,23 @@ impl LiveInstance {
         self.store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
         });
-        self.store.data_mut().renew(&Renewal { caller });
+        let renewal = match serving {
+            Some(Serving { invocation, progress }) => {
+                Renewal { limits, tool: invocation.tool, caller: Some(invocation.caller), progress }
+            }
+            None => Renewal { limits, tool: "", caller: None, progress: None },
+        };
+        self.store.data_mut().renew(&renewal);
         Ok(())
+    }
+
+    /// The call is over: what it attached, with its progress channel
+    /// closed and its dropped log lines reported.
+    fn disarm(&mut self) -> Attached {
+        let ctx = self.store.data_mut();
+        ctx.progress.end();
+        ctx.log.finish();
+        ctx.content.take()
     }
 }
 
@@ -165,7 +216,7 @@ async fn run_on<R, F>(
     pre: &ToolPre,
     limits: &Limits,
     stated: Duration,
-    caller: Option<&Arc<Caller>>,
+    serving: Option<Serving<'_>>,
     cancel: &CancellationToken,
     work: F,
 ) -> (Execution<R>, Option<Spent>)
@@ -176,10 +227,33 @@ where
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
     let started = Instant::now();
-    if let Err(err) = live.arm(limits, caller) {
+    if let Err(err) = live.arm(limits, serving) {
+        live.disarm();
         let failure = unprepared(&err);
         return (Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
+    let (execution, spent) = guest_work(live, pre, limits, stated, cancel, started, work).await;
+    let content = live.disarm();
+    (Execution { content, ..execution }, spent)
+}
+
+/// [`run_on`] once the store is armed: run `work`, and classify how it
+/// ended.
+async fn guest_work<R, F>(
+    live: &mut LiveInstance,
+    pre: &ToolPre,
+    limits: &Limits,
+    stated: Duration,
+    cancel: &CancellationToken,
+    started: Instant,
+    work: F,
+) -> (Execution<R>, Option<Spent>)
+where
+    F: for<'a> FnOnce(
+        &'a Tool,
+        &'a mut Store<CallCtx>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
+{
     let LiveInstance { store, tool, .. } = live;
     let ended = {
         let call = async {
@@ -223,6 +297,7 @@ where
         stderr: store.data().capture.stderr.take(),
         fuel_used,
         duration: started.elapsed(),
+        content: Attached::default(),
     };
     (execution, spent)
 }
@@ -233,7 +308,7 @@ async fn run<R, F>(
     pre: &ToolPre,
     limits: &Limits,
     grants: &Grants,
-    caller: Option<&Arc<Caller>>,
+    serving: Option<Serving<'_>>,
     cancel: &CancellationToken,
     work: F,
 ) -> Execution<R>
@@ -248,32 +323,32 @@ where
         Ok(live) => live,
         Err(failure) => return Execution::failed(failure, started),
     };
-    let (mut execution, _) = run_on(&mut live, pre, limits, limits.timeout, caller, cancel, work).await;
+    let (mut execution, _) = run_on(&mut live, pre, limits, limits.timeout, serving, cancel, work).await;
     drop(live);
     execution.duration = started.elapsed();
     execution
 }
 
-/// Call the tool's handler once in a fresh instance, for `caller`, within
-/// `limits.timeout`; a timeout names `stated`, the tool's `timeout_ms` (see
-/// [`run_on`]).
+/// Call the tool's handler once in a fresh instance, for `invocation`,
+/// within `limits.timeout`; a timeout names `stated`, the tool's
+/// `timeout_ms` (see [`run_on`]).
 pub async fn call(
     pre: &ToolPre,
     limits: &Limits,
     stated: Duration,
     grants: &Grants,
-    caller: &Arc<Caller>,
+    invocation: &Invocation<'_>,
     arguments: &str,
     cancel: &CancellationToken,
 ) -> Execution {
     let started = Instant::now();
     // Credentials kept per principal are this caller's.
-    let grants = grants.for_principal(&caller.principal);
+    let grants = grants.for_principal(&invocation.caller.principal);
     let mut live = match fresh(pre, limits, &grants) {
         Ok(live) => live,
         Err(failure) => return Execution::failed(failure, started),
     };
-    let (mut execution, _) = call_within(&mut live, pre, limits, stated, caller, arguments, cancel).await;
+    let (mut execution, _) = call_within(&mut live, pre, limits, stated, invocation, arguments, cancel).await;
     drop(live);
     execution.duration = started.elapsed();
     execution
@@ -287,28 +362,49 @@ pub async fn call_on(
     live: &mut LiveInstance,
     pre: &ToolPre,
     limits: &Limits,
-    caller: &Arc<Caller>,
+    invocation: &Invocation<'_>,
     arguments: &str,
     cancel: &CancellationToken,
 ) -> (Execution, Option<Spent>) {
-    call_within(live, pre, limits, limits.timeout, caller, arguments, cancel).await
+    call_within(live, pre, limits, limits.timeout, invocation, arguments, cancel).await
 }
 
-/// [`call_on`] within `limits.timeout`, naming `stated` in a timeout.
+/// [`call_on`] within `limits.timeout`, naming `stated` in a timeout. The
+/// guest's progress reports are forwarded while it runs, the last one
+/// before this returns.
 async fn call_within(
     live: &mut LiveInstance,
     pre: &ToolPre,
     limits: &Limits,
     stated: Duration,
-    caller: &Arc<Caller>,
+    invocation: &Invocation<'_>,
     arguments: &str,
     cancel: &CancellationToken,
 ) -> (Execution, Option<Spent>) {
     let arguments = arguments.to_owned();
-    let (mut execution, spent) = run_on(live, pre, limits, stated, Some(caller), cancel, move |tool, store| {
-        Box::pin(async move { tool.call(store, &arguments).await })
-    })
-    .await;
+    let (sender, forwarding) = match invocation.progress {
+        Some(sink) => {
+            let (sender, receiver) = progress::channel();
+            (Some(sender), Some((receiver, sink)))
+        }
+        None => (None, None),
+    };
+    let ended = CancellationToken::new();
+    let serving = Serving { invocation, progress: sender };
+    let run = async {
+        let ran = run_on(live, pre, limits, stated, Some(serving), cancel, move |tool, store| {
+            Box::pin(async move { tool.call(store, &arguments).await })
+        })
+        .await;
+        ended.cancel();
+        ran
+    };
+    let forward = async {
+        if let Some((receiver, sink)) = forwarding {
+            progress::forward(receiver, sink.as_ref(), limits.progress_interval, ended.clone()).await;
+        }
+    };
+    let ((mut execution, spent), ()) = tokio::join!(run, forward);
     if let Some(network) = live.network.as_deref() {
         scrub_secrets(network, &mut execution);
     }
@@ -334,6 +430,7 @@ fn scrub_secrets(network: &NetworkGrant, execution: &mut Execution) {
     }
     crate::network::scrub(network, &mut execution.stdout.text);
     crate::network::scrub(network, &mut execution.stderr.text);
+    content::scrub(&mut execution.content.blocks, |text| crate::network::scrub(network, text));
 }
 
 /// The raw metadata a component declares about itself.

@@ -57,6 +57,52 @@ pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 << 20;
 /// granted directories.
 pub const DEFAULT_MAX_CREATED_FILES: u64 = 1024;
 
+/// Default cap on the content blocks (pictures, sounds, files, links,
+/// text) one call attaches beside its JSON result.
+pub const DEFAULT_MAX_CONTENT_BLOCKS: usize = 16;
+/// Engine-wide ceiling of `max_content_blocks`.
+pub const MAX_CONTENT_BLOCKS: usize = 1024;
+/// Default cap on one content block: its bytes, text and strings together.
+/// Big enough for a screenshot as PNG.
+pub const DEFAULT_MAX_CONTENT_BLOCK_BYTES: usize = 4 << 20;
+/// Default cap on all the content blocks of one call together.
+pub const DEFAULT_MAX_CONTENT_BYTES: usize = 8 << 20;
+/// Engine-wide ceiling of `max_content_block_bytes` and
+/// `max_content_bytes`: every byte of a block is held by the host several
+/// times over until the result is sent (`CONTENT_COPIES`).
+pub const MAX_CONTENT_BYTES: usize = 64 << 20;
+/// Default cap on the pixels (width × height) a picture declares in its
+/// header: a PNG of 100 000 × 100 000 pixels compresses to a few
+/// megabytes and would take 40 GB to decode, so a picture over the cap is
+/// refused from its header, without decoding it.
+pub const DEFAULT_MAX_IMAGE_PIXELS: u64 = 50_000_000;
+/// Engine-wide ceiling of `max_image_pixels`.
+pub const MAX_IMAGE_PIXELS: u64 = 1 << 32;
+/// Default cap on the URI of a resource link or an embedded resource.
+pub const DEFAULT_MAX_URI_BYTES: usize = 2048;
+/// Engine-wide ceiling of `max_uri_bytes`.
+pub const MAX_URI_BYTES: usize = 64 << 10;
+/// Default least time between two progress notifications of one call.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
+/// Engine-wide ceiling of `progress_interval_ms`.
+pub const MAX_PROGRESS_INTERVAL: Duration = Duration::from_secs(60);
+/// Default cap on the message of one progress report; longer ones are cut.
+pub const DEFAULT_MAX_PROGRESS_MESSAGE_BYTES: usize = 256;
+/// Default cap on one line a tool writes to the operator's log; longer
+/// lines are cut.
+pub const DEFAULT_MAX_LOG_LINE_BYTES: usize = 1024;
+/// Engine-wide ceiling of `max_log_line_bytes` and
+/// `max_progress_message_bytes`.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+/// Default cap on the lines one call writes to the operator's log; the
+/// rest are counted and reported once when the call ends.
+pub const DEFAULT_MAX_LOG_LINES: usize = 100;
+/// Engine-wide ceiling of `max_log_lines`.
+pub const MAX_LOG_LINES: usize = 100_000;
+/// Room a content block needs in one host call beyond its cap (its media
+/// type, URI and names are lifted with it).
+pub const CONTENT_HOSTCALL_SLACK_BYTES: usize = 256 << 10;
+
 /// Default cap on the memory of the host's validator while it checks one
 /// call's arguments or result against a tool's schema.
 pub const DEFAULT_VALIDATION_MEMORY_BYTES: usize = 64 << 20;
@@ -169,6 +215,33 @@ crate::section! {
         /// files, directories and links a call creates in its granted directories; past it: `quota`
         max_created_files => max_created_files: u64 = DEFAULT_MAX_CREATED_FILES, Reload,
             range Count 0..=MAX_CREATED_FILES, set default;
+        /// content blocks (pictures, sounds, files, links, text) a call attaches beside its result; past it: `output_too_large`
+        max_content_blocks => max_content_blocks: usize = DEFAULT_MAX_CONTENT_BLOCKS, Reload,
+            range Count 0..=MAX_CONTENT_BLOCKS as u64, set default;
+        /// one content block (its bytes, text and strings); past it: `output_too_large`
+        max_content_block_bytes => max_content_block_bytes: usize = DEFAULT_MAX_CONTENT_BLOCK_BYTES, Reload,
+            range Bytes 1..=MAX_CONTENT_BYTES as u64, set default;
+        /// all the content blocks of a call together, reserved from the host memory budget; past it: `output_too_large`
+        max_content_bytes => max_content_bytes: usize = DEFAULT_MAX_CONTENT_BYTES, Reload,
+            range Bytes 0..=MAX_CONTENT_BYTES as u64, set default;
+        /// pixels (width × height) a picture's header declares, checked without decoding it; past it: `output_too_large`
+        max_image_pixels => max_image_pixels: u64 = DEFAULT_MAX_IMAGE_PIXELS, Reload,
+            range Count 1..=MAX_IMAGE_PIXELS, set default;
+        /// the URI of a resource link or an embedded resource; past it: `output_too_large`
+        max_uri_bytes => max_uri_bytes: usize = DEFAULT_MAX_URI_BYTES, Reload,
+            range Bytes 1..=MAX_URI_BYTES as u64, set default;
+        /// least time between two progress notifications of a call; reports in between are dropped, the last one kept
+        progress_interval_ms => progress_interval: Duration = DEFAULT_PROGRESS_INTERVAL, Reload,
+            range Millis 1..=MAX_PROGRESS_INTERVAL.as_millis() as u64, set default;
+        /// the message of a progress report; longer ones are cut
+        max_progress_message_bytes => max_progress_message_bytes: usize = DEFAULT_MAX_PROGRESS_MESSAGE_BYTES, Reload,
+            range Bytes 0..=MAX_LINE_BYTES as u64, set default;
+        /// one line a tool writes to the operator's log; longer ones are cut
+        max_log_line_bytes => max_log_line_bytes: usize = DEFAULT_MAX_LOG_LINE_BYTES, Reload,
+            range Bytes 1..=MAX_LINE_BYTES as u64, set default;
+        /// lines a call writes to the operator's log; the rest are counted and reported once when the call ends
+        max_log_lines => max_log_lines: usize = DEFAULT_MAX_LOG_LINES, Reload,
+            range Count 0..=MAX_LOG_LINES as u64, set default;
     }
 }
 
@@ -231,9 +304,14 @@ impl Limits {
 
     /// Bytes a guest may hand the host in one host call, its result
     /// included: the output cap plus room for the error variant, at least
-    /// `MIN_HOSTCALL_BYTES`.
+    /// `MIN_HOSTCALL_BYTES`, and at least a content block at its cap with
+    /// its strings (`CONTENT_HOSTCALL_SLACK_BYTES`), so that a block over
+    /// its cap reaches the host's check and is refused by name. A block
+    /// larger than this never crosses: the guest is stopped before the
+    /// host copies any of it.
     pub fn hostcall_bytes(&self) -> usize {
-        self.max_output_bytes.max(MIN_HOSTCALL_BYTES).saturating_add(HOSTCALL_SLACK_BYTES)
+        let block = self.max_content_block_bytes.saturating_add(CONTENT_HOSTCALL_SLACK_BYTES);
+        self.max_output_bytes.max(block).max(MIN_HOSTCALL_BYTES).saturating_add(HOSTCALL_SLACK_BYTES)
     }
 }
 

@@ -1,9 +1,10 @@
 // `convert_units_js`: converts a quantity between units of length, mass and
 // temperature. An example of a tool written with the JavaScript SDK
 // (`sdk/js/airlock-tool.js`); the Rust and Python examples beside it are the
-// same tool.
+// same tool. Besides its JSON result it attaches a text block showing the
+// conversion, and writes a debugging line to the operator's log.
 
-import { defineTool, t, ToolError } from "./airlock-tool.js";
+import { Content, content, defineTool, log, t, ToolError } from "./airlock-tool.js";
 
 // unit -> [dimension, scale, offset]: a value v is v * scale + offset in the
 // dimension's base unit (metre, kilogram, kelvin).
@@ -59,6 +60,10 @@ export const { metadata, handler } = defineTool({
     }
     const base = value * source[1] + source[2];
     const converted = Number(((base - target[2]) / target[1]).toFixed(precision));
+    // The working, for a person reading the result in a client that shows
+    // content blocks; the model reads the JSON result.
+    content.attach(Content.text(`${value} ${from_unit} = ${converted} ${to_unit}`));
+    log.debug(`converted ${from_unit} to ${to_unit} (${source[0]})`);
     return { value: converted, unit: to_unit, dimension: source[0] };
   },
 });

@@ -1,13 +1,15 @@
 """`convert_units_python`: converts a quantity between units of length, mass
 and temperature. An example of a tool written with the Python SDK
 (`sdk/python/airlock_tool`); the Rust and JavaScript examples beside it
-are the same tool.
+are the same tool. Besides its JSON result it attaches a text block showing
+the conversion, and writes a debugging line to the operator's log.
 """
 
 from dataclasses import dataclass
 from typing import Annotated
 
-from airlock_tool import Param, ToolError, export, tool
+from airlock_tool import Param, ToolError, content, export, log, tool
+from airlock_tool.content import Content
 
 # unit -> (dimension, scale, offset): a value v is v * scale + offset in the
 # dimension's base unit (metre, kilogram, kelvin).
@@ -69,7 +71,12 @@ def convert(
             code="incompatible_units",
         )
     base = value * source[1] + source[2]
-    return Conversion(round((base - target[2]) / target[1], precision), to_unit, source[0])
+    converted = round((base - target[2]) / target[1], precision)
+    # The working, for a person reading the result in a client that shows
+    # content blocks; the model reads the JSON result.
+    content.attach(Content.text(f"{value:.15g} {from_unit} = {converted:.15g} {to_unit}"))
+    log.debug(f"converted {from_unit} to {to_unit} ({source[0]})")
+    return Conversion(converted, to_unit, source[0])
 
 
 Metadata, Handler = export(convert)

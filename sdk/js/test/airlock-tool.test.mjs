@@ -1,10 +1,25 @@
 // Unit tests of airlock-tool.js under Node (`node --import ./test/register.mjs
 // --test test/`): the schema helpers, the exports defineTool builds, and how
-// thrown errors become the `tool-error` payload. The component side is
-// tested through the host by examples/js.
+// thrown errors become the `tool-error` payload, and what reaches the
+// `content`, `progress` and `log` imports (stand-ins kept by
+// test/host-hooks.mjs). The component side is tested through the host by
+// examples/js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defineTool, EXCEPTION_CODE, t, ToolError } from "../airlock-tool.js";
+import { taken as attached } from "airlock:tool/content@0.3.0";
+import { taken as lines } from "airlock:tool/log@0.3.0";
+import { taken as reports } from "airlock:tool/progress@0.3.0";
+import {
+  Content,
+  CONTENT_REFUSED,
+  content,
+  defineTool,
+  EXCEPTION_CODE,
+  log,
+  progress,
+  t,
+  ToolError,
+} from "../airlock-tool.js";
 
 test("t.object makes required and optional properties and refuses others", () => {
   const schema = t.object({
@@ -122,4 +137,75 @@ test("bad definitions fail when the module loads", () => {
   assert.throws(() => defineTool({ ...base, description: " " }), /no description/);
   assert.throws(() => defineTool({ ...base, parameters: "{}" }), /JSON Schema object/);
   assert.throws(() => defineTool({ ...base, handler: undefined }), /must be a function/);
+});
+
+test("content.attach hands each block to the import in the import's shape", () => {
+  content.attach(Content.text("one"));
+  content.attach(Content.image("image/png", [0x89, 0x50]));
+  content.attach(Content.audio("audio/wav", new Uint8Array([1]).buffer));
+  content.attach(Content.link("https://example.com/a.pdf", "a.pdf", { mimeType: "application/pdf", size: 3 }));
+  content.attach(Content.embeddedText("airlock:a.svg", "image/svg+xml", "<svg/>"));
+  content.attach(Content.embeddedBlob("airlock:a.bin", "application/octet-stream", new Uint8Array([0])));
+  const blocks = attached();
+  assert.deepEqual(blocks.map((b) => b.tag), ["text", "image", "audio", "resource-link", "embedded", "embedded"]);
+  assert.deepEqual(blocks[0], { tag: "text", val: "one" });
+  assert.deepEqual(blocks[1].val, { mimeType: "image/png", data: new Uint8Array([0x89, 0x50]) });
+  assert.deepEqual(blocks[2].val.data, new Uint8Array([1]));
+  assert.deepEqual(blocks[3].val, {
+    uri: "https://example.com/a.pdf",
+    name: "a.pdf",
+    title: undefined,
+    description: undefined,
+    mimeType: "application/pdf",
+    size: 3n,
+  });
+  assert.deepEqual(blocks[4].val.body, { tag: "text", val: "<svg/>" });
+  assert.deepEqual(blocks[5].val.body, { tag: "blob", val: new Uint8Array([0]) });
+  assert.deepEqual(attached(), []);
+});
+
+test("a refused block is a ToolError with the host's reason", () => {
+  assert.throws(
+    () => content.attach(Content.image("image/x-refused", [1])),
+    (e) => e instanceof ToolError && e.code === CONTENT_REFUSED && /not an image type/.test(e.message),
+  );
+  assert.throws(() => content.attach({ tag: "picture" }), /built with Content/);
+  assert.throws(() => Content.image("image/png", "not bytes"), /must be bytes/);
+  assert.throws(() => Content.link("u", "n", { size: -1 }), /size must be/);
+});
+
+test("progress and log lines reach their imports", () => {
+  progress.report(1, 2, "half");
+  progress.report(2);
+  assert.deepEqual(reports(), [[1, 2, "half"], [2, undefined, undefined]]);
+  log.info("one");
+  log.write("error", "two");
+  assert.deepEqual(lines(), [["info", "one"], ["error", "two"]]);
+  assert.throws(() => log.write("loud", "x"), /level must be one of/);
+  assert.throws(() => progress.report("1"), /must be a number/);
+});
+
+test("a handler attaches, reports and logs, and a refusal fails the call", () => {
+  const drawing = defineTool({
+    name: "draw",
+    description: "Draws dots.",
+    parameters: t.object({ dots: t.integer() }),
+    handler({ dots }) {
+      for (let i = 0; i < dots; i++) progress.report(i + 1, dots);
+      content.attach(Content.embeddedText("airlock:dots.svg", "image/svg+xml", "<svg/>"));
+      if (dots > 2) content.attach(Content.image("image/x-refused", [1]));
+      log.debug(`drew ${dots} dots`);
+      return dots;
+    },
+  });
+  assert.equal(drawing.handler.call('{"dots": 2}'), "2");
+  assert.equal(attached().length, 1);
+  assert.deepEqual(reports(), [[1, 2, undefined], [2, 2, undefined]]);
+  assert.deepEqual(lines(), [["debug", "drew 2 dots"]]);
+  assert.throws(
+    () => drawing.handler.call('{"dots": 3}'),
+    (e) => e.code === CONTENT_REFUSED && /not an image type/.test(e.message),
+  );
+  attached();
+  reports();
 });

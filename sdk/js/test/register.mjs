@@ -1,3 +1,3 @@
 import { register } from "node:module";
 
-register("./caller-hooks.mjs", import.meta.url);
+register("./host-hooks.mjs", import.meta.url);

@@ -1,6 +1,6 @@
 """`airlock_tool`: write an Airlock tool in Python as one typed function.
 
-A tool is a WebAssembly component of the `airlock:tool@0.2.0` world, built
+A tool is a WebAssembly component of the `airlock:tool@0.3.0` world, built
 with componentize-py. This package is the glue: decorate a function with
 type hints with `@tool`, export it with `export`, and the component's
 `metadata` (name, description, JSON Schemas of the arguments and of the
@@ -50,6 +50,34 @@ Who the call is for: a parameter annotated `Caller` receives the caller
 (principal, the operator's attributes and roles, call and session ids); it
 is not part of the schema and nothing in it comes from the model.
 
+Pictures, files, progress and log lines: besides its JSON result, a call
+may attach content blocks (a PNG, a sound, an SVG file, a link) with
+`content.attach`, report how far it has come with `progress.report`, and
+write lines for the operator's log with `log.info` and its siblings; none
+of it changes the function's signature:
+
+    from airlock_tool import content, log, progress
+    from airlock_tool.content import Content
+
+    @tool
+    def draw(dots: int) -> int:
+        \"\"\"Draws dots as an SVG file.\"\"\"
+        circles = ""
+        for i in range(dots):
+            circles += f'<circle cx="{5 + i * 10}" cy="5" r="2"/>'
+            progress.report(i + 1, total=dots)
+        svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="100" height="10">{circles}</svg>'
+        content.attach(Content.embedded_text("airlock:dots.svg", "image/svg+xml", svg))
+        log.debug(f"drew {dots} dots")
+        return dots
+
+A block the host refuses raises `ToolError` (code `content_refused`) and
+the call fails with the host's reason; a call that fails returns no
+blocks. Outside a component (unit tests with the host's CPython) nothing
+reaches a host: what was attached, reported and written is kept for the
+test to read (`content.take_attached()`, `progress.take_reports()`,
+`log.take_lines()`).
+
 Trust: the decorated function is the author's; `arguments` come from the
 host, already validated against the schema derived here, but the handler
 still checks their shape (a JSON object) before using them.
@@ -63,7 +91,7 @@ import typing
 
 from .schema import Field, Param, from_json, object_schema, present, schema_of, split_annotated, to_json
 
-__all__ = ["Caller", "Param", "Tool", "ToolError", "export", "tool"]
+__all__ = ["Caller", "Param", "Tool", "ToolError", "content", "export", "log", "progress", "tool"]
 
 # What the host accepts as a tool name (see `wit/tool.wit`).
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -141,6 +169,10 @@ class Caller:
     def has_role(self, role: str) -> bool:
         """Whether the principal is in the role `Airlock::Role::"<role>"`."""
         return ("Airlock::Role", role) in self.parents
+
+
+# Imported after ToolError, which `content.attach` raises.
+from . import content, log, progress  # noqa: E402
 
 
 def _description_and_args(doc: str | None) -> tuple[str, dict[str, str]]:

@@ -26,6 +26,7 @@
 //! [`MAX_ERROR_BYTES`] for each error field.
 
 mod capture;
+mod show;
 
 use airlock_guest::ToolError;
 use capture::{Capture, truncate};
@@ -76,16 +77,17 @@ static PRELUDE_BYTECODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelu
 /// in the parameters' descriptions.
 pub const DESCRIPTION: &str = "\
 Runs JavaScript (ES2023, QuickJS-NG engine) in an isolated sandbox and returns what it printed \
-and the value of its last expression. This is plain JavaScript, not Node.js or a browser: there is \
-no require/import, process, fs, fetch, setTimeout/setInterval or Intl, no filesystem and no network. \
+and the value of its last expression. Plain JavaScript, not Node.js or a browser: no \
+require/import, process, fs, fetch, setTimeout/setInterval or Intl, no filesystem or network. \
 console.log/info/debug and print(...) write to `stdout`; console.error/warn write to `stderr` (each \
 capped at 256 KiB). The last expression's value is returned as `result` in JSON form, or as \
 `result_repr` when it has none; top-level await works. An uncaught exception is returned in `error` \
-(name, message, stack with line:column in your code), alongside whatever was printed before it. \
+(name, message, stack with line:column in your code). show(data, mimeType) returns bytes the code \
+made (a PNG Uint8Array, an SVG string) to the user as a picture, sound or file. \
 Limits: a 64 MiB heap and a time budget set by the operator \
 (a few seconds by default). Running out of time, or recursing deeper than about 1,000 calls, aborts \
-the call with a tool error and no output, so keep loops bounded. Input (`stdin`) and state kept \
-across calls (`session_id`) are described with the parameters.";
+the call with a tool error and no output, so keep loops bounded. `stdin` and `session_id` are \
+described with the parameters.";
 
 /// Arguments of `run_js`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -97,7 +99,13 @@ pub struct Args {
     /// JSON form (undefined, functions, Map/Set, BigInt, NaN, cycles)
     /// `result_repr` holds a readable rendering. A Promise left as the last
     /// value is awaited. Allocating past the 64 MiB heap throws
-    /// `InternalError: out of memory`.
+    /// `InternalError: out of memory`. `show(data, mimeType)` returns bytes
+    /// the code made to the user beside the result: image/png, image/jpeg,
+    /// image/gif or image/webp (a Uint8Array or ArrayBuffer) as a picture,
+    /// audio/wav, audio/mpeg, audio/ogg or audio/flac as a sound, any other
+    /// type (e.g. image/svg+xml, data a string) as a file; at most 16 per
+    /// call, each checked and capped by the host, which fails the call if
+    /// it refuses one.
     #[schemars(length(max = MAX_CODE_BYTES))]
     pub code: String,
     /// Text the code can read as the global string `stdin` and line by
@@ -191,6 +199,8 @@ pub struct Interpreter {
     streams: Rc<RefCell<Streams>>,
     /// The helpers the prelude returned when it was installed.
     helpers: ManuallyDrop<Persistent<Object<'static>>>,
+    /// How many blocks `show` attached in the current run.
+    shown: Rc<std::cell::Cell<usize>>,
 }
 
 impl Interpreter {
@@ -219,12 +229,15 @@ impl Interpreter {
         // helpers keep are the original ones even when a session's code
         // replaces them later.
         let helpers = context.with(|ctx| install(&ctx, &streams))?;
+        let shown = Rc::new(std::cell::Cell::new(0));
+        context.with(|ctx| show::install(&ctx, &shown))?;
         Ok(Self {
             runtime: ManuallyDrop::new(runtime),
             context: ManuallyDrop::new(context),
             rejections: ManuallyDrop::new(rejections),
             streams,
             helpers: ManuallyDrop::new(helpers),
+            shown,
         })
     }
 
@@ -251,6 +264,8 @@ impl Interpreter {
         }
         // A rejection left from an earlier run was reported then.
         self.rejections.borrow_mut().clear();
+        // `show`'s cap counts this run's blocks, also in a session.
+        self.shown.set(0);
         self.runtime.set_memory_limit(MEMORY_LIMIT_BYTES);
         *self.streams.borrow_mut() =
             Streams { stdout: Capture::new(MAX_STREAM_BYTES), stderr: Capture::new(MAX_STREAM_BYTES) };

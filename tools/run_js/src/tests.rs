@@ -234,3 +234,47 @@ fn a_session_argument_reaching_the_tool_is_refused() {
     let err = run_js_in_instance(Args { session_id: Some("s1".into()), ..args("1") }).unwrap_err();
     assert!(format!("{err:?}").contains("sessions_disabled"), "{err:?}");
 }
+
+#[test]
+fn show_attaches_pictures_sounds_and_files() {
+    use airlock_guest::content::{Body, Content, take_attached};
+    take_attached();
+    let out = run("show(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), 'image/png');\n\
+                   show(new Uint8Array([1, 2]).buffer, 'audio/wav');\n\
+                   show('<svg/>', 'Image/SVG+XML');\n\
+                   show(new Uint8Array([37, 80]), 'application/pdf');\n\
+                   show(new Uint8Array([0xff, 0xd8]))");
+    assert_eq!(out.error, None);
+    let attached = take_attached();
+    assert_eq!(attached.len(), 5);
+    assert_eq!(attached[0], Content::image("image/png", vec![0x89, 0x50, 0x4e, 0x47]));
+    assert_eq!(attached[1], Content::audio("audio/wav", vec![1, 2]));
+    assert_eq!(attached[2], Content::embedded_text("airlock:run_js/shown-3", "image/svg+xml", "<svg/>"));
+    let Content::Embedded { body: Body::Blob(pdf), .. } = &attached[3] else { panic!("{:?}", attached[3]) };
+    assert_eq!(pdf, &[37, 80]);
+    assert_eq!(attached[4], Content::image("image/png", vec![0xff, 0xd8]), "image/png unless told otherwise");
+}
+
+#[test]
+fn show_refuses_what_it_cannot_attach_and_counts_per_run() {
+    use airlock_guest::content::take_attached;
+    take_attached();
+    for (code, name, needle) in [
+        ("show('text', 'image/png')", "TypeError", "must be a Uint8Array or an ArrayBuffer, not string"),
+        ("show([1, 2], 'application/pdf')", "TypeError", "a Uint8Array, an ArrayBuffer or a string"),
+        ("show(new Uint8Array(1), '')", "TypeError", "mimeType must be a media type"),
+        ("for (let i = 0; i < 17; i++) show('x', 'text/plain')", "RangeError", "at most 16 blocks"),
+    ] {
+        let error = error_of(code);
+        assert_eq!(error.name, name, "{code}");
+        assert!(error.message.contains(needle), "{code}: {}", error.message);
+    }
+    assert_eq!(take_attached().len(), 16, "the blocks before the cap were attached");
+    let interpreter = Interpreter::new().unwrap();
+    for _ in 0..2 {
+        let args =
+            Args { code: "for (let i = 0; i < 16; i++) show('x', 'text/plain')".into(), stdin: None, session_id: None };
+        assert_eq!(interpreter.run(args).unwrap().error, None);
+    }
+    assert_eq!(take_attached().len(), 32);
+}

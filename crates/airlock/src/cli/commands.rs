@@ -5,10 +5,11 @@
 use super::confirm::{Who, confirmer};
 use super::output::{Out, usage_error};
 use crate::AuditCommand;
+use airlock::content::{self, Block, Content};
 use airlock::{CallRequest, Format, Host, RawArguments, StrictProblem, StrictReport, ToolResult};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `airlock tools`: one line per tool, one with its revision (what `[tools.NAME]
@@ -159,17 +160,131 @@ pub fn man(command: clap::Command) -> std::io::Result<ExitCode> {
 }
 
 /// `airlock call`'s answer: the tool's JSON result, or the error text the
-/// model would read.
-fn result_json(result: &ToolResult) -> Value {
+/// model would read; with the content blocks of a successful call (and
+/// the files they were written to), when it returned any.
+fn result_json(result: &ToolResult, files: &[Option<PathBuf>]) -> Value {
     let content = match result.result() {
         Ok(success) => success.value.clone(),
         Err(_) => Value::String(result.text()),
     };
-    json!({ "is_error": result.is_error(), "kind": result.outcome_name(), "content": content })
+    let mut answer = Map::new();
+    answer.insert("is_error".into(), Value::Bool(result.is_error()));
+    answer.insert("kind".into(), Value::from(result.outcome_name()));
+    answer.insert("content".into(), content);
+    let blocks = result.result().map(|success| success.blocks.as_slice()).unwrap_or_default();
+    if !blocks.is_empty() {
+        let blocks: Vec<Value> = blocks
+            .iter()
+            .enumerate()
+            .map(|(index, block)| {
+                let mut entry = block_json(block);
+                entry.insert("summary".into(), Value::String(block_summary(index, block)));
+                if let Some(Some(file)) = files.get(index) {
+                    entry.insert("file".into(), Value::String(file.display().to_string()));
+                }
+                Value::Object(entry)
+            })
+            .collect();
+        answer.insert("blocks".into(), Value::Array(blocks));
+    }
+    Value::Object(answer)
 }
 
-/// `airlock call TOOL ARGS`: one call through the pipeline.
-pub async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io::Result<ExitCode> {
+/// What the JSON answer says of a block: its kind, media type, size and
+/// digest, and what can be read without its bytes (a text block's text,
+/// a link's URI and name, an embedded resource's URI).
+fn block_json(block: &Block) -> Map<String, Value> {
+    let summary = block.summary();
+    let mut entry = Map::new();
+    entry.insert("kind".into(), Value::from(summary.kind.as_str()));
+    entry.insert("media_type".into(), summary.media_type.map_or(Value::Null, Value::String));
+    entry.insert("size".into(), Value::from(summary.size));
+    entry.insert("sha256".into(), Value::String(summary.sha256));
+    match block.content() {
+        Content::Text(text) => {
+            entry.insert("text".into(), Value::String(text.clone()));
+        }
+        Content::Link(link) => {
+            entry.insert("uri".into(), Value::String(link.uri.clone()));
+            entry.insert("name".into(), Value::String(link.name.clone()));
+        }
+        Content::Embedded(embedded) => {
+            entry.insert("uri".into(), Value::String(embedded.uri.clone()));
+        }
+        Content::Image(_) | Content::Audio(_) => {}
+    }
+    entry
+}
+
+/// One line about the block numbered `index` (from 0), e.g. `block 1:
+/// image image/png, 1234 bytes, sha256:…`.
+fn block_summary(index: usize, block: &Block) -> String {
+    let summary = block.summary();
+    let media =
+        summary.media_type.as_deref().map(|media| format!(" {}", content::clean_line(media))).unwrap_or_default();
+    let target = match block.content() {
+        Content::Link(link) => format!(" → {}", content::clean_line(&link.uri)),
+        Content::Embedded(embedded) => format!(" {}", content::clean_line(&embedded.uri)),
+        _ => String::new(),
+    };
+    format!("block {}: {}{media}{target}, {} bytes, {}", index + 1, summary.kind, summary.size, summary.sha256)
+}
+
+/// The file a block is written to in `dir`: its number and kind, and an
+/// extension from its media type. The name is the host's, never the
+/// tool's.
+fn block_file(dir: &Path, index: usize, block: &Block) -> Option<PathBuf> {
+    // A link has no bytes of its own: its URI is in the answer.
+    if matches!(block.content(), Content::Link(_)) {
+        return None;
+    }
+    let extension = match block.content().media_type().map(str::to_ascii_lowercase).as_deref() {
+        Some("image/png") => "png",
+        Some("image/jpeg") => "jpg",
+        Some("image/gif") => "gif",
+        Some("image/webp") => "webp",
+        Some("audio/wav" | "audio/x-wav" | "audio/wave") => "wav",
+        Some("audio/mpeg" | "audio/mp3") => "mp3",
+        Some("audio/ogg") => "ogg",
+        Some("audio/flac" | "audio/x-flac") => "flac",
+        Some("image/svg+xml") => "svg",
+        Some("application/json") => "json",
+        Some("application/pdf") => "pdf",
+        Some(media) if media.starts_with("text/") => "txt",
+        _ => "bin",
+    };
+    Some(dir.join(format!("{}-{}.{extension}", index + 1, block.kind())))
+}
+
+/// Write each block of a successful `result` that has bytes into `dir`
+/// (made if missing); the files, by block.
+fn write_blocks(dir: &Path, result: &ToolResult) -> Result<Vec<Option<PathBuf>>, String> {
+    let Ok(success) = result.result() else { return Ok(Vec::new()) };
+    if success.blocks.is_empty() {
+        return Ok(Vec::new());
+    }
+    std::fs::create_dir_all(dir).map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
+    let mut files = Vec::with_capacity(success.blocks.len());
+    for (index, block) in success.blocks.iter().enumerate() {
+        let file = block_file(dir, index, block);
+        if let Some(file) = &file {
+            std::fs::write(file, block.content().payload())
+                .map_err(|err| format!("cannot write {}: {err}", file.display()))?;
+        }
+        files.push(file);
+    }
+    Ok(files)
+}
+
+/// `airlock call TOOL ARGS`: one call through the pipeline; with
+/// `content_dir`, its content blocks written there.
+pub async fn call(
+    host: &Host,
+    tool: String,
+    args: String,
+    content_dir: Option<&Path>,
+    who: &Who,
+) -> std::io::Result<ExitCode> {
     let request = CallRequest {
         call_id: "cli".into(),
         tool,
@@ -177,14 +292,24 @@ pub async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io
         principal: who.principal.clone(),
         attributes: Default::default(),
         trace_parent: None,
+        progress: None,
     };
     let confirmer = confirmer(who);
     let result = host.call(request, confirmer.as_deref()).await;
     tracing::info!("{}", result.human_line());
+    if let Ok(success) = result.result() {
+        for (index, block) in success.blocks.iter().enumerate() {
+            tracing::info!("{}", block_summary(index, block));
+        }
+    }
     if !result.stderr.text.is_empty() {
         tracing::info!("guest stderr: {}", result.stderr.text.trim_end());
     }
-    Out::new().json(&result_json(&result))?;
+    let files = match content_dir.map(|dir| write_blocks(dir, &result)).transpose() {
+        Ok(files) => files.unwrap_or_default(),
+        Err(err) => return Ok(usage_error(err)),
+    };
+    Out::new().json(&result_json(&result, &files))?;
     Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 

@@ -26,6 +26,9 @@ use std::path::{Path, PathBuf};
 const WIT: &str = include_str!("../../../../wit/tool.wit");
 const PY_SDK_INIT: &str = include_str!("../../../../sdk/python/airlock_tool/__init__.py");
 const PY_SDK_SCHEMA: &str = include_str!("../../../../sdk/python/airlock_tool/schema.py");
+const PY_SDK_CONTENT: &str = include_str!("../../../../sdk/python/airlock_tool/content.py");
+const PY_SDK_PROGRESS: &str = include_str!("../../../../sdk/python/airlock_tool/progress.py");
+const PY_SDK_LOG: &str = include_str!("../../../../sdk/python/airlock_tool/log.py");
 const JS_SDK: &str = include_str!("../../../../sdk/js/airlock-tool.js");
 const JS_PACKAGE: &str = include_str!("../../../../sdk/js/package.json");
 const JS_LOCK: &str = include_str!("../../../../sdk/js/package-lock.json");
@@ -191,6 +194,9 @@ pub fn project(lang: Lang, name: &str, sdk: Option<&SdkSource>) -> Result<Projec
                 file("app.py", fill(PY_APP)),
                 file("airlock_tool/__init__.py", PY_SDK_INIT.to_owned()),
                 file("airlock_tool/schema.py", PY_SDK_SCHEMA.to_owned()),
+                file("airlock_tool/content.py", PY_SDK_CONTENT.to_owned()),
+                file("airlock_tool/progress.py", PY_SDK_PROGRESS.to_owned()),
+                file("airlock_tool/log.py", PY_SDK_LOG.to_owned()),
                 file("wit/tool.wit", WIT.to_owned()),
                 file(".gitignore", "/.venv\n__pycache__/\n*.wasm\n".to_owned()),
             ],
@@ -352,13 +358,22 @@ mod tests {
         let paths: Vec<_> = py.files.iter().map(|f| f.path).collect();
         assert_eq!(
             paths,
-            ["app.py", "airlock_tool/__init__.py", "airlock_tool/schema.py", "wit/tool.wit", ".gitignore"]
+            [
+                "app.py",
+                "airlock_tool/__init__.py",
+                "airlock_tool/schema.py",
+                "airlock_tool/content.py",
+                "airlock_tool/progress.py",
+                "airlock_tool/log.py",
+                "wit/tool.wit",
+                ".gitignore"
+            ]
         );
         assert!(py.build.contains(COMPONENTIZE_PY_VERSION));
         let js = project(Lang::Js, "Count", None).unwrap();
         let text = |path: &str| js.files.iter().find(|f| f.path == path).unwrap().text.clone();
         assert!(text("app.js").contains("name: \"Count\""));
-        assert!(text("wit/tool.wit").contains("package airlock:tool@0.2.0;"));
+        assert!(text("wit/tool.wit").contains("package airlock:tool@0.3.0;"));
         let package: Value = serde_json::from_str(&text("package.json")).unwrap();
         let lock: Value = serde_json::from_str(&text("package-lock.json")).unwrap();
         assert_eq!(package["name"], "count");

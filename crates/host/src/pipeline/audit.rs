@@ -10,6 +10,7 @@ use super::{InFlight, Pipeline};
 use crate::session::SessionId;
 use crate::state::State;
 use airlock_core::call::ToolResult;
+use airlock_core::content::Block;
 use airlock_core::outcome::{Authority, CallOutcome, ErrorKind, Failure};
 use airlock_core::timeline::Stage;
 use airlock_policy::audit::{AuditEntry, Event};
@@ -48,6 +49,7 @@ impl Pipeline {
             approval: flight.approval.clone(),
             duration_us: u64::try_from(flight.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             fuel_used: None,
+            content: Vec::new(),
         };
         let Err(err) = log.append(&entry) else { return Ok(()) };
         self.telemetry.metrics.audit_failed();
@@ -103,6 +105,10 @@ impl Pipeline {
             approval: flight.approval.take(),
             duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
             fuel_used: result.fuel_used,
+            // Each block's kind, media type, size and digest; never its bytes.
+            content: result
+                .result()
+                .map_or_else(|_| Vec::new(), |success| success.blocks.iter().map(Block::summary).collect()),
         };
         let written = log.append(&entry);
         flight.timeline.lap(Stage::Audit);

@@ -1,14 +1,20 @@
 //! Check: the result a guest returned is untrusted. Its size is
 //! capped, it must be JSON, and when the tool declared an output schema the
-//! result must match it.
+//! result must match it. Its content blocks (contract 0.3.0) were checked
+//! one by one as they were attached (`airlock_runtime::sandbox`'s content
+//! capability: sizes, media types, URIs); here the first refusal becomes
+//! the call's failure whatever the handler returned, and a failed call
+//! loses its blocks ([`with_content`]).
 //!
 //! The output schema is the tool's too: the result is checked under the same
 //! meter as arguments (`validate.rs`), within what is left of the call's
 //! deadline and the tool's `validation_memory_mib`.
 
 use super::validate::{self, Deadline, Unchecked};
+use airlock_core::content::Block;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
+use airlock_runtime::sandbox::Attached;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::cell::Cell;
@@ -91,6 +97,27 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
                  fault of the tool; retrying the same call will not help."
             ),
         )),
+    }
+}
+
+/// The checked result with the blocks the call attached: a refused block
+/// is the call's failure, whatever `checked` is (a tool cannot quietly
+/// lose a picture it meant to show, nor return a result without it); a
+/// call that failed returns no blocks.
+///
+/// # Errors
+///
+/// The refusal of the first block the host refused (`output_too_large`
+/// for a count or a size, `invalid_output` for a media type, bytes or a
+/// URI), else `checked`'s failure.
+pub(crate) fn with_content(
+    checked: Result<Value, Failure>,
+    attached: Attached,
+) -> Result<(Value, Vec<Block>), Failure> {
+    match (checked, attached.refused) {
+        (_, Some(refused)) => Err(refused),
+        (Ok(value), None) => Ok((value, attached.blocks)),
+        (Err(failure), None) => Err(failure),
     }
 }
 
@@ -187,7 +214,24 @@ impl<'de> Visitor<'de> for Counter<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::too_many_values;
+    use super::{too_many_values, with_content};
+    use airlock_core::content::{Block, Content};
+    use airlock_core::outcome::{ErrorKind, Failure};
+    use airlock_runtime::sandbox::Attached;
+    use serde_json::json;
+
+    #[test]
+    fn a_refused_block_decides_the_call_and_a_failure_loses_its_blocks() {
+        let block = || Block::new(Content::Text("shown".into()), "sha256:00".into());
+        let kept = Attached { blocks: vec![block()], refused: None };
+        assert_eq!(with_content(Ok(json!(1)), kept.clone()), Ok((json!(1), vec![block()])));
+        let failed = Failure::new(ErrorKind::ToolError, "no");
+        assert_eq!(with_content(Err(failed.clone()), kept), Err(failed.clone()));
+        let refused = Failure::new(ErrorKind::InvalidOutput, "content block 1 (image) …");
+        let attached = Attached { blocks: Vec::new(), refused: Some(refused.clone()) };
+        assert_eq!(with_content(Ok(json!(1)), attached.clone()), Err(refused.clone()), "whatever the handler returned");
+        assert_eq!(with_content(Err(failed), attached), Err(refused));
+    }
 
     #[test]
     fn values_are_counted_before_anything_is_built() {

@@ -10,9 +10,10 @@ use crate::session::SessionId;
 use crate::state::State;
 use crate::tool::Tool;
 use airlock_core::call::CallRequest;
+use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
-use airlock_runtime::sandbox::{self, Execution};
+use airlock_runtime::sandbox::{self, Execution, Invocation};
 use airlock_settings::limits::Limits;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +51,13 @@ pub(super) fn after_wait(time_left: Duration, waited: Duration) -> Duration {
     time_left.saturating_sub(Duration::from_millis(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)))
 }
 
+/// What the sandbox needs to know of the call besides its arguments: the
+/// tool (its log lines are tagged with it), the caller, and the front
+/// end's progress sink.
+fn invocation<'a>(tool: &'a LoadedTool, caller: &'a Arc<Caller>, request: &'a CallRequest) -> Invocation<'a> {
+    Invocation { tool: &tool.name, caller, progress: request.progress.as_ref() }
+}
+
 impl Pipeline {
     /// Schedule and run the call: what the guest returned, and the note of
     /// a session reset by a call that still produced a result.
@@ -78,17 +86,19 @@ impl Pipeline {
             }
             (Some(id), Some(session_settings)) => {
                 let caller = Self::caller(state, request, Some(id));
+                let invocation = invocation(tool, &caller, request);
                 let call =
-                    self.sessions.call(tool, session_settings, sessions_per_tool, &caller, id, arguments, cancel);
+                    self.sessions.call(tool, session_settings, sessions_per_tool, &invocation, id, arguments, cancel);
                 let run = self.scheduler.run(tool.pipeline.concurrency_safe, call).await;
                 (run.execution, run.reset)
             }
             _ => {
                 let caller = Self::caller(state, request, None);
+                let invocation = invocation(tool, &caller, request);
                 // The timeout names the tool's `timeout_ms`, not what the
                 // host's checks left of it.
                 let stated = settings.limits.timeout;
-                let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &caller, arguments, cancel);
+                let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &invocation, arguments, cancel);
                 (self.scheduler.run(tool.pipeline.concurrency_safe, call).await, None)
             }
         }

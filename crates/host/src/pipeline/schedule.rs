@@ -40,7 +40,7 @@ impl Pipeline {
         cancel: &CancellationToken,
     ) -> Result<Reservation, Failure> {
         let limits = &tool.settings.limits;
-        let bytes = reservation::call_bytes(limits, in_session, tool.output.is_some());
+        let bytes = reservation::call_bytes(limits, in_session, tool.output.is_some(), tool.contract().has_content());
         let deadline = (tokio::time::Instant::now() + time_left, limits.timeout.as_millis());
         reservation::reserve(&self.memory, &request.principal, bytes, Purpose::Call(&tool.name), deadline, cancel).await
     }

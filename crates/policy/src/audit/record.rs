@@ -68,10 +68,35 @@ impl AuditLog {
         }
         body.push(("outcome", json_string(entry.event.outcome())));
         body.push(("message", optional(&entry.event.message(), MAX_MESSAGE_BYTES)));
+        // Only for a call that returned content blocks, so that other
+        // records (and those written before content blocks) keep their
+        // members.
+        if !entry.content.is_empty() {
+            body.push(("content", content_member(&entry.content)));
+        }
         body.push(("duration_us", entry.duration_us.to_string()));
         body.push(("fuel_used", entry.fuel_used.map_or_else(|| "null".to_owned(), |f| f.to_string())));
         body
     }
+}
+
+/// The `content` member: one object per block, `{"kind", "media_type",
+/// "size", "sha256"}` (at most [`MAX_RECORDED_BLOCKS`], strings capped),
+/// in the order attached; never a block's bytes.
+fn content_member(blocks: &[Summary]) -> String {
+    let blocks: Vec<Value> = blocks
+        .iter()
+        .take(MAX_RECORDED_BLOCKS)
+        .map(|block| {
+            serde_json::json!({
+                "kind": block.kind.as_str(),
+                "media_type": block.media_type.as_deref().map(|media| cap(media, MAX_FIELD_BYTES)),
+                "size": block.size,
+                "sha256": cap(&block.sha256, MAX_FIELD_BYTES),
+            })
+        })
+        .collect();
+    canonical(&Value::Array(blocks))
 }
 
 /// The members of an `approval_refused` record from `event` to `reason`,

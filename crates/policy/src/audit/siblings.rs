@@ -168,6 +168,7 @@ mod tests {
             approval: None,
             duration_us: 1,
             fuel_used: None,
+            content: Vec::new(),
         }
     }
 

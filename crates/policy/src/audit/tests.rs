@@ -36,6 +36,7 @@ pub(super) fn entry(i: usize) -> AuditEntry {
         approval: None,
         duration_us: 1234 + i as u64,
         fuel_used: Some(56_789),
+        content: Vec::new(),
     }
 }
 
@@ -127,7 +128,9 @@ fn record_format() {
         let mut rest = line.as_str();
         // `session` is only written for calls that ran in a session, the
         // registry members only for components pulled from one.
-        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer", "approval"].contains(&f)) {
+        for field in
+            FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer", "approval", "content"].contains(&f))
+        {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());
@@ -849,4 +852,31 @@ fn an_approval_refused_record_continues_the_chain_and_verifies() {
     edited[2] = edited[2].replace("\"person\":null,", "");
     write_lines(&path, &edited);
     check_tampered(&path, 3, "missing member \"person\"");
+}
+
+#[test]
+fn content_blocks_are_recorded_by_kind_type_size_and_digest_never_by_bytes() {
+    use airlock_core::content::{Kind, Summary};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let image = Summary {
+        kind: Kind::Image,
+        media_type: Some("image/png".into()),
+        size: 67,
+        sha256: format!("sha256:{}", "ab".repeat(32)),
+    };
+    let link = Summary { kind: Kind::ResourceLink, media_type: None, size: 25, sha256: "sha256:cd".into() };
+    log.append(&AuditEntry { content: vec![image, link], ..entry(0) }).unwrap();
+    log.append(&entry(1)).unwrap();
+    drop(log);
+    let lines = lines(&path);
+    let expected = format!(
+        r#""message":null,"content":[{{"kind":"image","media_type":"image/png","sha256":"sha256:{}","size":67}},{{"kind":"resource_link","media_type":null,"sha256":"sha256:cd","size":25}}],"duration_us""#,
+        "ab".repeat(32)
+    );
+    assert!(lines[0].contains(&expected), "{}", lines[0]);
+    assert!(!lines[1].contains("\"content\""), "a call without blocks has no member: {}", lines[1]);
+    let report = verify(&path).unwrap();
+    assert_eq!(report.records, 2);
 }

@@ -98,7 +98,7 @@ const HANDLER: &str = "airlock:tool/handler@";
 /// The contract versions a tool may export, as the semver-compatible
 /// prefix of the version (`0.2.x` for `0.2.0`): wasmtime looks exports up
 /// by compatible version.
-const CONTRACTS: [&str; 2] = ["0.2.", "0.1."];
+const CONTRACTS: [&str; 3] = ["0.3.", "0.2.", "0.1."];
 
 /// What one pass counts, each with its cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,7 +282,7 @@ impl std::fmt::Display for Shape {
 #[derive(Default)]
 struct World {
     /// `[metadata, handler]` found, per entry of [`CONTRACTS`].
-    found: [[bool; 2]; 2],
+    found: [[bool; 2]; 3],
     /// The first [`NAMES_SHOWN`] top-level export names, for a refusal.
     names: Vec<String>,
     /// Top-level exports in all.
@@ -321,13 +321,14 @@ impl World {
             let _ = write!(exported, " and {more} more");
         }
         Err(Refusal::World(format!(
-            "{exported} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.2.0 or 0.1.0)"
+            "{exported} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.3.0, 0.2.0 or 0.1.0)"
         )))
     }
 }
 
 /// Whether the host can provide an import of this name: WASI 0.2
-/// interfaces and `airlock:tool`'s own (`caller`). Anything else can never
+/// interfaces and `airlock:tool`'s own (`caller`, `content`, `progress`,
+/// `log`). Anything else can never
 /// be linked, so there is no use compiling the component.
 fn importable(name: &str) -> bool {
     name.starts_with("wasi:") || name.starts_with("airlock:tool/")
@@ -470,10 +471,11 @@ mod tests {
             panic!("mixed versions accepted")
         };
         assert!(why.contains("airlock:tool/metadata and airlock:tool/handler"), "{why}");
-        let Err(Refusal::World(why)) = check(&["airlock:tool/metadata@0.3.0", "airlock:tool/handler@0.3.0"]) else {
+        assert!(check(&["airlock:tool/metadata@0.3.0", "airlock:tool/handler@0.3.0"]).is_ok());
+        let Err(Refusal::World(why)) = check(&["airlock:tool/metadata@0.4.0", "airlock:tool/handler@0.4.0"]) else {
             panic!("an unknown version accepted")
         };
-        assert!(why.contains("`airlock:tool/metadata@0.3.0`"), "{why}");
+        assert!(why.contains("`airlock:tool/metadata@0.4.0`"), "{why}");
         let Err(Refusal::World(why)) = check(&[]) else { panic!("nothing accepted") };
         assert!(why.starts_with("it exports nothing"), "{why}");
         let many: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();

@@ -30,14 +30,19 @@ use crate::capture::CapturedOutput;
 use crate::grants::Grants;
 use crate::network::NetworkHooks;
 use airlock_core::caller::Caller;
+use airlock_core::progress::Progress;
 use airlock_settings::limits::{HTTP_FIELDS_BYTES, Limits};
 use anyhow::Context as _;
 use std::sync::Arc;
+use tokio::sync::watch;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use super::content::ContentSlot;
 use super::limiter::GrowthLimiter;
+use super::progress::ProgressSlot;
+use super::tool_log::{Tags, ToolLog};
 
 /// One capability of the sandbox: its state in a store, its host
 /// interface and its per-call renewal. See the module documentation for
@@ -91,10 +96,15 @@ impl<'a> Setup<'a> {
     }
 }
 
-/// What is new for each call: who it acts for (`None` while the metadata
-/// is read).
+/// What is new for each call: its limits (a session's call may run under
+/// other caps than the call that made its instance), the tool's name, who
+/// it acts for (`None` while the metadata is read) and where its progress
+/// reports go (`None`: nowhere).
 pub(crate) struct Renewal<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) tool: &'a str,
     pub(crate) caller: Option<&'a Arc<Caller>>,
+    pub(crate) progress: Option<watch::Sender<Option<Progress>>>,
 }
 
 /// Make [`CallCtx`] from the list of capabilities, and the loops over it.
@@ -159,6 +169,15 @@ capabilities! {
     /// `airlock:tool/caller`: who the call being served acts for
     /// (`caller.rs`).
     caller: CallerSlot,
+    /// `airlock:tool/content`: the content blocks the call attaches, each
+    /// checked as it arrives (`sandbox/content.rs`).
+    content: ContentSlot,
+    /// `airlock:tool/progress`: the call's progress reports, checked and
+    /// forwarded at most once per interval (`sandbox/progress.rs`).
+    progress: ProgressSlot,
+    /// `airlock:tool/log`: the call's lines for the operator's log
+    /// (`sandbox/tool_log.rs`).
+    log: ToolLog,
     /// The host's own spending on the call: open files, outgoing bodies,
     /// writes (`budget.rs`). Its wrappers shadow functions of WASI and
     /// `wasi:http`, so it is linked after them.
@@ -247,8 +266,8 @@ impl Capability for CallerSlot {
         Ok(Self(None))
     }
 
-    /// `airlock:tool/caller` (contract 0.2.0) answers with the caller of
-    /// the call being served.
+    /// `airlock:tool/caller` (contracts 0.2.0 and 0.3.0) answers with the
+    /// caller of the call being served.
     fn add_to_linker(linker: &mut Linker<CallCtx>) -> anyhow::Result<()> {
         crate::caller::add_to_linker(linker, |ctx: &mut CallCtx| crate::caller::CallerView(ctx.caller.0.as_deref()))
             .map_err(anyhow::Error::from)
@@ -258,6 +277,67 @@ impl Capability for CallerSlot {
     /// The next call's caller.
     fn renew(&mut self, renewal: &Renewal<'_>) {
         self.0 = renewal.caller.cloned();
+    }
+}
+
+impl Capability for ContentSlot {
+    fn new(setup: &Setup<'_>) -> anyhow::Result<Self> {
+        Ok(ContentSlot::new(setup.limits))
+    }
+
+    /// `airlock:tool/content` (contract 0.3.0).
+    fn add_to_linker(linker: &mut Linker<CallCtx>) -> anyhow::Result<()> {
+        ContentSlot::add_to_linker(linker, |ctx: &mut CallCtx| &mut ctx.content)
+            .map_err(anyhow::Error::from)
+            .context("linking airlock:tool/content")
+    }
+
+    /// Nothing attached, under the call's caps; serving only a call, not
+    /// a metadata read.
+    fn renew(&mut self, renewal: &Renewal<'_>) {
+        ContentSlot::renew(self, renewal.limits, renewal.caller.is_some());
+    }
+}
+
+impl Capability for ProgressSlot {
+    fn new(setup: &Setup<'_>) -> anyhow::Result<Self> {
+        Ok(ProgressSlot::new(setup.limits))
+    }
+
+    /// `airlock:tool/progress` (contract 0.3.0).
+    fn add_to_linker(linker: &mut Linker<CallCtx>) -> anyhow::Result<()> {
+        ProgressSlot::add_to_linker(linker, |ctx: &mut CallCtx| &mut ctx.progress)
+            .map_err(anyhow::Error::from)
+            .context("linking airlock:tool/progress")
+    }
+
+    /// The call's channel (if its client asked for progress), and no
+    /// report seen yet.
+    fn renew(&mut self, renewal: &Renewal<'_>) {
+        ProgressSlot::renew(self, renewal.limits, renewal.progress.clone());
+    }
+}
+
+impl Capability for ToolLog {
+    fn new(setup: &Setup<'_>) -> anyhow::Result<Self> {
+        Ok(ToolLog::new(setup.limits))
+    }
+
+    /// `airlock:tool/log` (contract 0.3.0).
+    fn add_to_linker(linker: &mut Linker<CallCtx>) -> anyhow::Result<()> {
+        ToolLog::add_to_linker(linker, |ctx: &mut CallCtx| &mut ctx.log)
+            .map_err(anyhow::Error::from)
+            .context("linking airlock:tool/log")
+    }
+
+    /// The call's tags and caps, no line written yet.
+    fn renew(&mut self, renewal: &Renewal<'_>) {
+        let tags = renewal.caller.map(|caller| Tags {
+            tool: renewal.tool.to_owned(),
+            call_id: caller.call_id.clone(),
+            principal: caller.principal.clone(),
+        });
+        ToolLog::renew(self, renewal.limits, tags);
     }
 }
 

@@ -143,16 +143,19 @@ fn host_limit(err: &wasmtime::Error, text: &str, limits: &Limits) -> Option<Fail
         ));
     }
     if text.contains("fuel allocated for hostcalls has been exhausted") {
-        // The tool's result crosses the same way; by far the commonest
-        // cause is a result far over the output cap.
+        // The tool's result and its content blocks cross the same way; by
+        // far the commonest cause is one of them far over its cap. The
+        // guest is stopped before the host copies any of it.
         return Some(Failure::new(
             ErrorKind::OutputTooLarge,
             format!(
-                "the tool handed the host more than {} bytes at once and was stopped: its result is over its \
-                 {}-byte output limit, or one host call carried that much data; return a smaller result (at most \
-                 {} bytes)",
+                "the tool handed the host more than {} bytes at once and was stopped before the host took any of \
+                 it: its result is over its {}-byte output limit (max_output_bytes), a content block it attached \
+                 is over the {}-byte limit of one block (max_content_block_bytes), or one host call carried that \
+                 much data; return a smaller result (at most {} bytes) and smaller blocks",
                 limits.hostcall_bytes(),
                 limits.max_output_bytes,
+                limits.max_content_block_bytes,
                 limits.max_output_bytes
             ),
         ));

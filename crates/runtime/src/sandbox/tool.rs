@@ -2,7 +2,7 @@
 //! sandbox's store: pre-instantiated ([`ToolPre`]) and live ([`Tool`]).
 
 use super::{CallCtx, RawMetadata};
-use crate::bindings::{Contract, v0_1, v0_2};
+use crate::bindings::{Contract, v0_1, v0_2, v0_3};
 use airlock_core::outcome::Failure;
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
@@ -16,6 +16,7 @@ pub struct ToolPre(Pre);
 enum Pre {
     V0_1(v0_1::ToolPre<CallCtx>),
     V0_2(v0_2::ToolPre<CallCtx>),
+    V0_3(v0_3::ToolPre<CallCtx>),
 }
 
 impl ToolPre {
@@ -25,10 +26,14 @@ impl ToolPre {
     ///
     /// The component fits no version; the error is the newest version's.
     pub(crate) fn new(instance_pre: InstancePre<CallCtx>) -> wasmtime::Result<Self> {
-        match v0_2::ToolPre::new(instance_pre.clone()) {
-            Ok(pre) => Ok(Self(Pre::V0_2(pre))),
-            Err(newest) => v0_1::ToolPre::new(instance_pre).map(|pre| Self(Pre::V0_1(pre))).map_err(|_| newest),
+        let newest = match v0_3::ToolPre::new(instance_pre.clone()) {
+            Ok(pre) => return Ok(Self(Pre::V0_3(pre))),
+            Err(newest) => newest,
+        };
+        if let Ok(pre) = v0_2::ToolPre::new(instance_pre.clone()) {
+            return Ok(Self(Pre::V0_2(pre)));
         }
+        v0_1::ToolPre::new(instance_pre).map(|pre| Self(Pre::V0_1(pre))).map_err(|_| newest)
     }
 
     /// The contract version the component targets.
@@ -36,6 +41,7 @@ impl ToolPre {
         match self.0 {
             Pre::V0_1(_) => Contract::V0_1,
             Pre::V0_2(_) => Contract::V0_2,
+            Pre::V0_3(_) => Contract::V0_3,
         }
     }
 
@@ -44,6 +50,7 @@ impl ToolPre {
         match &self.0 {
             Pre::V0_1(pre) => pre.engine(),
             Pre::V0_2(pre) => pre.engine(),
+            Pre::V0_3(pre) => pre.engine(),
         }
     }
 
@@ -52,6 +59,7 @@ impl ToolPre {
         Ok(match &self.0 {
             Pre::V0_1(pre) => Tool::V0_1(pre.instantiate_async(store).await?),
             Pre::V0_2(pre) => Tool::V0_2(pre.instantiate_async(store).await?),
+            Pre::V0_3(pre) => Tool::V0_3(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -60,6 +68,7 @@ impl ToolPre {
 pub(crate) enum Tool {
     V0_1(v0_1::Tool),
     V0_2(v0_2::Tool),
+    V0_3(v0_3::Tool),
 }
 
 impl Tool {
@@ -84,6 +93,11 @@ impl Tool {
                 .call_call(store, arguments)
                 .await?
                 .map_err(|err| tool_error(err.message, err.code)),
+            Self::V0_3(tool) => tool
+                .airlock_tool_handler()
+                .call_call(store, arguments)
+                .await?
+                .map_err(|err| tool_error(err.message, err.code)),
         })
     }
 
@@ -102,6 +116,7 @@ impl Tool {
         Ok(match self {
             Self::V0_1(tool) => read!(tool.airlock_tool_metadata()),
             Self::V0_2(tool) => read!(tool.airlock_tool_metadata()),
+            Self::V0_3(tool) => read!(tool.airlock_tool_metadata()),
         })
     }
 }

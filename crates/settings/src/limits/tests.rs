@@ -79,6 +79,10 @@ fn config_errors_name_the_limit_and_the_range() {
     check_err("max_write_bytes = 68719476737", &["max_write_bytes = 68719476737", "accepted 0..=68719476736"]);
     check_err("max_created_files = 1000001", &["max_created_files = 1000001", "accepted 0..=1000000"]);
     check_err("timeout = 5", &["unknown field `timeout`", "timeout_ms"]);
+    check_err("max_content_block_bytes = 0", &["max_content_block_bytes = 0", "accepted 1..=67108864 bytes"]);
+    check_err("max_content_blocks = 1025", &["max_content_blocks = 1025", "accepted 0..=1024"]);
+    check_err("progress_interval_ms = 0", &["progress_interval_ms = 0", "accepted 1..=60000 ms"]);
+    check_err("max_log_lines = 100001", &["max_log_lines = 100001", "accepted 0..=100000"]);
     let limits = parse("max_write_bytes = 4096\nmax_created_files = 3\nhost_memory_mib = 16").unwrap();
     assert_eq!((limits.max_write_bytes, limits.max_created_files, limits.host_memory_bytes), (4096, 3, 16 << 20));
 }
@@ -92,4 +96,9 @@ fn host_budget_splits_into_resources_and_bodies() {
     assert!(limits.max_outgoing_bodies() * OUTGOING_BODY_BYTES <= limits.host_memory_bytes / 2);
     const { assert!(HTTP_FIELDS_BYTES < RESOURCE_RESERVE_BYTES, "a full header map fits in its slot") };
     assert!(limits.hostcall_bytes() > limits.max_output_bytes, "a result at the output cap still crosses");
+    let big = Limits { max_content_block_bytes: 32 << 20, ..limits };
+    assert!(
+        big.hostcall_bytes() > big.max_content_block_bytes + CONTENT_HOSTCALL_SLACK_BYTES,
+        "a block at its cap, with its strings, still crosses to be checked"
+    );
 }

@@ -1,9 +1,11 @@
 //! `convert_units_rust`: converts a quantity between units of length, mass
 //! and temperature. An example of a tool written with the Rust SDK
 //! (`guest-sdk/`); the Python and JavaScript examples beside it are the same
-//! tool.
+//! tool. Besides its JSON result it attaches a text block showing the
+//! conversion, and writes a debugging line to the operator's log.
 
-use airlock_guest::{ToolError, export_tool};
+use airlock_guest::content::{self, Content};
+use airlock_guest::{ToolError, export_tool, log};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +93,10 @@ pub fn convert(args: Args) -> Result<Conversion, ToolError> {
     let base = args.value * source.scale + source.offset;
     let factor = 10f64.powi(i32::from(args.precision.min(12)));
     let value = ((base - target.offset) / target.scale * factor).round() / factor;
+    // The working, for a person reading the result in a client that shows
+    // content blocks; the model reads the JSON result.
+    content::attach(Content::text(format!("{} {} = {value} {}", args.value, source.name, target.name)))?;
+    log::debug(&format!("converted {} to {} ({})", source.name, target.name, source.dimension));
     Ok(Conversion { value, unit: target.name.to_owned(), dimension: source.dimension.to_owned() })
 }
 
@@ -113,6 +119,15 @@ mod tests {
     fn converts_within_a_dimension() {
         assert_eq!(convert(args(5.0, "km", "mi")).unwrap().value, 3.106856);
         assert_eq!(convert(args(100.0, "C", "F")).unwrap().value, 212.0);
+    }
+
+    #[test]
+    fn attaches_the_working_and_logs_a_line() {
+        content::take_attached();
+        log::take_lines();
+        convert(args(5.0, "km", "mi")).unwrap();
+        assert_eq!(content::take_attached(), [Content::text("5 km = 3.106856 mi")]);
+        assert_eq!(log::take_lines(), [(log::Level::Debug, "converted km to mi (length)".to_owned())]);
     }
 
     #[test]

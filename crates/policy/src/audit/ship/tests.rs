@@ -33,6 +33,7 @@ fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
             approval: None,
             duration_us: 1,
             fuel_used: None,
+            content: Vec::new(),
         })
         .unwrap();
     }

@@ -1,0 +1,60 @@
+//! A tool's progress as MCP `notifications/progress` with the client's
+//! `progressToken`, on stdio and streamable HTTP, for every revision (all
+//! have progress; the `message` field came with 2025-03-26 and is left out
+//! before it).
+//!
+//! Trusts the reports as the sandbox checked them (finite, growing, the
+//! message cleaned and capped) and sent at most once per the tool's
+//! `progress_interval_ms`. A call whose client gave no token has no sink,
+//! and nothing is sent for it.
+
+use airlock_core::progress::{Progress, ProgressSink};
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProgressToken, ProtocolVersion};
+use rmcp::service::Peer;
+use std::future::Future;
+use std::pin::Pin;
+
+/// The first revision whose progress notifications carry a `message`.
+const MESSAGE_SINCE: ProtocolVersion = ProtocolVersion::V_2025_03_26;
+
+/// Where one call's reports go: the client that sent `token`.
+pub(crate) struct Notifier {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    /// Whether the request's revision has a `message` in progress
+    /// notifications.
+    messages: bool,
+}
+
+impl Notifier {
+    /// A sink for the call that sent `token` over `peer`, in `revision`
+    /// (`None`: the newest).
+    pub(crate) fn new(peer: Peer<RoleServer>, token: ProgressToken, revision: Option<&ProtocolVersion>) -> Self {
+        let messages = revision.is_none_or(|revision| revision.as_str() >= MESSAGE_SINCE.as_str());
+        Self { peer, token, messages }
+    }
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifier").field("token", &self.token).finish_non_exhaustive()
+    }
+}
+
+impl ProgressSink for Notifier {
+    fn send(&self, report: Progress) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        let mut note = ProgressNotificationParam::new(self.token.clone(), report.progress);
+        note.total = report.total;
+        if self.messages {
+            note.message = report.message;
+        }
+        Box::pin(async move {
+            // A client that went away misses its progress; the call goes on
+            // and its result is dropped the same way.
+            if let Err(err) = self.peer.notify_progress(note).await {
+                tracing::debug!("cannot send a progress notification: {err}");
+            }
+        })
+    }
+}

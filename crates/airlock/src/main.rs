@@ -151,8 +151,8 @@ fn main() -> ExitCode {
     // `airlock __compile …`: the metered compiler process the host starts
     // for each component (no logging, no async runtime, no clap).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|arg| arg == airlock::COMPILE_SUBCOMMAND) {
-        return airlock::compile_child_main(args.get(2..).unwrap_or_default());
+    if args.get(1).is_some_and(|arg| arg == airlock_runtime::compiler::COMPILE_SUBCOMMAND) {
+        return airlock_runtime::compiler::child_main(args.get(2..).unwrap_or_default());
     }
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);

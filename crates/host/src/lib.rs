@@ -11,36 +11,42 @@
 //! ordinary [`ToolResult`] whose outcome is a [`Success`] or a [`Failure`]
 //! with an [`ErrorKind`]; front ends render it at their edge.
 //!
-//! The crate root is the library API that `airlock` re-exports: start with
-//! [`Host::builder`]. The public modules are what the MCP transports
-//! (`airlock-mcp`, the layer above) use besides it. See `ARCHITECTURE.md`
-//! for the map of the crates.
+//! **API boundary.** The crate root is the library API that `airlock`
+//! re-exports: start with [`Host::builder`]. Every module is private and
+//! every public item has one path: the root for what an embedder uses,
+//! [`transport`] for what only the MCP transports (`airlock-mcp`, the
+//! layer above) use besides it, and the hidden `bench` for the
+//! measurement hooks of `make bench`. See `ARCHITECTURE.md` for the map of
+//! the crates.
 
 #![deny(missing_docs)]
 // No unwrap, expect, panic or indexing outside tests: denied for the whole
 // workspace in Cargo.toml `[workspace.lints.clippy]`.
 
-pub mod access;
-pub mod approval;
-pub mod client_log;
-pub mod config;
-pub mod fleet;
-pub mod formats;
-pub mod host;
+mod access;
+mod approval;
+#[doc(hidden)]
+pub mod bench;
+mod client_log;
+mod config;
+mod fleet;
+mod formats;
+mod host;
 mod messages;
-pub mod metrics;
+mod metrics;
 mod observe;
 mod otel;
-pub mod outbound;
+mod outbound;
 mod pipeline;
 mod projection;
-pub mod quota;
+mod quota;
 mod registry;
 mod reservation;
 mod session;
-pub mod state;
+mod state;
 mod tool;
 mod tool_settings;
+pub mod transport;
 
 pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use airlock_core::call::Captured;
@@ -63,17 +69,16 @@ pub use airlock_policy::audit::{
     VerifyReport, argument_digest, existing_siblings as audit_siblings, redact, tail as audit_tail,
     verify as audit_verify, verify_all as audit_verify_all,
 };
+pub use airlock_policy::authorize::PolicyFiles;
 pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use airlock_policy::card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
 };
-pub use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
+pub use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
 pub use airlock_runtime::bindings::Contract;
 pub use airlock_runtime::compile_cache::digest;
-pub use airlock_runtime::compiler::{
-    COMPILE_SUBCOMMAND, MAX_COMPONENT_BYTES, NotAComponent, check_header, child_main as compile_child_main,
-};
+pub use airlock_runtime::compiler::{MAX_COMPONENT_BYTES, NotAComponent, check_header};
 /// Components from OCI registries: pull, push, keys, the store and the lock file.
 pub use airlock_runtime::distribution;
 pub use airlock_runtime::engine::Runtime;
@@ -89,9 +94,6 @@ pub use airlock_runtime::network::{
 };
 pub use airlock_runtime::sandbox::{Execution, TOOL_LOG_TARGET};
 pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
-/// The host's one outbound TLS client configuration (ring, webpki roots):
-/// what the transports use for a connection of their own (a JWT key set).
-pub use airlock_runtime::tls::client_config as tls_client_config;
 pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
 pub use airlock_settings::engine::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,
@@ -99,20 +101,24 @@ pub use airlock_settings::engine::{
 };
 pub use airlock_settings::limits::Limits;
 pub use airlock_settings::service::{LogSettings, MetricsSettings, PrincipalInSpans, ServeSettings, TraceSettings};
-pub use config::{BearerToken, BundledTools, Config, ConfigError, HttpSettings, Restart, TOOLS_DIR_ENV};
+pub use approval::ApprovalSettings;
+pub use client_log::QuietClientErrors;
+pub use config::{
+    BearerToken, BundledTools, Config, ConfigError, HttpCaps, HttpSettings, JwksSource, JwtCaps, JwtSettings, Restart,
+    TOOLS_DIR_ENV,
+};
 pub use fleet::{FleetSettings, MAX_REQUEST_STATE_BYTES, MIN_STATE_KEY_BYTES, StateKey};
 pub use formats::Format;
 pub use host::startup::Readiness;
-pub use host::{Host, HostBuilder, HostError, StrictReport, bench, provider_of};
+pub use host::{Host, HostBuilder, StrictReport, provider_of};
 pub use messages::{read_calls, write_results};
-pub use metrics::{OTHER, UNKNOWN_TOOL};
 pub use projection::{McpExtras, ModelTool, mcp_extras, project};
 pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use session::MAX_SESSION_ID_LEN;
-pub use state::{Sources, State};
+pub use state::{HostError, LoadErrors, Sources, State};
 pub use tool::Tool;
-pub use tool_settings::{PIPELINE, PipelineSettings};
+pub use tool_settings::{PipelineSettings, ToolConfig};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

@@ -259,7 +259,8 @@ impl Metrics {
     }
 
     /// At most `max` tool names labelled (`[metrics] max_tool_labels`);
-    /// calls to other tools are counted under [`OTHER`].
+    /// calls to other tools are counted under the label `other`
+    /// (`OTHER`).
     #[must_use]
     pub fn with_max_tool_labels(mut self, max: usize) -> Self {
         self.max_tool_labels = max;

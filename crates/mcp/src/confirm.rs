@@ -27,7 +27,7 @@ use super::CONFIRM_TIMEOUT;
 use super::cancel::{Link, link};
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::render::cap;
-use airlock_host::host::Host;
+use airlock_host::Host;
 use airlock_policy::confirm::{ConfirmRequest, Confirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
 use rmcp::model::{

@@ -73,7 +73,7 @@ pub use probes::{HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 
 use super::server::{AirlockServer, Shared};
 use super::shutdown;
-use airlock_host::host::Host;
+use airlock_host::Host;
 use airlock_settings::http::HttpCaps;
 use anyhow::Context as _;
 use gate::{Gate, check};
@@ -169,7 +169,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         None => {
             let base = host.config().approvals.public_url.unwrap_or_else(|| format!("http://{local}"));
             host.approvals().serve_page_at(&base);
-            eprintln!("airlock: serving the approval page on {base}{}", airlock_host::approval::PAGE_PATH);
+            eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
             app = app.merge(approvals::routes(approvals::Page::new(host.clone(), page_jwt, base)));
             None
         }
@@ -306,7 +306,7 @@ async fn serve_page_with(
     let local = listener.local_addr().context("cannot read the bound address")?;
     let base = settings.approvals.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
     host.approvals().serve_page_at(&base);
-    eprintln!("airlock: serving the approval page on {base}{}", airlock_host::approval::PAGE_PATH);
+    eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
     let app = approvals::routes(approvals::Page::new(host.clone(), jwt, base));
     let trusted = proxy::TrustedProxies::new(&settings.http.trusted_proxies);
     Ok(tokio::spawn(connections::serve(listener, app, settings.http.caps, trusted, stop)))

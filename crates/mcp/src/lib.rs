@@ -72,7 +72,7 @@ mod signed;
 mod stdio;
 mod watch;
 
-use airlock_host::host::Host;
+use airlock_host::Host;
 use anyhow::Context as _;
 use changes::Changes;
 use confirm::Confirmations;
@@ -200,7 +200,7 @@ async fn compile_on(host: &Host) {
          next start finds them compiled; SIGTERM stops now"
     );
     tokio::select! {
-        () = airlock_host::host::startup::settle(host, wait) => {}
+        () = airlock_host::transport::startup::settle(host, wait) => {}
         () = shutdown::signal() => {}
     }
 }

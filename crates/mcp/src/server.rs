@@ -23,8 +23,8 @@ use airlock_core::caller::TokenAttributes;
 use airlock_core::progress::ProgressSink;
 use airlock_core::render;
 use airlock_core::trace_parent::TraceParent;
-use airlock_host::formats::Format;
-use airlock_host::host::Host;
+use airlock_host::Format;
+use airlock_host::Host;
 use airlock_policy::confirm::Confirmer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, CustomRequest,
@@ -274,7 +274,7 @@ impl ServerHandler for AirlockServer {
         // `[serve] startup_list_wait_secs`), so that a client that lists
         // once sees every tool.
         let wait = self.shared.host.state().config().serve.startup_list_wait;
-        airlock_host::host::startup::settle(&self.shared.host, wait).await;
+        airlock_host::transport::startup::settle(&self.shared.host, wait).await;
         // Noted before the tools are read: a tool installed after that
         // read finds the note and is announced.
         if !self.shared.host.readiness().finished() {
@@ -341,7 +341,7 @@ impl ServerHandler for AirlockServer {
         // such tool", which its retry would take for a change.
         {
             let (waiting, _link) = linked(&cancel);
-            airlock_host::host::startup::wait_for_tool(&self.shared.host, request.name.as_ref(), &waiting).await;
+            airlock_host::transport::startup::wait_for_tool(&self.shared.host, request.name.as_ref(), &waiting).await;
         }
         let revision = self.shared.host.tools().get(request.name.as_ref()).map(|tool| tool.revision.clone());
         let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone(), revision };

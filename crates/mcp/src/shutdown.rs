@@ -11,7 +11,7 @@
 //! [`signal`] and [`drain`]; what "in flight" means (calls, and over HTTP
 //! also the responses still being written) is theirs to say.
 
-use airlock_host::host::Host;
+use airlock_host::Host;
 use std::time::Duration;
 use tokio::time::Instant;
 

@@ -20,10 +20,10 @@
 use super::cancel::linked;
 use super::confirm::{Owner, Resumed, Started, accepted_responses, form, message, page_handoff};
 use airlock_core::call::CallRequest;
-use airlock_host::fleet::redeem::{Redeemed, Redeemer, StoreLimits};
-use airlock_host::fleet::token::{self, Binding};
-use airlock_host::fleet::{FleetSettings, StateKey};
-use airlock_host::host::Host;
+use airlock_host::Host;
+use airlock_host::transport::fleet::token::{self, Binding};
+use airlock_host::transport::fleet::{Redeemed, Redeemer, StoreLimits};
+use airlock_host::{FleetSettings, StateKey};
 use airlock_policy::confirm::{ConfirmRequest, Confirmer, FixedConfirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputResponses};
@@ -185,7 +185,7 @@ fn binding<'a>(owner: &'a Owner, digest: &'a str) -> Binding<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_host::fleet::MAX_REQUEST_STATE_BYTES;
+    use airlock_host::MAX_REQUEST_STATE_BYTES;
     use serde_json::json;
 
     /// `state` (`v1.id.expiry.mac`) grown to `len` bytes by zeros in front

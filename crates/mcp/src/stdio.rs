@@ -439,7 +439,10 @@ impl Reader {
     /// Answer a line that was refused. `false` when the transport is
     /// closing.
     async fn reject(&self, rejection: Rejection) -> bool {
-        airlock_host::client_log::refused(&format!("JSON-RPC {} on stdin", rejection.code()), rejection.message());
+        airlock_host::transport::client_log::refused(
+            &format!("JSON-RPC {} on stdin", rejection.code()),
+            rejection.message(),
+        );
         let mut line = rejection.to_json().to_string().into_bytes();
         line.push(b'\n');
         let answers = None;

@@ -16,9 +16,9 @@
 
 use super::server::Shared;
 use super::{RELOAD_DEBOUNCE, RELOAD_MAX_WAIT};
-use airlock_host::config::Config;
-use airlock_host::formats::Format;
-use airlock_host::state::Sources;
+use airlock_host::Config;
+use airlock_host::Format;
+use airlock_host::Sources;
 use anyhow::Context as _;
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecursiveMode};

@@ -6,7 +6,7 @@
 //! server, 2 usage (no server address, no token, no answer).
 
 use airlock::Config;
-use airlock::outbound::Outbound;
+use airlock::transport::outbound::Outbound;
 use serde_json::Value;
 use std::io::Write as _;
 use std::process::ExitCode;

@@ -41,10 +41,6 @@ pub fn init_logging(verbose: u8, format: LogFormat) {
     });
     // Client errors rmcp would log as warnings with the client's data are
     // counted and logged at a bounded rate instead (see `client_log`).
-    let _ = tracing_subscriber::registry()
-        .with(airlock::client_log::QuietClientErrors)
-        .with(filter)
-        .with(text)
-        .with(json)
-        .try_init();
+    let _ =
+        tracing_subscriber::registry().with(airlock::QuietClientErrors).with(filter).with(text).with(json).try_init();
 }

@@ -35,8 +35,9 @@ mod signin;
 
 use super::connections::ClientConnection;
 use super::jwt::Verifier;
-use airlock_host::approval::{Answer, Approval, Approver, How, NotYours, PAGE_PATH, may_answer, now_ms, store};
-use airlock_host::host::Host;
+use airlock_host::Approver;
+use airlock_host::Host;
+use airlock_host::transport::approval::{Answer, Approval, How, NotAnswered, NotYours, PAGE_PATH, may_answer, now_ms};
 use airlock_policy::audit::RefusedApproval;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -505,13 +506,11 @@ async fn record(page: &Page, approval: &Approval, answer: Answer) -> Response {
                 notice(StatusCode::OK, "Declined", "You declined this call. It will not run.")
             }
         }
-        Ok(Err(store::NotAnswered::Answered(given))) => {
+        Ok(Err(NotAnswered::Answered(given))) => {
             let what = if given.approved { "approved" } else { "declined" };
             notice(StatusCode::CONFLICT, &format!("Already {what}"), &format!("{} {what} this call already.", given.by))
         }
-        Ok(Err(store::NotAnswered::Unknown)) => {
-            notice(StatusCode::NOT_FOUND, "No such approval", "This approval has lapsed.")
-        }
+        Ok(Err(NotAnswered::Unknown)) => notice(StatusCode::NOT_FOUND, "No such approval", "This approval has lapsed."),
         Err(err) => {
             tracing::warn!("{err}");
             notice(StatusCode::SERVICE_UNAVAILABLE, "Try again shortly", "The answer could not be recorded.")
@@ -742,11 +741,11 @@ async fn api_answer(
         Ok(Ok(answered)) => {
             json_response(StatusCode::OK, &json!({"answered": listed(&answered), "approved": approved}))
         }
-        Ok(Err(store::NotAnswered::Answered(given))) => json_response(
+        Ok(Err(NotAnswered::Answered(given))) => json_response(
             StatusCode::CONFLICT,
             &json!({"error": format!("already {} by {}", if given.approved { "approved" } else { "declined" }, given.by)}),
         ),
-        Ok(Err(store::NotAnswered::Unknown)) => json_response(StatusCode::NOT_FOUND, &json!({"error": "lapsed"})),
+        Ok(Err(NotAnswered::Unknown)) => json_response(StatusCode::NOT_FOUND, &json!({"error": "lapsed"})),
         Err(err) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
     }
 }

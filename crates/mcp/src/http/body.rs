@@ -73,7 +73,10 @@ pub(super) async fn read_message(request: Request, caps: &HttpCaps) -> Result<Re
         }
     };
     if let Err(rejection) = jsonrpc::parse(&bytes) {
-        airlock_host::client_log::refused(&format!("JSON-RPC {} over HTTP", rejection.code()), rejection.message());
+        airlock_host::transport::client_log::refused(
+            &format!("JSON-RPC {} over HTTP", rejection.code()),
+            rejection.message(),
+        );
         return Err(rejected(StatusCode::BAD_REQUEST, &rejection));
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))

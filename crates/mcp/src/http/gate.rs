@@ -16,8 +16,8 @@ use super::connections::ClientConnection;
 use super::jwt::Verifier;
 use super::probes::METRICS_PATH;
 use airlock_core::caller::TokenAttributes;
-use airlock_host::access::{Access, normalize_origin};
-use airlock_host::metrics::Metrics;
+use airlock_host::transport::access::{Access, normalize_origin};
+use airlock_host::transport::metrics::Metrics;
 use airlock_settings::http::HttpCaps;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -103,7 +103,7 @@ impl Unbound {
     fn response(&self) -> Response {
         match self {
             Unbound::Full(max) => {
-                airlock_host::client_log::refused(
+                airlock_host::transport::client_log::refused(
                     "HTTP 503",
                     &format!("{max} MCP sessions are open, the cap ([http] max_sessions)"),
                 );
@@ -119,7 +119,7 @@ impl Unbound {
                     "Too Many Requests: principal {principal:?} already has {open} open MCP sessions, its quota \
                      (http_sessions = {quota}); close one (DELETE {MCP_PATH} with its Mcp-Session-Id) and retry. This \
                      quota is per principal; {}\n",
-                    airlock_host::quota::raise_hint(principal, "http_sessions")
+                    airlock_host::transport::quota::raise_hint(principal, "http_sessions")
                 );
                 (StatusCode::TOO_MANY_REQUESTS, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message)
                     .into_response()
@@ -140,11 +140,11 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if let Some(origin) = headers.get(header::ORIGIN)
         && !origin_allowed(&access, origin)
     {
-        airlock_host::client_log::refused("HTTP 403", "an Origin that is not allowed");
+        airlock_host::transport::client_log::refused("HTTP 403", "an Origin that is not allowed");
         return refuse(StatusCode::FORBIDDEN, "Forbidden: this Origin is not allowed");
     }
     if gate.loopback && !headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_some_and(is_loopback_authority) {
-        airlock_host::client_log::refused("HTTP 403", "a Host header that does not name a loopback host");
+        airlock_host::transport::client_log::refused("HTTP 403", "a Host header that does not name a loopback host");
         return refuse(StatusCode::FORBIDDEN, "Forbidden: the Host header must name a loopback host");
     }
     let (owner, attributes) = match (gate.authenticate(&access, headers), &gate.jwt) {
@@ -154,13 +154,13 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
             Err(rejection) => {
                 // An invalid token was logged (capped) by the verifier.
                 if matches!(rejection, super::jwt::Rejection::Missing) {
-                    airlock_host::client_log::refused("HTTP 401", "no bearer token");
+                    airlock_host::transport::client_log::refused("HTTP 401", "no bearer token");
                 }
                 return jwt.unauthorized(&rejection);
             }
         },
         (None, None) => {
-            airlock_host::client_log::refused("HTTP 401", "no valid bearer token");
+            airlock_host::transport::client_log::refused("HTTP 401", "no valid bearer token");
             return unauthorized();
         }
     };
@@ -170,7 +170,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
     if let Some(connection) = request.extensions().get::<ClientConnection>()
         && let Err(full) = connection.authenticated(headers)
     {
-        airlock_host::client_log::refused("HTTP 503", &full);
+        airlock_host::transport::client_log::refused("HTTP 503", &full);
         return connections_full();
     }
     // `/metrics` names principals and tools: when clients authenticate,
@@ -180,7 +180,10 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         && (access.has_tokens() || gate.jwt.is_some())
         && !gate.metrics_readers.contains(&principal)
     {
-        airlock_host::client_log::refused("HTTP 403", "a principal not in [metrics] readers asked for /metrics");
+        airlock_host::transport::client_log::refused(
+            "HTTP 403",
+            "a principal not in [metrics] readers asked for /metrics",
+        );
         return refuse(
             StatusCode::FORBIDDEN,
             "Forbidden: this principal may not read /metrics; the operator lists the scrapers' principals in \
@@ -421,13 +424,13 @@ mod tests {
     fn access(tokens: &[(&str, &str)], origins: &[&str]) -> Arc<Access> {
         let tokens = tokens
             .iter()
-            .map(|(t, p)| airlock_host::config::BearerToken { token: (*t).into(), principal: (*p).into(), file: None })
+            .map(|(t, p)| airlock_host::BearerToken { token: (*t).into(), principal: (*p).into(), file: None })
             .collect();
         let allowed_origins = origins.iter().map(|o| (*o).to_owned()).collect();
-        Arc::new(Access::new(&airlock_host::config::HttpSettings {
+        Arc::new(Access::new(&airlock_host::HttpSettings {
             tokens,
             allowed_origins,
-            ..airlock_host::config::HttpSettings::default()
+            ..airlock_host::HttpSettings::default()
         }))
     }
 

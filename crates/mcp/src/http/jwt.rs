@@ -52,9 +52,9 @@
 //! be good, and a client would otherwise discard it.
 
 use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
-use airlock_host::access::Access;
-use airlock_host::config::{JwksSource, JwtSettings};
-use airlock_host::outbound::Outbound;
+use airlock_host::transport::access::Access;
+use airlock_host::transport::outbound::Outbound;
+use airlock_host::{JwksSource, JwtSettings};
 use airlock_settings::http::JwtCaps;
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -194,8 +194,8 @@ impl Verifier {
         // one warning a minute (a flood of bad tokens is not a flood of
         // log lines; a `kid` is the client's text).
         match &result {
-            Err(Rejection::Invalid(why)) => airlock_host::client_log::refused("an access token", why),
-            Err(Rejection::Unavailable(_)) => airlock_host::client_log::refused(
+            Err(Rejection::Invalid(why)) => airlock_host::transport::client_log::refused("an access token", why),
+            Err(Rejection::Unavailable(_)) => airlock_host::transport::client_log::refused(
                 "HTTP 503",
                 "an access token's key is unknown and the key set ([http.jwt] jwks_url) cannot be read",
             ),

@@ -14,7 +14,7 @@
 //! the same gate as `/mcp` (bearer token, Host and Origin checks), except
 //! on a separate loopback `[metrics] listen` address with `public = true`.
 
-use airlock_host::host::Host;
+use airlock_host::Host;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 
@@ -53,7 +53,7 @@ pub(super) fn with_metrics(router: axum::Router, host: &Host) -> axum::Router {
         METRICS_PATH,
         axum::routing::get(move || {
             let text = host.metrics_text();
-            async move { ([(header::CONTENT_TYPE, airlock_host::metrics::CONTENT_TYPE)], text).into_response() }
+            async move { ([(header::CONTENT_TYPE, airlock_host::transport::metrics::CONTENT_TYPE)], text).into_response() }
         }),
     )
 }

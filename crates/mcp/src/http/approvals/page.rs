@@ -6,7 +6,8 @@
 //! nothing a model or a tool put in an argument can add markup, and the
 //! page's own warning is repeated above the card when the card carries one.
 
-use airlock_host::approval::{Approval, Approver};
+use airlock_host::Approver;
+use airlock_host::transport::approval::Approval;
 use airlock_policy::card::HIDDEN_WARNING;
 use std::fmt::Write as _;
 

@@ -15,8 +15,8 @@
 //! cookie's, the token response is capped.
 
 use super::super::jwt::Verifier;
-use airlock_host::approval::link::LinkKey;
-use airlock_host::outbound::Outbound;
+use airlock_host::transport::approval::LinkKey;
+use airlock_host::transport::outbound::Outbound;
 use base64::Engine as _;
 use ring::rand::SecureRandom as _;
 use serde::{Deserialize, Serialize};

@@ -316,13 +316,13 @@ fn principal_faults_are_found_in_every_category_refused() {
 
 #[tokio::test]
 async fn an_access_token_cannot_act_as_a_static_tokens_principal_unless_the_operator_shares_them() {
-    let access = Access::new(&airlock_host::config::HttpSettings {
-        tokens: vec![airlock_host::config::BearerToken {
+    let access = Access::new(&airlock_host::HttpSettings {
+        tokens: vec![airlock_host::BearerToken {
             token: "0123456789abcdef-alice".into(),
             principal: "alice".into(),
             file: None,
         }],
-        ..airlock_host::config::HttpSettings::default()
+        ..airlock_host::HttpSettings::default()
     });
     let (mut verifier, sign) = with_key(JwtCaps::default());
     let bearer = |token: String| {

@@ -302,8 +302,8 @@ $(MDBOOK_STAMP):
 	touch $@
 
 # The chart on the bundled tools' page is drawn by the chart tool through
-# the built binary (book/chart.py), from the call the page shows; the file
-# is not committed.
+# the built binary (book/chart.py: the call the page shows, its blocks
+# written by `airlock call --content-dir`); the file is not committed.
 BOOK_CHART := book/src/operator/images/chart.png
 
 docs: $(MDBOOK_STAMP) build

@@ -3,28 +3,28 @@
 `airlock` binary, so that the picture in the book is the tool's own output.
 
 The arguments are the ones the page shows: the JSON of the first
-`airlock call chart '…'` in book/src/operator/bundled-tools.md. The call
-goes over MCP (`airlock serve --stdio`, a configuration with `chart` alone)
-and the PNG is the image content block of the result, decoded from base64
-and checked to be a PNG of the requested size before it is written.
+`airlock call chart '…'` in book/src/operator/bundled-tools.md. The call is
+that command (with a configuration of `chart` alone), and `--content-dir`
+writes the blocks the tool attached to files; the PNG block's file is
+checked to be a PNG of the requested size and copied where the page shows
+it.
 
 Usage: python3 book/chart.py AIRLOCK_BIN CHART_WASM OUTPUT_PNG
 (`make docs` runs it; only the standard library is needed.)
 """
 
-import base64
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "operator", "bundled-tools.md")
-# How long the server may take to load the tool and answer, in seconds.
-TIMEOUT = 120
+# How long loading the tool and the call may take, in seconds.
+TIMEOUT = 300
 
 
 def page_arguments():
@@ -44,60 +44,33 @@ def png_size(data):
     return struct.unpack(">II", data[16:24])
 
 
-def call_chart(binary, component, arguments):
-    """The result of one `tools/call` of chart over MCP stdio."""
-    with tempfile.TemporaryDirectory() as tmp:
-        config = os.path.join(tmp, "airlock.toml")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(f'builtin_settings = false\n[tools.chart]\ncomponent = {json.dumps(component)}\nside_effect = false\n')
-        messages = [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                        "clientInfo": {"name": "airlock-book", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "chart", "arguments": arguments}},
-        ]
-        server = subprocess.Popen(
-            [binary, "--config", config, "serve", "--stdio"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        # A server that never answers is killed, which ends the read below.
-        watchdog = threading.Timer(TIMEOUT, server.kill)
-        watchdog.start()
-        try:
-            assert server.stdin is not None and server.stdout is not None
-            server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-            server.stdin.flush()
-            for line in server.stdout:
-                message = json.loads(line)
-                if message.get("id") == 2:
-                    return message
-            sys.exit(f"airlock serve ended without answering: {server.stderr.read() if server.stderr else ''}")
-        finally:
-            watchdog.cancel()
-            server.kill()
-            server.wait(timeout=TIMEOUT)
-
-
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     binary, component, output = sys.argv[1:]
     arguments = page_arguments()
-    answer = call_chart(binary, component, arguments)
-    result = answer.get("result") or {}
-    if "error" in answer or result.get("isError"):
-        sys.exit(f"chart failed: {json.dumps(answer)[:2000]}")
-    images = [b for b in result.get("content", []) if b.get("type") == "image" and b.get("mimeType") == "image/png"]
-    if len(images) != 1:
-        sys.exit(f"chart returned {len(images)} PNG images: {json.dumps(result)[:2000]}")
-    data = base64.b64decode(images[0]["data"], validate=True)
-    expected = (arguments.get("width", 800), arguments.get("height", 500))
-    if png_size(data) != expected:
-        sys.exit(f"chart returned a PNG of {png_size(data)}, not {expected}")
-    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    with open(output, "wb") as f:
-        f.write(data)
+    with tempfile.TemporaryDirectory() as tmp:
+        config = os.path.join(tmp, "airlock.toml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f"builtin_settings = false\n[tools.chart]\ncomponent = {json.dumps(component)}\nside_effect = false\n")
+        blocks_dir = os.path.join(tmp, "blocks")
+        done = subprocess.run(
+            [binary, "--config", config, "call", "chart", json.dumps(arguments), "--content-dir", blocks_dir],
+            capture_output=True, text=True, timeout=TIMEOUT,
+        )
+        if done.returncode != 0:
+            sys.exit(f"airlock call chart failed ({done.returncode}): {done.stdout[:2000]}{done.stderr[-2000:]}")
+        answer = json.loads(done.stdout)
+        pngs = [b for b in answer.get("blocks", []) if b.get("kind") == "image" and b.get("media_type") == "image/png"]
+        if len(pngs) != 1 or "file" not in pngs[0]:
+            sys.exit(f"chart returned {len(pngs)} PNG images: {json.dumps(answer.get('blocks'))[:2000]}")
+        with open(pngs[0]["file"], "rb") as f:
+            data = f.read()
+        expected = (arguments.get("width", 800), arguments.get("height", 500))
+        if png_size(data) != expected:
+            sys.exit(f"chart returned a PNG of {png_size(data)}, not {expected}")
+        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+        shutil.copyfile(pngs[0]["file"], output)
     print(f"drew {output} ({len(data)} bytes, {expected[0]} × {expected[1]}) with chart")
 
 

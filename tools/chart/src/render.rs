@@ -88,7 +88,7 @@ impl Sizes {
 
 /// The axes' ranges with a margin, so that no point sits on the frame;
 /// a bar chart's y axis starts at zero.
-fn axes(spec: &Spec) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
+fn axes(spec: &Spec, sizes: &Sizes) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
     let pad = |range: Range, share: f64| {
         let span = range.max - range.min;
         let pad = if span > 0.0 { span * share } else { range.max.abs().max(1.0) * 0.5 };
@@ -118,8 +118,19 @@ fn axes(spec: &Spec) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
     } else {
         pad(spec.y_range, 0.05)
     };
-    // Room at the top for the legend, which sits in the upper right corner.
-    let y = if legend(spec) { y.start..y.end + (y.end - y.start) * 0.12 } else { y };
+    // Room at the top for the legend, which sits in the upper right
+    // corner: the share of the plot's height the legend takes (a line per
+    // series and its margins) is added above the highest value, so that
+    // no point is hidden under it.
+    let y = if legend(spec) {
+        let legend = (spec.series.len() as f64 * 1.6 + 2.5) * sizes.label;
+        let title = if spec.title.is_some() { sizes.title * 1.6 } else { 0.0 };
+        let plot = f64::from(spec.height) - sizes.label * 3.4 - title - sizes.desc * 1.4;
+        let share = if plot > 0.0 { (legend / plot).min(0.6) } else { 0.6 };
+        y.start..y.end + (y.end - y.start) * share / (1.0 - share)
+    } else {
+        y
+    };
     (x, y)
 }
 
@@ -158,7 +169,7 @@ fn draw<DB: DrawingBackend>(spec: &Spec, root: &DrawingArea<DB, Shift>) -> Resul
     let error = |what: &'static str| move |err: DrawingAreaErrorKind<DB::ErrorType>| failed(what, err);
     root.fill(&WHITE).map_err(error("background"))?;
     let sizes = Sizes::for_spec(spec);
-    let (x_range, y_range) = axes(spec);
+    let (x_range, y_range) = axes(spec, &sizes);
 
     let mut builder = ChartBuilder::on(root);
     builder

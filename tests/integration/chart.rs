@@ -46,7 +46,9 @@ async fn chart_attaches_a_png_of_the_requested_size_and_an_svg_with_its_title() 
     assert_eq!(png.mime_type, "image/png");
     assert_eq!(png_size(&png.data), (900, 400));
     assert_eq!(summary["png_bytes"], json!(png.data.len()));
-    let Content::Embedded(svg) = contents[1] else { panic!("the second block is not a resource: {:?}", contents[1].kind()) };
+    let Content::Embedded(svg) = contents[1] else {
+        panic!("the second block is not a resource: {:?}", contents[1].kind())
+    };
     assert_eq!((svg.uri.as_str(), svg.mime_type.as_deref()), ("airlock:chart/chart.svg", Some("image/svg+xml")));
     let Body::Text(text) = &svg.body else { panic!("the SVG is not text") };
     assert!(text.starts_with(r#"<svg width="900" height="400""#), "{}", &text[..80.min(text.len())]);
@@ -73,7 +75,8 @@ async fn bad_chart_input_is_a_tool_error_naming_the_member_with_no_blocks() {
         assert_eq!(result.code(), Some("invalid_chart"));
     }
     // The schema refuses sizes out of range before the tool runs.
-    let result = call(&host, "chart", json!({"kind": "line", "series": [{"name": "a", "values": [1]}], "width": 5000})).await;
+    let result =
+        call(&host, "chart", json!({"kind": "line", "series": [{"name": "a", "values": [1]}], "width": 5000})).await;
     assert_failed(&result, "invalid_arguments", "width");
 }
 

@@ -132,12 +132,16 @@ pub struct Args {
     #[schemars(length(max = 200))]
     pub y_label: Option<String>,
     /// Width of the picture in pixels, 100 to 2000; 800 when omitted.
+    // The schema's minimum is 1, not 100: a provider's strict mode drops
+    // `minimum` (Anthropic's does) and may then send any positive size,
+    // which the schema should not refuse; the tool refuses sizes under 100
+    // by name, as the description says.
     #[serde(default)]
-    #[schemars(range(min = 100, max = 2000))]
+    #[schemars(range(min = 1, max = 2000))]
     pub width: Option<u32>,
     /// Height of the picture in pixels, 100 to 2000; 500 when omitted.
     #[serde(default)]
-    #[schemars(range(min = 100, max = 2000))]
+    #[schemars(range(min = 1, max = 2000))]
     pub height: Option<u32>,
 }
 

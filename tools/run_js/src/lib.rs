@@ -83,7 +83,7 @@ console.log/info/debug and print(...) write to `stdout`; console.error/warn writ
 capped at 256 KiB). The last expression's value is returned as `result` in JSON form, or as \
 `result_repr` when it has none; top-level await works. An uncaught exception is returned in `error` \
 (name, message, stack with line:column in your code). show(data, mimeType) returns bytes the code \
-made (a PNG Uint8Array, an SVG string) to the user as a picture, sound or file. \
+made (a PNG Uint8Array, an SVG string) to the user. \
 Limits: a 64 MiB heap and a time budget set by the operator \
 (a few seconds by default). Running out of time, or recursing deeper than about 1,000 calls, aborts \
 the call with a tool error and no output, so keep loops bounded. `stdin` and `session_id` are \

@@ -278,3 +278,9 @@ fn show_refuses_what_it_cannot_attach_and_counts_per_run() {
     }
     assert_eq!(take_attached().len(), 32);
 }
+
+#[test]
+fn the_description_fits_the_clients_that_cap_it() {
+    assert!(DESCRIPTION.chars().count() <= 1024, "{}", DESCRIPTION.chars().count());
+    assert!(DESCRIPTION.contains("show(data, mimeType)"));
+}

@@ -56,7 +56,7 @@ grep -q '^\.TH airlock' "$prefix/share/man/man1/airlock.1" || fail "the man page
 # The rest of `make install` (install-cache) as a new user with an empty
 # compile cache: it compiles every bundled tool into the cache the
 # installed binary serves from, so that the first start is warm: the MCP
-# Python SDK's first tools/list has all nine tools and run_python answers.
+# Python SDK's first tools/list has all ten tools and run_python answers.
 # Times are printed, not asserted; what is asserted is that the first
 # start found every artifact in the cache and compiled nothing.
 fresh=$tmp/fresh-home
@@ -65,7 +65,7 @@ env -u AIRLOCK_TOOLS_DIR -u AIRLOCK_CONFIG -u AIRLOCK_CACHE_DIR -u XDG_CACHE_HOM
 	RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" \
 	"${MAKE:-make}" --no-print-directory -C "$root" install-cache PREFIX="$prefix" >/dev/null
 cached=$(find "$fresh/.cache/airlock" -name '*.cwasm' | wc -l)
-[[ $cached -ge 9 ]] || fail "make install left $cached compiled tools in $fresh/.cache/airlock, not 9"
+[[ $cached -ge 10 ]] || fail "make install left $cached compiled tools in $fresh/.cache/airlock, not 10"
 if [[ -n ${PY:-} && -x ${PY:-} ]]; then
 	before=$(find "$fresh/.cache/airlock" -type f | sort | md5sum)
 	(cd "$tmp/elsewhere" && env -i PATH=/usr/bin:/bin HOME="$fresh" AIRLOCK_BIN="$prefix/bin/airlock" "$PY" - <<'PY') || fail "the first start after make install was not warm"
@@ -81,11 +81,11 @@ async def main():
         tools = await session.list_tools()
         listed = time.monotonic() - started
         names = sorted(t.name for t in tools.tools)
-        assert len(names) == 9, f"the first tools/list has {names}"
+        assert len(names) == 10, f"the first tools/list has {names}"
         result = await session.call_tool("run_python", {"code": "print(1 + 1)"})
         called = time.monotonic() - started
         assert not result.is_error, result
-    print(f"tests/install.sh: first start after make install: 9 tools listed at {listed:.2f} s, "
+    print(f"tests/install.sh: first start after make install: 10 tools listed at {listed:.2f} s, "
           f"run_python answered at {called:.2f} s")
 
 anyio.run(main)

@@ -163,8 +163,8 @@ fn inspect_describes_and_explains() {
     let out = airlock(dir.path(), &["inspect", &tool("echo").display().to_string()], "");
     assert_eq!(out.status.code(), Some(0));
     let report = json_out(&out);
-    assert_eq!(report["world"], "airlock:tool/tool@0.2.0");
-    assert_eq!(report["contract"], "0.2.0");
+    assert_eq!(report["world"], "airlock:tool/tool@0.3.0");
+    assert_eq!(report["contract"], "0.3.0");
     assert_eq!(report["metadata"]["name"], "echo");
     assert!(
         report["imports"]
@@ -189,9 +189,9 @@ fn inspect_and_tools_show_the_contract_version() {
     assert_eq!(report["contract"], "0.1.0");
     let whoami = airlock(dir.path(), &["inspect", &fixture("whoami").display().to_string()], "");
     let report = json_out(&whoami);
-    assert_eq!(report["contract"], "0.2.0");
+    assert_eq!(report["contract"], "0.3.0");
     let imports: Vec<&str> = report["imports"].as_array().expect("imports").iter().filter_map(Value::as_str).collect();
-    assert!(imports.contains(&"airlock:tool/caller@0.2.0"), "{imports:?}");
+    assert!(imports.contains(&"airlock:tool/caller@0.3.0"), "{imports:?}");
 
     let config = format!(
         "builtin_settings = false\n[tools.legacy_echo]\ncomponent = {legacy:?}\n[tools.whoami]\ncomponent = {:?}\n",
@@ -204,7 +204,7 @@ fn inspect_and_tools_show_the_contract_version() {
     assert!(table.lines().next().unwrap_or_default().contains("CONTRACT"), "{table}");
     let row = |name: &str| table.lines().find(|line| line.starts_with(name)).unwrap_or_default().to_owned();
     assert!(row("legacy_echo").contains(" 0.1.0 "), "{table}");
-    assert!(row("whoami").contains(" 0.2.0 "), "{table}");
+    assert!(row("whoami").contains(" 0.3.0 "), "{table}");
 }
 
 #[test]

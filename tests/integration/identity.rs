@@ -54,7 +54,7 @@ async fn a_component_built_for_0_1_0_still_loads_and_runs() {
     let host = host(&identity_config(dir.path(), "")).await;
     let registry = host.tools();
     assert_eq!(registry.get("legacy_echo").expect("loaded").contract(), Contract::V0_1);
-    assert_eq!(registry.get("whoami").expect("loaded").contract(), Contract::V0_2);
+    assert_eq!(registry.get("whoami").expect("loaded").contract(), Contract::V0_3);
     let result = host.call(CallRequest::new("alice", "legacy_echo", json!({"text": "hi"})), None).await;
     assert_eq!(structured(&result), json!({"text": "hi"}));
 }

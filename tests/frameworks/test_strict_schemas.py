@@ -330,7 +330,10 @@ EXPECTED_DIFFERENCES: dict[str, dict[str, list[str]]] = {
         "json_query": ["marked strict"],
     },
     "pydantic-ai": {
-        **{name: ["not strict"] for name in ["list_dir", "read_file", "run_js", "run_python", "search_files", "write_file"]},
+        **{
+            name: ["not strict"]
+            for name in ["chart", "list_dir", "read_file", "run_js", "run_python", "search_files", "write_file"]
+        },
     },
     "pydantic-ai(strict=True)": {
         "http_fetch": ["marked strict"],

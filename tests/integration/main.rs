@@ -8,6 +8,7 @@
 mod audit_shipping;
 mod approvals;
 mod cards;
+mod cgroup;
 mod chart;
 mod cli;
 mod compile;

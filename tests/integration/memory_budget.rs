@@ -7,11 +7,11 @@
 //! room waits until its own deadline, which a sleeping call holding the
 //! memory outlasts by minutes.
 
+use crate::cgroup::Cgroup;
 use crate::service::{Mcp, Served, audit_outcomes, kind, wait_ready};
 use crate::support::{assert_failed, fixture, host, temp_dir, tool};
 use airlock::{CallRequest, CancellationToken};
 use serde_json::json;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
@@ -82,30 +82,6 @@ async fn a_call_larger_than_the_whole_budget_is_refused_naming_both_keys() {
     assert!(result.text().contains("retrying will not help"), "{}", result.text());
 }
 
-/// The memory cgroup (v1) this test may make, if it runs as root on a
-/// machine with the memory controller mounted; its directory.
-struct Cgroup(std::path::PathBuf);
-
-impl Cgroup {
-    fn new(limit: u64) -> Option<Cgroup> {
-        let dir = Path::new("/sys/fs/cgroup/memory").join(format!("airlock-budget-{}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
-        let cgroup = Cgroup(dir);
-        std::fs::write(cgroup.0.join("memory.limit_in_bytes"), limit.to_string()).ok()?;
-        Some(cgroup)
-    }
-
-    fn read(&self, file: &str) -> String {
-        std::fs::read_to_string(self.0.join(file)).unwrap_or_default()
-    }
-}
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
 /// The peak resident memory of process `pid` (`VmHWM`), in bytes.
 fn peak_rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -120,7 +96,7 @@ fn concurrent_memory_bombs_of_one_principal_stay_under_the_budget_and_another_is
     // (1.5 GiB less a quarter: 1152 MiB). Elsewhere the budget is set to
     // the same number and the peak is read from the process alone.
     const LIMIT: u64 = 1536 * MIB;
-    let cgroup = Cgroup::new(LIMIT);
+    let cgroup = Cgroup::new("budget", LIMIT);
     let budget = match cgroup {
         Some(_) => String::new(),
         None => "memory_budget_mib = 1152\n".to_owned(),
@@ -139,7 +115,7 @@ fn concurrent_memory_bombs_of_one_principal_stay_under_the_budget_and_another_is
     // derives is the cgroup's.
     let server = match &cgroup {
         Some(cgroup) => {
-            let procs = cgroup.0.join("cgroup.procs").display().to_string();
+            let procs = cgroup.procs().display().to_string();
             let binary = crate::service::binary().display().to_string();
             let script = format!("echo $$ > {procs:?} && exec {binary:?} \"$@\"");
             Served::start_wrapped(dir, &text, &["sh", "-c", &script, "sh"], &["serve", "--http", "127.0.0.1:0"])

@@ -29,15 +29,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use airlock_core::content::Summary;
-use airlock_core::outcome::{Authority, CallOutcome, Decision};
-use airlock_core::render;
-
+mod entry;
 mod files;
 pub mod postgres;
 mod record;
 mod settings;
 pub mod ship;
+pub use entry::{ApprovalNote, AuditEntry, Event, RefusedApproval, ToolChange};
 pub use settings::{AUDIT, AuditSettings, MAX_REPLICA_ID_BYTES, POSTGRES, PostgresSettings, RawAudit};
 mod siblings;
 pub use siblings::{
@@ -173,145 +171,6 @@ impl Durability {
             Durability::Fsync => "fsync",
         }
     }
-}
-
-/// What a record says of a call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// The write-ahead record of a call to a tool with side effects: it was
-    /// authorized and is about to run (`outcome` [`STARTED`]).
-    Started(Authority),
-    /// The call is over: what was decided and what came of it.
-    Finished(CallOutcome<()>),
-}
-
-impl Event {
-    /// What was decided about the call.
-    pub fn decision(&self) -> Decision {
-        match self {
-            Event::Started(authority) => authority.decision(),
-            Event::Finished(outcome) => outcome.decision(),
-        }
-    }
-
-    /// The record's `outcome`: [`STARTED`], `ok` or the error kind.
-    pub fn outcome(&self) -> &'static str {
-        match self {
-            Event::Started(_) => STARTED,
-            Event::Finished(outcome) => outcome.name(),
-        }
-    }
-
-    /// The record's `message`: the failure as the model read it.
-    pub fn message(&self) -> Option<String> {
-        match self {
-            Event::Started(_) => None,
-            Event::Finished(outcome) => outcome.failure().map(render::failure_text),
-        }
-    }
-}
-
-/// Who approved a call, how, when, and for which revision of its tool:
-/// the record's `approval` member, `{"id", "by", "how", "at", "revision"}`
-/// (`at` in Unix milliseconds; strings capped like every other).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalNote {
-    /// The approval's id.
-    pub id: String,
-    /// Who approved it.
-    pub by: String,
-    /// Where: `page` or `terminal`.
-    pub how: &'static str,
-    /// When, in Unix milliseconds.
-    pub at_ms: u64,
-    /// The tool revision it was given for.
-    pub revision: String,
-}
-
-/// What the pipeline reports about one call. The log adds `seq`, `time`,
-/// `argument_digest`, `prev` and `hash`, and caps every string.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AuditEntry {
-    /// The front end's id of the call (untrusted; capped at 256 bytes).
-    pub call_id: String,
-    /// Who asked for the call (untrusted; capped at 256 bytes).
-    pub principal: String,
-    /// The tool name as requested (untrusted; capped at 256 bytes).
-    pub tool: String,
-    /// The session id of a call that ran in a session (checked: at most 64
-    /// plain characters).
-    pub session: Option<String>,
-    /// Digest of the tool's component; `None` when the tool was unknown.
-    pub component_digest: Option<String>,
-    /// For a component pulled from a registry: its reference pinned to the
-    /// manifest digest (`oci://REGISTRY/REPOSITORY@sha256:…`).
-    pub component_ref: Option<String>,
-    /// For a component pulled from a registry: the key that verified its
-    /// signature, if one did.
-    pub signer: Option<String>,
-    /// The tool's revision (`sha256:HEX` over its component and its
-    /// definition); `None` when the tool was unknown.
-    pub revision: Option<String>,
-    /// The raw arguments as received; `Value::String` if they were not JSON.
-    pub arguments: Value,
-    /// What the record says of the call: that it is about to run, or what
-    /// was decided and what came of it. The record's `decision`
-    /// (`"allow"`, `"deny"`, `"ask:confirmed"`, `"ask:declined"`,
-    /// `"ask:pending"` or `"not_reached"`), `outcome` (`"started"`, `"ok"`
-    /// or an error kind such as `"timeout"`) and `message` (the failure as
-    /// the model read it; untrusted, capped at 1 KiB) are read from it.
-    pub event: Event,
-    /// Id of the policy that determined the decision, if any.
-    pub policy: Option<String>,
-    /// The approval the call ran under, when a person approved it on
-    /// Airlock's page (or a named approver in a terminal).
-    pub approval: Option<ApprovalNote>,
-    /// Wall-clock duration of the call, in microseconds.
-    pub duration_us: u64,
-    /// Fuel the guest consumed, when it ran.
-    pub fuel_used: Option<u64>,
-    /// What the record keeps of the content blocks a successful call
-    /// returned (contract 0.3.0): each one's kind, media type, size and
-    /// digest, never its bytes. Empty for every other call.
-    pub content: Vec<Summary>,
-}
-
-/// A reload replaced a tool by one with another revision: what the
-/// `tool_changed` record says. The digests come from the host (the tool
-/// name from the component), and are capped like any other member.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolChange {
-    /// The tool's name.
-    pub tool: String,
-    /// The revision served before the reload.
-    pub old_revision: String,
-    /// The revision served after it.
-    pub new_revision: String,
-    /// The component digest before.
-    pub old_component_digest: String,
-    /// The component digest after.
-    pub new_component_digest: String,
-    /// The definition digest before.
-    pub old_definition_digest: String,
-    /// The definition digest after.
-    pub new_definition_digest: String,
-}
-
-/// An attempt to answer an approval was refused (another principal, a
-/// link whose signature does not match, a tool whose revision changed):
-/// what the `approval_refused` record says. Every member is capped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusedApproval {
-    /// The approval's id.
-    pub approval_id: String,
-    /// The tool of the call it is for.
-    pub tool: String,
-    /// The principal the call acts for.
-    pub principal: String,
-    /// Who tried to answer, when they were signed in.
-    pub person: Option<String>,
-    /// Why it was refused.
-    pub reason: String,
 }
 
 /// An open audit log. Appends from any number of threads are serialized, so

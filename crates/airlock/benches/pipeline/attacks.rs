@@ -7,14 +7,22 @@
 //! its peak and after it, the CPU time the server (and the children it
 //! waited for, such as the compiler) spent during the attack, and the time
 //! from the attack's start to the error that ended it.
+//!
+//! The compile bombs are in `attacks/compile.rs`, the memory floods in
+//! `attacks/memory.rs` (in a memory cgroup made by
+//! `tests/integration/cgroup.rs`, which the memory budget tests share).
 
+#[path = "../../../../tests/integration/cgroup.rs"]
+mod cgroup;
 #[path = "../../../../tests/integration/hostile_wasm.rs"]
 mod hostile_wasm;
 #[path = "../../../../tests/integration/jwt_keys.rs"]
 #[allow(dead_code)] // the bench signs with Ed25519 only
 mod jwt_keys;
+mod compile;
+mod memory;
 
-use crate::process::{Http, StdioServer, airlock, spawn_http, write_config};
+use crate::process::{Http, StdioServer, spawn_http, write_config};
 use crate::{Report, Setup};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -184,144 +192,6 @@ fn stdio_call(setup: &Setup, attack: &str, config: &str, tool: &str, arguments: 
     let peak = sampler.finish();
     let after = usage(pid);
     (Row { attack: attack.to_owned(), outcome: String::new(), before, peak, after, cpu, to_error }, reply)
-}
-
-/// `airlock tools` loading a component built to take minutes of CPU to
-/// compile (one function, 20 000 locals in 10 nested loops), with
-/// `[engine] compile_timeout_secs = 1` and an empty compile cache. The CPU
-/// column includes the compiler process.
-/// `airlock tools` on the components in `dir` (a tool directory) with
-/// built-in settings (the compile cache in `cache`): the sampled row, and
-/// the load errors it printed.
-fn load_attack(
-    setup: &Setup,
-    attack: &str,
-    name: &str,
-    dir: &std::path::Path,
-    cache: &std::path::Path,
-) -> (Row, String) {
-    let config = write_config(
-        setup,
-        &format!("{name}.toml"),
-        &format!(
-            "tool_dirs = [{:?}]\n[engine]\ncache_dir = {:?}\n",
-            dir.display().to_string(),
-            cache.display().to_string()
-        ),
-    );
-    let cpu_before = children_cpu();
-    let started = Instant::now();
-    let mut child = airlock(setup, Some(&config))
-        .arg("tools")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("airlock starts");
-    let pid = child.id();
-    let before = usage(pid);
-    let sampler = Sampler::start(pid);
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = pipe.read_to_string(&mut stderr);
-    }
-    let _ = child.wait().expect("airlock exits");
-    let to_error = started.elapsed();
-    let peak = sampler.finish();
-    let row = Row {
-        attack: attack.to_owned(),
-        outcome: String::new(),
-        before,
-        peak,
-        after: Usage::default(),
-        cpu: children_cpu().saturating_sub(cpu_before),
-        to_error,
-    };
-    (row, stderr)
-}
-
-/// The compile bombs of the attack reports, with built-in settings: each
-/// alone, the three in one tool directory at a first start and at a
-/// restart (the refusals remembered), and a component within every cap of
-/// its shape that costs minutes to compile (stopped by the CPU it may take
-/// for its size). CPU includes the compiler processes.
-fn compile_bombs(setup: &Setup) -> Vec<Row> {
-    let root = setup.scratch.join("compile-bombs");
-    let _ = std::fs::remove_dir_all(&root);
-    let bombs = [
-        (
-            "99 999 one-byte data segments (783 KB)",
-            "segments.wasm",
-            hostile_wasm::component(&hostile_wasm::data_segments_module(99_999)),
-            "MAX_DATA_SEGMENTS",
-        ),
-        (
-            "100 000 exports (1.8 MB)",
-            "exports.wasm",
-            hostile_wasm::component(&hostile_wasm::exports_module(100_000)),
-            "MAX_EXPORTS",
-        ),
-        (
-            "one function of 20 000 locals in 10 nested loops (190 KB)",
-            "locals.wasm",
-            hostile_wasm::component(&hostile_wasm::hostile_module(1, 20_000, 10)),
-            "MAX_LOCALS_PER_FUNCTION",
-        ),
-    ];
-    let mut rows = Vec::new();
-    let all = root.join("all");
-    std::fs::create_dir_all(&all).expect("scratch dir");
-    for (i, (what, file, bytes, cap)) in bombs.iter().enumerate() {
-        let dir = root.join(format!("bomb-{i}"));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        std::fs::write(dir.join(file), bytes).expect("write");
-        std::fs::write(all.join(file), bytes).expect("write");
-        let (mut row, stderr) = load_attack(
-            setup,
-            &format!("compile bomb: {what}, built-in settings"),
-            &format!("bomb-{i}"),
-            &dir,
-            &dir.join("cache"),
-        );
-        row.outcome = if stderr.contains(cap) {
-            format!("refused before compiling, naming {cap}")
-        } else {
-            format!("unexpected: {}", stderr.lines().last().unwrap_or_default())
-        };
-        rows.push(row);
-    }
-    let cache = all.join("cache");
-    for (when, name) in [("a first start", "bombs-first"), ("a restart", "bombs-again")] {
-        let (mut row, stderr) =
-            load_attack(setup, &format!("the three compile bombs in one tool directory, {when}"), name, &all, &cache);
-        let refused = stderr.matches("refused").count();
-        let remembered = stderr.matches("refused earlier (cached)").count();
-        row.outcome = format!("{refused} refused, {remembered} of them remembered from an earlier start");
-        rows.push(row);
-    }
-    let slow = root.join("slow");
-    std::fs::create_dir_all(&slow).expect("scratch dir");
-    std::fs::write(
-        slow.join("slow.wasm"),
-        hostile_wasm::tool_shaped_component(&hostile_wasm::hostile_module(1, 2_500, 1_000)),
-    )
-    .expect("write");
-    let (mut row, stderr) = load_attack(
-        setup,
-        "a 29 KB component within every cap of its shape (2 500 locals in 1 000 nested loops), built-in settings",
-        "slow",
-        &slow,
-        &slow.join("cache"),
-    );
-    let named = stderr.contains("compile_secs_per_mib");
-    let cached = std::fs::read_dir(slow.join("cache"))
-        .map(|d| d.filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))).count())
-        .unwrap_or(0);
-    row.outcome = format!(
-        "refused at load{}, {cached} artifacts cached",
-        if named { " after the CPU its size allows, naming compile_secs_per_mib" } else { "" }
-    );
-    rows.push(row);
-    rows
 }
 
 /// `host_hog` with a read-write grant and the default `max_write_bytes`
@@ -653,150 +523,6 @@ fn held_sessions(setup: &Setup) -> Row {
     }
 }
 
-/// A memory cgroup (v1) of `limit` bytes for one attack, when the bench runs
-/// as root on a machine that has the controller; removed when dropped.
-struct Cgroup(std::path::PathBuf);
-
-impl Cgroup {
-    fn new(name: &str, limit: u64) -> Option<Cgroup> {
-        let dir =
-            std::path::Path::new("/sys/fs/cgroup/memory").join(format!("airlock-bench-{name}-{}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
-        let cgroup = Cgroup(dir);
-        std::fs::write(cgroup.0.join("memory.limit_in_bytes"), limit.to_string()).ok()?;
-        Some(cgroup)
-    }
-
-    fn read(&self, file: &str) -> String {
-        std::fs::read_to_string(self.0.join(file)).unwrap_or_default()
-    }
-}
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-/// `calls` concurrent calls of `tool` with `arguments` by principal alice
-/// over HTTP, with bob's `echo` call meanwhile, the server in a 4 GiB
-/// memory cgroup (built-in settings otherwise: the budget is derived from
-/// the cgroup's limit).
-fn memory_flood(setup: &Setup, attack: &str, tool_config: &str, tool: &str, arguments: Value, calls: u64) -> Row {
-    const LIMIT: u64 = 4 << 30;
-    let tokens: String = ["alice", "bob"]
-        .iter()
-        .map(|p| format!("[[http.tokens]]\ntoken = \"bench-token-{p}-0123456789\"\nprincipal = {p:?}\n"))
-        .collect();
-    let audit = setup.scratch.join(format!("memory-flood-{tool}.jsonl"));
-    let _ = std::fs::remove_file(&audit);
-    let config = fixture_config(
-        setup,
-        &format!("memory-{tool}.toml"),
-        &format!(
-            "{tokens}[tools.echo]\ncomponent = {:?}\nside_effect = false\nconcurrency_safe = true\n{tool_config}\n\
-             [audit]\nfile = {:?}\n",
-            setup.guests.join("echo.wasm").display().to_string(),
-            audit.display().to_string()
-        ),
-    );
-    let cgroup = Cgroup::new(tool, LIMIT);
-    let log = setup.scratch.join(format!("memory-{tool}.log"));
-    let mut command = match &cgroup {
-        Some(cgroup) => {
-            let mut command = std::process::Command::new("sh");
-            let procs = cgroup.0.join("cgroup.procs").display().to_string();
-            command.args(["-c", &format!("echo $$ > {procs:?} && exec \"$@\""), "sh"]);
-            command.arg(&setup.binary);
-            command
-        }
-        None => std::process::Command::new(&setup.binary),
-    };
-    let child = command
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("AIRLOCK_TOOLS_DIR", &setup.guests)
-        .env("AIRLOCK_CACHE_DIR", &setup.cache)
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("airlock starts");
-    let server = crate::process::Killed::new(child);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let addr = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(rest) = text.split("on http://").nth(1)
-            && let Some((addr, _)) = rest.split_once('/')
-        {
-            break addr.to_owned();
-        }
-        assert!(Instant::now() < deadline, "airlock serve --http did not start: {text}");
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let pid = server.pid();
-    // The tool is loaded (compiled or from the cache) before the attack.
-    let mut bob = Http::with_token(&addr, "bench-token-bob-0123456789");
-    bob.initialize();
-    let call = |client: &mut Http, id: u64, tool: &str, arguments: &Value| -> String {
-        let (_, messages) = client.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}));
-        messages.iter().find(|m| m["id"] == id).map_or_else(|| "no answer".to_owned(), outcome)
-    };
-    let warm = call(&mut bob, 1, "echo", &json!({"text": "warm"}));
-    let before = usage(pid);
-    let cpu_before = cpu(pid);
-    let sampler = Sampler::start(pid);
-    let started = Instant::now();
-    let bombs: Vec<_> = (0..calls)
-        .map(|i| {
-            let (addr, tool, arguments) = (addr.clone(), tool.to_owned(), arguments.clone());
-            std::thread::spawn(move || {
-                let mut alice = Http::with_token(&addr, "bench-token-alice-0123456789");
-                alice.initialize();
-                let (_, messages) = alice.post(&json!({"jsonrpc": "2.0", "id": i + 10, "method": "tools/call",
-                    "params": {"name": tool, "arguments": arguments}}));
-                messages.iter().find(|m| m["id"] == i + 10).map_or_else(|| "no answer".to_owned(), outcome)
-            })
-        })
-        .collect();
-    let served = call(&mut bob, 2, "echo", &json!({"text": "meanwhile"}));
-    let mut outcomes: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for bomb in bombs {
-        let outcome = bomb.join().unwrap_or_else(|_| "the client failed".to_owned());
-        *outcomes.entry(outcome).or_default() += 1;
-    }
-    let to_error = started.elapsed();
-    let cpu = cpu(pid).saturating_sub(cpu_before);
-    let peak = sampler.finish();
-    let after = usage(pid);
-    let records = std::fs::read_to_string(&audit).unwrap_or_default();
-    let finished = records.lines().filter(|l| !l.contains("\"outcome\":\"started\"")).count();
-    let oom = match &cgroup {
-        Some(cgroup) if cgroup.read("memory.oom_control").contains("under_oom 0") => {
-            let max: u64 = cgroup.read("memory.max_usage_in_bytes").trim().parse().unwrap_or(0);
-            format!("in a 4 GiB cgroup: peak {} MiB, no OOM kill", max >> 20)
-        }
-        Some(_) => "in a 4 GiB cgroup: **the OOM killer fired**".to_owned(),
-        None => "no memory cgroup could be made".to_owned(),
-    };
-    let outcomes: Vec<String> = outcomes.iter().map(|(k, n)| format!("{n} × {k}")).collect();
-    Row {
-        attack: attack.to_owned(),
-        outcome: format!(
-            "{}; bob's echo meanwhile: {served} (before: {warm}); {finished} audit records; {oom}",
-            outcomes.join(", ")
-        ),
-        before,
-        peak,
-        after,
-        cpu,
-        to_error,
-    }
-}
-
 /// A TCP connection to `addr` from the loopback address `from`.
 fn connect_from(from: [u8; 4], addr: &str) -> Option<TcpStream> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().ok()?;
@@ -898,36 +624,12 @@ pub fn run(setup: &Setup, report: &mut Report) {
     ));
     rows.extend(disk_attacks(setup));
     rows.push(full_audit_log(setup));
-    rows.extend(compile_bombs(setup));
+    rows.extend(compile::compile_bombs(setup));
     rows.push(stdio_flood(setup, 20_000));
     rows.push(half_open(setup, 300, 60));
     rows.push(held_key_fetch(setup, 20));
     rows.push(held_sessions(setup));
-    let python = setup.guests.join("run_python.wasm").display().to_string();
-    rows.push(memory_flood(
-        setup,
-        "14 concurrent `run_python` calls of one principal allocating until `MemoryError` (512 MiB each), server in \
-         a 4 GiB memory cgroup, built-in settings",
-        &format!(
-            "[tools.run_python]\ncomponent = {python:?}\nside_effect = false\nconcurrency_safe = true\n\
-             memory_mib = 512\ntimeout_ms = 30000\n"
-        ),
-        "run_python",
-        json!({"code": "hoard = []\nwhile True:\n    hoard.append(bytearray(1 << 20))"}),
-        14,
-    ));
-    let hostile = setup.test_guests.join("hostile.wasm").display().to_string();
-    rows.push(memory_flood(
-        setup,
-        "31 concurrent 256 MiB memory bombs of one principal, server in a 4 GiB memory cgroup",
-        &format!(
-            "[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = true\n\
-             memory_mib = 256\ntimeout_ms = 60000\n"
-        ),
-        "hostile",
-        json!({"attack": "memory_bomb"}),
-        31,
-    ));
+    rows.extend(memory::memory_floods(setup));
     let mut s =
         "## 9. Attacks on the host's own resources\n\nEach attack against the built binary (`airlock serve --stdio`, \
                  `serve --http` or `tools`), sampled every 2 ms: the server's resident memory and open descriptors \

@@ -16,8 +16,8 @@
 //! - `GET /approvals/signin`, `GET /approvals/callback`: the sign-in.
 //! - `GET /approvals/api/pending`, `POST /approvals/api/<id>`: what a
 //!   named approver answers in a terminal (`airlock approvals`), with a
-//!   bearer token; never the caller's own approval, since an MCP client
-//!   holds the caller's token.
+//!   bearer token (`api.rs`); never the caller's own approval, since an MCP
+//!   client holds the caller's token.
 //!
 //! # Trust
 //!
@@ -30,6 +30,7 @@
 //! page's own stylesheet. Who answered, how and for which revision goes to
 //! the audit log with the call; a refused attempt is logged with why.
 
+mod api;
 mod page;
 mod signin;
 
@@ -37,14 +38,13 @@ use super::connections::ClientConnection;
 use super::jwt::Verifier;
 use airlock_host::Approver;
 use airlock_host::Host;
-use airlock_host::transport::approval::{Answer, Approval, How, NotAnswered, NotYours, PAGE_PATH, may_answer, now_ms};
+use airlock_host::transport::approval::{Answer, Approval, How, NotAnswered, PAGE_PATH, may_answer, now_ms};
 use airlock_policy::audit::RefusedApproval;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 use signin::{Pending, Session, SignIn};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -137,8 +137,8 @@ pub(crate) fn routes(page: Arc<Page>) -> axum::Router {
         .route(&format!("{PAGE_PATH}/page.css"), get(stylesheet))
         .route(&format!("{PAGE_PATH}/signin"), get(sign_in))
         .route(&format!("{PAGE_PATH}/callback"), get(callback))
-        .route(&format!("{PAGE_PATH}/api/pending"), get(api_pending))
-        .route(&format!("{PAGE_PATH}/api/{{id}}"), post(api_answer))
+        .route(&format!("{PAGE_PATH}/api/pending"), get(api::api_pending))
+        .route(&format!("{PAGE_PATH}/api/{{id}}"), post(api::api_answer))
         .route(&format!("{PAGE_PATH}/{{id}}"), get(show).post(answer))
         .layer(checked)
         .with_state(page)
@@ -631,121 +631,4 @@ async fn callback(
     out.append(header::SET_COOKIE, set_cookie(&page, signin::SIGNIN_COOKIE, "", 0));
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
-}
-
-/// The principal a terminal's bearer token names: a static token of the
-/// state in force, or a JWT access token with `[http.jwt]`.
-async fn bearer(page: &Page, headers: &HeaderMap) -> Option<String> {
-    let token = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim().strip_prefix("Bearer ").map(str::trim)?;
-    let access = page.host.state().access().clone();
-    if let Some(principal) = access.principal_of(token) {
-        return Some(principal);
-    }
-    let signin = page.signin.as_ref()?;
-    let mut with = HeaderMap::new();
-    with.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).ok()?);
-    signin.verifier.authenticate(&with, &access).await.ok().map(|(principal, _)| principal)
-}
-
-/// An approval as the terminal lists it.
-fn listed(approval: &Approval) -> serde_json::Value {
-    json!({
-        "id": approval.id,
-        "principal": approval.principal,
-        "tool": approval.tool,
-        "revision": approval.revision,
-        "card": approval.card,
-        "reason": approval.reason,
-        "approver": approval.approver.describe(&approval.principal),
-        "expires_in_secs": approval.expires_ms.saturating_sub(now_ms()) / 1000,
-    })
-}
-
-/// Whether the terminal's principal may answer `approval`: a named
-/// approver only (the caller's own approval needs the page).
-fn terminal_may_answer(page: &Page, approval: &Approval, principal: &str) -> Result<(), String> {
-    if approval.approver == Approver::Caller {
-        return Err(
-            "this call acts for its own approver: it is approved on the page, signed in, never with a token an MCP \
-             client may hold"
-                .into(),
-        );
-    }
-    let state = page.host.state();
-    may_answer(approval, principal, |person, group| state.policy().principal_is_in(person, group))
-        .map_err(|why: NotYours| why.explain(approval))
-}
-
-async fn api_pending(
-    State(page): State<Arc<Page>>,
-    connected: Option<Extension<ClientConnection>>,
-    headers: HeaderMap,
-) -> Response {
-    if !page.limiter.allow(client(connected.as_ref())) {
-        return json_response(StatusCode::TOO_MANY_REQUESTS, &json!({"error": "too many requests"}));
-    }
-    let Some(principal) = bearer(&page, &headers).await else {
-        return json_response(StatusCode::UNAUTHORIZED, &json!({"error": "send a bearer token of the approver"}));
-    };
-    match page.host.approvals().pending().await {
-        Ok(list) => {
-            let mine: Vec<serde_json::Value> =
-                list.iter().filter(|a| terminal_may_answer(&page, a, &principal).is_ok()).map(listed).collect();
-            json_response(StatusCode::OK, &json!({"principal": principal, "pending": mine}))
-        }
-        Err(err) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
-    }
-}
-
-#[derive(Deserialize)]
-struct ApiAnswer {
-    decision: String,
-}
-
-async fn api_answer(
-    State(page): State<Arc<Page>>,
-    Path(id): Path<String>,
-    connected: Option<Extension<ClientConnection>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    if !page.limiter.allow(client(connected.as_ref())) {
-        return json_response(StatusCode::TOO_MANY_REQUESTS, &json!({"error": "too many requests"}));
-    }
-    let Some(principal) = bearer(&page, &headers).await else {
-        return json_response(StatusCode::UNAUTHORIZED, &json!({"error": "send a bearer token of the approver"}));
-    };
-    let approved = match serde_json::from_slice::<ApiAnswer>(&body).map(|a| a.decision) {
-        Ok(decision) if decision == "approve" => true,
-        Ok(decision) if decision == "decline" => false,
-        _ => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "send {\"decision\": \"approve\"|\"decline\"}"}),
-            );
-        }
-    };
-    let approval = match page.host.approvals().get(&id).await {
-        Ok(Some(approval)) => approval,
-        Ok(None) => {
-            return json_response(StatusCode::NOT_FOUND, &json!({"error": "no such approval (lapsed or unknown)"}));
-        }
-        Err(err) => return json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
-    };
-    if let Err(why) = terminal_may_answer(&page, &approval, &principal) {
-        refused(&page, &approval, Some(&principal), &why);
-        return json_response(StatusCode::FORBIDDEN, &json!({"error": why}));
-    }
-    let answer = Answer { by: principal, how: How::Terminal, at_ms: now_ms(), approved };
-    match page.host.approvals().answer(&approval.id, answer).await {
-        Ok(Ok(answered)) => {
-            json_response(StatusCode::OK, &json!({"answered": listed(&answered), "approved": approved}))
-        }
-        Ok(Err(NotAnswered::Answered(given))) => json_response(
-            StatusCode::CONFLICT,
-            &json!({"error": format!("already {} by {}", if given.approved { "approved" } else { "declined" }, given.by)}),
-        ),
-        Ok(Err(NotAnswered::Unknown)) => json_response(StatusCode::NOT_FOUND, &json!({"error": "lapsed"})),
-        Err(err) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
-    }
 }

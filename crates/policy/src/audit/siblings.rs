@@ -138,6 +138,7 @@ pub fn existing_siblings(path: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use airlock_core::outcome::{Authority, CallOutcome};
 
     /// `[audit] file = FILE` and `extra`, as the config reads them.
     fn settings_with(file: &Path, extra: Value) -> AuditSettings {

@@ -1,7 +1,7 @@
 /**
  * `airlock-tool`: write an Airlock tool in JavaScript as one function.
  *
- * A tool is a WebAssembly component of the `airlock:tool@0.2.0` world, built
+ * A tool is a WebAssembly component of the `airlock:tool@0.3.0` world, built
  * with ComponentizeJS. This module is the glue: describe the arguments with
  * the schema helpers `t` (or any JSON Schema object), write the handler, and
  * `defineTool` returns the component's `metadata` and `handler` exports.
@@ -49,7 +49,7 @@
  * JSON object before the handler sees them.
  */
 
-import { get as getCaller } from "airlock:tool/caller@0.2.0";
+import { get as getCaller } from "airlock:tool/caller@0.3.0";
 
 /** What the host accepts as a tool name (see `wit/tool.wit`). */
 const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

@@ -1,7 +1,7 @@
 // Module hooks for testing airlock-tool.js under Node: the component's
-// `airlock:tool/caller@0.2.0` import resolves to a stand-in module whose
+// `airlock:tool/caller@0.3.0` import resolves to a stand-in module whose
 // `get` returns a fixed caller, as the host would.
-const SPECIFIER = "airlock:tool/caller@0.2.0";
+const SPECIFIER = "airlock:tool/caller@0.3.0";
 const STAND_IN = `export function get() {
   return {
     principal: "alice",

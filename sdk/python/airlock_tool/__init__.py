@@ -1,6 +1,6 @@
 """`airlock_tool`: write an Airlock tool in Python as one typed function.
 
-A tool is a WebAssembly component of the `airlock:tool@0.2.0` world, built
+A tool is a WebAssembly component of the `airlock:tool@0.3.0` world, built
 with componentize-py. This package is the glue: decorate a function with
 type hints with `@tool`, export it with `export`, and the component's
 `metadata` (name, description, JSON Schemas of the arguments and of the

@@ -358,7 +358,7 @@ mod tests {
         let js = project(Lang::Js, "Count", None).unwrap();
         let text = |path: &str| js.files.iter().find(|f| f.path == path).unwrap().text.clone();
         assert!(text("app.js").contains("name: \"Count\""));
-        assert!(text("wit/tool.wit").contains("package airlock:tool@0.2.0;"));
+        assert!(text("wit/tool.wit").contains("package airlock:tool@0.3.0;"));
         let package: Value = serde_json::from_str(&text("package.json")).unwrap();
         let lock: Value = serde_json::from_str(&text("package-lock.json")).unwrap();
         assert_eq!(package["name"], "count");

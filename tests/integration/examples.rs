@@ -68,12 +68,12 @@ fn check_example(tool: &str) {
     );
     std::fs::write(dir.path().join("airlock.toml"), config).unwrap();
 
-    // Listed, with the current contract (the Python and JS SDKs target 0.2.0 too).
+    // Listed, with the current contract (the Python and JS SDKs target 0.3.0 too).
     let tools = airlock(dir.path(), &["tools"]);
     let listing = String::from_utf8_lossy(&tools.stdout);
     assert_eq!(tools.status.code(), Some(0), "{listing}\n{}", String::from_utf8_lossy(&tools.stderr));
     let line = listing.lines().find(|l| l.starts_with(tool)).unwrap_or_else(|| panic!("{tool} not listed: {listing}"));
-    assert!(line.contains("0.2.0"), "{line}");
+    assert!(line.contains("0.3.0"), "{line}");
 
     // The schema the model sees was derived from the author's types.
     let schema = airlock(dir.path(), &["schema", "--format", "openai"]);

@@ -309,8 +309,10 @@ impl ServerHandler for AirlockServer {
             trace_parent: trace_parent(&request, &context),
             // The tool's progress goes to a client that sent a token, and
             // nowhere otherwise.
-            progress: progress_token(&request, &context)
-                .map(|token| Arc::new(Notifier::new(context.peer.clone(), token, protocol)) as Arc<dyn ProgressSink>),
+            progress: progress_token(&request, &context).map(|token| {
+                let lines = context.extensions.get::<super::stdio::CallLines>().cloned();
+                Arc::new(Notifier::new(context.peer.clone(), lines, token, protocol)) as Arc<dyn ProgressSink>
+            }),
         };
         if !modern {
             let (run_cancel, _link) = linked(&cancel);

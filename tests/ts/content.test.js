@@ -3,6 +3,15 @@
 // every result against its schema, so a block of the wrong shape would
 // throw here. Progress counts are bounded by the interval and the time the
 // call took, never by a guess at machine speed.
+//
+// The server writes a call's last progress notification before its result
+// on both transports (tests/integration/progress.rs reads the stdio wire).
+// This SDK (1.32) hands a notification to its handler in a microtask but
+// settles a response at once, dropping the call's progress handler: a
+// notification read in the same stdio chunk as the result reaches no
+// `onprogress` ("unknown token"). Over stdio the tests therefore accept
+// that the last report may be missing from what `onprogress` saw; over
+// HTTP, where each event arrives on its own, they ask for every one.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -86,11 +95,14 @@ for (const transport of ['stdio', 'http']) {
         timeout: CALL_TIMEOUT,
       });
       assert.equal(result.isError, false, JSON.stringify(result));
-      assert.deepEqual(progress.map((p) => [p.progress, p.total, p.message]), [
+      const expected = [
         [0, 100, 'step 1 of 3'],
         [50, 100, 'step 2 of 3'],
         [100, 100, 'step 3 of 3'],
-      ]);
+      ];
+      const seen = progress.map((p) => [p.progress, p.total, p.message]);
+      // Over stdio the last may be read with the result (see the top).
+      assert.deepEqual(seen, transport === 'http' ? expected : expected.slice(0, Math.max(2, seen.length)));
     });
 
     test('100 000 reports arrive as at most one notification per interval, in order', async () => {
@@ -104,8 +116,9 @@ for (const transport of ['stdio', 'http']) {
       const elapsed = Date.now() - started;
       assert.equal(result.isError, false, JSON.stringify(result));
       assert.deepEqual(result.structuredContent, { done: 100000 });
+      assert.ok(progress.length >= 1, 'at least the first report');
       assert.ok(progress.every((p, i) => i === 0 || p > progress[i - 1]), JSON.stringify(progress));
-      assert.equal(progress.at(-1), 100000, 'the last report comes before the result');
+      if (transport === 'http') assert.equal(progress.at(-1), 100000, 'the last report comes before the result');
       // The default progress_interval_ms is 50: one per interval, plus the first and the last.
       assert.ok(progress.length <= Math.floor(elapsed / 50) + 2, `${progress.length} in ${elapsed} ms`);
     });

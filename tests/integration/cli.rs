@@ -15,7 +15,7 @@ fn binary() -> PathBuf {
 }
 
 /// Run `airlock ARGS` in `cwd` with the bundled tools, feeding `stdin`.
-fn airlock(cwd: &Path, args: &[&str], stdin: &str) -> Output {
+pub(crate) fn airlock(cwd: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(binary())
         .args(args)
         .current_dir(cwd)
@@ -31,7 +31,7 @@ fn airlock(cwd: &Path, args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("airlock finishes")
 }
 
-fn json_out(output: &Output) -> Value {
+pub(crate) fn json_out(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!(
             "stdout is not JSON ({err}): {}\nstderr: {}",
@@ -187,6 +187,14 @@ fn inspect_and_tools_show_the_contract_version() {
     let report = json_out(&out);
     assert_eq!(report["world"], "airlock:tool/tool@0.1.0");
     assert_eq!(report["contract"], "0.1.0");
+    let legacy_whoami = fixture("contract_v0_2").display().to_string();
+    let report = json_out(&airlock(dir.path(), &["inspect", &legacy_whoami], ""));
+    assert_eq!(
+        (report["world"].as_str(), report["contract"].as_str()),
+        (Some("airlock:tool/tool@0.2.0"), Some("0.2.0"))
+    );
+    let imports: Vec<&str> = report["imports"].as_array().expect("imports").iter().filter_map(Value::as_str).collect();
+    assert!(imports.contains(&"airlock:tool/caller@0.2.0"), "{imports:?}");
     let whoami = airlock(dir.path(), &["inspect", &fixture("whoami").display().to_string()], "");
     let report = json_out(&whoami);
     assert_eq!(report["contract"], "0.3.0");
@@ -194,7 +202,8 @@ fn inspect_and_tools_show_the_contract_version() {
     assert!(imports.contains(&"airlock:tool/caller@0.3.0"), "{imports:?}");
 
     let config = format!(
-        "builtin_settings = false\n[tools.legacy_echo]\ncomponent = {legacy:?}\n[tools.whoami]\ncomponent = {:?}\n",
+        "builtin_settings = false\n[tools.legacy_echo]\ncomponent = {legacy:?}\n[tools.legacy_whoami]\n\
+         component = {legacy_whoami:?}\n[tools.whoami]\ncomponent = {:?}\n",
         fixture("whoami").display().to_string()
     );
     std::fs::write(dir.path().join("airlock.toml"), config).expect("write config");
@@ -204,6 +213,7 @@ fn inspect_and_tools_show_the_contract_version() {
     assert!(table.lines().next().unwrap_or_default().contains("CONTRACT"), "{table}");
     let row = |name: &str| table.lines().find(|line| line.starts_with(name)).unwrap_or_default().to_owned();
     assert!(row("legacy_echo").contains(" 0.1.0 "), "{table}");
+    assert!(row("legacy_whoami").contains(" 0.2.0 "), "{table}");
     assert!(row("whoami").contains(" 0.3.0 "), "{table}");
 }
 

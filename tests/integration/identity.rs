@@ -1,8 +1,9 @@
-//! Caller identity (`airlock:tool@0.2.0`): a tool reads who the call acts
-//! for from the host — the principal, its attributes and parents from the
-//! operator's entities file, the call id and the session id — and nothing a
-//! model sends changes it; components built for 0.1.0 keep loading and
-//! running.
+//! Caller identity (`airlock:tool/caller`, since contract 0.2.0): a tool
+//! reads who the call acts for from the host — the principal, its
+//! attributes and parents from the operator's entities file, the call id
+//! and the session id — and nothing a model sends changes it; components
+//! built for 0.1.0 and 0.2.0 keep loading and running (the 0.2.0 one reads
+//! its caller through the 0.2.0 interface).
 
 use crate::support::{assert_failed, fixture, host, temp_dir};
 use airlock::{CallRequest, Contract};
@@ -36,10 +37,12 @@ fn identity_config(dir: &Path, extra: &str) -> String {
         "[tools.whoami]\ncomponent = {:?}\nside_effect = false\n\
          [tools.get_balance]\ncomponent = {:?}\nside_effect = false\n\
          [tools.legacy_echo]\ncomponent = {:?}\nside_effect = false\n\
+         [tools.legacy_whoami]\ncomponent = {:?}\nside_effect = false\n\
          {extra}\n[policy]\npolicies = {policies:?}\nentities = {entities:?}\n",
         fixture("whoami").display().to_string(),
         fixture("get_balance").display().to_string(),
         fixture("contract_v0_1").display().to_string(),
+        fixture("contract_v0_2").display().to_string(),
     )
 }
 
@@ -60,7 +63,20 @@ async fn a_component_built_for_0_1_0_still_loads_and_runs() {
 }
 
 #[tokio::test]
-async fn a_0_2_0_component_sees_the_caller_the_host_knows() {
+async fn a_component_built_for_0_2_0_still_loads_runs_and_reads_its_caller() {
+    let dir = temp_dir();
+    let host = host(&identity_config(dir.path(), "")).await;
+    let registry = host.tools();
+    let legacy = registry.get("legacy_whoami").expect("loaded");
+    assert_eq!(legacy.contract(), Contract::V0_2);
+    let result = host.call(CallRequest::new("alice", "legacy_whoami", json!({"text": "hi"})), None).await;
+    assert_eq!(structured(&result), json!({"arguments": {"text": "hi"}, "principal": "alice"}));
+    let bob = host.call(CallRequest::new("bob", "legacy_whoami", json!({})), None).await;
+    assert_eq!(structured(&bob)["principal"], "bob", "each call reads its own caller");
+}
+
+#[tokio::test]
+async fn a_component_sees_the_caller_the_host_knows() {
     let dir = temp_dir();
     let host = host(&identity_config(dir.path(), "")).await;
     let request = CallRequest::new("alice", "whoami", json!({})).with_call_id("call-7");

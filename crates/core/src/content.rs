@@ -253,15 +253,44 @@ impl Block {
     }
 }
 
-/// A text block as the model reads it: cut at [`MAX_MODEL_TEXT`] bytes
-/// with a note, as a result's text is.
-pub fn model_text(text: &str) -> String {
-    if text.len() <= MAX_MODEL_TEXT {
-        return text.to_owned();
+/// What the model may still read of one result: [`MAX_MODEL_TEXT`] bytes
+/// for the result's text and its text blocks together, as for a result
+/// without blocks. Front ends that hand text blocks to the model take them
+/// through it, in order.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelText {
+    left: usize,
+}
+
+impl ModelText {
+    /// What is left after the result's own text, `result_text`.
+    pub fn after(result_text: &str) -> Self {
+        Self { left: MAX_MODEL_TEXT.saturating_sub(result_text.len()) }
     }
-    let kept = cap(text, MAX_MODEL_TEXT);
-    let cut = text.len() - (kept.len() - ELLIPSIS.len());
-    format!("{kept}\n[{cut} more bytes of this text block cut: it was {} bytes]", text.len())
+
+    /// The text block `text` as the model reads it: whole while it fits in
+    /// what is left, else cut there with a note saying how much was cut.
+    pub fn take(&mut self, text: &str) -> String {
+        if text.len() <= self.left {
+            self.left -= text.len();
+            return text.to_owned();
+        }
+        let note = |cut: usize| {
+            format!(
+                "[{cut} more bytes of this text block cut: it was {} bytes, and the model reads at most \
+                 {MAX_MODEL_TEXT} bytes of one result]",
+                text.len()
+            )
+        };
+        if self.left <= ELLIPSIS.len() {
+            self.left = 0;
+            return note(text.len());
+        }
+        let kept = cap(text, self.left);
+        self.left = 0;
+        let cut = text.len() - (kept.len() - ELLIPSIS.len());
+        format!("{kept}\n{}", note(cut))
+    }
 }
 
 /// `text` as a tool's text is kept wherever a model or a person reads it
@@ -323,12 +352,18 @@ mod tests {
     }
 
     #[test]
-    fn text_blocks_are_cut_for_the_model_as_results_are() {
-        assert_eq!(model_text("short"), "short");
-        let long = model_text(&"é".repeat(MAX_MODEL_TEXT));
+    fn a_results_text_and_its_text_blocks_share_the_model_text_cap() {
+        let mut budget = ModelText::after(&"r".repeat(MAX_MODEL_TEXT - 100));
+        assert_eq!(budget.take("short"), "short");
+        let long = budget.take(&"é".repeat(100));
         let (kept, note) = long.split_once('…').unwrap();
-        assert!(kept.len() <= MAX_MODEL_TEXT);
-        assert!(note.contains(&format!("it was {} bytes", 2 * MAX_MODEL_TEXT)), "{note}");
+        assert!(kept.len() <= 95 - ELLIPSIS.len(), "{}", kept.len());
+        assert!(note.contains("it was 200 bytes"), "{note}");
+        assert!(note.contains(&format!("at most {MAX_MODEL_TEXT} bytes of one result")), "{note}");
+        let none = budget.take("more");
+        assert!(none.starts_with("[4 more bytes of this text block cut"), "{none}");
+        let mut whole = ModelText::after("");
+        assert_eq!(whole.take(&"x".repeat(MAX_MODEL_TEXT)).len(), MAX_MODEL_TEXT);
     }
 
     #[test]

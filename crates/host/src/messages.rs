@@ -9,7 +9,7 @@
 use crate::formats::Format;
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
-use airlock_core::content::{self, Block, Content};
+use airlock_core::content::{Block, Content, ModelText};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
@@ -187,11 +187,12 @@ fn blocks(result: &ToolResult) -> &[Block] {
     result.result().map_or(&[], |success| success.blocks.as_slice())
 }
 
-/// A block as a text-only format reads it: a text block's text, a line
-/// saying what any other block is.
-fn block_text(block: &Block, format: Format) -> String {
+/// A block as a text-only format reads it: a text block's text (within
+/// what the model may still read of the result, `budget`), a line saying
+/// what any other block is.
+fn block_text(block: &Block, format: Format, budget: &mut ModelText) -> String {
     match block.content() {
-        Content::Text(text) => content::model_text(text),
+        Content::Text(text) => budget.take(text),
         _ => block.stand_in(format.title()),
     }
 }
@@ -200,9 +201,10 @@ fn block_text(block: &Block, format: Format) -> String {
 /// blocks ([`block_text`]), separated by blank lines.
 fn text_with_blocks(result: &ToolResult, format: Format) -> String {
     let mut text = result.text();
+    let mut budget = ModelText::after(&text);
     for block in blocks(result) {
         text.push_str("\n\n");
-        text.push_str(&block_text(block, format));
+        text.push_str(&block_text(block, format, &mut budget));
     }
     text
 }
@@ -215,14 +217,16 @@ fn anthropic_content(result: &ToolResult) -> Value {
     if attached.is_empty() {
         return json!(result.text());
     }
-    let mut content = vec![json!({"type": "text", "text": result.text()})];
+    let text = result.text();
+    let mut budget = ModelText::after(&text);
+    let mut content = vec![json!({"type": "text", "text": text})];
     for block in attached {
         content.push(match block.content() {
             Content::Image(media) => json!({
                 "type": "image",
                 "source": {"type": "base64", "media_type": media.mime_type, "data": BASE64.encode(&media.data)},
             }),
-            _ => json!({"type": "text", "text": block_text(block, Format::Anthropic)}),
+            _ => json!({"type": "text", "text": block_text(block, Format::Anthropic, &mut budget)}),
         });
     }
     Value::Array(content)

@@ -3,14 +3,15 @@
 //!
 //! Trusts the blocks as the sandbox checked them (sizes, media types,
 //! URIs, cleaned text); what is left here is the wire's shape. Text goes as
-//! a `text` block cut at the model-text cap, a picture as `image` and a
+//! a `text` block, the result's text and its text blocks together within
+//! the model-text cap (`ModelText`), a picture as `image` and a
 //! sound as `audio` (base64 `data` and `mimeType`), a link as
 //! `resource_link`, an embedded resource as `resource` with `text` or a
 //! base64 `blob`. A revision that has no block of that kind gets a one-line
 //! `text` stand-in saying what was returned and that it cannot be shown:
 //! `audio` came with 2025-03-26 and `resource_link` with 2025-06-18.
 
-use airlock_core::content::{self, Block, Body, Content};
+use airlock_core::content::{Block, Body, Content, ModelText};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{ContentBlock, ProtocolVersion, Resource, ResourceContents};
@@ -21,14 +22,20 @@ const AUDIO_SINCE: ProtocolVersion = ProtocolVersion::V_2025_03_26;
 const RESOURCE_LINK_SINCE: ProtocolVersion = ProtocolVersion::V_2025_06_18;
 
 /// `blocks` as content blocks for a request of `revision` (`None`: the
-/// newest), each block's bytes let go as it is encoded.
-pub(crate) fn render(blocks: Vec<Block>, revision: Option<&ProtocolVersion>) -> Vec<ContentBlock> {
+/// newest), each block's bytes let go as it is encoded; text blocks within
+/// what the model may still read of the result after its text
+/// (`budget`).
+pub(crate) fn render(
+    blocks: Vec<Block>,
+    revision: Option<&ProtocolVersion>,
+    mut budget: ModelText,
+) -> Vec<ContentBlock> {
     let revision = revision.cloned().unwrap_or(ProtocolVersion::LATEST);
-    blocks.into_iter().map(|block| one(block, &revision)).collect()
+    blocks.into_iter().map(|block| one(block, &revision, &mut budget)).collect()
 }
 
 /// One block for `revision`.
-fn one(block: Block, revision: &ProtocolVersion) -> ContentBlock {
+fn one(block: Block, revision: &ProtocolVersion, budget: &mut ModelText) -> ContentBlock {
     let has = |since: &ProtocolVersion| revision.as_str() >= since.as_str();
     let stand_in = |block: &Block| ContentBlock::text(block.stand_in(&format!("MCP {revision}")));
     match block.content() {
@@ -38,7 +45,7 @@ fn one(block: Block, revision: &ProtocolVersion) -> ContentBlock {
     }
     let (content, _) = block.into_parts();
     match content {
-        Content::Text(text) => ContentBlock::text(content::model_text(&text)),
+        Content::Text(text) => ContentBlock::text(budget.take(&text)),
         Content::Image(media) => ContentBlock::image(BASE64.encode(&media.data), media.mime_type),
         Content::Audio(media) => ContentBlock::audio(BASE64.encode(&media.data), media.mime_type),
         Content::Link(link) => {
@@ -100,7 +107,10 @@ mod tests {
     }
 
     fn wire(revision: ProtocolVersion) -> Vec<Value> {
-        render(blocks(), Some(&revision)).iter().map(|block| serde_json::to_value(block).unwrap()).collect()
+        render(blocks(), Some(&revision), ModelText::after(""))
+            .iter()
+            .map(|block| serde_json::to_value(block).unwrap())
+            .collect()
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! `progress_interval_ms`. A call whose client gave no token has no sink,
 //! and nothing is sent for it.
 
+use super::stdio::CallLines;
 use airlock_core::progress::{Progress, ProgressSink};
 use rmcp::RoleServer;
-use rmcp::model::{ProgressNotificationParam, ProgressToken, ProtocolVersion};
+use rmcp::model::{
+    ProgressNotification, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification,
+};
 use rmcp::service::Peer;
 use std::future::Future;
 use std::pin::Pin;
@@ -18,9 +21,17 @@ use std::pin::Pin;
 /// The first revision whose progress notifications carry a `message`.
 const MESSAGE_SINCE: ProtocolVersion = ProtocolVersion::V_2025_03_26;
 
+/// How a notification reaches the client: through rmcp's peer (HTTP, and
+/// stdio calls rmcp's loop runs), or queued with the call's answer (stdio
+/// calls run beside it).
+enum Route {
+    Peer(Peer<RoleServer>),
+    Lines(CallLines),
+}
+
 /// Where one call's reports go: the client that sent `token`.
 pub(crate) struct Notifier {
-    peer: Peer<RoleServer>,
+    route: Route,
     token: ProgressToken,
     /// Whether the request's revision has a `message` in progress
     /// notifications.
@@ -28,11 +39,21 @@ pub(crate) struct Notifier {
 }
 
 impl Notifier {
-    /// A sink for the call that sent `token` over `peer`, in `revision`
-    /// (`None`: the newest).
-    pub(crate) fn new(peer: Peer<RoleServer>, token: ProgressToken, revision: Option<&ProtocolVersion>) -> Self {
+    /// A sink for the call that sent `token` over `peer` (or, on stdio,
+    /// queued with its answer on `lines`), in `revision` (`None`: the
+    /// newest).
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        lines: Option<CallLines>,
+        token: ProgressToken,
+        revision: Option<&ProtocolVersion>,
+    ) -> Self {
         let messages = revision.is_none_or(|revision| revision.as_str() >= MESSAGE_SINCE.as_str());
-        Self { peer, token, messages }
+        let route = match lines {
+            Some(lines) => Route::Lines(lines),
+            None => Route::Peer(peer),
+        };
+        Self { route, token, messages }
     }
 }
 
@@ -50,10 +71,17 @@ impl ProgressSink for Notifier {
             note.message = report.message;
         }
         Box::pin(async move {
-            // A client that went away misses its progress; the call goes on
-            // and its result is dropped the same way.
-            if let Err(err) = self.peer.notify_progress(note).await {
-                tracing::debug!("cannot send a progress notification: {err}");
+            match &self.route {
+                // A client that went away misses its progress; the call
+                // goes on and its result is dropped the same way.
+                Route::Peer(peer) => {
+                    if let Err(err) = peer.notify_progress(note).await {
+                        tracing::debug!("cannot send a progress notification: {err}");
+                    }
+                }
+                Route::Lines(lines) => {
+                    lines.notify(ServerNotification::ProgressNotification(ProgressNotification::new(note))).await;
+                }
             }
         })
     }

@@ -20,6 +20,7 @@ use super::progress::Notifier;
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::caller::TokenAttributes;
+use airlock_core::content::ModelText;
 use airlock_core::progress::ProgressSink;
 use airlock_core::render;
 use airlock_core::trace_parent::TraceParent;
@@ -202,8 +203,10 @@ fn to_response(result: ToolResult, revision: Option<&ProtocolVersion>) -> CallTo
             out.into()
         }
         Ok(mut success) => {
-            let mut content = vec![ContentBlock::text(render::success_text(&success))];
-            content.extend(super::blocks::render(std::mem::take(&mut success.blocks), revision));
+            let text = render::success_text(&success);
+            let budget = ModelText::after(&text);
+            let mut content = vec![ContentBlock::text(text)];
+            content.extend(super::blocks::render(std::mem::take(&mut success.blocks), revision, budget));
             let mut out = CallToolResult::success(content);
             // MCP structured content is an object; a tool with an (object)
             // output schema always produces one, and a bare scalar result
@@ -309,8 +312,10 @@ impl ServerHandler for AirlockServer {
             trace_parent: trace_parent(&request, &context),
             // The tool's progress goes to a client that sent a token, and
             // nowhere otherwise.
-            progress: progress_token(&request, &context)
-                .map(|token| Arc::new(Notifier::new(context.peer.clone(), token, protocol)) as Arc<dyn ProgressSink>),
+            progress: progress_token(&request, &context).map(|token| {
+                let lines = context.extensions.get::<super::stdio::CallLines>().cloned();
+                Arc::new(Notifier::new(context.peer.clone(), lines, token, protocol)) as Arc<dyn ProgressSink>
+            }),
         };
         if !modern {
             let (run_cancel, _link) = linked(&cancel);

@@ -111,6 +111,26 @@ pub(super) struct StdioTransport {
 #[derive(Clone)]
 pub(super) struct CallsEnd(pub(super) CancellationToken);
 
+/// Carried (in its extensions) by a `tools/call` run beside rmcp's loop
+/// (`direct.rs`): the queue its answer goes to, so that what the call
+/// notifies while it runs (its progress) is queued there too and written
+/// before the answer. Through rmcp's [`Peer`](rmcp::Peer) a notification
+/// would take the loop's own way to stdout and could come after the
+/// answer. Only this transport inserts it; nothing a client sends can.
+#[derive(Clone)]
+pub(crate) struct CallLines(mpsc::Sender<Outgoing>);
+
+impl CallLines {
+    /// Queue `notification` for stdout, waiting while the queue is full
+    /// (the client is not reading). Dropped when stdout is closed.
+    pub(crate) async fn notify(&self, notification: rmcp::model::ServerNotification) {
+        let message = rmcp::service::TxJsonRpcMessage::<rmcp::RoleServer>::notification(notification);
+        let Ok(mut line) = serde_json::to_vec(&message) else { return };
+        line.push(b'\n');
+        let _ = self.0.send(Outgoing { line, answers: None }).await;
+    }
+}
+
 /// One line for stdout, and the request it answers, if any.
 struct Outgoing {
     line: Vec<u8>,

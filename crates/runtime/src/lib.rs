@@ -12,8 +12,10 @@
 //! - The [`sandbox`]: a fresh store per call (or a session's live instance)
 //!   whose capabilities each own their state and link their own interface
 //!   into the engine: directory and environment [`grants`], the [`network`]
-//!   grant, the [`caller`] identity, the host [`budget`] of open files,
-//!   bodies and writes, and the captured output ([`capture`]).
+//!   grant, the [`caller`] identity, the content blocks a call attaches,
+//!   its progress reports and its log lines (contract 0.3.0, in the
+//!   sandbox's own modules), the host [`budget`] of open files, bodies and
+//!   writes, and the captured output ([`capture`]).
 
 #![deny(missing_docs)]
 

@@ -12,7 +12,8 @@
 //! answer for stdout. Everything else (lifecycle, lists, subscriptions,
 //! answers to elicitation requests, notifications) still goes to rmcp, and
 //! a call still reaches the client through rmcp's [`Peer`] when it asks
-//! for confirmation or reports progress.
+//! for confirmation. Its progress notifications go to the queue its answer
+//! goes to ([`CallLines`]), so that they are written before the answer.
 //!
 //! What rmcp's loop did for a request is done here the same way:
 //!
@@ -29,7 +30,7 @@
 //! only routes server-to-client requests to an HTTP request's stream, and
 //! there is one stream on stdio.
 
-use super::{CLOSE_DRAIN, Outgoing};
+use super::{CLOSE_DRAIN, CallLines, Outgoing};
 use crate::server::AirlockServer;
 use rmcp::model::{ClientRequest, GetExtensions as _, GetMeta as _, JsonRpcRequest, RequestId};
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
@@ -108,6 +109,9 @@ impl Direct {
         context.ct = cancel;
         std::mem::swap(&mut context.meta, request.get_meta_mut());
         std::mem::swap(&mut context.extensions, request.extensions_mut());
+        // The call's progress goes through the queue its answer takes, so
+        // it is written first.
+        context.extensions.insert(CallLines(replies.clone()));
         let server = handler.server.clone();
         let direct = self.clone();
         self.tasks.spawn(async move {

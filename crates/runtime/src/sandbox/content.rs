@@ -111,7 +111,7 @@ impl ContentSlot {
     /// host block.
     fn accept(&self, number: usize, block: wit::Block) -> Result<Block, Failure> {
         let kind = kind_of(&block);
-        let what = format!("content block {number} ({kind})");
+        let what = format!("the tool's content block {number} ({kind})");
         let caps = self.caps;
         if number > caps.blocks {
             return Err(refusal(
@@ -308,9 +308,9 @@ fn refusal(kind: ErrorKind, why: String) -> Failure {
     Failure::new(
         kind,
         format!(
-            "the tool attached {why}; so the call fails whatever the tool returned, and returns none of its content \
-             blocks. This is a fault of the tool or of its limits in the operator's configuration: retrying the \
-             same call will not help"
+            "{why}; so the call fails whatever the tool returned, and returns none of its content blocks. This is a \
+             fault of the tool or of its limits in the operator's configuration: retrying the same call will not \
+             help"
         ),
     )
 }

@@ -1,6 +1,7 @@
 //! `airlock:tool/log` (contract 0.3.0): lines a tool writes for the
-//! operator, as `tracing` events under the target [`TARGET`], tagged with
-//! the tool, the call id and the principal. They never reach the model or
+//! operator, as `tracing` events under the target [`TARGET`] at the line's
+//! level (`warning` is `WARN`), tagged with the tool, the call id and the
+//! principal. They never reach the model or
 //! the client.
 //!
 //! Trusts nothing the guest writes: each line is cleaned to one line (no
@@ -99,14 +100,14 @@ impl wit::Host for ToolLog {
         let (tool, call_id, principal) = (&tags.tool, &tags.call_id, &tags.principal);
         match level {
             wit::Level::Debug => {
-                tracing::debug!(target: TARGET, %tool, %call_id, %principal, level = "debug", "{line}");
+                tracing::debug!(target: TARGET, %tool, %call_id, %principal, "{line}");
             }
-            wit::Level::Info => tracing::info!(target: TARGET, %tool, %call_id, %principal, level = "info", "{line}"),
+            wit::Level::Info => tracing::info!(target: TARGET, %tool, %call_id, %principal, "{line}"),
             wit::Level::Warning => {
-                tracing::warn!(target: TARGET, %tool, %call_id, %principal, level = "warning", "{line}");
+                tracing::warn!(target: TARGET, %tool, %call_id, %principal, "{line}");
             }
             wit::Level::Error => {
-                tracing::error!(target: TARGET, %tool, %call_id, %principal, level = "error", "{line}");
+                tracing::error!(target: TARGET, %tool, %call_id, %principal, "{line}");
             }
         }
     }

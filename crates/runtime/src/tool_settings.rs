@@ -22,8 +22,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod sessions;
+mod task;
 
 pub use sessions::{DEFAULT_IDLE, DEFAULT_MAX_LIVE, MAX_MAX_LIVE, RawSessions, SESSIONS, SessionSettings};
+pub use task::{MAX_TASK_TIMEOUT, TaskSupport};
 
 /// Longest tool name accepted (the name must also match `^[A-Za-z0-9_-]+$`).
 pub const MAX_NAME_LEN: usize = 64;
@@ -97,6 +99,11 @@ airlock_settings::section! {
         /// who must approve this tool's calls instead of the caller (four eyes): a principal, or a Cedar entity whose members may; a policy's `@approver` comes first
         approver: Option<String>, Reload, accepts "a principal (`\"carol\"`) or an entity (`\"Role::\\\"supervisors\\\"\"`)",
             unset "not set: the caller (or the policy's `@approver`)", example "\"Role::\\\"supervisors\\\"\"";
+        /// whether a call may run as an MCP task (its result kept for the client to fetch): never, for a client that declared the tasks extension, or only as a task
+        task: Option<String>, Reload, accepts "`\"never\"`, `\"optional\"` or `\"required\"`",
+            unset "`\"never\"`: every call runs while the client waits",
+            show |t: &ToolConfig| Some(airlock_settings::section::Value::Text(t.settings.task.as_str().to_owned())),
+            example "\"optional\"";
     }
     /// Operator settings for one tool: everything host-side that is not the
     /// component itself. None of it comes from the component.
@@ -128,13 +135,30 @@ airlock_settings::section! {
         pub approvals: Option<ApprovalMode> = None,
         /// Who must approve this tool's asked calls (`approver`) when the
         /// policy names no `@approver`; `None`: the caller.
-        pub approver: Option<Approver> = None;
+        pub approver: Option<Approver> = None,
+        /// Whether a call may run as an MCP task (`task`).
+        pub task: TaskSupport = TaskSupport::Never;
         /// calls may run in parallel with other calls that may
         concurrency_safe => concurrency_safe: bool = false, Reload;
         /// the tool changes something outside itself (writes, sends, pays): the default policy asks first
         side_effect => side_effect: bool = true, Reload;
         /// offer the tool to models as deferred (loaded on demand by providers with tool search)
         defer_loading => defer_loading: bool = false, Reload;
+        /// the deadline of a call that runs as a task, instead of `timeout_ms` (never below it); fuel that follows the deadline follows this one
+        task_timeout_ms => task_timeout: Option<std::time::Duration> = None, Reload,
+            range Millis 1..=MAX_TASK_TIMEOUT.as_millis() as u64, unset "the tool's `timeout_ms`", example "600000";
+    }
+}
+
+impl ToolSettings {
+    /// The limits of one call: the tool's, or, for a call that runs as a
+    /// task of a tool whose calls may be tasks, the same with its
+    /// `task_timeout_ms` (when set) as the deadline.
+    pub fn limits_for(&self, as_task: bool) -> Limits {
+        match self.task_timeout {
+            Some(timeout) if as_task && self.task.allows_tasks() => self.limits.with_deadline(timeout),
+            _ => self.limits,
+        }
     }
 }
 
@@ -208,6 +232,14 @@ impl ToolConfig {
             .map_err(|m| format!("{ctx} approvals = {m}"))?;
         settings.approver =
             raw.approver.as_deref().map(Approver::parse).transpose().map_err(|m| format!("{ctx} approver = {m}"))?;
+        settings.task = raw
+            .task
+            .as_deref()
+            .map(TaskSupport::parse)
+            .transpose()
+            .map_err(|m| format!("{ctx} task = {m}"))?
+            .unwrap_or_default();
+        task::check(&ctx, settings.task, settings.task_timeout, &settings.limits)?;
         let oci = match raw.component.as_deref() {
             Some(component) if crate::distribution::is_reference(component) => Some(
                 OciSource::from_raw(

@@ -184,3 +184,31 @@ fn a_tool_names_its_approval_mode_and_approver() {
         &["[tools.pay] approver = ", "is not an entity such as Role::\"supervisors\""],
     );
 }
+
+#[test]
+fn task_keys_say_when_a_call_is_a_task_and_its_deadline() {
+    let plain = settings("[tools.echo]", "echo");
+    assert_eq!(plain.task, TaskSupport::Never, "unset: calls run as without tasks");
+    assert_eq!(plain.limits_for(true), plain.limits, "no task deadline without tasks");
+    let slow = settings("[tools.slow]\ntask = \"optional\"\ntimeout_ms = 5000\ntask_timeout_ms = 600000", "slow");
+    assert_eq!(slow.task, TaskSupport::Optional);
+    assert_eq!(slow.limits_for(false).timeout, Duration::from_secs(5), "a call that waits keeps timeout_ms");
+    let task = slow.limits_for(true);
+    assert_eq!(task.timeout, Duration::from_secs(600), "a task gets task_timeout_ms");
+    assert_eq!(task.fuel, Limits::fuel_for(Duration::from_secs(600)), "fuel follows the task's deadline");
+    let required = settings("[tools.job]\ntask = \"required\"", "job");
+    assert_eq!(required.limits_for(true), required.limits, "without task_timeout_ms a task keeps timeout_ms");
+    check_err(
+        "[tools.a]\ntask = \"sometimes\"",
+        &["[tools.a] task = \"sometimes\"", "\"never\", \"optional\", \"required\""],
+    );
+    check_err("[tools.a]\ntask_timeout_ms = 60000", &["[tools.a] task_timeout_ms = 60000", "task is \"never\""]);
+    check_err(
+        "[tools.a]\ntask = \"optional\"\ntimeout_ms = 5000\ntask_timeout_ms = 1000",
+        &["[tools.a] task_timeout_ms = 1000 is below timeout_ms = 5000"],
+    );
+    check_err(
+        "[tools.a]\ntask = \"optional\"\ntask_timeout_ms = 0",
+        &["task_timeout_ms = 0 is out of range", "1..=86400000 ms"],
+    );
+}

@@ -33,6 +33,10 @@ pub struct CallRequest {
     /// The caller's span (W3C `traceparent`), when it sent one: the call's
     /// span is its child.
     pub trace_parent: Option<TraceParent>,
+    /// The id of the MCP task the call runs as, when a front end made it
+    /// one: its audit records name the task, and a tool whose calls may be
+    /// tasks gets its `task_timeout_ms` as the deadline.
+    pub task: Option<String>,
 }
 
 impl CallRequest {
@@ -45,6 +49,7 @@ impl CallRequest {
             principal: principal.into(),
             attributes: TokenAttributes::default(),
             trace_parent: None,
+            task: None,
         }
     }
 

@@ -75,6 +75,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
                 principal: principal.to_owned(),
                 attributes: Default::default(),
                 trace_parent: None,
+                task: None,
             })
         })
         .collect()
@@ -102,6 +103,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
                 principal: principal.to_owned(),
                 attributes: Default::default(),
                 trace_parent: None,
+                task: None,
             })
         })
         .collect()
@@ -125,6 +127,7 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
                 principal: principal.to_owned(),
                 attributes: Default::default(),
                 trace_parent: None,
+                task: None,
             })
         })
         .collect()

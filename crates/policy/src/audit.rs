@@ -86,13 +86,14 @@ pub const STARTED: &str = "started";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a call's record, in the order they are written.
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 22] = [
     "seq",
     "time",
     "call_id",
     "principal",
     "tool",
     "session",
+    "task",
     "component_digest",
     "component_ref",
     "signer",
@@ -113,8 +114,8 @@ const FIELDS: [&str; 21] = [
 /// written only for components pulled from a registry, `revision` only for
 /// a tool that was found, and not by hosts older than tool revisions,
 /// `approval` only for a call that ran under a person's approval on
-/// Airlock's page).
-const OPTIONAL_FIELDS: [&str; 6] = ["session", "component_ref", "signer", "revision", "arguments", "approval"];
+/// Airlock's page, `task` only for a call that ran as an MCP task).
+const OPTIONAL_FIELDS: [&str; 7] = ["session", "task", "component_ref", "signer", "revision", "arguments", "approval"];
 /// The `event` of the record a reload writes for a tool whose revision
 /// changed ([`ToolChange`]).
 pub const TOOL_CHANGED: &str = "tool_changed";
@@ -233,6 +234,9 @@ pub struct AuditEntry {
     /// The session id of a call that ran in a session (checked: at most 64
     /// plain characters).
     pub session: Option<String>,
+    /// The id of the MCP task the call ran as, when it was one (minted by
+    /// the host; capped at 256 bytes).
+    pub task: Option<String>,
     /// Digest of the tool's component; `None` when the tool was unknown.
     pub component_digest: Option<String>,
     /// For a component pulled from a registry: its reference pinned to the

@@ -176,6 +176,7 @@ pub async fn call(host: &Host, tool: String, args: String, who: &Who) -> std::io
         principal: who.principal.clone(),
         attributes: Default::default(),
         trace_parent: None,
+        task: None,
     };
     let confirmer = confirmer(who);
     let result = host.call(request, confirmer.as_deref()).await;

@@ -39,7 +39,7 @@ impl Pipeline {
         time_left: Duration,
         cancel: &CancellationToken,
     ) -> Result<Reservation, Failure> {
-        let limits = &tool.settings.limits;
+        let limits = &tool.settings.limits_for(request.task.is_some());
         let bytes = reservation::call_bytes(limits, in_session, tool.output.is_some());
         let deadline = (tokio::time::Instant::now() + time_left, limits.timeout.as_millis());
         reservation::reserve(&self.memory, &request.principal, bytes, Purpose::Call(&tool.name), deadline, cancel).await

@@ -29,6 +29,7 @@ pub(super) fn entry(i: usize) -> AuditEntry {
         principal: "alice".to_owned(),
         tool: "fs.read".to_owned(),
         session: None,
+        task: None,
         component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
         arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
         event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),
@@ -125,9 +126,11 @@ fn record_format() {
     let names: Vec<String> = {
         let mut names = Vec::new();
         let mut rest = line.as_str();
-        // `session` is only written for calls that ran in a session, the
-        // registry members only for components pulled from one.
-        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer", "approval"].contains(&f)) {
+        // `session` is only written for calls that ran in a session, `task`
+        // for calls that ran as a task, the registry members only for
+        // components pulled from one.
+        let absent = ["session", "task", "component_ref", "signer", "approval"];
+        for field in FIELDS.into_iter().filter(|&f| !absent.contains(&f)) {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());
@@ -552,6 +555,21 @@ fn a_session_is_recorded_after_the_tool_and_verifies() {
     drop(log);
     let report = verify(&path).unwrap();
     assert_eq!(report.records, 2);
+}
+
+#[test]
+fn a_task_is_recorded_after_the_session_and_verifies() {
+    let (_dir, path) = log_with(1);
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let task = "0123456789abcdef0123456789abcdef";
+    log.append(&AuditEntry { session: Some("s-1".to_owned()), task: Some(task.to_owned()), ..entry(1) }).unwrap();
+    log.append(&AuditEntry { task: Some(task.to_owned()), ..entry(2) }).unwrap();
+    let lines = lines(&path);
+    assert!(!lines[0].contains("\"task\""), "absent for a call that was no task: {}", lines[0]);
+    assert!(lines[1].contains(&format!(r#""session":"s-1","task":"{task}","component_digest""#)), "{}", lines[1]);
+    assert!(lines[2].contains(&format!(r#""tool":"fs.read","task":"{task}","component_digest""#)), "{}", lines[2]);
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 3);
 }
 
 #[test]

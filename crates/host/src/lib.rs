@@ -38,6 +38,7 @@ mod registry;
 mod reservation;
 mod session;
 pub mod state;
+pub mod tasks;
 
 pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use airlock_core::call::Captured;

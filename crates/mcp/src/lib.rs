@@ -68,6 +68,7 @@ mod server;
 mod shutdown;
 mod signed;
 mod stdio;
+mod tasks;
 mod watch;
 
 use airlock_host::host::Host;

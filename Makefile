@@ -24,6 +24,8 @@ TOOLS := echo read_file list_dir write_file search_files json_query http_fetch
 TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute schema_bomb schema_heavy schema_copy whoami contract_v0_1
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
+# ... and the tasks extension's (tests/conformance, tests/mcp/test_tasks.py, tests/fleet).
+TEST_GUESTS += conformance_greet conformance_slow conformance_failing conformance_crash conformance_confirm
 
 .PHONY: all build guests setup install install-files install-cache check test test-install test-approvals test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
 

@@ -160,6 +160,7 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
         Some(reason) => {
             let reason = reason.context("the MCP stdio service stopped unexpectedly")?;
             compile_on(&host).await;
+            shutdown::end_orphans(&host).await;
             reason
         }
         None => {

@@ -371,6 +371,11 @@ impl Host {
         let call = async {
             startup::wait_for_tool(self, &request.tool, &stop).await;
             let state = self.state();
+            // Cancelled while its tool was still loading: it never got to
+            // run, and says so (not that it waited out its deadline).
+            if stop.is_cancelled() && state.registry().get(&request.tool).is_none() {
+                return self.inner.pipeline.refuse(&state, request, cancelled_while_loading());
+            }
             self.inner.pipeline.call(&state, request, confirmer, &stop).await
         };
         tokio::pin!(call);
@@ -644,6 +649,14 @@ impl Host {
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime
     }
+}
+
+/// What a call cancelled while its tool was still loading is told.
+fn cancelled_while_loading() -> airlock_core::outcome::Failure {
+    airlock_core::outcome::Failure::new(
+        airlock_core::outcome::ErrorKind::Cancelled,
+        "the call was cancelled while it waited for its tool to finish loading; nothing was run",
+    )
 }
 
 /// What a call received after shutdown began is told.

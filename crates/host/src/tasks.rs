@@ -155,10 +155,11 @@ pub struct Finished {
     pub outcome: Option<String>,
 }
 
-/// Where tasks are kept.
+/// Where tasks are kept (the Redis client boxed: it is several times the
+/// size of the local store's handle).
 enum Kept {
     Local(Local),
-    Shared(Shared),
+    Shared(Box<Shared>),
 }
 
 /// The host's tasks, kept for the host's life (a reload keeps them and
@@ -191,9 +192,11 @@ impl Tasks {
     /// The fleet's Redis URL is not one.
     pub fn new(fleet: Option<&FleetSettings>) -> Result<Self, String> {
         let kept = match fleet {
-            Some(fleet) => {
-                Kept::Shared(Shared::new(&fleet.redis_url, fleet.redis_connect_timeout, fleet.redis_response_timeout)?)
-            }
+            Some(fleet) => Kept::Shared(Box::new(Shared::new(
+                &fleet.redis_url,
+                fleet.redis_connect_timeout,
+                fleet.redis_response_timeout,
+            )?)),
             None => Kept::Local(Local::default()),
         };
         Ok(Tasks { kept })

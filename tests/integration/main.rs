@@ -34,6 +34,7 @@ mod shared_audit;
 mod startup;
 mod strict_schemas;
 mod support;
+mod tasks;
 mod traces;
 mod transports;
 mod write_ahead;

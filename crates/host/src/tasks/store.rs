@@ -389,21 +389,24 @@ return {'ok'}
 
 /// Sets a running task's input requests: `KEYS` = its hash; `ARGV` = the
 /// status, the requests (JSON array of `[key, request]`), the message
-/// (empty: none), now.
+/// (empty: none), now. Returns `{"ok"}`, or `{"ended"}` for a task that
+/// ended or is gone.
 const INPUT: &str = r#"
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status or status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
+if not status or status == 'completed' or status == 'failed' or status == 'cancelled' then return {'ended'} end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'input', ARGV[2], 'updated', ARGV[4])
 if ARGV[3] == '' then redis.call('HDEL', KEYS[1], 'message') else redis.call('HSET', KEYS[1], 'message', ARGV[3]) end
-return 1
+return {'ok'}
 "#;
 
 /// Keeps answers to outstanding input requests: `KEYS` = the task's hash;
 /// `ARGV` = the answers (JSON array of `[key, answer]`), now. Answers to
 /// keys not outstanding are ignored; with none left the task is working.
+/// Returns `{"ok"}`, or `{"not-waiting"}` for a task that waits for no
+/// answer.
 const RESPOND: &str = r#"
 local status = redis.call('HGET', KEYS[1], 'status')
-if status ~= 'input_required' then return 0 end
+if status ~= 'input_required' then return {'not-waiting'} end
 local pending = cjson.decode(redis.call('HGET', KEYS[1], 'input') or '[]')
 local kept = cjson.decode(redis.call('HGET', KEYS[1], 'answers') or '[]')
 for _, answer in ipairs(cjson.decode(ARGV[1])) do
@@ -422,7 +425,7 @@ else
 end
 if #kept > 0 then redis.call('HSET', KEYS[1], 'answers', cjson.encode(kept)) end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
-return 1
+return {'ok'}
 "#;
 
 /// What the running replica reads every poll: `KEYS` = the task's hash;

@@ -8,17 +8,22 @@ it reconnects; `tasks/cancel` stops the running guest (a 60 s
 `slow_compute` ends within its cancel, audited as cancelled); another
 principal cannot see, answer or cancel it; a task over its principal's cap
 is refused naming the key; a confirmation inside a task goes through
-`input_required` and `tasks/update`; clients that did not declare the
-extension keep today's behaviour.
+`input_required` and `tasks/update`, or waits for the person on Airlock's
+approval page; clients that did not declare the extension keep today's
+behaviour.
 """
 
 from __future__ import annotations
 
+import html
+import http.cookiejar
 import itertools
 import json
+import re
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -327,3 +332,43 @@ def test_an_older_client_sees_what_it_saw_before(tasks_setup: Setup) -> None:
         plain = server.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})["result"]
         assert "taskId" not in plain and "resultType" not in plain, plain
         assert plain["structuredContent"] == {"seconds": 0, "label": None}, plain
+
+
+def answer_on_page(link: str, decision: str) -> None:
+    """What the person does: open the link, press Approve or Decline."""
+    browser = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with browser.open(link, timeout=DEADLINE_S) as page:
+        text = page.read().decode()
+    fields = {name: html.unescape(value) for name, value in re.findall(r'name="(sig|csrf)" value="([^"]*)"', text)}
+    assert set(fields) == {"sig", "csrf"}, text
+    origin = re.match(r"https?://[^/]+", link)
+    assert origin, link
+    form = urllib.parse.urlencode({**fields, "decision": decision}).encode()
+    request = urllib.request.Request(link.split("?", 1)[0], data=form, headers={"Origin": origin.group(0)})
+    with browser.open(request, timeout=DEADLINE_S) as answered:
+        assert answered.status == 200
+
+
+def test_a_task_waits_for_the_person_on_the_approval_page(tmp_path: Path) -> None:
+    setup = write_config(tmp_path, tokens=True, audit=True)
+    setup.config.write_text(setup.config.read_text() + TOOLS + '\n[approvals]\nmode = "page"\n')
+    subprocess.run([str(BIN), *setup.args(), "tools"], check=True, capture_output=True, timeout=600, env=server_env())
+    with_urls = {"elicitation": {"url": {}}, "extensions": {TASKS_EXTENSION: {}}}
+    with http_server(setup) as server:
+        handle = call(server, "confirm_delete", {"filename": "page.txt"}, capabilities=with_urls)["result"]
+        task_id = handle["taskId"]
+        asking = until(server, task_id, lambda t: t["status"] != "working", capabilities=with_urls)
+        assert asking["status"] == "input_required", asking
+        request = asking["inputRequests"]["approval"]
+        assert request["method"] == "elicitation/create" and request["params"]["mode"] == "url", request
+        link = request["params"]["url"]
+        # The client sent the person to the page: the task waits for the page, not for the client.
+        sent = rpc(server, "tasks/update", {"taskId": task_id, "inputResponses": {"approval": {"action": "accept"}}}, capabilities=with_urls)
+        assert sent["result"] == {"resultType": "complete"}, sent
+        waiting = until(server, task_id, lambda t: t["status"] == "working", capabilities=with_urls)
+        assert "approval page" in waiting.get("statusMessage", ""), waiting
+        answer_on_page(link, "approve")
+        done = until(server, task_id, ended, capabilities=with_urls)
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "deleted page.txt", done
+        ran = [r for r in audited(setup, task_id, "ok") if r["outcome"] == "ok"]
+        assert ran[0]["approval"]["how"] == "page" and ran[0]["approval"]["by"] == "alice", ran

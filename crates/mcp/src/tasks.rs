@@ -129,7 +129,7 @@ pub async fn start(shared: &Arc<Shared>, mut call: CallRequest, client: Client) 
     call.task = Some(task.id.clone());
     let handle = CreateTaskResult::new(wire_task(&task, &settings));
     tracing::debug!(task = %task.id, tool = %call.tool, "call runs as a task");
-    let run = Run { shared: Arc::clone(shared), id: task.id, principal: task.principal, settings, client };
+    let run = Run { shared: Arc::clone(shared), id: task.id, principal: task.principal, client };
     tokio::spawn(run.run(call));
     CallToolResponse::Task(handle)
 }
@@ -139,11 +139,15 @@ struct Run {
     shared: Arc<Shared>,
     id: String,
     principal: String,
-    settings: TaskSettings,
     client: Client,
 }
 
 impl Run {
+    /// `[tasks]` in force now (a reload moves them for running tasks too).
+    fn settings(&self) -> TaskSettings {
+        self.shared.host.state().config().tasks
+    }
+
     /// Run the call, hearing the task's cancel and answers meanwhile, then
     /// keep its outcome.
     async fn run(self, call: CallRequest) {
@@ -167,7 +171,7 @@ impl Run {
         let watching = async {
             loop {
                 match tasks.signal(&self.id, &done).await {
-                    Ok(signal) if done.is_cancelled() => return drop(signal),
+                    Ok(_) if done.is_cancelled() => return,
                     Ok(signal) if signal.cancelled => {
                         cancel.cancel();
                         return;
@@ -195,7 +199,7 @@ impl Run {
         // A result the store cannot keep is lost to the client (the audit
         // log has the outcome): try a few times before giving up.
         for attempt in 1..=3u32 {
-            match tasks.finish(&self.id, finished.clone(), self.settings.result_ttl).await {
+            match tasks.finish(&self.id, finished.clone(), self.settings().result_ttl).await {
                 Ok(()) => break,
                 Err(err) => {
                     tracing::warn!(task = %self.id, attempt, "cannot keep the task's outcome: {err}");
@@ -210,7 +214,7 @@ impl Run {
     async fn notify(&self) {
         let Some(peer) = &self.client.session else { return };
         let Ok(Some(task)) = self.shared.host.tasks().get(&self.id, &self.principal).await else { return };
-        let Ok(detailed) = detailed(&task, &self.settings) else { return };
+        let Ok(detailed) = detailed(&task, &self.settings()) else { return };
         let params = TaskStatusNotificationParams::new(detailed);
         let notification = ServerNotification::TaskStatusNotification(Notification::new(params));
         if let Err(err) = peer.send_notification(notification).await {

@@ -25,6 +25,8 @@ TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_sc
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state
 TEST_GUESTS += conformance_image conformance_audio conformance_resource conformance_mixed conformance_progress
+# ... and the tasks extension's (tests/conformance, tests/mcp/test_tasks.py, tests/fleet).
+TEST_GUESTS += conformance_greet conformance_slow conformance_failing conformance_crash conformance_confirm
 
 .PHONY: all build guests setup install install-files install-cache check test test-install test-approvals test-rust test-python test-ts test-conformance test-frameworks test-inspector test-fleet lint lint-deploy bench demo doc docs clean
 

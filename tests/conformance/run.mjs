@@ -14,7 +14,7 @@
 // go to tests/conformance/results/.
 
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,20 +42,29 @@ const RUNS = [
 ];
 
 // The suite calls some tools by name; these fixtures (tests/guests/conformance_*)
-// are those its scenarios can meaningfully check against a tools-only host.
-// Every other scenario that needs a fixture of its own is listed, with the
-// reason, in not-applicable/.
+// are those its scenarios can meaningfully check against a tools-only host,
+// each with the lines of its `[tools.NAME]` table. Every other scenario that
+// needs a fixture of its own is listed, with the reason, in not-applicable/.
 const FIXTURES = [
-  ['test_simple_text', 'conformance_text', false],
-  ['test_error_handling', 'conformance_error', false],
+  ['test_simple_text', 'conformance_text', 'side_effect = false'],
+  ['test_error_handling', 'conformance_error', 'side_effect = false'],
   // Side effects: the default policy asks, so the call is "input required".
-  ['test_input_required_result_tampered_state', 'conformance_state', true],
+  ['test_input_required_result_tampered_state', 'conformance_state', 'side_effect = true'],
   // Content blocks and progress (contract 0.3.0).
-  ['test_image_content', 'conformance_image', false],
-  ['test_audio_content', 'conformance_audio', false],
-  ['test_embedded_resource', 'conformance_resource', false],
-  ['test_multiple_content_types', 'conformance_mixed', false],
-  ['test_tool_with_progress', 'conformance_progress', false],
+  ['test_image_content', 'conformance_image', 'side_effect = false'],
+  ['test_audio_content', 'conformance_audio', 'side_effect = false'],
+  ['test_embedded_resource', 'conformance_resource', 'side_effect = false'],
+  ['test_multiple_content_types', 'conformance_mixed', 'side_effect = false'],
+  ['test_tool_with_progress', 'conformance_progress', 'side_effect = false'],
+  // The tasks extension's (the tasks-* scenarios). Tools whose calls run
+  // as tasks run beside each other (concurrency_safe), so that a long one
+  // does not hold up the next scenario's calls.
+  ['greet', 'conformance_greet', 'side_effect = false'],
+  ['slow_compute', 'conformance_slow', 'side_effect = false\nconcurrency_safe = true\ntask = "optional"\ntimeout_ms = 5000\ntask_timeout_ms = 120000'],
+  ['failing_job', 'conformance_failing', 'side_effect = false\nconcurrency_safe = true\ntask = "required"'],
+  ['protocol_error_job', 'conformance_crash', 'side_effect = false\nconcurrency_safe = true\ntask = "optional"'],
+  // Side effects: the default policy asks, so the task waits for input.
+  ['confirm_delete', 'conformance_confirm', 'side_effect = true\nconcurrency_safe = true\ntask = "optional"'],
 ];
 
 for (const file of [BIN, SUITE, path.join(TOOLS_DIR, 'echo.wasm'), ...FIXTURES.map(([, crate]) => path.join(TEST_GUESTS, `${crate}.wasm`))]) {
@@ -75,8 +84,8 @@ function startServer(log) {
   env.AIRLOCK_TOOLS_DIR = TOOLS_DIR;
   env.RUST_LOG ??= 'warn';
   const config = path.join(RESULTS, 'airlock.toml');
-  const fixtures = FIXTURES.map(([name, crate, sideEffect]) => (
-    `[tools.${name}]\ncomponent = ${JSON.stringify(path.join(TEST_GUESTS, `${crate}.wasm`))}\nside_effect = ${sideEffect}\n`
+  const fixtures = FIXTURES.map(([name, crate, settings]) => (
+    `[tools.${name}]\ncomponent = ${JSON.stringify(path.join(TEST_GUESTS, `${crate}.wasm`))}\n${settings}\n`
   ));
   writeFileSync(config, [`tool_dirs = [${JSON.stringify(TOOLS_DIR)}]\n`, ...fixtures].join('\n'));
   const child = spawn(BIN, ['--config', config, 'serve', '--http', '127.0.0.1:0'], { cwd: RESULTS, env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -118,6 +127,40 @@ function runSuite(url, { revision, args }) {
   });
 }
 
+// The suite does not score extension scenarios (those of the tasks
+// extension, `tasks-*`) against the baseline; they are held to it here the
+// same way: each failing check (FAILURE or WARNING) must be listed, as its
+// scenario or as `scenario:check`, and each listed one must still fail.
+const EXTENSION_SCENARIOS = /^tasks-/;
+
+/** The entries of a not-applicable file: `scenario` or `scenario:check`. */
+function baseline(revision) {
+  const text = readFileSync(path.join(HERE, 'not-applicable', `${revision}.yml`), 'utf8');
+  return text.split('\n').map((line) => /^\s*-\s+(\S+)\s*$/.exec(line)?.[1]).filter(Boolean);
+}
+
+/** Extension scenarios' failures against the baseline: what is unlisted, and what is listed but passes. */
+function checkExtensions(revision) {
+  const listed = baseline(revision).filter((entry) => EXTENSION_SCENARIOS.test(entry));
+  const dir = path.join(RESULTS, revision);
+  const unexpected = [];
+  const failing = new Set();
+  const seen = new Set();
+  for (const entry of existsSync(dir) ? readdirSync(dir) : []) {
+    const scenario = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry)?.[1];
+    if (!scenario || !EXTENSION_SCENARIOS.test(scenario)) continue;
+    seen.add(scenario);
+    const checks = JSON.parse(readFileSync(path.join(dir, entry, 'checks.json'), 'utf8'));
+    for (const check of checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING')) {
+      failing.add(scenario);
+      failing.add(`${scenario}:${check.id}`);
+      if (!listed.includes(scenario) && !listed.includes(`${scenario}:${check.id}`)) unexpected.push(`${scenario}:${check.id}`);
+    }
+  }
+  const stale = listed.filter((entry) => seen.has(entry.split(':')[0]) && !failing.has(entry));
+  return { unexpected, stale, scenarios: seen.size };
+}
+
 rmSync(RESULTS, { recursive: true, force: true });
 mkdirSync(RESULTS, { recursive: true });
 const serverLog = createWriteStream(path.join(RESULTS, 'server.log'));
@@ -130,12 +173,18 @@ try {
     const { code, summary } = await runSuite(url, run);
     console.log(`\n##### MCP conformance, revision ${run.revision} (${run.args.join(' ')})`);
     console.log(summary.trim());
-    if (code === 0) {
+    const extensions = checkExtensions(run.revision);
+    if (extensions.scenarios > 0) {
+      console.log(`extension scenarios: ${extensions.scenarios} run`);
+      for (const check of extensions.unexpected) console.log(`  ✗ not listed, fails: ${check}`);
+      for (const entry of extensions.stale) console.log(`  ✓ listed, passes (remove it from the list): ${entry}`);
+    }
+    if (code === 0 && extensions.unexpected.length === 0 && extensions.stale.length === 0) {
       passed += 1;
       console.log(`revision ${run.revision}: ok (every failure is listed in not-applicable/${run.revision}.yml)`);
     } else {
       failed += 1;
-      console.log(`revision ${run.revision}: FAILED (exit ${code}): an unlisted failure, or a listed scenario that now passes; see tests/conformance/results/${run.revision}.log`);
+      console.log(`revision ${run.revision}: FAILED (exit ${code}, extension scenarios above): an unlisted failure, or a listed scenario that now passes; see tests/conformance/results/${run.revision}.log`);
     }
   }
 } catch (err) {

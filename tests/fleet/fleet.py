@@ -28,6 +28,10 @@ What it checks:
   the link) is approved on another replica's page; the same call made
   again on the first runs once; the link answers once and runs one call,
   and a third identical call asks again;
+- an MCP task (the tasks extension) started through one replica is read
+  through another and ends there; one cancelled through a second replica
+  stops the guest on the first (its audit record says `cancelled`, long
+  before its 60 s), and a third sees it cancelled;
 - with Redis stopped, a retry is refused (fail closed) and runs nothing.
 
 It also measures throughput and p50/p99 of echo calls through the
@@ -64,6 +68,7 @@ from typing import Any
 
 BIN = Path(os.environ.get("AIRLOCK_BIN", "target/release/airlock")).resolve()
 TOOLS_DIR = Path(os.environ.get("AIRLOCK_TOOLS_DIR", "target/guests")).resolve()
+TEST_GUESTS = Path(os.environ.get("AIRLOCK_TEST_GUESTS", TOOLS_DIR.parent / "test-guests")).resolve()
 CACHE_DIR = os.environ.get("AIRLOCK_CACHE_DIR")
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -87,6 +92,7 @@ DEADLINE_S = 90.0
 ACCEPT = {"confirm": {"action": "accept", "content": {"allow": True}}}
 DECLINE = {"confirm": {"action": "decline"}}
 ELICIT = {"elicitation": {"form": {}}}
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 # Each replica's config with `[approvals] mode = "page"`, beside its own.
 PAGE_CONFIG = "airlock-page.toml"
 
@@ -371,6 +377,13 @@ concurrency_safe = true
 side_effect = true
 dirs = [{{ host = "{ledger}", guest = "/ledger", access = "rw" }}]
 
+[tools.slow_compute]
+component = "{TEST_GUESTS / 'conformance_slow.wasm'}"
+side_effect = false
+concurrency_safe = true
+task = "optional"
+task_timeout_ms = 120000
+
 [audit]
 file = "{rdir / 'audit.jsonl'}"
 record_arguments = true
@@ -388,6 +401,13 @@ redis_url = "redis://127.0.0.1:{self.redis_port}/0"
             # Airlock's page (`approvals_on_another_replicas_page`).
             (rdir / PAGE_CONFIG).write_text(config + '\n[approvals]\nmode = "page"\n')
             self.ports[name] = free_port()
+
+    def compile_tools(self) -> None:
+        """Every component of the replicas' config compiled into the cache
+        once, before they start: three replicas compiling a fixture the
+        cache lacks at once would slow the first benchmark."""
+        config = self.root / "r1" / "airlock.toml"
+        subprocess.run([str(BIN), "--config", str(config), "tools"], check=True, stdout=subprocess.DEVNULL, timeout=600)
 
     def start_replica(self, name: str, config: str = "airlock.toml") -> None:
         rdir = self.root / name
@@ -892,6 +912,54 @@ async def approvals_on_another_replicas_page(services: Services) -> None:
         services.restart_replica(name, "airlock.toml")
 
 
+async def task_request(conn: Conn, method: str, task_id: str) -> dict[str, Any]:
+    params = {"taskId": task_id, "_meta": modern_meta(TASKS)}
+    body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
+    reply = await conn.post(body, {"MCP-Protocol-Version": MODERN, "Mcp-Method": method, "Mcp-Name": task_id})
+    result = result_of(reply)
+    assert result is not None, (method, reply.status, reply.message)
+    return result
+
+
+async def task_until(conn: Conn, task_id: str, status: str) -> dict[str, Any]:
+    end = time.monotonic() + DEADLINE_S
+    while True:
+        task = await task_request(conn, "tasks/get", task_id)
+        if task["status"] == status:
+            return task
+        assert task["status"] in ("working", "input_required") and time.monotonic() < end, task
+        await asyncio.sleep(0.1)
+
+
+async def tasks_across_replicas(services: Services) -> None:
+    """An MCP task lives in the fleet's Redis: started on one replica, read
+    on another; cancelled on a second, stopped on the first."""
+    a, b, c = (Conn(services.ports[name]) for name in list(services.ports)[:3])
+    created = result_of(await modern_call(a, "slow_compute", {"seconds": 3, "label": "fleet"}, capabilities=TASKS))
+    assert created and created.get("resultType") == "task", created
+    task_id = created["taskId"]
+    seen = await task_request(b, "tasks/get", task_id)
+    assert seen["taskId"] == task_id and seen["status"] in ("working", "completed"), seen
+    done = await task_until(c, task_id, "completed")
+    assert done["result"]["structuredContent"] == {"seconds": 3, "label": "fleet"}, done
+
+    long = result_of(await modern_call(a, "slow_compute", {"seconds": 60}, capabilities=TASKS))
+    assert long and long.get("resultType") == "task", long
+    started = time.monotonic()
+    assert await task_request(b, "tasks/cancel", long["taskId"]) == {"resultType": "complete"}
+    await task_until(c, long["taskId"], "cancelled")
+    first = list(services.ports)[0]
+
+    def cancelled() -> list[dict[str, Any]]:
+        records = [json.loads(line) for line in local_lines(services, first)]
+        return [r for r in records if r.get("task") == long["taskId"] and r.get("outcome") == "cancelled"]
+
+    [record] = wait_for("the cancelled task's record on the replica that ran it", cancelled)
+    assert record["duration_us"] < 20_000_000 and time.monotonic() - started < 30, record
+    for conn in (a, b, c):
+        await conn.close()
+
+
 async def fail_closed_without_redis(services: Services) -> None:
     names = list(services.ports)
     arguments = {"path": "/ledger/no-redis.txt", "content": "x\n", "mode": "append"}
@@ -920,6 +988,7 @@ def main() -> int:
         services.start_postgres()
         services.start_redis()
         services.write_configs()
+        services.compile_tools()
         for name in services.ports:
             services.start_replica(name)
         services.start_haproxy()
@@ -1002,6 +1071,8 @@ def main() -> int:
         asyncio.run(interpreter_sessions_are_pinned(services))
         asyncio.run(approvals_on_another_replicas_page(services))
         log("a call held on one replica ran once after its approval on another replica's page")
+        asyncio.run(tasks_across_replicas(services))
+        log("a task started on one replica was read and cancelled through the others")
         asyncio.run(fail_closed_without_redis(services))
 
         log(f"{calls} calls in all; {total} audit records shipped and verified; fail-closed without Redis")

@@ -38,6 +38,7 @@ mod shared_audit;
 mod startup;
 mod strict_schemas;
 mod support;
+mod tasks;
 mod tool_log;
 mod traces;
 mod transports;

@@ -38,6 +38,10 @@ pub struct CallRequest {
     /// Where the tool's progress reports go, when the client asked to be
     /// told (an MCP `progressToken`); `None` drops them.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// The id of the MCP task the call runs as, when a front end made it
+    /// one: its audit records name the task, and a tool whose calls may be
+    /// tasks gets its `task_timeout_ms` as the deadline.
+    pub task: Option<String>,
 }
 
 impl CallRequest {
@@ -51,6 +55,7 @@ impl CallRequest {
             attributes: TokenAttributes::default(),
             trace_parent: None,
             progress: None,
+            task: None,
         }
     }
 

@@ -11,7 +11,8 @@
 //! `[policy]` by [`airlock_policy::authorize`], `[audit]` by
 //! [`airlock_policy::audit`], `[http]` by [`airlock_settings::http`],
 //! `[quotas]` by [`crate::quota`], `[fleet]` by [`crate::fleet`],
-//! `[cards]` by [`airlock_policy::card`], `[distribution]` by
+//! `[cards]` by [`airlock_policy::card`], `[approvals]` by
+//! [`crate::approval`], `[tasks]` by [`crate::tasks`], `[distribution]` by
 //! [`airlock_runtime::distribution`], `[metrics]`, `[traces]`, `[serve]` and
 //! `[log]` by [`airlock_settings::service`]; the top-level keys here
 //! ([`TOP`]). This module reads the file, layers it (`config/layer.rs`),
@@ -116,6 +117,8 @@ pub struct Config {
     pub lock_pins: bool,
     /// Approvals on Airlock's own page (`[approvals]`).
     pub approvals: crate::approval::ApprovalSettings,
+    /// MCP tasks: how long results are kept, and the caps (`[tasks]`).
+    pub tasks: crate::tasks::TaskSettings,
 }
 
 airlock_settings::section! {
@@ -152,6 +155,8 @@ airlock_settings::section! {
         cards: RawCards,
         #[serde(default)]
         approvals: crate::approval::RawApprovals,
+        #[serde(default)]
+        tasks: crate::tasks::RawTasks,
     }
     hand {
         /// `false`: start from nothing instead of over the built-in settings of the bundled tools
@@ -348,6 +353,7 @@ impl Config {
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
         let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
+        let tasks = crate::tasks::TaskSettings::from_raw(raw.tasks).map_err(error)?;
 
         Ok(Config {
             file: None,
@@ -370,6 +376,7 @@ impl Config {
             cards,
             lock_pins: true,
             approvals,
+            tasks,
         })
     }
 

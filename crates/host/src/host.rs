@@ -119,6 +119,10 @@ impl HostBuilder {
             crate::approval::Approvals::new(config.fleet.as_ref(), &config.approvals)
                 .map_err(|why| HostError::Engine(anyhow::anyhow!(why)))?,
         );
+        // Tasks outlive reloads too, and share the fleet's Redis likewise.
+        let tasks = Arc::new(
+            crate::tasks::Tasks::new(config.fleet.as_ref()).map_err(|why| HostError::Engine(anyhow::anyhow!(why)))?,
+        );
         crate::client_log::configure(&config.log);
         // Metrics and the span exporter live as long as the host: their
         // settings are fixed at start (`Config::restarts`).
@@ -173,6 +177,7 @@ impl HostBuilder {
                 startup,
                 stop_calls: CancellationToken::new(),
                 draining: AtomicBool::new(false),
+                tasks,
                 _shipper: shipper,
             }),
         };
@@ -200,6 +205,8 @@ struct Inner {
     stop_calls: CancellationToken,
     /// Set when shutdown begins: `/readyz` answers 503 from then on.
     draining: AtomicBool,
+    /// MCP tasks: their state and kept results, for the host's life.
+    tasks: Arc<crate::tasks::Tasks>,
     /// The audit shipper (`[audit.postgres]`): it ships the local log to
     /// PostgreSQL while the host lives, and its task is stopped when the
     /// last clone of the host is dropped, so after a transport's
@@ -364,6 +371,11 @@ impl Host {
         let call = async {
             startup::wait_for_tool(self, &request.tool, &stop).await;
             let state = self.state();
+            // Cancelled while its tool was still loading: it never got to
+            // run, and says so (not that it waited out its deadline).
+            if stop.is_cancelled() && state.registry().get(&request.tool).is_none() {
+                return self.inner.pipeline.refuse(&state, request, cancelled_while_loading());
+            }
             self.inner.pipeline.call(&state, request, confirmer, &stop).await
         };
         tokio::pin!(call);
@@ -586,6 +598,19 @@ impl Host {
         &self.inner.pipeline.approvals
     }
 
+    /// The MCP tasks: calls whose results are kept for their principal to
+    /// fetch (`airlock_host::transport::tasks`).
+    pub fn tasks(&self) -> &Arc<crate::tasks::Tasks> {
+        &self.inner.tasks
+    }
+
+    /// Answer `request` with `failure` without running it: refused before
+    /// any stage (a task the principal has no room for, say), and audited
+    /// and counted as any other call.
+    pub fn refuse(&self, request: CallRequest, failure: airlock_core::outcome::Failure) -> ToolResult {
+        self.inner.pipeline.refuse(&self.state(), request, failure)
+    }
+
     /// The host's metrics, for the transports' own counters.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.pipeline.telemetry.metrics
@@ -624,6 +649,14 @@ impl Host {
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime
     }
+}
+
+/// What a call cancelled while its tool was still loading is told.
+fn cancelled_while_loading() -> airlock_core::outcome::Failure {
+    airlock_core::outcome::Failure::new(
+        airlock_core::outcome::ErrorKind::Cancelled,
+        "the call was cancelled while it waited for its tool to finish loading; nothing was run",
+    )
 }
 
 /// What a call received after shutdown began is told.

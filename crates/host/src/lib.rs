@@ -44,6 +44,7 @@ mod registry;
 mod reservation;
 mod session;
 mod state;
+mod tasks;
 mod tool;
 mod tool_settings;
 pub mod transport;
@@ -118,7 +119,8 @@ pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, pa
 pub use session::MAX_SESSION_ID_LEN;
 pub use state::{HostError, LoadErrors, Sources, State};
 pub use tool::Tool;
-pub use tool_settings::{PipelineSettings, ToolConfig};
+pub use tasks::TaskSettings;
+pub use tool_settings::{PipelineSettings, TaskSupport, ToolConfig};
 
 /// Re-exported so front ends can cancel calls without another dependency.
 pub use tokio_util::sync::CancellationToken;

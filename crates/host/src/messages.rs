@@ -79,6 +79,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
                 attributes: Default::default(),
                 trace_parent: None,
                 progress: None,
+                task: None,
             })
         })
         .collect()
@@ -107,6 +108,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
                 attributes: Default::default(),
                 trace_parent: None,
                 progress: None,
+                task: None,
             })
         })
         .collect()
@@ -131,6 +133,7 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
                 attributes: Default::default(),
                 trace_parent: None,
                 progress: None,
+                task: None,
             })
         })
         .collect()

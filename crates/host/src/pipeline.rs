@@ -208,8 +208,9 @@ impl Pipeline {
         timeline.lap(Stage::Parse);
         let mut arguments = parsed.map_err(not_reached)?;
         // The call's deadline starts at receipt: time spent checking the
-        // arguments is taken from the time the tool gets.
-        let timeout = tool.settings.limits.timeout;
+        // arguments is taken from the time the tool gets. A call that runs
+        // as a task has its tool's task deadline.
+        let timeout = tool.limits_for(request.task.is_some()).timeout;
         let deadline = Deadline {
             at: tokio::time::Instant::from_std(*started) + timeout,
             timeout_ms: timeout.as_millis(),
@@ -269,8 +270,8 @@ impl Pipeline {
         cancel: &CancellationToken,
     ) -> ToolResult {
         let Approved { tool, arguments, session, authority, policy, host_time } = approved;
-        let settings = &tool.settings;
-        let time_left = execute::time_left(&tool, host_time);
+        let limits = tool.limits_for(flight.request.task.is_some());
+        let time_left = execute::time_left(&limits, host_time);
         // What the call may make the host hold is reserved before anything
         // of it runs, and held until its result is checked.
         let reserving = Instant::now();
@@ -302,6 +303,7 @@ impl Pipeline {
             arguments: &arguments,
             session: session.as_ref(),
             sessions_per_tool,
+            limits,
             time_left,
         };
         let (execution, reset) = self.execute(state, run, cancel).await;
@@ -311,7 +313,7 @@ impl Pipeline {
                 // The result is checked within what is left of the deadline.
                 let deadline = Deadline {
                     at: tokio::time::Instant::now() + time_left.saturating_sub(execution.duration),
-                    timeout_ms: settings.limits.timeout.as_millis(),
+                    timeout_ms: limits.timeout.as_millis(),
                     cancel,
                 };
                 check::check_output(&tool, text, deadline).await

@@ -294,8 +294,9 @@ impl Sessions {
 
     /// Run one call of `tool` in session `id` of the caller's principal,
     /// creating the session if needed and if the principal holds fewer than
-    /// `sessions_per_tool` sessions of the tool (its quota). Never fails:
-    /// refusals and resets are in the result.
+    /// `sessions_per_tool` sessions of the tool (its quota), under `call`,
+    /// the call's limits (the tool's, or those of a call that runs as a
+    /// task). Never fails: refusals and resets are in the result.
     // Each argument is one fact of the call; bundling them would only move
     // the same list into a struct built once, right before this call.
     #[allow(clippy::too_many_arguments)]
@@ -303,6 +304,7 @@ impl Sessions {
         &self,
         tool: &Arc<Tool>,
         settings: SessionSettings,
+        call: &Limits,
         sessions_per_tool: usize,
         invocation: &Invocation<'_>,
         id: &SessionId,
@@ -318,8 +320,8 @@ impl Sessions {
             Err(failure) => return refused(failure),
         };
         // The session's memory cap holds for the store's whole life; fuel and
-        // the deadline are the tool's, renewed for every call.
-        let limits = Limits { memory_bytes: settings.memory_bytes, ..tool.settings.limits };
+        // the deadline are the call's, renewed for every call.
+        let limits = Limits { memory_bytes: settings.memory_bytes, ..*call };
         let mut slot = tokio::select! {
             biased;
             () = cancel.cancelled() => {

@@ -9,6 +9,7 @@
 
 use crate::tool_settings::PipelineSettings;
 use airlock_runtime::loader::LoadedTool;
+use airlock_settings::limits::Limits;
 use std::ops::Deref;
 
 /// A loaded tool with the pipeline's settings of it.
@@ -24,6 +25,13 @@ impl Tool {
     /// `loaded` with the pipeline's settings `pipeline`.
     pub fn new(loaded: LoadedTool, pipeline: PipelineSettings) -> Self {
         Tool { loaded, pipeline }
+    }
+
+    /// The limits of one call: the tool's own, or, for a call that runs as
+    /// an MCP task (`as_task`), the same with the tool's
+    /// `task_timeout_ms` as the deadline when it allows tasks and sets one.
+    pub fn limits_for(&self, as_task: bool) -> Limits {
+        self.pipeline.limits_for(self.loaded.settings.limits, as_task)
     }
 }
 

@@ -8,8 +8,9 @@
 //! `pipeline.rs`), how and by whom an asked call is approved
 //! (`pipeline/confirm.rs`, `approval.rs`), whether the tool has side
 //! effects (the policy's default and the write-ahead record), whether its
-//! calls may share the scheduler (`pipeline/schedule.rs`) and whether it is
-//! offered deferred (`projection.rs`). The table is read into the three
+//! calls may share the scheduler (`pipeline/schedule.rs`), whether it is
+//! offered deferred (`projection.rs`) and whether its calls may run as MCP
+//! tasks, with what deadline (`task.rs`). The table is read into the three
 //! parts at once ([`RawTool`]), each value straight from the file so that
 //! an error keeps its line, and a key none of them declares is refused.
 //!
@@ -23,6 +24,10 @@ use airlock_settings::key_doc::{KeyDoc, Value};
 use airlock_settings::limits::{Limits, RawLimits};
 use airlock_settings::shared_table::SharedTable;
 use std::path::{Path, PathBuf};
+
+mod task;
+
+pub use task::{MAX_TASK_TIMEOUT, TaskSupport};
 
 airlock_settings::section! {
     /// The pipeline's keys of `[tools.NAME]`; the runtime's keys of the same
@@ -44,6 +49,11 @@ airlock_settings::section! {
         /// who must approve this tool's calls instead of the caller (four eyes): a principal, or a Cedar entity whose members may; a policy's `@approver` comes first
         approver: Option<String>, Reload, accepts "a principal (`\"carol\"`) or an entity (`\"Role::\\\"supervisors\\\"\"`)",
             unset "not set: the caller (or the policy's `@approver`)", example "\"Role::\\\"supervisors\\\"\"";
+        /// whether a call may run as an MCP task (its result kept for the client to fetch): never, for a client that declared the tasks extension, or only as a task
+        task: Option<String>, Reload, accepts "`\"never\"`, `\"optional\"` or `\"required\"`",
+            unset "`\"never\"`: every call runs while the client waits",
+            show |t: &PipelineSettings| Some(Value::Text(t.task.as_str().to_owned())),
+            example "\"optional\"";
     }
     /// How the pipeline treats the calls of one tool: the operator's
     /// settings the stages read. None of it comes from the component.
@@ -63,13 +73,30 @@ airlock_settings::section! {
         pub approvals: Option<ApprovalMode> = None,
         /// Who must approve this tool's asked calls (`approver`) when the
         /// policy names no `@approver`; `None`: the caller.
-        pub approver: Option<Approver> = None;
+        pub approver: Option<Approver> = None,
+        /// Whether a call may run as an MCP task (`task`).
+        pub task: TaskSupport = TaskSupport::Never;
         /// calls may run in parallel with other calls that may
         concurrency_safe => concurrency_safe: bool = false, Reload;
         /// the tool changes something outside itself (writes, sends, pays): the default policy asks first
         side_effect => side_effect: bool = true, Reload;
         /// offer the tool to models as deferred (loaded on demand by providers with tool search)
         defer_loading => defer_loading: bool = false, Reload;
+        /// the deadline of a call that runs as a task, instead of `timeout_ms` (never below it); fuel that follows the deadline follows this one
+        task_timeout_ms => task_timeout: Option<std::time::Duration> = None, Reload,
+            range Millis 1..=MAX_TASK_TIMEOUT.as_millis() as u64, unset "the tool's `timeout_ms`", example "600000";
+    }
+}
+
+impl PipelineSettings {
+    /// The limits of one call of a tool whose own are `limits`: those, or,
+    /// for a call that runs as a task of a tool whose calls may be tasks,
+    /// the same with its `task_timeout_ms` (when set) as the deadline.
+    pub fn limits_for(&self, limits: Limits, as_task: bool) -> Limits {
+        match self.task_timeout {
+            Some(timeout) if as_task && self.task.allows_tasks() => limits.with_deadline(timeout),
+            _ => limits,
+        }
     }
 }
 
@@ -106,6 +133,7 @@ impl ToolConfig {
         let SharedTable((limits, runtime, pipeline)) = raw;
         let runtime = airlock_runtime::tool_settings::ToolConfig::from_raw(name, runtime, &limits, defaults, resolve)?;
         let pipeline = PipelineSettings::from_raw(name, &pipeline)?;
+        task::check(&format!("[tools.{name}]"), pipeline.task, pipeline.task_timeout, &runtime.settings.limits)?;
         Ok(ToolConfig { runtime, pipeline })
     }
 }
@@ -135,6 +163,13 @@ impl PipelineSettings {
             .map_err(|m| format!("{ctx} approvals = {m}"))?;
         settings.approver =
             raw.approver.as_deref().map(Approver::parse).transpose().map_err(|m| format!("{ctx} approver = {m}"))?;
+        settings.task = raw
+            .task
+            .as_deref()
+            .map(TaskSupport::parse)
+            .transpose()
+            .map_err(|m| format!("{ctx} task = {m}"))?
+            .unwrap_or_default();
         Ok(settings)
     }
 }

@@ -49,6 +49,13 @@ pub mod quota {
     pub use crate::quota::raise_hint;
 }
 
+/// MCP tasks: where a call that runs as a task keeps its state and result
+/// while the client is away, under `[tasks]`.
+pub mod tasks {
+    pub use crate::tasks::store::SHARED_POLL;
+    pub use crate::tasks::{Finished, Input, NewTask, Status, Task, Tasks, Unavailable, now_ms, result_reserve};
+}
+
 /// Start-up in the background, as a transport waits on it.
 pub mod startup {
     pub use crate::host::startup::{Startup, settle, wait_for_tool};

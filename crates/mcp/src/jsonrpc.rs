@@ -52,8 +52,17 @@ const MAX_QUOTED_CHARS: usize = 64;
 /// request for one of them that rmcp reads as a custom request has params
 /// that are not the method's (`-32602`). Any other method rmcp does not
 /// know is not served (`-32601`).
-const TYPED_METHODS: [&str; 6] =
-    ["initialize", "ping", "server/discover", "subscriptions/listen", "tools/call", "tools/list"];
+const TYPED_METHODS: [&str; 9] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
 
 /// A well-formed `tools/call`'s params, for error messages.
 const CALL_EXAMPLE: &str = r#"{"name": "echo", "arguments": {"text": "hi"}}"#;
@@ -234,6 +243,7 @@ pub(super) fn params_problem(method: &str, params: Option<&Value>) -> Option<Str
     Some(match method {
         "tools/call" => call_problem(params),
         "tools/list" => list_problem(params),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => task_problem(method, params),
         _ => other_problem(method, params),
     })
 }
@@ -378,6 +388,43 @@ fn list_problem(params: Option<&Value>) -> String {
         Err(err) => format!("tools/list params: {err}"),
         Ok(_) => "tools/list params are not valid; send tools/list without params".to_owned(),
     }
+}
+
+/// What is wrong with the params of a `tasks/*` request.
+fn task_problem(method: &str, params: Option<&Value>) -> String {
+    let update = method == "tasks/update";
+    let example = if update { r#"{"taskId": "…", "inputResponses": {}}"# } else { r#"{"taskId": "…"}"# };
+    let members = match params_object(method, params, true, example) {
+        Ok(members) => members,
+        Err(problem) => return problem,
+    };
+    match members.get("taskId") {
+        Some(Value::String(_)) => {}
+        None => return format!("{method} params: `taskId` is missing; it must be the string tools/call gave"),
+        Some(other) => {
+            return format!("{method} params: `taskId` must be the string tools/call gave, not {}", kind_of(other));
+        }
+    }
+    if let Some(problem) = meta_problem(method, members) {
+        return problem;
+    }
+    match members.get("inputResponses") {
+        Some(Value::Object(_)) => {}
+        None if update => {
+            return "tasks/update params: `inputResponses` is missing; it must be an object of answers keyed as \
+                    tasks/get's `inputRequests`"
+                .to_owned();
+        }
+        None => {}
+        Some(other) => {
+            return format!(
+                "{method} params: `inputResponses` must be an object of answers keyed as tasks/get's \
+                 `inputRequests`, not {}",
+                kind_of(other)
+            );
+        }
+    }
+    format!("{method} params are not valid; send an object such as {example}")
 }
 
 fn other_problem(method: &str, params: Option<&Value>) -> String {

@@ -70,6 +70,7 @@ mod server;
 mod shutdown;
 mod signed;
 mod stdio;
+mod tasks;
 mod watch;
 
 use airlock_host::Host;
@@ -161,6 +162,7 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
         Some(reason) => {
             let reason = reason.context("the MCP stdio service stopped unexpectedly")?;
             compile_on(&host).await;
+            shutdown::end_orphans(&host).await;
             reason
         }
         None => {

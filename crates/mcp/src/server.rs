@@ -28,9 +28,11 @@ use airlock_host::Format;
 use airlock_host::Host;
 use airlock_policy::confirm::Confirmer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, CustomRequest,
-    CustomResult, Implementation, InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
+    CustomRequest, CustomResult, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, InputRequests, InputRequiredResult, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    TASKS_EXTENSION_ID, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -190,7 +192,7 @@ const TOOL_CHANGED: &str = "the tool changed since this confirmation was asked (
 ///
 /// A success's content blocks (contract 0.3.0) follow its text block, as
 /// the request's `revision` can show them (`blocks.rs`).
-fn to_response(result: ToolResult, revision: Option<&ProtocolVersion>) -> CallToolResponse {
+pub(super) fn to_response(result: ToolResult, revision: Option<&ProtocolVersion>) -> CallToolResponse {
     match result.outcome.into_result() {
         Err(failure) => {
             let mut meta = JsonObject::new();
@@ -257,10 +259,33 @@ fn resumed(resumed: Resumed, revision: Option<&ProtocolVersion>) -> Result<CallT
 
 impl ServerHandler for AirlockServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        // The tasks extension is advertised to 2026-07-28 clients
+        // (`server/discover`); an `initialize` answer shows it only to a
+        // client that declared it (`initialize` below), so that clients of
+        // the earlier revisions see the capabilities they saw before.
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
             .with_instructions("Tools run as sandboxed WebAssembly components. Failed calls come back as results with isError and a message saying what to change.")
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if !request.capabilities.supports_tasks()
+            && let Some(extensions) = result.capabilities.extensions.as_mut()
+        {
+            extensions.remove(TASKS_EXTENSION_ID);
+            if extensions.is_empty() {
+                result.capabilities.extensions = None;
+            }
+        }
+        Ok(result)
     }
 
     async fn list_tools(
@@ -316,7 +341,22 @@ impl ServerHandler for AirlockServer {
                 let lines = context.extensions.get::<super::stdio::CallLines>().cloned();
                 Arc::new(Notifier::new(context.peer.clone(), lines, token, protocol)) as Arc<dyn ProgressSink>
             }),
+            task: None,
         };
+        // A task (the client declared the tasks extension, and the operator
+        // lets the tool's calls be tasks): answered with its handle at once,
+        // whatever the revision; nothing of this request reaches the call.
+        let declared = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        let support = self.shared.host.state().config().pipeline_for(&request.name).task;
+        if super::tasks::becomes_task(support, declared)? {
+            let session = context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.supports_tasks())
+                .then(|| context.peer.clone());
+            let client = super::tasks::Client { form: elicit, url: open_url, session, revision: protocol.cloned() };
+            return Ok(super::tasks::start(&self.shared, call, client).await);
+        }
         if !modern {
             let (run_cancel, _link) = linked(&cancel);
             let confirmer = (elicit || open_url).then(|| ElicitConfirmer {
@@ -369,6 +409,48 @@ impl ServerHandler for AirlockServer {
             return resumed(confirmations.resume(state, &owner, responses, &cancel).await, protocol);
         }
         started(confirmations.start(self.shared.host.clone(), call, owner, (elicit, open_url), &cancel).await, protocol)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (principal, _, _) = self.caller(&context)?;
+        let tasks = self.shared.host.tasks();
+        let task = tasks.get(&request.task_id, &principal).await.map_err(|err| super::tasks::unavailable(&err))?;
+        let Some(task) = task else { return Err(super::tasks::unknown(&request.task_id)) };
+        let settings = self.shared.host.state().config().tasks;
+        Ok(GetTaskResult::new(super::tasks::detailed(&task, &settings)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (principal, _, _) = self.caller(&context)?;
+        let answers = super::tasks::answers(&request.input_responses);
+        let tasks = self.shared.host.tasks();
+        match tasks.respond(&request.task_id, &principal, answers).await {
+            Ok(Some(())) => Ok(()),
+            Ok(None) => Err(super::tasks::unknown(&request.task_id)),
+            Err(err) => Err(super::tasks::unavailable(&err)),
+        }
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (principal, _, _) = self.caller(&context)?;
+        let ttl = self.shared.host.state().config().tasks.result_ttl;
+        match self.shared.host.tasks().cancel(&request.task_id, &principal, ttl).await {
+            Ok(Some(())) => Ok(()),
+            Ok(None) => Err(super::tasks::unknown(&request.task_id)),
+            Err(err) => Err(super::tasks::unavailable(&err)),
+        }
     }
 
     /// rmcp's catch-all: a request for a method it does not know, or for

@@ -83,6 +83,24 @@ pub(super) async fn drain(host: &Host, busy: impl Fn() -> bool) -> usize {
     cancelled
 }
 
+/// The client of a stdio server went away: calls still running (tasks,
+/// whose results nobody can fetch once this process exits) are cancelled
+/// at once and given `[serve] cancel_grace_secs` to write their audit
+/// records.
+pub(super) async fn end_orphans(host: &Host) {
+    let running = host.calls_in_flight_total();
+    if running == 0 {
+        return;
+    }
+    tracing::info!("the client went away with {running} calls still running (tasks); cancelling them");
+    host.begin_shutdown();
+    host.cancel_calls();
+    let cancel_grace = host.config().serve.cancel_grace;
+    if !idle(&|| host.calls_in_flight_total() > 0, Instant::now() + cancel_grace).await {
+        tracing::warn!("calls still running {cancel_grace:?} after they were cancelled; stopping anyway");
+    }
+}
+
 /// Wait until `busy` is false (true) or `deadline` passes (false).
 async fn idle(busy: &impl Fn() -> bool, deadline: Instant) -> bool {
     loop {

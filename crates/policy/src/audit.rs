@@ -85,13 +85,14 @@ pub const STARTED: &str = "started";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a call's record, in the order they are written.
-const FIELDS: [&str; 22] = [
+const FIELDS: [&str; 23] = [
     "seq",
     "time",
     "call_id",
     "principal",
     "tool",
     "session",
+    "task",
     "component_digest",
     "component_ref",
     "signer",
@@ -113,10 +114,10 @@ const FIELDS: [&str; 22] = [
 /// written only for components pulled from a registry, `revision` only for
 /// a tool that was found, and not by hosts older than tool revisions,
 /// `approval` only for a call that ran under a person's approval on
-/// Airlock's page, `content` only for a call that returned content
-/// blocks).
-const OPTIONAL_FIELDS: [&str; 7] =
-    ["session", "component_ref", "signer", "revision", "arguments", "approval", "content"];
+/// Airlock's page, `task` only for a call that ran as an MCP task,
+/// `content` only for a call that returned content blocks).
+const OPTIONAL_FIELDS: [&str; 8] =
+    ["session", "task", "component_ref", "signer", "revision", "arguments", "approval", "content"];
 /// Most content blocks one record describes: far above any call's
 /// `max_content_blocks`, so that a record stays small whatever it is
 /// handed.

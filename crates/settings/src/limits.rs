@@ -278,6 +278,15 @@ impl Limits {
         Ok(limits)
     }
 
+    /// These limits with another deadline (a call that runs as an MCP task
+    /// gets its tool's `task_timeout_ms`): a fuel budget that followed the
+    /// old deadline follows the new one, so that the deadline still binds
+    /// first; one the operator set is kept.
+    pub fn with_deadline(self, timeout: Duration) -> Limits {
+        let fuel = if self.fuel == Limits::fuel_for(self.timeout) { Limits::fuel_for(timeout) } else { self.fuel };
+        Limits { timeout, fuel, ..self }
+    }
+
     /// Check the limits against the engine-wide ceilings; the error says
     /// which limit is out of range, in the operator's key and unit, and
     /// what is accepted.

@@ -293,6 +293,7 @@ pub async fn call(
         attributes: Default::default(),
         trace_parent: None,
         progress: None,
+        task: None,
     };
     let confirmer = confirmer(who);
     let result = host.call(request, confirmer.as_deref()).await;

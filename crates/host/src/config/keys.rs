@@ -116,6 +116,7 @@ fn declared() -> Vec<(&'static str, Vec<KeyDoc>)> {
         (LOG.name, LOG.docs()),
         (airlock_policy::card::CARDS.name, airlock_policy::card::CARDS.docs()),
         (crate::approval::APPROVALS.name, crate::approval::APPROVALS.docs()),
+        (crate::tasks::TASKS.name, crate::tasks::TASKS.docs()),
     ]
 }
 
@@ -142,6 +143,7 @@ impl Config {
             rows(&airlock_settings::service::LOG, Some(&self.log)),
             rows(&airlock_policy::card::CARDS, Some(&self.cards)),
             rows(&crate::approval::APPROVALS, Some(&self.approvals)),
+            rows(&crate::tasks::TASKS, Some(&self.tasks)),
         ]
     }
 

@@ -249,7 +249,7 @@ mod tests {
                     "defaults" | "tools" => continue,
                     // Tables: their keys are checked in turn.
                     "engine" | "policy" | "audit" | "audit.postgres" | "http" | "http.jwt" | "quotas" | "fleet"
-                    | "distribution" | "metrics" | "traces" | "serve" | "log" | "cards" | "approvals" => {
+                    | "distribution" | "metrics" | "traces" | "serve" | "log" | "cards" | "approvals" | "tasks" => {
                         assert!(shown.contains(&format!("[{path}]")), "[{path}] is not shown:\n{shown}");
                         sections.push(path);
                     }

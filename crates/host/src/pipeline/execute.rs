@@ -1,8 +1,9 @@
 //! Execute: the tool runs under its limits with only the grants the
 //! operator gave it, in a fresh instance of its component
 //! (`airlock_runtime::sandbox`) or in the call's session (`session.rs`).
-//! The deadline is what is left of the tool's `timeout_ms` once the host's
-//! own checks took their part; a call with nothing left does not start.
+//! The deadline is what is left of the tool's `timeout_ms` (of its
+//! `task_timeout_ms` for a call that runs as a task) once the host's own
+//! checks took their part; a call with nothing left does not start.
 //! The call first waits for its turn in the scheduler (the schedule stage).
 
 use super::Pipeline;
@@ -31,18 +32,22 @@ pub(super) struct Run<'a> {
     pub(super) session: Option<&'a SessionId>,
     /// The principal's quota of sessions of one tool.
     pub(super) sessions_per_tool: usize,
-    /// What is left of the tool's deadline ([`time_left`]).
+    /// The call's limits: the tool's, or those of a call that runs as a
+    /// task ([`Tool::limits_for`]).
+    pub(super) limits: Limits,
+    /// What is left of the call's deadline ([`time_left`]).
     pub(super) time_left: Duration,
 }
 
-/// What is left of `tool`'s `timeout_ms` after `host_time`, the time the
+/// What is left of the call's deadline (`limits`: the tool's `timeout_ms`,
+/// or its `task_timeout_ms` for a task) after `host_time`, the time the
 /// host spent on the call before it was authorized (parsing and validating
 /// its arguments; waiting for a confirmation does not count). Whole
 /// milliseconds, as deadlines are configured: a check that took
-/// microseconds leaves the tool its whole `timeout_ms`.
-pub(super) fn time_left(tool: &LoadedTool, host_time: Duration) -> Duration {
+/// microseconds leaves the tool its whole deadline.
+pub(super) fn time_left(limits: &Limits, host_time: Duration) -> Duration {
     let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
-    tool.settings.limits.timeout.saturating_sub(host_ms)
+    limits.timeout.saturating_sub(host_ms)
 }
 
 /// What is left of `time_left` after `waited` for room in the memory
@@ -67,11 +72,11 @@ impl Pipeline {
         run: Run<'_>,
         cancel: &CancellationToken,
     ) -> (Execution, Option<String>) {
-        let Run { request, tool, arguments, session, sessions_per_tool, time_left } = run;
+        let Run { request, tool, arguments, session, sessions_per_tool, limits: call_limits, time_left } = run;
         let settings = &tool.settings;
-        // (A session call keeps the tool's whole timeout: sessions apply
+        // (A session call keeps the call's whole deadline: sessions apply
         // it themselves.)
-        let limits = Limits { timeout: time_left, ..settings.limits };
+        let limits = Limits { timeout: time_left, ..call_limits };
         match (session, settings.sessions) {
             _ if limits.timeout.is_zero() => {
                 let failure = Failure::new(
@@ -79,7 +84,7 @@ impl Pipeline {
                     format!(
                         "the call's {} ms deadline passed before the tool could start (its arguments took that long \
                          to check); send smaller arguments",
-                        settings.limits.timeout.as_millis()
+                        call_limits.timeout.as_millis()
                     ),
                 );
                 (Execution::failed(failure, Instant::now()), None)
@@ -87,17 +92,25 @@ impl Pipeline {
             (Some(id), Some(session_settings)) => {
                 let caller = Self::caller(state, request, Some(id));
                 let invocation = invocation(tool, &caller, request);
-                let call =
-                    self.sessions.call(tool, session_settings, sessions_per_tool, &invocation, id, arguments, cancel);
+                let call = self.sessions.call(
+                    tool,
+                    session_settings,
+                    &call_limits,
+                    sessions_per_tool,
+                    &invocation,
+                    id,
+                    arguments,
+                    cancel,
+                );
                 let run = self.scheduler.run(tool.pipeline.concurrency_safe, call).await;
                 (run.execution, run.reset)
             }
             _ => {
                 let caller = Self::caller(state, request, None);
                 let invocation = invocation(tool, &caller, request);
-                // The timeout names the tool's `timeout_ms`, not what the
-                // host's checks left of it.
-                let stated = settings.limits.timeout;
+                // The timeout names the tool's `timeout_ms` (or its
+                // `task_timeout_ms`), not what the host's checks left of it.
+                let stated = call_limits.timeout;
                 let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &invocation, arguments, cancel);
                 (self.scheduler.run(tool.pipeline.concurrency_safe, call).await, None)
             }

@@ -20,7 +20,7 @@ use super::Pipeline;
 use crate::reservation::{self, Purpose};
 use airlock_core::call::CallRequest;
 use airlock_core::outcome::Failure;
-use airlock_runtime::loader::LoadedTool;
+use crate::tool::Tool;
 use airlock_runtime::memory_budget::Reservation;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -34,12 +34,12 @@ impl Pipeline {
     pub(super) async fn reserve(
         &self,
         request: &CallRequest,
-        tool: &LoadedTool,
+        tool: &Tool,
         in_session: bool,
         time_left: Duration,
         cancel: &CancellationToken,
     ) -> Result<Reservation, Failure> {
-        let limits = &tool.settings.limits;
+        let limits = &tool.limits_for(request.task.is_some());
         let bytes = reservation::call_bytes(limits, in_session, tool.output.is_some(), tool.contract().has_content());
         let deadline = (tokio::time::Instant::now() + time_left, limits.timeout.as_millis());
         reservation::reserve(&self.memory, &request.principal, bytes, Purpose::Call(&tool.name), deadline, cancel).await

@@ -78,3 +78,37 @@ fn a_tool_names_its_approval_mode_and_approver() {
         &["[tools.pay] approver = ", "is not an entity such as Role::\"supervisors\""],
     );
 }
+
+#[test]
+fn task_keys_say_when_a_call_is_a_task_and_its_deadline() {
+    use airlock_settings::limits::Limits;
+    use std::time::Duration;
+    let config = parse("[tools.echo]\n[tools.slow]\ntask = \"optional\"\ntimeout_ms = 5000\ntask_timeout_ms = 600000\n[tools.job]\ntask = \"required\"").unwrap();
+    let tool = |name: &str| config.tools.get(name).unwrap_or_else(|| panic!("no [tools.{name}]"));
+    let limits = |name: &str| tool(name).runtime.settings.limits;
+    let plain = &tool("echo").pipeline;
+    assert_eq!(plain.task, TaskSupport::Never, "unset: calls run as without tasks");
+    assert_eq!(plain.limits_for(limits("echo"), true), limits("echo"), "no task deadline without tasks");
+    let slow = &tool("slow").pipeline;
+    assert_eq!(slow.task, TaskSupport::Optional);
+    assert_eq!(slow.limits_for(limits("slow"), false).timeout, Duration::from_secs(5), "a call that waits keeps timeout_ms");
+    let task = slow.limits_for(limits("slow"), true);
+    assert_eq!(task.timeout, Duration::from_secs(600), "a task gets task_timeout_ms");
+    assert_eq!(task.fuel, Limits::fuel_for(Duration::from_secs(600)), "fuel follows the task's deadline");
+    let required = &tool("job").pipeline;
+    assert_eq!(required.task, TaskSupport::Required);
+    assert_eq!(required.limits_for(limits("job"), true), limits("job"), "without task_timeout_ms a task keeps timeout_ms");
+    check_err(
+        "[tools.a]\ntask = \"sometimes\"",
+        &["[tools.a] task = \"sometimes\"", "\"never\", \"optional\", \"required\""],
+    );
+    check_err("[tools.a]\ntask_timeout_ms = 60000", &["[tools.a] task_timeout_ms = 60000", "task is \"never\""]);
+    check_err(
+        "[tools.a]\ntask = \"optional\"\ntimeout_ms = 5000\ntask_timeout_ms = 1000",
+        &["[tools.a] task_timeout_ms = 1000 is below timeout_ms = 5000"],
+    );
+    check_err(
+        "[tools.a]\ntask = \"optional\"\ntask_timeout_ms = 0",
+        &["task_timeout_ms = 0 is out of range", "1..=86400000 ms"],
+    );
+}

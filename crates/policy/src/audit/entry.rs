@@ -76,6 +76,9 @@ pub struct AuditEntry {
     /// The session id of a call that ran in a session (checked: at most 64
     /// plain characters).
     pub session: Option<String>,
+    /// The id of the MCP task the call ran as, when it was one (minted by
+    /// the host; capped at 256 bytes).
+    pub task: Option<String>,
     /// Digest of the tool's component; `None` when the tool was unknown.
     pub component_digest: Option<String>,
     /// For a component pulled from a registry: its reference pinned to the

@@ -39,6 +39,11 @@ impl AuditLog {
         if let Some(session) = &entry.session {
             body.push(("session", capped(session, MAX_FIELD_BYTES)));
         }
+        // Only for a call that ran as a task, so that records of other
+        // calls (and those written before tasks) keep their members.
+        if let Some(task) = &entry.task {
+            body.push(("task", capped(task, MAX_FIELD_BYTES)));
+        }
         body.push(("component_digest", optional(&entry.component_digest, MAX_FIELD_BYTES)));
         // Only for components from a registry, so records of local files
         // keep their members.

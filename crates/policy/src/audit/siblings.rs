@@ -159,6 +159,7 @@ mod tests {
             principal: "alice".into(),
             tool: "echo".into(),
             session: None,
+            task: None,
             component_digest: None,
             component_ref: None,
             signer: None,

@@ -36,6 +36,7 @@ pub(super) fn entry(i: usize) -> AuditEntry {
         principal: "alice".to_owned(),
         tool: "fs.read".to_owned(),
         session: None,
+        task: None,
         component_digest: Some(format!("sha256:{}", "ab".repeat(32))),
         arguments: json!({ "path": format!("/data/{i}.txt"), "api_key": "s3cret" }),
         event: Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Ok(()) }),

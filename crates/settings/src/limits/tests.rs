@@ -54,6 +54,16 @@ fn default_fuel_follows_the_deadline() {
 }
 
 #[test]
+fn a_longer_deadline_takes_the_fuel_that_followed_the_old_one() {
+    let follows = parse("timeout_ms = 500").unwrap().with_deadline(Duration::from_secs(60));
+    assert_eq!(follows.timeout, Duration::from_secs(60));
+    assert_eq!(follows.fuel, Limits::fuel_for(Duration::from_secs(60)), "fuel follows the new deadline");
+    let set = parse("fuel = 5\ntimeout_ms = 500").unwrap().with_deadline(Duration::from_secs(60));
+    assert_eq!(set.fuel, 5, "a budget the operator set is kept");
+    assert_eq!(set.memory_bytes, Limits::default().memory_bytes, "nothing else changes");
+}
+
+#[test]
 fn out_of_range_names_the_limit_and_range() {
     // Named as the operator writes it, in MiB (a limit past the ceiling by
     // less than a MiB cannot be written).

@@ -217,6 +217,7 @@ fn entries_with_line_ends() -> Vec<AuditEntry> {
             principal: text.clone(),
             tool: text.clone(),
             session: Some(text.clone()),
+            task: Some(text.clone()),
             policy: Some(text.clone()),
             approval: None,
             arguments: json!({ &text: [&text, { "k": &text }] }),

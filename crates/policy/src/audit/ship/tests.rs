@@ -23,6 +23,7 @@ fn log_with(n: usize) -> (tempfile::TempDir, PathBuf) {
             principal: "alice".into(),
             tool: "echo".into(),
             session: None,
+            task: None,
             component_digest: None,
             component_ref: None,
             signer: None,

@@ -12,11 +12,12 @@ fn record_format() {
     let names: Vec<String> = {
         let mut names = Vec::new();
         let mut rest = line.as_str();
-        // `session` is only written for calls that ran in a session, the
-        // registry members only for components pulled from one.
-        for field in
-            FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer", "approval", "content"].contains(&f))
-        {
+        // `session` is only written for calls that ran in a session, `task`
+        // for calls that ran as a task, the registry members only for
+        // components pulled from one, `content` for calls that returned
+        // content blocks.
+        let absent = ["session", "task", "component_ref", "signer", "approval", "content"];
+        for field in FIELDS.into_iter().filter(|&f| !absent.contains(&f)) {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());
@@ -203,4 +204,19 @@ fn content_blocks_are_recorded_by_kind_type_size_and_digest_never_by_bytes() {
     assert!(!lines[1].contains("\"content\""), "a call without blocks has no member: {}", lines[1]);
     let report = verify(&path).unwrap();
     assert_eq!(report.records, 2);
+}
+
+#[test]
+fn a_task_is_recorded_after_the_session_and_verifies() {
+    let (_dir, path) = log_with(1);
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let task = "0123456789abcdef0123456789abcdef";
+    log.append(&AuditEntry { session: Some("s-1".to_owned()), task: Some(task.to_owned()), ..entry(1) }).unwrap();
+    log.append(&AuditEntry { task: Some(task.to_owned()), ..entry(2) }).unwrap();
+    let lines = lines(&path);
+    assert!(!lines[0].contains("\"task\""), "absent for a call that was no task: {}", lines[0]);
+    assert!(lines[1].contains(&format!(r#""session":"s-1","task":"{task}","component_digest""#)), "{}", lines[1]);
+    assert!(lines[2].contains(&format!(r#""tool":"fs.read","task":"{task}","component_digest""#)), "{}", lines[2]);
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 3);
 }

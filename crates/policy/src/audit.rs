@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use airlock_core::outcome::{Authority, CallOutcome, Decision};
+use airlock_core::outcome::{Authority, Blame, CallOutcome, Decision, Failure, Retry};
 use airlock_core::render;
 
 mod files;
@@ -86,7 +86,7 @@ pub const STARTED: &str = "started";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a call's record, in the order they are written.
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 23] = [
     "seq",
     "time",
     "call_id",
@@ -104,6 +104,8 @@ const FIELDS: [&str; 21] = [
     "approval",
     "outcome",
     "message",
+    "blame",
+    "retry",
     "duration_us",
     "fuel_used",
     "prev",
@@ -113,8 +115,10 @@ const FIELDS: [&str; 21] = [
 /// written only for components pulled from a registry, `revision` only for
 /// a tool that was found, and not by hosts older than tool revisions,
 /// `approval` only for a call that ran under a person's approval on
-/// Airlock's page).
-const OPTIONAL_FIELDS: [&str; 6] = ["session", "component_ref", "signer", "revision", "arguments", "approval"];
+/// Airlock's page, `blame` and `retry` only for a call that failed, and not
+/// by hosts older than them).
+const OPTIONAL_FIELDS: [&str; 8] =
+    ["session", "component_ref", "signer", "revision", "arguments", "approval", "blame", "retry"];
 /// The `event` of the record a reload writes for a tool whose revision
 /// changed ([`ToolChange`]).
 pub const TOOL_CHANGED: &str = "tool_changed";
@@ -196,9 +200,26 @@ impl Event {
 
     /// The record's `message`: the failure as the model read it.
     pub fn message(&self) -> Option<String> {
+        self.failure().map(render::failure_text)
+    }
+
+    /// The record's `blame`: who has to act on the failure; `None` when
+    /// nothing failed.
+    pub fn blame(&self) -> Option<Blame> {
+        self.failure().map(|failure| failure.blame)
+    }
+
+    /// The record's `retry`: whether the same call can succeed; `None`
+    /// when nothing failed.
+    pub fn retry(&self) -> Option<Retry> {
+        self.failure().map(|failure| failure.retry)
+    }
+
+    /// Why the call failed, for a finished call that did.
+    fn failure(&self) -> Option<&Failure> {
         match self {
             Event::Started(_) => None,
-            Event::Finished(outcome) => outcome.failure().map(render::failure_text),
+            Event::Finished(outcome) => outcome.failure(),
         }
     }
 }

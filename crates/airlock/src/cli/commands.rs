@@ -158,13 +158,19 @@ pub fn man(command: clap::Command) -> std::io::Result<ExitCode> {
 }
 
 /// `airlock call`'s answer: the tool's JSON result, or the error text the
-/// model would read.
+/// model would read with who has to act and whether the same call can
+/// succeed.
 fn result_json(result: &ToolResult) -> Value {
-    let content = match result.result() {
-        Ok(success) => success.value.clone(),
-        Err(_) => Value::String(result.text()),
-    };
-    json!({ "is_error": result.is_error(), "kind": result.outcome_name(), "content": content })
+    match result.result() {
+        Ok(success) => json!({ "is_error": false, "kind": "ok", "content": success.value }),
+        Err(failure) => json!({
+            "is_error": true,
+            "kind": failure.kind.as_str(),
+            "blame": failure.blame.as_str(),
+            "retry": failure.retry.as_str(),
+            "content": result.text(),
+        }),
+    }
 }
 
 /// `airlock call TOOL ARGS`: one call through the pipeline.

@@ -10,7 +10,7 @@ use super::{InFlight, Pipeline};
 use crate::session::SessionId;
 use crate::state::State;
 use airlock_core::call::ToolResult;
-use airlock_core::outcome::{Authority, CallOutcome, ErrorKind, Failure};
+use airlock_core::outcome::{Authority, Blame, CallOutcome, ErrorKind, Failure};
 use airlock_core::timeline::Stage;
 use airlock_policy::audit::{AuditEntry, Event};
 use airlock_runtime::loader::LoadedTool;
@@ -58,9 +58,10 @@ impl Pipeline {
         );
         let failure = Failure::new(
             ErrorKind::Internal,
-            "the host could not record this call in its audit log before running it, so it was not run and \
-             nothing was changed; tell the operator (the audit log cannot be written) and try again later",
-        );
+            "the host could not record this call in its audit log before running it (the audit log cannot be \
+             written), so it was not run and nothing was changed",
+        )
+        .blame(Blame::Operator);
         let result = ToolResult {
             duration: flight.started.elapsed(),
             session: entry.session,
@@ -111,8 +112,9 @@ impl Pipeline {
             tracing::error!(path = %log.path().display(), "cannot write the audit record: {err}");
             let failure = Failure::new(
                 ErrorKind::Internal,
-                "the host could not record this call in its audit log, so its result is withheld; tell the operator",
-            );
+                "the host could not record this call in its audit log, so its result is withheld",
+            )
+            .blame(Blame::Operator);
             result.outcome.withhold(failure);
         }
         self.telemetry.finish(&flight.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());

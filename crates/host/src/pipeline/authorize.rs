@@ -8,7 +8,7 @@
 use super::Refused;
 use crate::state::State;
 use airlock_core::call::CallRequest;
-use airlock_core::outcome::{ErrorKind, Failure, Refusal};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Refusal, Retry};
 use airlock_policy::authorize::{ToolFacts, Verdict};
 use airlock_runtime::loader::LoadedTool;
 use serde_json::Value;
@@ -37,7 +37,13 @@ pub(super) enum Authorized {
 pub(super) fn deny_early(state: &State, request: &CallRequest, tool: &Arc<LoadedTool>) -> Result<(), Refused> {
     let facts = ToolFacts { name: &tool.name, side_effect: tool.settings.side_effect };
     match state.policy().deny_whatever_the_arguments(&request.principal, &request.attributes, &facts) {
-        Some(Verdict::Deny { reason, policy }) => Err(denied(&reason, policy, tool)),
+        Some(Verdict::Deny { reason, policy }) => {
+            let mut refused = denied(&reason, policy, tool);
+            // Denied whatever the arguments: only the operator's policy can
+            // let the call through.
+            refused.failure = refused.failure.blame(Blame::Operator).retry(Retry::No);
+            Err(refused)
+        }
         _ => Ok(()),
     }
 }
@@ -60,7 +66,6 @@ pub(super) fn authorize(
 
 /// A call the policy denied, saying why.
 fn denied(reason: &str, policy: Option<String>, tool: &Arc<LoadedTool>) -> Refused {
-    let failure =
-        Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed; do not retry it unchanged."));
+    let failure = Failure::new(ErrorKind::Denied, format!("{reason}. This call is not allowed."));
     Refused::by_policy(Refusal::Denied, failure, policy, tool)
 }

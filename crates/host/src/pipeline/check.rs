@@ -20,7 +20,8 @@ use std::fmt;
 ///
 /// [`ErrorKind::OutputTooLarge`] past the tool's output cap or past what its
 /// output schema can be checked on, [`ErrorKind::InvalidOutput`] for non-JSON
-/// or a schema mismatch, [`ErrorKind::Timeout`] / [`ErrorKind::Cancelled`]
+/// or a schema mismatch, [`ErrorKind::InvalidSchema`] when the validator fails
+/// on the output schema itself, [`ErrorKind::Timeout`] / [`ErrorKind::Cancelled`]
 /// when the deadline passes or the call is cancelled during the check.
 pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<Value, Failure> {
     let cap = tool.settings.limits.max_output_bytes;
@@ -45,7 +46,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
         ));
     }
     let value: Value = serde_json::from_str(text).map_err(|err| {
-        Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err}); this is a fault of the tool, not of your arguments"))
+        Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err})"))
     })?;
     // An integer serde_json would have rounded is refused, not shown rounded.
     if airlock_core::integers::has_float(&value)
@@ -55,8 +56,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ErrorKind::InvalidOutput,
             format!(
                 "the tool returned the integer {} at {}, beyond the integers the host holds exactly ({}), so it \
-                 would have been rounded; this is a fault of the tool (it should send such a value as a string), \
-                 retrying the same call will not help",
+                 would have been rounded (the tool should send such a value as a string)",
                 found.shown,
                 found.at(),
                 airlock_core::integers::EXACT_RANGE
@@ -69,10 +69,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
         Ok(Ok(())) => Ok(value),
         Ok(Err(lines)) => Err(Failure::new(
             ErrorKind::InvalidOutput,
-            format!(
-                "the tool returned a result that does not match its declared output schema:\n{}\nThis is a fault of the tool; retrying the same call will not help.",
-                lines.join("\n")
-            ),
+            format!("the tool returned a result that does not match its declared output schema:\n{}", lines.join("\n")),
         )),
         Err(Unchecked::Failed(failure)) => Err(failure),
         Err(Unchecked::Memory(mib)) => Err(Failure::new(
@@ -85,10 +82,10 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ),
         )),
         Err(Unchecked::Fault(why)) => Err(Failure::new(
-            ErrorKind::InvalidOutput,
+            ErrorKind::InvalidSchema,
             format!(
-                "the tool's result could not be checked against its declared output schema ({why}); this is a \
-                 fault of the tool; retrying the same call will not help."
+                "the tool's result could not be checked against its declared output schema: the validator failed \
+                 on the tool's schema ({why})"
             ),
         )),
     }

@@ -11,7 +11,7 @@ use super::{Pipeline, Refused, caller_value};
 use crate::approval::{Approval, NewApproval};
 use crate::state::State;
 use airlock_core::call::CallRequest;
-use airlock_core::outcome::{ErrorKind, Failure, Refusal};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Refusal, Retry};
 use airlock_core::timeline::{Stage, Timeline};
 use airlock_policy::card;
 use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, Confirmer, PageApproval, PageOutcome};
@@ -98,12 +98,10 @@ impl Pipeline {
         cancel: &CancellationToken,
     ) -> Result<(Option<String>, Confirmed), Refused> {
         let Question { request, tool, arguments, reason, policy, approver } = question;
-        let refuse = |refusal, kind, message: String| {
-            Err(Refused::by_policy(refusal, Failure::new(kind, message), policy.clone(), tool))
-        };
+        let refuse = |refusal, failure| Err(Refused::by_policy(refusal, failure, policy.clone(), tool));
         if self.approvals.page().is_none() {
-            return refuse(
-                Refusal::Declined,
+            // Nobody can approve it until the operator serves the page.
+            let failure = Failure::new(
                 ErrorKind::Declined,
                 format!(
                     "this call needs the approval of a person on Airlock's approval page ({reason}), and this \
@@ -111,6 +109,7 @@ impl Pipeline {
                      --http` or `[approvals] listen`"
                 ),
             );
+            return refuse(Refusal::Declined, failure.blame(Blame::Operator).retry(Retry::No));
         }
         // Without a card, the arguments as JSON, escaped as a card's values
         // are (JSON leaves bidirectional and invisible characters raw).
@@ -136,20 +135,18 @@ impl Pipeline {
         match &approval.answer {
             Some(answer) if answer.approved => return self.use_approval(&approval, &policy, tool).await,
             Some(answer) => {
-                return refuse(
-                    Refusal::Declined,
-                    ErrorKind::Declined,
-                    format!(
-                        "this call needs approval ({reason}) and {} declined it on Airlock's approval page; nothing \
-                         was run. Do not propose it again unless the person asks for it",
-                        answer.by
-                    ),
+                let message = format!(
+                    "this call needs approval ({reason}) and {} declined it on Airlock's approval page; nothing was run",
+                    answer.by
                 );
+                return refuse(Refusal::Declined, Failure::new(ErrorKind::Declined, message));
             }
             None => {}
         }
         let Some(link) = self.approvals.link(&approval) else {
-            return refuse(Refusal::Declined, ErrorKind::Declined, "the approval page stopped being served".into());
+            // The page went away under the call (the server is stopping).
+            let failure = Failure::new(ErrorKind::Declined, "the approval page stopped being served");
+            return refuse(Refusal::Declined, failure.blame(Blame::Host).retry(Retry::Later));
         };
         let ask = ConfirmRequest {
             principal: &request.principal,
@@ -183,27 +180,34 @@ impl Pipeline {
             PageOutcome::Answered(true) => self.use_approval(&approval, &policy, tool).await,
             PageOutcome::Answered(false) | PageOutcome::Refused => refuse(
                 Refusal::Declined,
-                ErrorKind::Declined,
-                format!(
-                    "this call needs the approval of {who} on Airlock's approval page ({reason}), and it was not \
-                     given (declined, or the link lapsed); nothing was run. Ask the person before proposing it again"
+                Failure::new(
+                    ErrorKind::Declined,
+                    format!(
+                        "this call needs the approval of {who} on Airlock's approval page ({reason}), and it was not \
+                         given (declined, or the link lapsed); nothing was run"
+                    ),
                 ),
             ),
             PageOutcome::HandedOff => refuse(
                 Refusal::Pending,
-                ErrorKind::ApprovalRequired,
-                format!(
-                    "this call needs the approval of {who} ({reason}); the link was handed to the client and nothing \
-                     was run yet: it runs when the call is sent again after the approval. Link: {link}"
+                Failure::new(
+                    ErrorKind::ApprovalRequired,
+                    format!(
+                        "this call needs the approval of {who} ({reason}); the link was handed to the client and \
+                         nothing was run yet. Link: {link}"
+                    ),
                 ),
             ),
             PageOutcome::NotShown => refuse(
                 Refusal::Pending,
-                ErrorKind::ApprovalRequired,
-                format!(
-                    "this call needs the approval of {who} ({reason}); nothing was run. Ask them to open {link} and \
-                     approve it there, then call again with the same arguments: it runs once, within {} minutes",
-                    state.config().approvals.link_ttl.as_secs().div_ceil(60)
+                Failure::new(
+                    ErrorKind::ApprovalRequired,
+                    format!(
+                        "this call needs the approval of {who} ({reason}); nothing was run. Ask them to open {link} \
+                         and approve it there: the approval runs the same call, with the same arguments, once, \
+                         within {} minutes",
+                        state.config().approvals.link_ttl.as_secs().div_ceil(60)
+                    ),
                 ),
             ),
         }
@@ -217,23 +221,23 @@ impl Pipeline {
         policy: &Option<String>,
         tool: &Arc<LoadedTool>,
     ) -> Result<(Option<String>, Confirmed), Refused> {
-        let declined = |message: String| {
-            Err(Refused::by_policy(Refusal::Declined, Failure::new(ErrorKind::Declined, message), policy.clone(), tool))
-        };
+        let declined = |failure| Err(Refused::by_policy(Refusal::Declined, failure, policy.clone(), tool));
         match self.approvals.take(&approval.id).await {
             Ok(Ok(used)) => Ok((policy.clone(), Confirmed::OnPage(Box::new(used)))),
-            Ok(Err(_)) => declined(
+            Ok(Err(_)) => declined(Failure::new(
+                ErrorKind::Declined,
                 "the approval of this call was used by an identical call already (an approval runs one call); \
-                 nothing was run. Propose it again to ask for a new approval"
-                    .into(),
-            ),
+                 nothing was run",
+            )),
             Err(err) => {
                 tracing::warn!("{err}");
-                declined(
+                // The approval stays unused until the store is back.
+                let failure = Failure::new(
+                    ErrorKind::Declined,
                     "the shared store of approvals (Redis) cannot be reached, so the approval cannot be used; \
-                     nothing was run. Try again shortly"
-                        .into(),
-                )
+                     nothing was run",
+                );
+                declined(failure.blame(Blame::Host).retry(Retry::Later))
             }
         }
     }
@@ -249,9 +253,7 @@ impl Pipeline {
         timeline: &mut Timeline,
     ) -> Result<Option<String>, Refused> {
         let Question { request, tool, arguments, reason, policy, .. } = question;
-        let refuse = |refusal, message: String| {
-            Err(Refused::by_policy(refusal, Failure::new(ErrorKind::Declined, message), policy.clone(), tool))
-        };
+        let refuse = |refusal, failure| Err(Refused::by_policy(refusal, failure, policy.clone(), tool));
         let Some(confirmer) = confirmer else {
             return refuse(Refusal::Declined, not_confirmed(&reason));
         };
@@ -268,12 +270,14 @@ impl Pipeline {
         let confirmed = tokio::select! {
             confirmed = confirmer.confirm(ask) => confirmed,
             () = self.confirmations_closed.cancelled() => {
-                return refuse(
-                    Refusal::Declined,
+                let failure = Failure::new(
+                    ErrorKind::Declined,
                     format!(
-                        "this call needs confirmation ({reason}) and the server began shutting down before it was answered; nothing was run. Propose it again once the server is back."
+                        "this call needs confirmation ({reason}) and the server began shutting down before it was \
+                         answered; nothing was run"
                     ),
                 );
+                return refuse(Refusal::Declined, failure.blame(Blame::Host).retry(Retry::Later));
             }
         };
         timeline.lap(Stage::Confirm);
@@ -283,8 +287,12 @@ impl Pipeline {
         if confirmer.handed_off() {
             return refuse(
                 Refusal::Pending,
-                format!(
-                    "this call needs confirmation ({reason}); the question was handed to the client and nothing was run yet: it runs when the call is sent again with the user's answer."
+                Failure::new(
+                    ErrorKind::Declined,
+                    format!(
+                        "this call needs confirmation ({reason}); the question was handed to the client, and \
+                         nothing was run yet"
+                    ),
                 ),
             );
         }
@@ -293,8 +301,9 @@ impl Pipeline {
 }
 
 /// Why a call the user did not confirm was not run.
-fn not_confirmed(reason: &str) -> String {
-    format!(
-        "this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."
+fn not_confirmed(reason: &str) -> Failure {
+    Failure::new(
+        ErrorKind::Declined,
+        format!("this call needs confirmation ({reason}) and the user did not confirm it; nothing was run"),
     )
 }

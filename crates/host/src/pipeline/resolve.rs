@@ -3,7 +3,7 @@
 //! can correct a typo on its next turn.
 
 use crate::registry::Registry;
-use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
 use airlock_runtime::loader::LoadedTool;
 use std::sync::Arc;
 
@@ -26,7 +26,9 @@ pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<LoadedTool>, Failu
         // Start-up in the background: the name may be declared by one of
         // the components still compiling. The host waited for it for the
         // tool's deadline before resolving (see `startup.rs`).
-        return Err(Failure::new(ErrorKind::Timeout, not_ready_message(registry.names(), name, pending)));
+        // Nothing is wrong with the call: the host is not ready yet.
+        let failure = Failure::new(ErrorKind::Timeout, not_ready_message(registry.names(), name, pending));
+        return Err(failure.blame(Blame::Host).retry(Retry::Later));
     }
     Err(Failure::new(ErrorKind::UnknownTool, unknown_tool_message(registry.names(), name)))
 }
@@ -43,7 +45,7 @@ fn not_ready_message<'a>(names: impl Iterator<Item = &'a str>, name: &str, pendi
     format!(
         "tool {echoed:?} is not ready: the server is still compiling {pending} tool component(s) after start-up, \
          and none of those done so far declares this name; the call waited for it until its deadline (the tool's \
-         timeout_ms) and nothing was run. Call it again in a moment. Ready now: {ready}{more}"
+         timeout_ms) and nothing was run. Ready now: {ready}{more}"
     )
 }
 

@@ -86,8 +86,10 @@ pub(crate) async fn check(
 ///
 /// One or more violations, or a check that needed more memory than the
 /// tool's `validation_memory_mib`, as an [`ErrorKind::InvalidArguments`]
-/// failure; a [`ErrorKind::Timeout`] or [`ErrorKind::Cancelled`] failure
-/// when the deadline passes or the call is cancelled first.
+/// failure; [`ErrorKind::InvalidSchema`] when the validator fails on the
+/// tool's schema itself (the tool's fault, whatever the arguments); a
+/// [`ErrorKind::Timeout`] or [`ErrorKind::Cancelled`] failure when the
+/// deadline passes or the call is cancelled first.
 pub(crate) async fn validate(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<(), Failure> {
     let memory_bytes = tool.settings.limits.validation_memory_bytes;
     let lines = match check(&tool.parameters, text, memory_bytes, deadline, "the arguments").await {
@@ -107,10 +109,10 @@ pub(crate) async fn validate(tool: &LoadedTool, text: &str, deadline: Deadline<'
         }
         Err(Unchecked::Fault(why)) => {
             return Err(Failure::new(
-                ErrorKind::InvalidArguments,
+                ErrorKind::InvalidSchema,
                 format!(
-                    "the arguments could not be checked against the parameters schema of {} ({why}); this is a \
-                     fault of the tool's schema: do not retry the call unchanged",
+                    "the arguments could not be checked against the parameters schema of {}: the validator \
+                     failed on the tool's schema ({why})",
                     tool.name
                 ),
             ));

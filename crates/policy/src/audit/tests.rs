@@ -126,8 +126,10 @@ fn record_format() {
         let mut names = Vec::new();
         let mut rest = line.as_str();
         // `session` is only written for calls that ran in a session, the
-        // registry members only for components pulled from one.
-        for field in FIELDS.into_iter().filter(|&f| !["session", "component_ref", "signer", "approval"].contains(&f)) {
+        // registry members only for components pulled from one, `blame` and
+        // `retry` only for calls that failed.
+        let absent = ["session", "component_ref", "signer", "approval", "blame", "retry"];
+        for field in FIELDS.into_iter().filter(|&f| !absent.contains(&f)) {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
             names.push(field.to_owned());

@@ -5,14 +5,51 @@
 //! The output schema is the tool's too: the result is checked under the same
 //! meter as arguments (`validate.rs`), within what is left of the call's
 //! deadline and the tool's `validation_memory_mib`.
+//!
+//! The operator's one-line presentation of the result (`[tools.NAME]
+//! present_result`, for logs and UIs) is rendered here too, from the
+//! checked value: this is the one stage that holds it, so a value that
+//! failed its check is never presented, and the audit stage after it only
+//! records what it is handed.
 
+use super::execute::Returned;
 use super::validate::{self, Deadline, Unchecked};
-use airlock_core::outcome::{ErrorKind, Failure};
+use super::{Call, Pipeline, Stop};
+use airlock_core::outcome::{ErrorKind, Failure, Success};
+use airlock_core::timeline::Stage;
+use airlock_policy::card;
 use airlock_runtime::loader::LoadedTool;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
+
+impl Pipeline {
+    /// Check what the guest returned within what is left of the call's
+    /// deadline; a result that passes is the call's [`Success`], with its
+    /// presentation rendered.
+    pub(super) async fn check(&self, call: &mut Call<'_>, returned: Returned) -> Result<Success, Stop> {
+        let tool = call.tool()?;
+        let settings = &tool.settings;
+        let deadline = Deadline {
+            at: tokio::time::Instant::now() + call.time_left,
+            timeout_ms: settings.limits.timeout.as_millis(),
+            cancel: call.cancel,
+        };
+        let checked = check_output(&tool, &returned.text, deadline).await;
+        // A session reset by a call that still produced a result (the
+        // interpreter recovered from its memory cap) is said after it.
+        let checked = checked.map(|value| Success { value, note: returned.note });
+        if let (Some(template), Ok(success)) = (&settings.present_result, &checked) {
+            let caller = call.caller_value();
+            let caps = call.state.config().cards;
+            let scope = card::Scope { value: &success.value, caller: &caller };
+            call.presented = Some(template.render(scope, caps.max_presented_bytes, caps.max_value_bytes));
+        }
+        call.timeline.lap(Stage::Check);
+        checked.map_err(Stop::Failed)
+    }
+}
 
 /// Check the raw result text of a call of `tool` within `deadline`.
 ///
@@ -23,7 +60,7 @@ use std::fmt;
 /// or a schema mismatch, [`ErrorKind::InvalidSchema`] when the validator fails
 /// on the output schema itself, [`ErrorKind::Timeout`] / [`ErrorKind::Cancelled`]
 /// when the deadline passes or the call is cancelled during the check.
-pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<Value, Failure> {
+async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<Value, Failure> {
     let cap = tool.settings.limits.max_output_bytes;
     if text.len() > cap {
         return Err(Failure::new(

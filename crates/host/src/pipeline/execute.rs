@@ -2,68 +2,37 @@
 //! operator gave it, in a fresh instance of its component
 //! (`airlock_runtime::sandbox`) or in the call's session (`session.rs`).
 //! The deadline is what is left of the tool's `timeout_ms` once the host's
-//! own checks took their part; a call with nothing left does not start.
-//! The call first waits for its turn in the scheduler (the schedule stage).
+//! own checks and the wait for memory took their part (the schedule
+//! stage); a call with nothing left does not start. The call's turn in the
+//! scheduler is given back as soon as the guest is done.
 
-use super::Pipeline;
-use crate::session::SessionId;
-use crate::state::State;
-use airlock_core::call::CallRequest;
+use super::{Call, Pipeline, Stop};
 use airlock_core::outcome::{ErrorKind, Failure};
-use airlock_runtime::loader::LoadedTool;
+use airlock_core::timeline::Stage;
 use airlock_runtime::sandbox::{self, Execution};
 use airlock_settings::limits::Limits;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Instant;
 
-/// A call ready to run.
-pub(super) struct Run<'a> {
-    /// The call.
-    pub(super) request: &'a CallRequest,
-    /// Its tool.
-    pub(super) tool: &'a Arc<LoadedTool>,
-    /// The arguments as the tool gets them (JSON text).
-    pub(super) arguments: &'a str,
-    /// The session it runs in, for tools that keep sessions.
-    pub(super) session: Option<&'a SessionId>,
-    /// The principal's quota of sessions of one tool.
-    pub(super) sessions_per_tool: usize,
-    /// What is left of the tool's deadline ([`time_left`]).
-    pub(super) time_left: Duration,
-}
-
-/// What is left of `tool`'s `timeout_ms` after `host_time`, the time the
-/// host spent on the call before it was authorized (parsing and validating
-/// its arguments; waiting for a confirmation does not count). Whole
-/// milliseconds, as deadlines are configured: a check that took
-/// microseconds leaves the tool its whole `timeout_ms`.
-pub(super) fn time_left(tool: &LoadedTool, host_time: Duration) -> Duration {
-    let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
-    tool.settings.limits.timeout.saturating_sub(host_ms)
-}
-
-/// What is left of `time_left` after `waited` for room in the memory
-/// budget, in whole milliseconds as [`time_left`] counts.
-pub(super) fn after_wait(time_left: Duration, waited: Duration) -> Duration {
-    time_left.saturating_sub(Duration::from_millis(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)))
+/// What the guest returned: its result's JSON text, unchecked, and the
+/// note of a session reset by a call that still produced a result.
+pub(super) struct Returned {
+    /// The result as the guest wrote it.
+    pub(super) text: String,
+    /// The sentence saying the call's session was reset.
+    pub(super) note: Option<String>,
 }
 
 impl Pipeline {
-    /// Schedule and run the call: what the guest returned, and the note of
-    /// a session reset by a call that still produced a result.
-    pub(super) async fn execute(
-        &self,
-        state: &State,
-        run: Run<'_>,
-        cancel: &CancellationToken,
-    ) -> (Execution, Option<String>) {
-        let Run { request, tool, arguments, session, sessions_per_tool, time_left } = run;
+    /// Run the call in its turn: what the guest returned, or its failure.
+    /// What it printed and the fuel it used go to the call either way.
+    pub(super) async fn execute(&self, call: &mut Call<'_>) -> Result<Returned, Stop> {
+        let tool = call.tool()?;
         let settings = &tool.settings;
         // (A session call keeps the tool's whole timeout: sessions apply
         // it themselves.)
-        let limits = Limits { timeout: time_left, ..settings.limits };
-        match (session, settings.sessions) {
+        let limits = Limits { timeout: call.time_left, ..settings.limits };
+        let turn = call.slot.take();
+        let (execution, note) = match (&call.session, settings.sessions) {
             _ if limits.timeout.is_zero() => {
                 let failure = Failure::new(
                     ErrorKind::Timeout,
@@ -76,20 +45,39 @@ impl Pipeline {
                 (Execution::failed(failure, Instant::now()), None)
             }
             (Some(id), Some(session_settings)) => {
-                let caller = Self::caller(state, request, Some(id));
-                let call =
-                    self.sessions.call(tool, session_settings, sessions_per_tool, &caller, id, arguments, cancel);
-                let run = self.scheduler.run(settings.concurrency_safe, call).await;
+                let caller = call.caller();
+                let run = self
+                    .sessions
+                    .call(
+                        &tool,
+                        session_settings,
+                        call.sessions_per_tool,
+                        &caller,
+                        id,
+                        &call.arguments.text,
+                        call.cancel,
+                    )
+                    .await;
                 (run.execution, run.reset)
             }
             _ => {
-                let caller = Self::caller(state, request, None);
+                let caller = call.caller();
                 // The timeout names the tool's `timeout_ms`, not what the
                 // host's checks left of it.
                 let stated = settings.limits.timeout;
-                let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &caller, arguments, cancel);
-                (self.scheduler.run(settings.concurrency_safe, call).await, None)
+                let arguments = &call.arguments.text;
+                let execution =
+                    sandbox::call(&tool.pre, &limits, stated, &settings.grants, &caller, arguments, call.cancel).await;
+                (execution, None)
             }
-        }
+        };
+        drop(turn);
+        call.timeline.lap(Stage::Execute);
+        let Execution { result, stdout, stderr, fuel_used, duration } = execution;
+        (call.stdout, call.stderr, call.fuel_used) = (stdout, stderr, fuel_used);
+        // The result is checked within what is left of the deadline.
+        call.time_left = call.time_left.saturating_sub(duration);
+        let text = result.map_err(Stop::Failed)?;
+        Ok(Returned { text, note })
     }
 }

@@ -5,8 +5,8 @@
 //! are served, and the host's own memory and CPU stay bounded.
 
 use crate::service::{Served, audit_outcomes, kind, stdio_initialize, stdout_lines, write_line};
-use crate::support::{call, fixture, guests, host, temp_dir, test_guests};
-use airlock::{CallRequest, CancellationToken, ToolSettings};
+use crate::support::{assert_failed, call, fixture, guests, host, temp_dir, test_guests};
+use airlock::{Blame, CallRequest, CancellationToken, Retry, ToolSettings};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -210,4 +210,59 @@ async fn a_principal_forbidden_a_tool_is_denied_before_its_arguments_are_validat
     let result = tokio::time::timeout(DEADLINE, host.call(request, None)).await.expect("denied at once");
     assert_eq!(result.outcome_name(), "denied", "{}", result.text());
     assert!(result.text().contains("mallory may not call schema_bomb"), "{}", result.text());
+}
+
+/// The tool's own parameters schema, which the validator cannot apply (its
+/// `$ref`s chain deeper than the validator's stack), is the tool's fault
+/// whatever the arguments: `invalid_schema` blamed on the tool, not the
+/// caller's `invalid_arguments`, and nothing runs.
+#[tokio::test]
+async fn a_schema_the_validator_fails_on_is_blamed_on_the_tool() {
+    let config = format!(
+        "[tools.schema_deep]\ncomponent = {:?}\nside_effect = false\n",
+        fixture("schema_deep").display().to_string()
+    );
+    let host = host(&config).await;
+    for arguments in [json!({}), json!({"anything": [1, 2, 3]})] {
+        let result = call(&host, "schema_deep", arguments).await;
+        assert_failed(&result, "invalid_schema", "the parameters schema of schema_deep");
+        let failure = result.failure().expect("a failure");
+        assert_eq!((failure.blame, failure.retry), (Blame::Tool, Retry::No), "{}", result.text());
+        assert!(
+            result.text().ends_with("Retrying will not help: the tool is at fault, and only its author can fix it."),
+            "{}",
+            result.text()
+        );
+        assert!(result.text().len() < 600, "no backtrace of the validator: {}", result.text());
+        assert!(result.fuel_used.is_none(), "the tool must not run");
+    }
+}
+
+/// The same through the binary: the blame and retry are data in MCP's
+/// `_meta` and in the audit record.
+#[test]
+fn a_schema_fault_is_the_tools_in_mcp_meta_and_in_the_audit_record() {
+    let dir = temp_dir();
+    let audit = dir.path().join("audit.jsonl");
+    let config = format!(
+        "[audit]\nfile = {:?}\n[tools.schema_deep]\ncomponent = {:?}\nside_effect = false\n",
+        audit.display().to_string(),
+        fixture("schema_deep").display().to_string(),
+    );
+    let mut server = Served::start(&config, &["serve", "--stdio"]);
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    stdio_initialize(&mut stdin, &lines);
+    let request =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "schema_deep", "arguments": {}}});
+    write_line(&mut stdin, &request.to_string());
+    let reply = lines.recv_timeout(DEADLINE).expect("the call is answered");
+    let result = &reply["result"];
+    assert_eq!(kind(result), "invalid_schema", "{reply}");
+    assert_eq!((&result["_meta"]["airlock/blame"], &result["_meta"]["airlock/retry"]), (&json!("tool"), &json!("no")));
+    drop(stdin);
+    let _ = server.child.wait();
+    assert_eq!(audit_outcomes(&audit), ["invalid_schema"]);
+    let record: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().trim()).unwrap();
+    assert_eq!((&record["blame"], &record["retry"]), (&json!("tool"), &json!("no")), "{record}");
 }

@@ -10,7 +10,7 @@
 use crate::cgroup::Cgroup;
 use crate::service::{Mcp, Served, audit_outcomes, kind, wait_ready};
 use crate::support::{assert_failed, fixture, host, temp_dir, tool};
-use airlock::{CallRequest, CancellationToken};
+use airlock::{Blame, CallRequest, CancellationToken, Retry};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -79,7 +79,14 @@ async fn a_call_larger_than_the_whole_budget_is_refused_naming_both_keys() {
     let host = host(&config(200, "")).await;
     let result = host.call(CallRequest::new("alice", "hostile", json!({"attack": "sleep", "ms": 1})), None).await;
     assert_failed(&result, "internal", "memory_budget_mib` = 200 MiB");
-    assert!(result.text().contains("retrying will not help"), "{}", result.text());
+    // No wait can make room: only the operator can, and the model is told so.
+    let failure = result.failure().expect("a failure");
+    assert_eq!((failure.blame, failure.retry), (Blame::Operator, Retry::No));
+    assert!(
+        result.text().ends_with("Retrying will not help: the operator must change the host's settings first."),
+        "{}",
+        result.text()
+    );
 }
 
 /// The peak resident memory of process `pid` (`VmHWM`), in bytes.

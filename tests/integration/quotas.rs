@@ -114,7 +114,12 @@ async fn calls_per_minute_refuses_past_the_bucket() {
     assert_ok(&host.call(echo("a"), None).await);
     let refused = host.call(echo("a"), None).await;
     assert_failed(&refused, "quota_exceeded", "calls_per_minute = 2");
-    assert!(refused.text().contains("retry in") && refused.text().contains("[quotas]"), "{}", refused.text());
+    assert!(
+        refused.text().contains("room for another call in") && refused.text().contains("[quotas]"),
+        "{}",
+        refused.text()
+    );
+    assert!(refused.text().ends_with("The same call may succeed later."), "{}", refused.text());
     assert_ok(&host.call(echo("b"), None).await);
     for _ in 0..5 {
         assert_ok(&host.call(echo("c"), None).await);

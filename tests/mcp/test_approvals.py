@@ -117,7 +117,7 @@ async def test_a_client_without_url_mode_relays_the_link_and_calls_again(transpo
         first = await client.call_tool("create_transfer", TRANSFER)
         assert first.is_error and kind_of(first) == "approval_required", text_of(first)
         link = link_in(text_of(first))
-        assert "then call again with the same arguments" in text_of(first), text_of(first)
+        assert text_of(first).endswith("call again after that."), text_of(first)
         assert await answer_on_page(link, "approve") == "Transfer 20000 to acc-bob"
         ran = await client.call_tool("create_transfer", TRANSFER)
         assert not ran.is_error, text_of(ran)

@@ -165,7 +165,9 @@ async def test_guest_failures_name_their_kind(transport: str, mode: str, setup: 
         result = await client.call_tool("hostile", {"attack": "tool_error"})
         assert result.is_error
         assert text_of(result).startswith("tool error (not_found)"), text_of(result)
-        assert result.meta == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, result
+        assert result.meta == {
+            "airlock/kind": "tool_error", "airlock/code": "not_found", "airlock/blame": "tool", "airlock/retry": "unknown"
+        }, result
         # hostile declares an output schema: an error result carries no
         # structured content that would have to match it.
         assert result.structured_content is None, result

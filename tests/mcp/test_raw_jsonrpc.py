@@ -34,18 +34,23 @@ def test_legacy_handshake_and_results(setup: Setup) -> None:
         assert ok == {"content": [{"type": "text", "text": '{"text":"hi"}'}], "structuredContent": {"text": "hi"}, "isError": False}
         bad = server.request("tools/call", {"name": "echo", "arguments": {}})["result"]
         # An error result has no structuredContent (it would have to match
-        # the tool's outputSchema); the kind is data in _meta.
+        # the tool's outputSchema); the kind, who has to act and whether the
+        # same call can succeed are data in _meta.
         assert bad["isError"] is True and "structuredContent" not in bad, bad
-        assert bad["_meta"] == {"airlock/kind": "invalid_arguments"}, bad
+        assert bad["_meta"] == {
+            "airlock/kind": "invalid_arguments", "airlock/blame": "caller", "airlock/retry": "with_changes"
+        }, bad
         # A tool error's code comes as data too.
         failed = server.request("tools/call", {"name": "hostile", "arguments": {"attack": "tool_error"}})["result"]
-        assert failed["_meta"] == {"airlock/kind": "tool_error", "airlock/code": "not_found"}, failed
+        assert failed["_meta"] == {
+            "airlock/kind": "tool_error", "airlock/code": "not_found", "airlock/blame": "tool", "airlock/retry": "unknown"
+        }, failed
         # On the wire, the text names the code as every front end's text does.
         assert failed["isError"] is True and "structuredContent" not in failed, failed
         assert failed["content"] == [{"type": "text", "text": "tool error (not_found): the thing was not found"}], failed
         # An unknown tool is a result the model reads, naming the tools closest first.
         unknown = server.request("tools/call", {"name": "ech", "arguments": {}})["result"]
-        assert unknown["isError"] is True and unknown["_meta"] == {"airlock/kind": "unknown_tool"}, unknown
+        assert unknown["isError"] is True and unknown["_meta"]["airlock/kind"] == "unknown_tool", unknown
         assert "echo" in unknown["content"][0]["text"], unknown
 
 

@@ -81,7 +81,9 @@ for (const transport of ['stdio', 'http']) {
     test('a tool error carries its code as data', async () => {
       const { client: c } = await client();
       const result = await c.callTool({ name: 'hostile', arguments: { attack: 'tool_error' } });
-      assert.deepEqual(result._meta, { 'airlock/kind': 'tool_error', 'airlock/code': 'not_found' });
+      assert.deepEqual(result._meta, {
+        'airlock/kind': 'tool_error', 'airlock/code': 'not_found', 'airlock/blame': 'tool', 'airlock/retry': 'unknown',
+      });
     });
 
     test('an unknown tool names the available tools, closest first', async () => {

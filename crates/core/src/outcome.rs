@@ -4,6 +4,14 @@
 //! here; only host faults are Rust errors, and even those become
 //! [`ErrorKind::Internal`] before they reach a front end.
 //!
+//! Who has to act on a failure ([`Blame`]) and whether the same call can
+//! succeed ([`Retry`]) are data on the [`Failure`] too, as pingora-error
+//! carries its error's source and retry: each kind has its defaults
+//! ([`ErrorKind::default_blame`], [`ErrorKind::default_retry`]), which
+//! [`Failure::new`] takes and a site whose failure differs overrides with
+//! [`Failure::blame`] or [`Failure::retry`]. The advice a model reads is
+//! rendered from them once (`render::advice`), never written in a message.
+//!
 //! Nothing here is text for a model or a terminal: front ends render these
 //! values at their edge (`render.rs` for the model-facing text, the MCP
 //! server, the CLI, the audit log), and none of them reads rendered text
@@ -42,6 +50,11 @@ pub enum ErrorKind {
     OutputTooLarge,
     /// The result is not JSON or fails the tool's output schema.
     InvalidOutput,
+    /// The tool's own schema (of its parameters or of its result) could
+    /// not be applied: the host's validator failed on it (it no longer
+    /// compiles, or evaluating it overflowed the validator's stack). A
+    /// fault of the tool, whatever the arguments.
+    InvalidSchema,
     /// The tool reported an error on purpose.
     ToolError,
     /// The caller cancelled the call.
@@ -78,6 +91,7 @@ impl ErrorKind {
             ErrorKind::HostLimit => "host_limit",
             ErrorKind::OutputTooLarge => "output_too_large",
             ErrorKind::InvalidOutput => "invalid_output",
+            ErrorKind::InvalidSchema => "invalid_schema",
             ErrorKind::ToolError => "tool_error",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::QuotaExceeded => "quota_exceeded",
@@ -88,7 +102,7 @@ impl ErrorKind {
     }
 
     /// Every kind, for tests and documentation.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::UnknownTool,
         ErrorKind::InvalidArguments,
         ErrorKind::Denied,
@@ -100,6 +114,7 @@ impl ErrorKind {
         ErrorKind::HostLimit,
         ErrorKind::OutputTooLarge,
         ErrorKind::InvalidOutput,
+        ErrorKind::InvalidSchema,
         ErrorKind::ToolError,
         ErrorKind::Cancelled,
         ErrorKind::QuotaExceeded,
@@ -107,6 +122,142 @@ impl ErrorKind {
         ErrorKind::ApprovalRequired,
         ErrorKind::Internal,
     ];
+
+    /// Who has to act on a failure of this kind, unless its site says
+    /// otherwise ([`Failure::blame`]).
+    pub fn default_blame(self) -> Blame {
+        match self {
+            ErrorKind::UnknownTool
+            | ErrorKind::InvalidArguments
+            | ErrorKind::Denied
+            | ErrorKind::Declined
+            | ErrorKind::Timeout
+            | ErrorKind::OutOfFuel
+            | ErrorKind::OutOfMemory
+            | ErrorKind::OutputTooLarge
+            | ErrorKind::Cancelled
+            | ErrorKind::QuotaExceeded
+            | ErrorKind::ApprovalRequired => Blame::Caller,
+            ErrorKind::Trapped
+            | ErrorKind::HostLimit
+            | ErrorKind::InvalidOutput
+            | ErrorKind::InvalidSchema
+            | ErrorKind::ToolError => Blame::Tool,
+            ErrorKind::Busy | ErrorKind::Internal => Blame::Host,
+        }
+    }
+
+    /// Whether the same call can succeed after a failure of this kind,
+    /// unless its site says otherwise ([`Failure::retry`]).
+    pub fn default_retry(self) -> Retry {
+        match self {
+            // What the call asks is what fails: a smaller input, another
+            // name or other arguments may work. A timeout counts here: the
+            // tool's own deadline ran out on what it was asked to do.
+            ErrorKind::UnknownTool
+            | ErrorKind::InvalidArguments
+            | ErrorKind::Denied
+            | ErrorKind::Timeout
+            | ErrorKind::OutOfFuel
+            | ErrorKind::OutOfMemory
+            | ErrorKind::OutputTooLarge => Retry::WithChanges,
+            ErrorKind::Trapped | ErrorKind::HostLimit | ErrorKind::InvalidOutput | ErrorKind::InvalidSchema => {
+                Retry::No
+            }
+            ErrorKind::Declined | ErrorKind::ApprovalRequired => Retry::AfterApproval,
+            ErrorKind::Cancelled | ErrorKind::QuotaExceeded | ErrorKind::Busy | ErrorKind::Internal => Retry::Later,
+            ErrorKind::ToolError => Retry::Unknown,
+        }
+    }
+}
+
+/// Who has to change something for a failed call to work. The snake_case
+/// names ([`Blame::as_str`]) are protocol, as the kinds are: MCP results
+/// carry them in `_meta` and audit records in `blame`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blame {
+    /// The caller: the call as sent (the tool it names, its arguments, how
+    /// much it asks for) or how much its principal sends at once. The model
+    /// can change it.
+    Caller,
+    /// The tool: its code or its schemas. Only its author can fix it.
+    Tool,
+    /// The operator: the host's settings (policy, limits, budget, the
+    /// approval page) or what the host stands on (an audit log that cannot
+    /// be written).
+    Operator,
+    /// The host itself: it had no room, was starting or stopping, or failed
+    /// on its own. Nothing about the call is wrong.
+    Host,
+}
+
+impl Blame {
+    /// The protocol name, e.g. `caller`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Blame::Caller => "caller",
+            Blame::Tool => "tool",
+            Blame::Operator => "operator",
+            Blame::Host => "host",
+        }
+    }
+
+    /// Every blame, for tests and documentation.
+    pub const ALL: [Blame; 4] = [Blame::Caller, Blame::Tool, Blame::Operator, Blame::Host];
+}
+
+impl fmt::Display for Blame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether the same call can succeed if it is sent again. The snake_case
+/// names ([`Retry::as_str`]) are protocol, as the kinds are: MCP results
+/// carry them in `_meta` and audit records in `retry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retry {
+    /// The same call will fail again, and nothing the caller can change
+    /// about it helps: whoever is blamed (the tool's author, the operator)
+    /// has to act first.
+    No,
+    /// The same call will fail again until the caller changes it (its
+    /// arguments, the tool it names, how much it asks for).
+    WithChanges,
+    /// The same call may succeed later, unchanged: the host had no room, a
+    /// quota refills, something the call waited for was slow or out of
+    /// reach, the server restarts.
+    Later,
+    /// The same call runs once a person has approved it.
+    AfterApproval,
+    /// The host cannot tell: the tool reported the failure itself
+    /// ([`ErrorKind::ToolError`]), and its message is what says whether the
+    /// same call can succeed.
+    Unknown,
+}
+
+impl Retry {
+    /// The protocol name, e.g. `with_changes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Retry::No => "no",
+            Retry::WithChanges => "with_changes",
+            Retry::Later => "later",
+            Retry::AfterApproval => "after_approval",
+            Retry::Unknown => "unknown",
+        }
+    }
+
+    /// Every retry, for tests and documentation.
+    pub const ALL: [Retry; 5] = [Retry::No, Retry::WithChanges, Retry::Later, Retry::AfterApproval, Retry::Unknown];
+}
+
+impl fmt::Display for Retry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl fmt::Display for ErrorKind {
@@ -115,28 +266,64 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// A failed call: its kind and a message written for the model.
+/// A failed call: its kind, a message written for the model, who has to
+/// act on it and whether the same call can succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     /// What kind of failure.
     pub kind: ErrorKind,
-    /// What went wrong and what would work, for the model.
+    /// What went wrong and what would work, for the model. Whether to call
+    /// again is not said here: it is rendered from `blame` and `retry`.
     pub message: String,
     /// The tool's own error code, for [`ErrorKind::ToolError`].
     pub code: Option<String>,
+    /// Who has to change something for the call to work.
+    pub blame: Blame,
+    /// Whether the same call can succeed if it is sent again.
+    pub retry: Retry,
 }
 
 impl Failure {
-    /// A failure of `kind` with `message`.
+    /// A failure of `kind` with `message`, blamed and retried as the kind's
+    /// defaults say ([`ErrorKind::default_blame`],
+    /// [`ErrorKind::default_retry`]).
+    ///
+    /// ```
+    /// use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
+    ///
+    /// let busy = Failure::new(ErrorKind::Busy, "the host is busy");
+    /// assert_eq!((busy.blame, busy.retry), (Blame::Host, Retry::Later));
+    /// // A site whose failure differs from its kind's says so.
+    /// let capped = Failure::new(ErrorKind::Internal, "more than the whole budget")
+    ///     .blame(Blame::Operator)
+    ///     .retry(Retry::No);
+    /// assert_eq!((capped.blame, capped.retry), (Blame::Operator, Retry::No));
+    /// ```
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), code: None }
+        Self { kind, message: message.into(), code: None, blame: kind.default_blame(), retry: kind.default_retry() }
     }
 
     /// The error a tool reported, made safe to show: the code checked by
     /// [`tool_code`] and the message cleaned by [`tool_message`]. Every
     /// [`ErrorKind::ToolError`] the guest sends is built here.
     pub fn tool_error(message: &str, code: Option<&str>) -> Self {
-        Self { kind: ErrorKind::ToolError, message: tool_message(message), code: code.map(tool_code) }
+        Self { code: code.map(tool_code), ..Self::new(ErrorKind::ToolError, tool_message(message)) }
+    }
+
+    /// The same failure blamed on `blame`, where it differs from its kind's
+    /// default.
+    #[must_use]
+    pub fn blame(mut self, blame: Blame) -> Self {
+        self.blame = blame;
+        self
+    }
+
+    /// The same failure with `retry`, where it differs from its kind's
+    /// default.
+    #[must_use]
+    pub fn retry(mut self, retry: Retry) -> Self {
+        self.retry = retry;
+        self
     }
 }
 
@@ -454,6 +641,52 @@ mod tests {
             let json = serde_json::to_value(kind).unwrap();
             assert_eq!(json, kind.as_str());
         }
+        for blame in Blame::ALL {
+            assert_eq!(serde_json::to_value(blame).unwrap(), blame.as_str());
+        }
+        for retry in Retry::ALL {
+            assert_eq!(serde_json::to_value(retry).unwrap(), retry.as_str());
+        }
+    }
+
+    /// Every kind with the blame and retry a failure of it gets unless its
+    /// site says otherwise. A new kind is not in this table, so this test
+    /// fails until someone decides both for it.
+    #[test]
+    fn every_kind_has_its_default_blame_and_retry() {
+        use Blame::{Caller, Host, Tool};
+        use Retry::{AfterApproval, Later, No, Unknown, WithChanges};
+        let table = [
+            (ErrorKind::UnknownTool, Caller, WithChanges),
+            (ErrorKind::InvalidArguments, Caller, WithChanges),
+            (ErrorKind::Denied, Caller, WithChanges),
+            (ErrorKind::Declined, Caller, AfterApproval),
+            (ErrorKind::Timeout, Caller, WithChanges),
+            (ErrorKind::OutOfFuel, Caller, WithChanges),
+            (ErrorKind::OutOfMemory, Caller, WithChanges),
+            (ErrorKind::Trapped, Tool, No),
+            (ErrorKind::HostLimit, Tool, No),
+            (ErrorKind::OutputTooLarge, Caller, WithChanges),
+            (ErrorKind::InvalidOutput, Tool, No),
+            (ErrorKind::InvalidSchema, Tool, No),
+            (ErrorKind::ToolError, Tool, Unknown),
+            (ErrorKind::Cancelled, Caller, Later),
+            (ErrorKind::QuotaExceeded, Caller, Later),
+            (ErrorKind::Busy, Host, Later),
+            (ErrorKind::ApprovalRequired, Caller, AfterApproval),
+            (ErrorKind::Internal, Host, Later),
+        ];
+        let listed: Vec<ErrorKind> = table.iter().map(|(kind, ..)| *kind).collect();
+        assert_eq!(listed, ErrorKind::ALL, "the table lists every kind, in ErrorKind::ALL order");
+        for (kind, blame, retry) in table {
+            assert_eq!((kind.default_blame(), kind.default_retry()), (blame, retry), "{kind}");
+            let failure = Failure::new(kind, "m");
+            assert_eq!((failure.blame, failure.retry), (blame, retry), "Failure::new takes {kind}'s defaults");
+        }
+        let tool = Failure::tool_error("gone", Some("not_found"));
+        assert_eq!((tool.blame, tool.retry), (Tool, Unknown));
+        let overridden = Failure::new(ErrorKind::Timeout, "m").blame(Host).retry(Later);
+        assert_eq!((overridden.kind, overridden.blame, overridden.retry), (ErrorKind::Timeout, Host, Later));
     }
 
     #[test]

@@ -10,8 +10,14 @@
 //!
 //! Text that goes anywhere with a size limit (a message, an audit field, a
 //! confirmation question) is cut with [`cap`], at a character boundary.
+//!
+//! Whether and when to call again is said here once, for every failure:
+//! [`advice`] turns a failure's [`Blame`] and [`Retry`] into one standard
+//! sentence, which ends its model-facing text. The sites that build
+//! failures say what went wrong and what would work, never whether to
+//! retry.
 
-use crate::outcome::{ErrorKind, Failure, Success};
+use crate::outcome::{Blame, ErrorKind, Failure, Retry, Success};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -76,7 +82,9 @@ fn poses_as_host(text: &str) -> bool {
 /// The model-facing text of a failed call, the same in every front end:
 /// `error (kind): message` for a failure the host decided, and
 /// `tool error (code): message` (`tool error: message` without a code)
-/// for an error the tool reported. A host failure never starts with
+/// for an error the tool reported; then the failure's [`advice`], after
+/// the message's last sentence (on a line of its own when the message has
+/// several lines). A host failure never starts with
 /// `tool`, so whatever code a tool sends it cannot read as the host
 /// speaking: the code is `[a-z0-9_.-]{1,64}` ([`crate::outcome::tool_code`])
 /// and every line of the tool's message after the first is indented by
@@ -86,9 +94,27 @@ fn poses_as_host(text: &str) -> bool {
 /// report an error with an empty message; the model then reads that it
 /// gave none rather than nothing.
 pub fn failure_text(failure: &Failure) -> String {
+    let mut text = stated(failure);
+    if let Some(advice) = advice(failure.blame, failure.retry) {
+        let message = text.trim_end();
+        let joint = if message.contains('\n') {
+            "\n"
+        } else if message.ends_with(['.', '!', '?']) {
+            " "
+        } else {
+            ". "
+        };
+        text = format!("{message}{joint}{advice}");
+    }
+    cut_for_model(text)
+}
+
+/// What a failure says for itself: `error (kind): message` or the tool's
+/// form, without the advice.
+fn stated(failure: &Failure) -> String {
     let message =
         if failure.message.trim().is_empty() { "the call failed without a message" } else { &failure.message };
-    let text = match failure.kind {
+    match failure.kind {
         ErrorKind::ToolError => {
             let message = message.replace('\n', &format!("\n{TOOL_LINE_INDENT}"));
             match &failure.code {
@@ -97,8 +123,28 @@ pub fn failure_text(failure: &Failure) -> String {
             }
         }
         kind => format!("error ({kind}): {message}"),
-    };
-    cut_for_model(text)
+    }
+}
+
+/// The one sentence that tells the model whether the same call can
+/// succeed and who has to act first, from a failure's `blame` and `retry`.
+/// `None` for [`Retry::Unknown`]: a tool's own error says that itself, and
+/// the host has nothing to add it knows to be true.
+pub fn advice(blame: Blame, retry: Retry) -> Option<&'static str> {
+    Some(match (retry, blame) {
+        (Retry::WithChanges, _) => "The same call will fail again: change it before calling again.",
+        (Retry::Later, Blame::Operator) => {
+            "The same call may succeed later, once the operator has fixed the host: tell them."
+        }
+        (Retry::Later, Blame::Host) => "The same call may succeed later; if it keeps failing, tell the operator.",
+        (Retry::Later, Blame::Caller | Blame::Tool) => "The same call may succeed later.",
+        (Retry::AfterApproval, _) => "The same call runs only once a person has approved it: call again after that.",
+        (Retry::No, Blame::Tool) => "Retrying will not help: the tool is at fault, and only its author can fix it.",
+        (Retry::No, Blame::Operator) => "Retrying will not help: the operator must change the host's settings first.",
+        (Retry::No, Blame::Host) => "Retrying will not help: the host is at fault; tell the operator.",
+        (Retry::No, Blame::Caller) => "Retrying the same call will not help.",
+        (Retry::Unknown, _) => return None,
+    })
 }
 
 /// What starts every line of a tool's error message after its first, where
@@ -117,7 +163,9 @@ fn cut_for_model(text: String) -> String {
     )
 }
 
-/// A one-line human summary, e.g. `echo ok in 0.4 ms: {"text":"hi"}`.
+/// A one-line human summary, e.g. `echo ok in 0.4 ms: {"text":"hi"}`. A
+/// failure is shown as it states itself, without the [`advice`] meant for
+/// the model.
 pub fn human_line(tool: &str, outcome: Result<&Success, &Failure>, presented: Option<&str>, millis: f64) -> String {
     let status = match outcome {
         Ok(_) => "ok",
@@ -125,7 +173,11 @@ pub fn human_line(tool: &str, outcome: Result<&Success, &Failure>, presented: Op
     };
     // The operator's one-line presentation (`present_result`) replaces the
     // result's text when there is one.
-    let text = presented.map_or_else(|| model_text(outcome), str::to_owned);
+    let text = match (presented, outcome) {
+        (Some(presented), _) => presented.to_owned(),
+        (None, Ok(success)) => success_text(success),
+        (None, Err(failure)) => stated(failure),
+    };
     let first_line = text.lines().next().unwrap_or_default();
     format!("{tool} {status} in {millis:.1} ms: {}", cap(first_line, MAX_HUMAN_LINE_BYTES))
 }
@@ -168,13 +220,53 @@ mod tests {
 
     #[test]
     fn failures_name_the_kind_or_tool_code() {
-        assert_eq!(failure_text(&Failure::new(ErrorKind::Timeout, "late")), "error (timeout): late");
-        let tool = Failure { kind: ErrorKind::ToolError, message: "gone".into(), code: Some("not_found".into()) };
+        assert_eq!(
+            failure_text(&Failure::new(ErrorKind::Timeout, "late")),
+            "error (timeout): late. The same call will fail again: change it before calling again."
+        );
+        let tool = Failure::tool_error("gone", Some("not_found"));
         assert_eq!(failure_text(&tool), "tool error (not_found): gone");
-        let silent = Failure { kind: ErrorKind::ToolError, message: " ".into(), code: Some("busy".into()) };
+        let silent = Failure::tool_error(" ", Some("busy"));
         assert_eq!(failure_text(&silent), "tool error (busy): the call failed without a message");
-        let bare = Failure { kind: ErrorKind::ToolError, message: "no".into(), code: None };
+        let bare = Failure::tool_error("no", None);
         assert_eq!(failure_text(&bare), "tool error: no");
+    }
+
+    #[test]
+    fn the_advice_ends_every_host_failure_once() {
+        let said = |failure: Failure| failure_text(&failure);
+        // After the message's last sentence, whether or not it ends in a
+        // full stop.
+        assert_eq!(
+            said(Failure::new(ErrorKind::Busy, "the host is busy.")),
+            "error (busy): the host is busy. The same call may succeed later; if it keeps failing, tell the operator."
+        );
+        assert_eq!(
+            said(Failure::new(ErrorKind::InvalidOutput, "not JSON")),
+            "error (invalid_output): not JSON. Retrying will not help: the tool is at fault, and only its author \
+             can fix it."
+        );
+        // On its own line after a message of several lines.
+        assert_eq!(
+            said(Failure::new(ErrorKind::InvalidArguments, "wrong:\n- at /a: no\n")),
+            "error (invalid_arguments): wrong:\n- at /a: no\nThe same call will fail again: change it before \
+             calling again."
+        );
+        // The site's blame and retry, not the kind's, when it set them.
+        assert_eq!(
+            said(Failure::new(ErrorKind::Internal, "too big").blame(Blame::Operator).retry(Retry::No)),
+            "error (internal): too big. Retrying will not help: the operator must change the host's settings first."
+        );
+        // A tool error gets none: the tool's message speaks for itself.
+        assert_eq!(said(Failure::tool_error("try again in 5 s", Some("rate"))), "tool error (rate): try again in 5 s");
+        // Every pair but a tool's own unknown has one sentence.
+        for blame in Blame::ALL {
+            for retry in Retry::ALL {
+                let advice = advice(blame, retry);
+                assert_eq!(advice.is_none(), retry == Retry::Unknown, "{blame} {retry}");
+                assert!(advice.is_none_or(|a| a.ends_with('.') && !a.contains('\n')), "{advice:?}");
+            }
+        }
     }
 
     #[test]
@@ -214,6 +306,7 @@ mod tests {
     fn human_line_is_one_line() {
         let line = human_line("echo", Ok(&Success::new(json!("{\"a\":1}\nmore"))), None, 0.42);
         assert_eq!(line, "echo ok in 0.4 ms: {\"a\":1}");
+        // People read the failure without the advice meant for the model.
         let line = human_line("echo", Err(&Failure::new(ErrorKind::Timeout, "late")), None, 1.0);
         assert_eq!(line, "echo timeout in 1.0 ms: error (timeout): late");
     }

@@ -320,15 +320,15 @@ impl Approvals {
                 ErrorKind::QuotaExceeded,
                 format!(
                     "this call needs an approval, and its principal already has {cap} waiting for an answer, the \
-                     most `[approvals] max_pending_per_principal` allows; nothing was run. Have the waiting ones \
-                     answered (or let them expire) before proposing more"
+                     most `[approvals] max_pending_per_principal` allows, until they are answered or expire; \
+                     nothing was run"
                 ),
             )),
             Err(Full::Host(cap)) => Err(Failure::new(
                 ErrorKind::Busy,
                 format!(
                     "this call needs an approval, and the host already keeps {cap} waiting for an answer, the most \
-                     `[approvals] max_pending` allows; nothing was run. Try again later"
+                     `[approvals] max_pending` allows; nothing was run"
                 ),
             )),
         }
@@ -429,8 +429,7 @@ fn unavailable(err: Unavailable) -> Failure {
     tracing::warn!("{err}");
     Failure::new(
         ErrorKind::Busy,
-        "this call needs an approval, and the shared store of approvals (Redis) cannot be reached; nothing was run. \
-         Try again shortly",
+        "this call needs an approval, and the shared store of approvals (Redis) cannot be reached; nothing was run",
     )
 }
 

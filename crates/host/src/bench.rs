@@ -25,7 +25,7 @@ pub async fn validate_only(host: &Host, tool: &str, arguments: &str) -> Option<b
         timeout_ms: timeout.as_millis(),
         cancel: &cancel,
     };
-    Some(crate::pipeline::validate::validate(tool, arguments, deadline).await.is_ok())
+    Some(crate::pipeline::validate::check_arguments(tool, arguments, deadline).await.is_ok())
 }
 
 /// Run `tool` on `arguments` in a fresh instance, nothing else.

@@ -663,7 +663,8 @@ fn cancelled_while_loading() -> airlock_core::outcome::Failure {
 fn shutting_down() -> airlock_core::outcome::Failure {
     airlock_core::outcome::Failure::new(
         airlock_core::outcome::ErrorKind::Cancelled,
-        "the server is shutting down and takes no new calls; nothing was run. Send the call again (another replica, \
-         or this server once it is back)",
+        "the server is shutting down and takes no new calls (another replica, or this server once it is back, \
+         can); nothing was run",
     )
+    .blame(airlock_core::outcome::Blame::Host)
 }

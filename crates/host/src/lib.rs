@@ -57,8 +57,8 @@ pub use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES
 /// `Content`, `Summary`.
 pub use airlock_core::content;
 pub use airlock_core::outcome::{
-    Authority, CallOutcome, Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE,
-    MAX_TOOL_ERROR_MESSAGE, Refusal, Success,
+    Authority, Blame, CallOutcome, Decision, ErrorKind, Failure, INVALID_TOOL_CODE, MAX_TOOL_ERROR_CODE,
+    MAX_TOOL_ERROR_MESSAGE, Refusal, Retry, Success,
 };
 pub use airlock_core::progress::{Progress, ProgressSink};
 pub use airlock_core::trace_parent::{MAX_TRACEPARENT_LEN, TraceParent};

@@ -4,7 +4,11 @@
 //!
 //! Every front end goes through [`Pipeline::call`] / [`Pipeline::dispatch`].
 //! Each stage is a module of this one, named after it and declared in that
-//! order; this module only sequences them. Any failure in any stage becomes
+//! order; this module only sequences them. The stages share one shape, as
+//! pingora's phases do: each takes the pipeline and the call's one context,
+//! [`Call`] (what it arrived with and what every stage before learned about
+//! it), and returns `Result<Next, Stop>`, what the next stage needs or the
+//! [`Stop`] that ends the call there. Any failure in any stage becomes
 //! an ordinary [`ToolResult`] whose outcome is a [`Failure`] with a kind:
 //! nothing a model, client or guest sends makes this return a Rust error or
 //! panic, and every call leaves one audit record before its result is
@@ -27,24 +31,25 @@ pub(crate) use schedule::Scheduler;
 
 use crate::metrics::InFlightGuard;
 use crate::observe::Telemetry;
-use crate::quota::QuotaTracker;
-use crate::reservation::{self, Purpose};
-use crate::session::{self, SessionId, Sessions};
+use crate::quota::{Admission, QuotaTracker};
+use crate::session::{SessionId, Sessions};
 use crate::state::State;
 use crate::tool::Tool;
-use airlock_core::call::{CallRequest, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
+use airlock_core::arguments::Parsed;
+use airlock_core::call::{CallRequest, Captured, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
 use airlock_core::caller::Caller;
-use airlock_core::outcome::{Authority, CallOutcome, Failure, Refusal, Success};
-use airlock_core::timeline::{Stage, Timeline};
+use airlock_core::outcome::{Authority, ErrorKind, Failure, Refusal, Success};
+use airlock_core::timeline::Timeline;
+use airlock_policy::audit::ApprovalNote;
 use airlock_policy::card;
 use airlock_policy::confirm::Confirmer;
-use airlock_runtime::memory_budget::MemoryBudget;
-use authorize::Authorized;
+use airlock_runtime::memory_budget::{MemoryBudget, Reservation};
+use airlock_settings::limits::Limits;
+use schedule::Slot;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use validate::Deadline;
 
 /// The stages, with what they share for the host's whole life. What is
 /// built from the config (tools, policy, audit log, quotas) comes with each
@@ -70,54 +75,145 @@ pub struct Pipeline {
     pub confirmations_closed: CancellationToken,
 }
 
-/// A call that passed resolve, parse, validate and authorize.
-struct Approved {
-    tool: Arc<Tool>,
-    arguments: String,
-    session: Option<SessionId>,
-    authority: Authority,
-    policy: Option<String>,
-    /// Host time spent on the call before it was authorized (parsing and
-    /// validating the arguments); it counts against the tool's deadline.
-    /// Waiting for a confirmation does not.
-    host_time: Duration,
-}
-
-/// A call refused before it ran.
-struct Refused {
-    /// Why, as decided.
-    refusal: Refusal,
-    /// What the model reads about it.
-    failure: Failure,
-    /// The policy that determined the decision, if one did.
-    policy: Option<String>,
-    /// The tool, when the call got as far as resolving it.
-    tool: Option<Arc<Tool>>,
-}
-
-impl Refused {
-    /// Refused before the policy was consulted.
-    fn not_reached(failure: Failure, tool: Option<Arc<Tool>>) -> Self {
-        Refused { refusal: Refusal::NotReached, failure, policy: None, tool }
-    }
-
-    /// Refused by the policy (`refusal` says how) under `policy`.
-    fn by_policy(refusal: Refusal, failure: Failure, policy: Option<String>, tool: &Arc<Tool>) -> Self {
-        Refused { refusal, failure, policy, tool: Some(tool.clone()) }
-    }
-}
-
-/// A call on its way through the pipeline.
-struct InFlight {
+/// A call on its way through the pipeline: the one context every stage
+/// takes. It holds what the call arrived with, and each stage fills in
+/// what it learned for the stages after it (the field docs name the
+/// stage); the audit stage consumes it and turns it into the
+/// [`ToolResult`], so what a call holds (its admission, its memory, its
+/// turn in the scheduler) is given back when its result is returned.
+struct Call<'a> {
+    /// The state in force when the call was received; it serves the call
+    /// to its end.
+    state: &'a State,
+    /// The request, its principal and call id capped.
     request: CallRequest,
+    /// When it was received.
     started: Instant,
     /// Each stage's start and length, for metrics and spans.
     timeline: Timeline,
+    /// Who answers a confirmation, when anyone can.
+    confirmer: Option<&'a dyn Confirmer>,
+    /// The caller's cancellation.
+    cancel: &'a CancellationToken,
     /// Counts the call in `airlock_calls_in_flight` until it is dropped.
     _gauge: InFlightGuard,
-    /// The approval on Airlock's page the call runs under, for its audit
-    /// records.
-    approval: Option<airlock_policy::audit::ApprovalNote>,
+    /// Admit: the call's place under its principal's quotas, held until
+    /// its result is returned.
+    admission: Option<Admission<'a>>,
+    /// Admit: the principal's quota of sessions of one tool.
+    sessions_per_tool: usize,
+    /// Resolve: the tool.
+    tool: Option<Arc<Tool>>,
+    /// Parse: the arguments, without the session id once authorize took it
+    /// out (empty before parse).
+    arguments: Parsed,
+    /// Validate: host time spent on the call before it was authorized
+    /// (parsing and validating the arguments); it counts against the
+    /// tool's deadline. Waiting for a confirmation does not.
+    host_time: Duration,
+    /// Authorize: the session the call runs in, for tools that keep them.
+    session: Option<SessionId>,
+    /// Authorize: the policy that decided, if one did.
+    policy: Option<String>,
+    /// Authorize or confirm: what let the call run; `None` until then.
+    authority: Option<Authority>,
+    /// Confirm: the approval on Airlock's page the call runs under, for
+    /// its audit records.
+    approval: Option<ApprovalNote>,
+    /// Schedule: what the call may make the host hold, reserved from the
+    /// host memory budget.
+    memory: Option<Reservation>,
+    /// Schedule: the call's turn to run, given back when the guest is done.
+    slot: Option<Slot<'a>>,
+    /// Schedule: what is left of the tool's deadline for the guest; after
+    /// execute, what is left of it for the check.
+    time_left: Duration,
+    /// Execute: what the guest wrote to stdout.
+    stdout: Captured,
+    /// Execute: what the guest wrote to stderr.
+    stderr: Captured,
+    /// Execute: the fuel the guest used, if it ran.
+    fuel_used: Option<u64>,
+    /// Check: the operator's one-line presentation of the checked result.
+    presented: Option<String>,
+}
+
+/// Why a call stops before it has a result: the one error of every stage,
+/// carrying what its audit record needs beyond the [`Call`] itself.
+enum Stop {
+    /// Refused before it ran, as the [`Refusal`] says: before the policy
+    /// was consulted (a quota, an unknown tool, invalid arguments), denied,
+    /// declined or pending.
+    Refused(Refusal, Failure),
+    /// Stopped after it was authorized: no room for it, its guest failed or
+    /// its result failed the check. Recorded as run under its authority.
+    Failed(Failure),
+    /// As [`Stop::Failed`], where the audit log cannot take the record: the
+    /// write-ahead record of a tool with side effects could not be written,
+    /// so nothing ran. The call is answered and counted, recorded nowhere.
+    Unrecorded(Failure),
+}
+
+impl Stop {
+    /// Refused before the policy was consulted.
+    fn not_reached(failure: Failure) -> Self {
+        Stop::Refused(Refusal::NotReached, failure)
+    }
+}
+
+impl<'a> Call<'a> {
+    /// The call's tool, found by the resolve stage. Only the stages after
+    /// resolve ask for it, and resolve stops every call it finds no tool
+    /// for; were a stage ever sequenced before it, the call would fail as
+    /// a host fault rather than panic.
+    fn tool(&self) -> Result<Arc<Tool>, Stop> {
+        self.tool.clone().ok_or_else(|| {
+            Stop::not_reached(Failure::new(
+                ErrorKind::Internal,
+                "the host lost track of the tool this call names; nothing was run",
+            ))
+        })
+    }
+
+    /// What let the call run, from the authorize or confirm stage. The
+    /// stages that let it run ask for it, so that a call nothing
+    /// authorized stops there rather than reaching the guest, were the
+    /// stages ever sequenced otherwise.
+    fn authority(&self) -> Result<Authority, Stop> {
+        self.authority.ok_or_else(|| {
+            Stop::not_reached(Failure::new(
+                ErrorKind::Internal,
+                "the host lost track of what authorized this call, so it was not run",
+            ))
+        })
+    }
+
+    /// The call's limits: its tool's, or, for a call that runs as an MCP
+    /// task, with the tool's task deadline ([`Tool::limits_for`]).
+    fn limits(&self, tool: &Tool) -> Limits {
+        tool.limits_for(self.request.task.is_some())
+    }
+
+    /// Who the call acts for, as the tool may read it: the request's
+    /// principal (never an argument), the operator's facts about it, the
+    /// call id and the session.
+    fn caller(&self) -> Arc<Caller> {
+        let request = &self.request;
+        Arc::new(Caller {
+            principal: request.principal.clone(),
+            facts: self.state.policy().principal_facts_as(&request.principal, &request.attributes),
+            call_id: request.call_id.clone(),
+            session: self.session.as_ref().map(|id| id.as_str().to_owned()),
+        })
+    }
+
+    /// The caller as templates read it (`caller.principal`,
+    /// `caller.attributes.NAME`).
+    fn caller_value(&self) -> Value {
+        let request = &self.request;
+        let facts = self.state.policy().principal_facts_as(&request.principal, &request.attributes);
+        card::caller_value(&request.principal, &facts.attributes)
+    }
 }
 
 impl Pipeline {
@@ -131,24 +227,20 @@ impl Pipeline {
         confirmer: Option<&dyn Confirmer>,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let mut flight = self.receive(request);
-        let (quota, admitted) = admit::admit(&self.quota, state, &flight.request.principal);
-        flight.timeline.lap(Stage::Admit);
-        let _admitted = match admitted {
-            Ok(admitted) => admitted,
-            Err(failure) => return self.finish_early(state, flight, Refused::not_reached(failure, None)),
+        let mut call = self.receive(state, request, confirmer, cancel);
+        let result = match self.approve(&mut call).await {
+            Ok(()) => self.run(&mut call).await,
+            Err(stop) => Err(stop),
         };
-        match self.approve(state, &mut flight, confirmer, cancel).await {
-            Ok(approved) => self.run(state, flight, approved, quota.sessions_per_tool, cancel).await,
-            Err(refused) => self.finish_early(state, flight, refused),
-        }
+        self.audit(call, result)
     }
 
     /// Answer a call with `failure` without running any stage (the host is
     /// shutting down, say); it is audited and counted as any other.
     pub(crate) fn refuse(&self, state: &State, request: CallRequest, failure: Failure) -> ToolResult {
-        let flight = self.receive(request);
-        self.finish_early(state, flight, Refused::not_reached(failure, None))
+        let nobody_cancels = CancellationToken::new();
+        let call = self.receive(state, request, None, &nobody_cancels);
+        self.audit(call, Err(Stop::not_reached(failure)))
     }
 
     /// Run a batch of calls (as a model proposes them in one turn).
@@ -166,242 +258,81 @@ impl Pipeline {
     ) -> Vec<ToolResult> {
         let mut approved = Vec::with_capacity(requests.len());
         for request in requests {
-            let mut flight = self.receive(request);
-            let (quota, admitted) = admit::admit(&self.quota, state, &flight.request.principal);
-            flight.timeline.lap(Stage::Admit);
-            let (admitted, verdict) = match admitted {
-                Ok(admitted) => (Some(admitted), self.approve(state, &mut flight, confirmer, cancel).await),
-                Err(failure) => (None, Err(Refused::not_reached(failure, None))),
-            };
-            approved.push((flight, admitted, quota.sessions_per_tool, verdict));
+            let mut call = self.receive(state, request, confirmer, cancel);
+            let verdict = self.approve(&mut call).await;
+            approved.push((call, verdict));
         }
-        let runs = approved.into_iter().map(|(flight, admitted, sessions_per_tool, verdict)| async move {
-            // The call counts in flight until its result is ready.
-            let _admitted = admitted;
-            match verdict {
-                Ok(approved) => self.run(state, flight, approved, sessions_per_tool, cancel).await,
-                Err(refused) => self.finish_early(state, flight, refused),
-            }
+        let runs = approved.into_iter().map(|(mut call, verdict)| async move {
+            let result = match verdict {
+                Ok(()) => self.run(&mut call).await,
+                Err(stop) => Err(stop),
+            };
+            self.audit(call, result)
         });
         futures::future::join_all(runs).await
     }
 
-    /// resolve → parse → validate → authorize (→ confirm).
-    async fn approve(
+    /// admit → resolve → parse → validate → authorize (→ confirm): `Ok`
+    /// once the call may run. A principal the policy denies the tool
+    /// whatever the arguments is refused before they are parsed.
+    async fn approve<'a>(&'a self, call: &mut Call<'a>) -> Result<(), Stop> {
+        self.admit(call)?;
+        self.resolve(call)?;
+        self.deny_early(call)?;
+        self.parse(call)?;
+        self.validate(call).await?;
+        if let Some(question) = self.authorize(call)? {
+            self.confirm(call, question).await?;
+        }
+        Ok(())
+    }
+
+    /// schedule → execute → check: the result of an approved call.
+    async fn run<'a>(&'a self, call: &mut Call<'a>) -> Result<Success, Stop> {
+        self.schedule(call).await?;
+        let returned = self.execute(call).await?;
+        self.check(call, returned).await
+    }
+
+    /// A call received now, under `state`.
+    fn receive<'a>(
         &self,
-        state: &State,
-        flight: &mut InFlight,
-        confirmer: Option<&dyn Confirmer>,
-        cancel: &CancellationToken,
-    ) -> Result<Approved, Refused> {
-        let InFlight { request, timeline, started, approval: approved_on_page, .. } = flight;
-        let resolved = resolve::resolve(state.registry(), &request.tool);
-        timeline.lap(Stage::Resolve);
-        let tool = resolved.map_err(|failure| Refused::not_reached(failure, None))?;
-        let denied = authorize::deny_early(state, request, &tool);
-        if denied.is_err() {
-            timeline.lap(Stage::Authorize);
-        }
-        denied?;
-        let not_reached = |failure: Failure| Refused::not_reached(failure, Some(tool.clone()));
-        let parsed = parse::parse(&tool, &request.arguments);
-        timeline.lap(Stage::Parse);
-        let mut arguments = parsed.map_err(not_reached)?;
-        // The call's deadline starts at receipt: time spent checking the
-        // arguments is taken from the time the tool gets. A call that runs
-        // as a task has its tool's task deadline.
-        let timeout = tool.limits_for(request.task.is_some()).timeout;
-        let deadline = Deadline {
-            at: tokio::time::Instant::from_std(*started) + timeout,
-            timeout_ms: timeout.as_millis(),
-            cancel,
-        };
-        // The check's validator memory is reserved while it runs.
-        let reserved = reservation::reserve(
-            &self.memory,
-            &request.principal,
-            tool.settings.limits.validation_memory_bytes as u64,
-            Purpose::Arguments(&tool.name),
-            (deadline.at, deadline.timeout_ms),
-            cancel,
-        )
-        .await;
-        let validated = match reserved {
-            Ok(_checking) => validate::validate(&tool, &arguments.text, deadline).await,
-            Err(failure) => Err(failure),
-        };
-        timeline.lap(Stage::Validate);
-        validated.map_err(not_reached)?;
-        let host_time = started.elapsed();
-        // The host consumes `session_id` for tools that keep sessions; the
-        // policy and the tool see the other arguments.
-        let session = session::split(&tool, &mut arguments).map_err(not_reached)?;
-        let authorized = authorize::authorize(state, request, &tool, &arguments.value);
-        timeline.lap(Stage::Authorize);
-        let (authority, policy) = match authorized? {
-            Authorized::Allowed { policy } => (Authority::Allowed, policy),
-            Authorized::Ask { reason, policy, approver } => {
-                let question =
-                    confirm::Question { request, tool: &tool, arguments: &arguments.value, reason, policy, approver };
-                let (policy, how) = self.confirm(state, question, confirmer, timeline, cancel).await?;
-                if let confirm::Confirmed::OnPage(approval) = how {
-                    *approved_on_page = approval.answer.as_ref().map(|answer| airlock_policy::audit::ApprovalNote {
-                        id: approval.id.clone(),
-                        by: answer.by.clone(),
-                        how: answer.how.as_str(),
-                        at_ms: answer.at_ms,
-                        revision: approval.revision.clone(),
-                    });
-                }
-                (Authority::Confirmed, policy)
-            }
-        };
-        Ok(Approved { tool, arguments: arguments.text, session, authority, policy, host_time })
-    }
-
-    /// schedule → execute → check → audit.
-    /// `sessions_per_tool` is the principal's quota of sessions of one tool.
-    async fn run(
-        &self,
-        state: &State,
-        mut flight: InFlight,
-        approved: Approved,
-        sessions_per_tool: usize,
-        cancel: &CancellationToken,
-    ) -> ToolResult {
-        let Approved { tool, arguments, session, authority, policy, host_time } = approved;
-        let limits = tool.limits_for(flight.request.task.is_some());
-        let time_left = execute::time_left(&limits, host_time);
-        // What the call may make the host hold is reserved before anything
-        // of it runs, and held until its result is checked.
-        let reserving = Instant::now();
-        let (_memory, time_left) =
-            match self.reserve(&flight.request, &tool, session.is_some(), time_left, cancel).await {
-                Ok(memory) => (memory, execute::after_wait(time_left, reserving.elapsed())),
-                Err(failure) => {
-                    let result = ToolResult {
-                        duration: flight.started.elapsed(),
-                        session: session.map(|id| id.as_str().to_owned()),
-                        ..ToolResult::new(
-                            &flight.request.call_id,
-                            &flight.request.tool,
-                            CallOutcome::Ran { authority, result: Err(failure) },
-                        )
-                    };
-                    return self.audit(state, flight, result, policy, Some(&tool.loaded));
-                }
-            };
-        // Nothing with side effects runs unaudited: its record goes first.
-        if tool.pipeline.side_effect
-            && let Err(refused) = self.write_ahead(state, &flight, &tool, authority, policy.as_ref(), session.as_ref())
-        {
-            return *refused;
-        }
-        let run = execute::Run {
-            request: &flight.request,
-            tool: &tool,
-            arguments: &arguments,
-            session: session.as_ref(),
-            sessions_per_tool,
-            limits,
-            time_left,
-        };
-        let (execution, reset) = self.execute(state, run, cancel).await;
-        flight.timeline.lap_split(Stage::Schedule, Stage::Execute, execution.duration);
-        let checked = match &execution.result {
-            Ok(text) => {
-                // The result is checked within what is left of the deadline.
-                let deadline = Deadline {
-                    at: tokio::time::Instant::now() + time_left.saturating_sub(execution.duration),
-                    timeout_ms: limits.timeout.as_millis(),
-                    cancel,
-                };
-                check::check_output(&tool, text, deadline).await
-            }
-            Err(failure) => Err(failure.clone()),
-        };
-        if execution.result.is_ok() {
-            flight.timeline.lap(Stage::Check);
-        }
-        // A session reset by a call that still produced a result (the
-        // interpreter recovered from its memory cap) is said after it.
-        // A refused content block is the call's failure, whatever the
-        // tool returned; a failed call returns no blocks.
-        let result = check::with_content(checked, execution.content).map(|(value, blocks)| Success {
-            value,
-            note: reset,
-            blocks,
-        });
-        let presented = match (&tool.pipeline.present_result, &result) {
-            (Some(template), Ok(success)) => {
-                let caller = caller_value(state, &flight.request);
-                let caps = state.config().cards;
-                let scope = card::Scope { value: &success.value, caller: &caller };
-                Some(template.render(scope, caps.max_presented_bytes, caps.max_value_bytes))
-            }
-            _ => None,
-        };
-        let result = ToolResult {
-            stdout: execution.stdout,
-            stderr: execution.stderr,
-            duration: flight.started.elapsed(),
-            fuel_used: execution.fuel_used,
-            session: session.map(|id| id.as_str().to_owned()),
-            presented,
-            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, CallOutcome::Ran { authority, result })
-        };
-        self.audit(state, flight, result, policy, Some(&tool.loaded))
-    }
-
-    /// Who the call acts for, as the tool may read it: the request's
-    /// principal (never an argument), the operator's facts about it, the
-    /// call id and the session.
-    fn caller(state: &State, request: &CallRequest, session: Option<&SessionId>) -> Arc<Caller> {
-        Arc::new(Caller {
-            principal: request.principal.clone(),
-            facts: state.policy().principal_facts_as(&request.principal, &request.attributes),
-            call_id: request.call_id.clone(),
-            session: session.map(|id| id.as_str().to_owned()),
-        })
-    }
-
-    /// A call refused before it ran, answered and audited.
-    fn finish_early(&self, state: &State, flight: InFlight, refused: Refused) -> ToolResult {
-        let Refused { refusal, failure, policy, tool } = refused;
-        let result = ToolResult {
-            duration: flight.started.elapsed(),
-            ..ToolResult::new(&flight.request.call_id, &flight.request.tool, CallOutcome::Refused { refusal, failure })
-        };
-        // A call refused before it was resolved (a quota) still counts
-        // under its tool when there is one by that name.
-        let registry = state.registry();
-        let tool =
-            tool.as_deref().or_else(|| registry.get(&flight.request.tool).map(|tool| &**tool)).map(|tool| &tool.loaded);
-        self.audit(state, flight, result, policy, tool)
-    }
-
-    /// A call received now.
-    fn receive(&self, mut request: CallRequest) -> InFlight {
+        state: &'a State,
+        mut request: CallRequest,
+        confirmer: Option<&'a dyn Confirmer>,
+        cancel: &'a CancellationToken,
+    ) -> Call<'a> {
         let principal_end = request.principal.floor_char_boundary(MAX_PRINCIPAL_LEN);
         request.principal.truncate(principal_end);
         let call_id_end = request.call_id.floor_char_boundary(MAX_CALL_ID_LEN);
         request.call_id.truncate(call_id_end);
         let timeline = self.telemetry.timeline();
-        InFlight {
+        Call {
+            state,
             started: timeline.started(),
             timeline,
             request,
+            confirmer,
+            cancel,
             _gauge: self.telemetry.metrics.call_started(),
+            admission: None,
+            sessions_per_tool: 0,
+            tool: None,
+            arguments: Parsed { value: Value::Null, text: String::new() },
+            host_time: Duration::ZERO,
+            session: None,
+            policy: None,
+            authority: None,
             approval: None,
+            memory: None,
+            slot: None,
+            time_left: Duration::ZERO,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            fuel_used: None,
+            presented: None,
         }
     }
-}
-
-/// The caller as templates read it (`caller.principal`,
-/// `caller.attributes.NAME`).
-fn caller_value(state: &State, request: &CallRequest) -> Value {
-    let facts = state.policy().principal_facts_as(&request.principal, &request.attributes);
-    card::caller_value(&request.principal, &facts.attributes)
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@
 //! give such a principal a full bucket again, never a slot in flight).
 
 use airlock_core::call::MAX_PRINCIPAL_LEN;
-use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{Blame, ErrorKind, Failure};
 use airlock_runtime::tool_settings::MAX_MAX_LIVE;
 use airlock_settings::http::MAX_HTTP_SESSIONS;
 use std::collections::{BTreeMap, HashMap};
@@ -222,13 +222,15 @@ impl QuotaTracker {
                 table.retain(|_, usage| usage.in_flight > 0);
             }
             if table.len() >= MAX_TRACKED_PRINCIPALS {
+                // Other principals' calls hold the table, not this one's.
                 return Err(Failure::new(
                     ErrorKind::QuotaExceeded,
                     format!(
                         "the host is tracking the calls of {MAX_TRACKED_PRINCIPALS} principals that all have \
-                         calls in flight, the most it keeps; retry when some of those calls have finished"
+                         calls in flight, the most it keeps, until some of those calls have finished"
                     ),
-                ));
+                )
+                .blame(Blame::Host));
             }
         }
         let usage = table.entry(principal.to_owned()).or_default();
@@ -236,8 +238,8 @@ impl QuotaTracker {
             let failure = Failure::new(
                 ErrorKind::QuotaExceeded,
                 format!(
-                    "principal {principal:?} already has {} calls in flight, its quota (calls_in_flight = {}); \
-                     wait for some of them to finish before sending more. This quota is per principal; {}",
+                    "principal {principal:?} already has {} calls in flight, its quota (calls_in_flight = {}), \
+                     until some of them have finished. This quota is per principal; {}",
                     usage.in_flight,
                     quota.calls_in_flight,
                     raise_hint(principal, "calls_in_flight")
@@ -256,12 +258,12 @@ impl QuotaTracker {
             let ahead = refilled_at.saturating_duration_since(now);
             if ahead > MINUTE {
                 let wait = ahead - MINUTE;
-                let retry = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+                let refill_secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
                 let failure = Failure::new(
                     ErrorKind::QuotaExceeded,
                     format!(
                         "principal {principal:?} has used its quota of {} calls per minute (calls_per_minute = {}); \
-                         retry in {retry} s. This quota is per principal; {}",
+                         it has room for another call in {refill_secs} s. This quota is per principal; {}",
                         quota.calls_per_minute,
                         quota.calls_per_minute,
                         raise_hint(principal, "calls_per_minute")

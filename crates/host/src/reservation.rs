@@ -16,7 +16,7 @@
 //! runs. A session's live instance holds its `memory_mib` for the session's
 //! life.
 
-use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
 use airlock_runtime::memory_budget::{Holder, MemoryBudget, Refusal, Reservation};
 use airlock_settings::limits::{Limits, OUTPUT_VALUE_BYTES};
 use tokio::time::Instant;
@@ -133,13 +133,17 @@ fn refused(
         }
     };
     match refusal {
+        // No wait can make room for more than the whole budget: only the
+        // operator's settings can.
         Refusal::TooLarge { .. } => Failure::new(
             ErrorKind::Internal,
             format!(
-                "{what}, more than the whole budget, `[engine] memory_budget_mib` = {total} MiB; nothing ran and \
-                 retrying will not help: the operator must lower the tool's limits or raise memory_budget_mib"
+                "{what}, more than the whole budget, `[engine] memory_budget_mib` = {total} MiB; nothing ran (the \
+                 operator can lower the tool's limits or raise memory_budget_mib)"
             ),
-        ),
+        )
+        .blame(Blame::Operator)
+        .retry(Retry::No),
         Refusal::QueueFull | Refusal::Deadline => {
             let waited = match refusal {
                 Refusal::QueueFull => "too many calls are waiting for memory already".to_owned(),
@@ -150,7 +154,7 @@ fn refused(
                 format!(
                     "the host is busy: {what}, and other calls hold the rest of `[engine] memory_budget_mib` = \
                      {total} MiB ({waited}; principal {principal:?} may hold at most {}% of it at once, \
-                     `[engine] memory_share_percent`). Nothing ran; try again shortly, or with fewer calls at once",
+                     `[engine] memory_share_percent`). Nothing ran",
                     budget.share_percent()
                 ),
             )

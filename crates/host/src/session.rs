@@ -52,7 +52,7 @@ use crate::registry::Registry;
 use crate::reservation::{self, Purpose};
 use crate::tool::Tool;
 use airlock_core::arguments::Parsed;
-use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
 use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::memory_budget::{MemoryBudget, Reservation};
 use airlock_runtime::sandbox::{self, Execution, Invocation, LiveInstance, Spent};
@@ -329,15 +329,16 @@ impl Sessions {
             }
             slot = tokio::time::timeout(limits.timeout, session.slot.lock()) => match slot {
                 Ok(slot) => slot,
+                // The same call can run once the earlier one is done.
                 Err(_) => return refused(Failure::new(
                     ErrorKind::Timeout,
                     format!(
                         "session {:?} was busy with another call for the whole {} ms deadline; a session runs one \
-                         call at a time, so wait for the earlier result before sending the next call",
+                         call at a time",
                         id.as_str(),
                         limits.timeout.as_millis()
                     ),
-                )),
+                ).retry(Retry::Later)),
             },
         };
         let lost = slot.used && slot.live.is_none();
@@ -440,8 +441,8 @@ impl Sessions {
                 format!(
                     "principal {:?} already holds {held} live sessions of {}, its quota (sessions_per_tool = \
                      {sessions_per_tool}); a session expires after {} s without calls. Continue in one of your \
-                     existing sessions, call without `session_id` for a fresh interpreter, or try again later. This \
-                     quota is per principal; {}",
+                     existing sessions, or call without `session_id` for a fresh interpreter. This quota is per \
+                     principal; {}",
                     key.principal,
                     key.tool,
                     settings.idle.as_secs(),
@@ -618,19 +619,22 @@ fn full(
              never cut short"
         )
     };
+    // Other principals' sessions hold the tool; one expiring makes room.
     Failure::new(
         ErrorKind::Denied,
         format!(
             "{tool} already has {live} live sessions, the most this host keeps (`[tools.{tool}.sessions] max_live = \
              {max_live}`), and none can be closed for this one: {why}. A session expires after {idle} s without \
-             calls. Continue in one of your existing sessions, call without `session_id` for a fresh interpreter, or \
-             try again later; the operator can raise `max_live` in [tools.{tool}.sessions] or lower \
+             calls. Continue in one of your existing sessions, or call without `session_id` for a fresh \
+             interpreter; the operator can raise `max_live` in [tools.{tool}.sessions] or lower \
              `sessions_per_tool` (now {sessions_per_tool}) in [quotas]",
             tool = key.tool,
             max_live = settings.max_live,
             idle = settings.idle.as_secs(),
         ),
     )
+    .blame(Blame::Host)
+    .retry(Retry::Later)
 }
 
 /// The sentence telling the model its session was reset, and why.

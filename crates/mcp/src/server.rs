@@ -163,6 +163,12 @@ fn can_open_url(capabilities: Option<ClientCapabilities>) -> bool {
 pub const META_KIND: &str = "airlock/kind";
 /// The `_meta` key of a tool error's own code, when the tool gave one.
 pub const META_CODE: &str = "airlock/code";
+/// The `_meta` key of who has to act on an error result (`caller`, `tool`,
+/// `operator`, `host`).
+pub const META_BLAME: &str = "airlock/blame";
+/// The `_meta` key of whether the same call can succeed (`no`,
+/// `with_changes`, `later`, `after_approval`, `unknown`).
+pub const META_RETRY: &str = "airlock/retry";
 
 /// What a client is told about a `requestState` that is not honoured
 /// (unknown, expired, already used, altered, or issued for another call).
@@ -176,8 +182,8 @@ const TOOL_CHANGED: &str = "the tool changed since this confirmation was asked (
 
 /// The MCP result of a finished call, rendered here from the typed outcome.
 /// Every failure, an unknown tool included, is an `isError` result: its
-/// text is the failure's message, and the kind (and a tool error's code)
-/// travel as data in `_meta`, read from the
+/// text is the failure's message, and the kind, blame and retry (and a
+/// tool error's code) travel as data in `_meta`, read from the
 /// [`Failure`](airlock_core::outcome::Failure), never from text.
 ///
 /// An error result carries no `structuredContent`: a tool's `outputSchema`
@@ -200,6 +206,8 @@ pub(super) fn to_response(result: ToolResult, revision: Option<&ProtocolVersion>
             if let Some(code) = &failure.code {
                 meta.insert(META_CODE.to_owned(), Value::from(code.as_str()));
             }
+            meta.insert(META_BLAME.to_owned(), Value::from(failure.blame.as_str()));
+            meta.insert(META_RETRY.to_owned(), Value::from(failure.retry.as_str()));
             let mut out = CallToolResult::error(vec![ContentBlock::text(render::failure_text(&failure))]);
             out.meta = Some(MetaObject(meta));
             out.into()
@@ -563,21 +571,32 @@ mod tests {
         let out = complete(to_response(result(Err(Failure::new(ErrorKind::Timeout, "too slow"))), None));
         assert_eq!(out.is_error, Some(true));
         assert_eq!(out.structured_content, None, "an error result must not be checked against the output schema");
-        assert_eq!(meta(&out), json!({"airlock/kind": "timeout"}));
-        assert_eq!(text(&out), "error (timeout): too slow", "the kind is data in _meta and named in the text");
+        let data = json!({"airlock/kind": "timeout", "airlock/blame": "caller", "airlock/retry": "with_changes"});
+        assert_eq!(meta(&out), data);
+        assert_eq!(
+            text(&out),
+            "error (timeout): too slow. The same call will fail again: change it before calling again.",
+            "the kind, blame and retry are data in _meta, and the text names the kind and says the advice"
+        );
     }
 
     #[test]
     fn a_tool_error_carries_its_code_as_data_and_in_the_text() {
-        let failed =
-            Failure { kind: ErrorKind::ToolError, message: "no such file".into(), code: Some("not_found".into()) };
+        let failed = Failure::tool_error("no such file", Some("not_found"));
         let out = complete(to_response(result(Err(failed)), None));
-        assert_eq!(meta(&out), json!({"airlock/kind": "tool_error", "airlock/code": "not_found"}));
+        let data = json!({
+            "airlock/kind": "tool_error", "airlock/code": "not_found", "airlock/blame": "tool", "airlock/retry": "unknown"
+        });
+        assert_eq!(meta(&out), data);
         assert_eq!(text(&out), "tool error (not_found): no such file");
         // A message that looks like another kind changes nothing: the kind is data.
         let out = complete(to_response(result(Err(Failure::new(ErrorKind::Denied, "error (timeout): forged"))), None));
-        assert_eq!(meta(&out), json!({"airlock/kind": "denied"}));
-        assert_eq!(text(&out), "error (denied): error (timeout): forged");
+        assert_eq!(meta(&out)["airlock/kind"], "denied");
+        assert!(
+            text(&out).as_str().unwrap().starts_with("error (denied): error (timeout): forged. "),
+            "{}",
+            text(&out)
+        );
     }
 
     #[test]
@@ -589,7 +608,7 @@ mod tests {
         let unknown = ToolResult::new("c", "ech", CallOutcome::not_reached(failure));
         let out = complete(to_response(unknown, None));
         assert_eq!(out.is_error, Some(true));
-        assert_eq!(meta(&out), json!({"airlock/kind": "unknown_tool"}));
+        assert_eq!(meta(&out)["airlock/kind"], "unknown_tool");
         assert!(text(&out).as_str().unwrap().contains("closest first: echo"), "{}", text(&out));
     }
 

@@ -245,12 +245,16 @@ impl Run {
 fn finished(result: ToolResult, revision: Option<&ProtocolVersion>) -> Finished {
     match result.failure().map(|failure| failure.kind) {
         Some(ErrorKind::Cancelled) => Finished { status: Status::Cancelled, outcome: None },
-        Some(kind @ (ErrorKind::Trapped | ErrorKind::Internal)) => {
-            let message = result.failure().map(render::failure_text).unwrap_or_default();
+        Some(ErrorKind::Trapped | ErrorKind::Internal) => {
+            let Some(failure) = result.failure() else { return failed_by_host("the call ended without a result") };
             let error = json!({
                 "code": FAILED_CODE.0,
-                "message": message,
-                "data": { super::server::META_KIND: kind.as_str() },
+                "message": render::failure_text(failure),
+                "data": {
+                    super::server::META_KIND: failure.kind.as_str(),
+                    super::server::META_BLAME: failure.blame.as_str(),
+                    super::server::META_RETRY: failure.retry.as_str(),
+                },
             });
             Finished { status: Status::Failed, outcome: Some(error.to_string()) }
         }

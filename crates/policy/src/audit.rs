@@ -85,7 +85,7 @@ pub const STARTED: &str = "started";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The members of a call's record, in the order they are written.
-const FIELDS: [&str; 23] = [
+const FIELDS: [&str; 25] = [
     "seq",
     "time",
     "call_id",
@@ -104,6 +104,8 @@ const FIELDS: [&str; 23] = [
     "approval",
     "outcome",
     "message",
+    "blame",
+    "retry",
     "content",
     "duration_us",
     "fuel_used",
@@ -115,9 +117,10 @@ const FIELDS: [&str; 23] = [
 /// a tool that was found, and not by hosts older than tool revisions,
 /// `approval` only for a call that ran under a person's approval on
 /// Airlock's page, `task` only for a call that ran as an MCP task,
-/// `content` only for a call that returned content blocks).
-const OPTIONAL_FIELDS: [&str; 8] =
-    ["session", "task", "component_ref", "signer", "revision", "arguments", "approval", "content"];
+/// `blame` and `retry` only for a call that failed, and not by hosts older
+/// than them, `content` only for a call that returned content blocks).
+const OPTIONAL_FIELDS: [&str; 10] =
+    ["session", "task", "component_ref", "signer", "revision", "arguments", "approval", "blame", "retry", "content"];
 /// Most content blocks one record describes: far above any call's
 /// `max_content_blocks`, so that a record stays small whatever it is
 /// handed.

@@ -536,7 +536,11 @@ fn stopped(err: &wasmtime::Error, store: &Store<Ctx>) -> Stopped {
     }
     match err.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => Stopped::Deadline,
-        _ => Stopped::Fault(format!("{err:#}")),
+        // The trap alone: wasmtime's backtrace of the validator's own
+        // frames says nothing to a model or an operator, and runs to
+        // kilobytes.
+        Some(trap) => Stopped::Fault(trap.to_string()),
+        None => Stopped::Fault(format!("{err:#}")),
     }
 }
 
@@ -609,5 +613,23 @@ mod tests {
         assert_eq!(schema.check("1", bounds(&cancel, 50, 64 << 20)).await, Err(Stopped::Deadline));
         cancel.cancel();
         assert_eq!(schema.check("1", bounds(&cancel, 60_000, 64 << 20)).await, Err(Stopped::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn a_schema_deeper_than_the_validators_stack_faults_the_check_not_the_host() {
+        // 6 000 definitions, each a `$ref` to the next: it compiles, and
+        // every check follows the whole chain.
+        let mut defs = serde_json::Map::new();
+        for level in 0..6000 {
+            defs.insert(format!("{level}"), json!({"$ref": format!("#/$defs/{}", level + 1)}));
+        }
+        defs.insert("6000".to_owned(), json!({}));
+        let schema = schema(json!({"type": "object", "$ref": "#/$defs/0", "$defs": defs})).await;
+        let cancel = CancellationToken::new();
+        for _ in 0..2 {
+            // The trap, not wasmtime's backtrace of the validator's frames.
+            let got = schema.check("{}", bounds(&cancel, 60_000, 64 << 20)).await;
+            assert!(matches!(&got, Err(Stopped::Fault(why)) if why.len() < 100 && why.contains("stack")), "{got:?}");
+        }
     }
 }

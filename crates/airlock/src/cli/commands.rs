@@ -160,8 +160,9 @@ pub fn man(command: clap::Command) -> std::io::Result<ExitCode> {
 }
 
 /// `airlock call`'s answer: the tool's JSON result, or the error text the
-/// model would read; with the content blocks of a successful call (and
-/// the files they were written to), when it returned any.
+/// model would read with who has to act and whether the same call can
+/// succeed; with the content blocks of a successful call (and the files
+/// they were written to), when it returned any.
 fn result_json(result: &ToolResult, files: &[Option<PathBuf>]) -> Value {
     let content = match result.result() {
         Ok(success) => success.value.clone(),
@@ -170,6 +171,10 @@ fn result_json(result: &ToolResult, files: &[Option<PathBuf>]) -> Value {
     let mut answer = Map::new();
     answer.insert("is_error".into(), Value::Bool(result.is_error()));
     answer.insert("kind".into(), Value::from(result.outcome_name()));
+    if let Err(failure) = result.result() {
+        answer.insert("blame".into(), Value::from(failure.blame.as_str()));
+        answer.insert("retry".into(), Value::from(failure.retry.as_str()));
+    }
     answer.insert("content".into(), content);
     let blocks = result.result().map(|success| success.blocks.as_slice()).unwrap_or_default();
     if !blocks.is_empty() {

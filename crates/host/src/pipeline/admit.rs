@@ -5,17 +5,19 @@
 //! The tracker is `quota.rs`'s, which the session table and the HTTP gate
 //! share for the other two quotas.
 
-use crate::quota::{Admission, Quota, QuotaTracker};
-use crate::state::State;
-use airlock_core::outcome::Failure;
+use super::{Call, Pipeline, Stop};
+use airlock_core::timeline::Stage;
 
-/// The quotas of `principal` in `state`, and its admission under them:
-/// the call counts in flight until the [`Admission`] is dropped.
-pub(super) fn admit<'a>(
-    tracker: &'a QuotaTracker,
-    state: &State,
-    principal: &str,
-) -> (Quota, Result<Admission<'a>, Failure>) {
-    let quota = state.quotas().for_principal(principal);
-    (quota, tracker.admit(principal, quota))
+impl Pipeline {
+    /// Admit `call` under its principal's quotas in the call's state: it
+    /// holds its place in the tracker until its result is returned, and
+    /// learns the principal's quota of sessions of one tool.
+    pub(super) fn admit<'a>(&'a self, call: &mut Call<'a>) -> Result<(), Stop> {
+        let quota = call.state.quotas().for_principal(&call.request.principal);
+        let admitted = self.quota.admit(&call.request.principal, quota);
+        call.timeline.lap(Stage::Admit);
+        call.admission = Some(admitted.map_err(Stop::not_reached)?);
+        call.sessions_per_tool = quota.sessions_per_tool;
+        Ok(())
+    }
 }

@@ -1,44 +1,40 @@
 //! Audit: every call leaves a record in the audit log before its result is
 //! returned (`airlock_policy::audit`), and its metrics and spans are
 //! reported then. A call to a tool with side effects leaves two: a
-//! `started` record before it runs ([`Pipeline::write_ahead`]; if that
-//! cannot be written the call is refused and nothing runs) and its outcome.
-//! When the outcome record cannot be written, the caller gets an error
-//! instead of the tool's result: an unaudited success is not handed out.
+//! `started` record before it runs ([`Pipeline::write_ahead`], which the
+//! schedule stage writes; if that cannot be written the call is refused
+//! and nothing runs) and its outcome. When the outcome record cannot be
+//! written, the caller gets an error instead of the tool's result: an
+//! unaudited success is not handed out.
+//!
+//! This is the last stage: it consumes the call's context and turns it,
+//! with what the stages before produced (a [`Success`] or the [`Stop`]
+//! that ended the call), into the [`ToolResult`].
 
-use super::{InFlight, Pipeline};
-use crate::session::SessionId;
-use crate::state::State;
+use super::{Call, Pipeline, Stop};
 use airlock_core::call::ToolResult;
 use airlock_core::content::Block;
-use airlock_core::outcome::{Authority, CallOutcome, ErrorKind, Failure};
+use airlock_core::outcome::{Authority, Blame, CallOutcome, ErrorKind, Failure, Refusal, Success};
 use airlock_core::timeline::Stage;
 use airlock_policy::audit::{AuditEntry, Event};
 use airlock_runtime::loader::LoadedTool;
 
 impl Pipeline {
     /// The write-ahead record of a call to a tool with side effects
-    /// ([`Event::Started`]), durable as the log's durability says
-    /// before the tool runs. When it cannot be written the call is refused
-    /// and nothing runs: the refusal is audited nowhere (the log is
-    /// failing) but counted in `airlock_audit_write_failures_total` and the
-    /// call metrics. Without an audit log there is nothing to write.
-    pub(super) fn write_ahead(
-        &self,
-        state: &State,
-        flight: &InFlight,
-        tool: &LoadedTool,
-        authority: Authority,
-        policy: Option<&String>,
-        session: Option<&SessionId>,
-    ) -> Result<(), Box<ToolResult>> {
-        let Some(log) = state.audit() else { return Ok(()) };
-        let request = &flight.request;
+    /// ([`Event::Started`]), durable as the log's durability says before
+    /// the tool runs. When it cannot be written the call stops
+    /// ([`Stop::Unrecorded`]) and nothing runs: the refusal is audited
+    /// nowhere (the log is failing) but counted in
+    /// `airlock_audit_write_failures_total` and the call metrics. Without
+    /// an audit log there is nothing to write.
+    pub(super) fn write_ahead(&self, call: &Call<'_>, tool: &LoadedTool, authority: Authority) -> Result<(), Stop> {
+        let Some(log) = call.state.audit() else { return Ok(()) };
+        let request = &call.request;
         let entry = AuditEntry {
             call_id: request.call_id.clone(),
             principal: request.principal.clone(),
             tool: request.tool.clone(),
-            session: session.map(|id| id.as_str().to_owned()),
+            session: call.session.as_ref().map(|id| id.as_str().to_owned()),
             task: request.task.clone(),
             component_digest: Some(tool.digest.clone()),
             component_ref: tool.origin.as_ref().map(|o| o.reference.clone()),
@@ -46,9 +42,9 @@ impl Pipeline {
             revision: Some(tool.revision.clone()),
             arguments: request.arguments.clone().into_audit(),
             event: Event::Started(authority),
-            policy: policy.cloned(),
-            approval: flight.approval.clone(),
-            duration_us: u64::try_from(flight.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            policy: call.policy.clone(),
+            approval: call.approval.clone(),
+            duration_us: u64::try_from(call.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             fuel_used: None,
             content: Vec::new(),
         };
@@ -61,36 +57,66 @@ impl Pipeline {
         );
         let failure = Failure::new(
             ErrorKind::Internal,
-            "the host could not record this call in its audit log before running it, so it was not run and \
-             nothing was changed; tell the operator (the audit log cannot be written) and try again later",
-        );
-        let result = ToolResult {
-            duration: flight.started.elapsed(),
-            session: entry.session,
-            ..ToolResult::new(&request.call_id, &request.tool, CallOutcome::Ran { authority, result: Err(failure) })
-        };
-        self.telemetry.finish(&flight.timeline, &result, Some(tool), &request.principal, request.trace_parent.as_ref());
-        Err(Box::new(result))
+            "the host could not record this call in its audit log before running it (the audit log cannot be \
+             written), so it was not run and nothing was changed",
+        )
+        .blame(Blame::Operator);
+        Err(Stop::Unrecorded(failure))
     }
 
-    /// Write the audit record before the result is returned, then report
-    /// the call's metrics and spans. If the record cannot be written, the
-    /// caller gets an error result instead of the tool's: an unaudited
-    /// success is not handed out.
-    pub(super) fn audit(
-        &self,
-        state: &State,
-        mut flight: InFlight,
-        mut result: ToolResult,
-        policy: Option<String>,
-        tool: Option<&LoadedTool>,
-    ) -> ToolResult {
-        let Some(log) = state.audit() else {
-            let request = &flight.request;
-            self.telemetry.finish(&flight.timeline, &result, tool, &request.principal, request.trace_parent.as_ref());
+    /// The call's result from what the stages produced, its audit record
+    /// written before it is returned, then its metrics and spans. If the
+    /// record cannot be written, the caller gets an error result instead of
+    /// the tool's: an unaudited success is not handed out.
+    pub(super) fn audit(&self, mut call: Call<'_>, result: Result<Success, Stop>) -> ToolResult {
+        let (outcome, recorded) = match (result, call.authority) {
+            (Err(Stop::Refused(refusal, failure)), _) => (CallOutcome::Refused { refusal, failure }, true),
+            (Ok(success), Some(authority)) => (CallOutcome::Ran { authority, result: Ok(success) }, true),
+            (Err(Stop::Failed(failure)), Some(authority)) => {
+                (CallOutcome::Ran { authority, result: Err(failure) }, true)
+            }
+            (Err(Stop::Unrecorded(failure)), Some(authority)) => {
+                (CallOutcome::Ran { authority, result: Err(failure) }, false)
+            }
+            // What nothing authorized is not handed out, whatever it is. The
+            // stages stop a call before its authorization with a refusal,
+            // so this only keeps the record true if one ever did not.
+            (Ok(_) | Err(Stop::Failed(_) | Stop::Unrecorded(_)), None) => {
+                let failure = Failure::new(
+                    ErrorKind::Internal,
+                    "the host lost track of what authorized this call, so nothing it produced is handed out",
+                );
+                (CallOutcome::Refused { refusal: Refusal::NotReached, failure }, true)
+            }
+        };
+        // A refused call ran in no session.
+        let session = match &outcome {
+            CallOutcome::Ran { .. } => call.session.as_ref().map(|id| id.as_str().to_owned()),
+            CallOutcome::Refused { .. } => None,
+        };
+        let mut result = ToolResult {
+            stdout: std::mem::take(&mut call.stdout),
+            stderr: std::mem::take(&mut call.stderr),
+            duration: call.started.elapsed(),
+            fuel_used: call.fuel_used,
+            session,
+            presented: call.presented.take(),
+            ..ToolResult::new(&call.request.call_id, &call.request.tool, outcome)
+        };
+        // A call refused before it was resolved (a quota) still counts
+        // under its tool when there is one by that name.
+        let registry = call.state.registry();
+        let tool = call
+            .tool
+            .as_deref()
+            .or_else(|| registry.get(&call.request.tool).map(|tool| &**tool))
+            .map(|tool| &tool.loaded);
+        let Some(log) = call.state.audit().filter(|_| recorded) else {
+            let request = &call.request;
+            self.telemetry.finish(&call.timeline, &result, tool, &request.principal, request.trace_parent.as_ref());
             return result;
         };
-        let request = flight.request;
+        let request = call.request;
         let entry = AuditEntry {
             call_id: request.call_id,
             principal: request.principal,
@@ -103,8 +129,8 @@ impl Pipeline {
             revision: tool.map(|t| t.revision.clone()),
             arguments: request.arguments.into_audit(),
             event: Event::Finished(result.outcome.without_value()),
-            policy,
-            approval: flight.approval.take(),
+            policy: call.policy.take(),
+            approval: call.approval.take(),
             duration_us: u64::try_from(result.duration.as_micros()).unwrap_or(u64::MAX),
             fuel_used: result.fuel_used,
             // Each block's kind, media type, size and digest; never its bytes.
@@ -113,17 +139,18 @@ impl Pipeline {
                 .map_or_else(|_| Vec::new(), |success| success.blocks.iter().map(Block::summary).collect()),
         };
         let written = log.append(&entry);
-        flight.timeline.lap(Stage::Audit);
+        call.timeline.lap(Stage::Audit);
         if let Err(err) = written {
             self.telemetry.metrics.audit_failed();
             tracing::error!(path = %log.path().display(), "cannot write the audit record: {err}");
             let failure = Failure::new(
                 ErrorKind::Internal,
-                "the host could not record this call in its audit log, so its result is withheld; tell the operator",
-            );
+                "the host could not record this call in its audit log, so its result is withheld",
+            )
+            .blame(Blame::Operator);
             result.outcome.withhold(failure);
         }
-        self.telemetry.finish(&flight.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());
+        self.telemetry.finish(&call.timeline, &result, tool, &entry.principal, request.trace_parent.as_ref());
         result
     }
 }

@@ -9,10 +9,20 @@
 //! The output schema is the tool's too: the result is checked under the same
 //! meter as arguments (`validate.rs`), within what is left of the call's
 //! deadline and the tool's `validation_memory_mib`.
+//!
+//! The operator's one-line presentation of the result (`[tools.NAME]
+//! present_result`, for logs and UIs) is rendered here too, from the
+//! checked value: this is the one stage that holds it, so a value that
+//! failed its check is never presented, and the audit stage after it only
+//! records what it is handed.
 
+use super::execute::Returned;
 use super::validate::{self, Deadline, Unchecked};
+use super::{Call, Pipeline, Stop};
+use airlock_core::outcome::{ErrorKind, Failure, Success};
+use airlock_core::timeline::Stage;
+use airlock_policy::card;
 use airlock_core::content::Block;
-use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::sandbox::Attached;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -20,15 +30,45 @@ use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
 
+impl Pipeline {
+    /// Check what the guest returned within what is left of the call's
+    /// deadline; a result that passes is the call's [`Success`], with its
+    /// presentation rendered.
+    pub(super) async fn check(&self, call: &mut Call<'_>, returned: Returned) -> Result<Success, Stop> {
+        let tool = call.tool()?;
+        let deadline = Deadline {
+            at: tokio::time::Instant::now() + call.time_left,
+            timeout_ms: call.limits(&tool).timeout.as_millis(),
+            cancel: call.cancel,
+        };
+        let Returned { text, content, note } = returned;
+        let checked = check_output(&tool, &text, deadline).await;
+        // A refused content block is the call's failure, whatever the tool
+        // returned; a failed call returns no blocks. A session reset by a
+        // call that still produced a result (the interpreter recovered from
+        // its memory cap) is said after it.
+        let checked = with_content(checked, content).map(|(value, blocks)| Success { value, note, blocks });
+        if let (Some(template), Ok(success)) = (&tool.pipeline.present_result, &checked) {
+            let caller = call.caller_value();
+            let caps = call.state.config().cards;
+            let scope = card::Scope { value: &success.value, caller: &caller };
+            call.presented = Some(template.render(scope, caps.max_presented_bytes, caps.max_value_bytes));
+        }
+        call.timeline.lap(Stage::Check);
+        checked.map_err(Stop::Failed)
+    }
+}
+
 /// Check the raw result text of a call of `tool` within `deadline`.
 ///
 /// # Errors
 ///
 /// [`ErrorKind::OutputTooLarge`] past the tool's output cap or past what its
 /// output schema can be checked on, [`ErrorKind::InvalidOutput`] for non-JSON
-/// or a schema mismatch, [`ErrorKind::Timeout`] / [`ErrorKind::Cancelled`]
+/// or a schema mismatch, [`ErrorKind::InvalidSchema`] when the validator fails
+/// on the output schema itself, [`ErrorKind::Timeout`] / [`ErrorKind::Cancelled`]
 /// when the deadline passes or the call is cancelled during the check.
-pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<Value, Failure> {
+async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<Value, Failure> {
     let cap = tool.settings.limits.max_output_bytes;
     if text.len() > cap {
         return Err(Failure::new(
@@ -51,7 +91,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
         ));
     }
     let value: Value = serde_json::from_str(text).map_err(|err| {
-        Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err}); this is a fault of the tool, not of your arguments"))
+        Failure::new(ErrorKind::InvalidOutput, format!("the tool returned a result that is not JSON ({err})"))
     })?;
     // An integer serde_json would have rounded is refused, not shown rounded.
     if airlock_core::integers::has_float(&value)
@@ -61,8 +101,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ErrorKind::InvalidOutput,
             format!(
                 "the tool returned the integer {} at {}, beyond the integers the host holds exactly ({}), so it \
-                 would have been rounded; this is a fault of the tool (it should send such a value as a string), \
-                 retrying the same call will not help",
+                 would have been rounded (the tool should send such a value as a string)",
                 found.shown,
                 found.at(),
                 airlock_core::integers::EXACT_RANGE
@@ -75,10 +114,7 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
         Ok(Ok(())) => Ok(value),
         Ok(Err(lines)) => Err(Failure::new(
             ErrorKind::InvalidOutput,
-            format!(
-                "the tool returned a result that does not match its declared output schema:\n{}\nThis is a fault of the tool; retrying the same call will not help.",
-                lines.join("\n")
-            ),
+            format!("the tool returned a result that does not match its declared output schema:\n{}", lines.join("\n")),
         )),
         Err(Unchecked::Failed(failure)) => Err(failure),
         Err(Unchecked::Memory(mib)) => Err(Failure::new(
@@ -91,10 +127,10 @@ pub(crate) async fn check_output(tool: &LoadedTool, text: &str, deadline: Deadli
             ),
         )),
         Err(Unchecked::Fault(why)) => Err(Failure::new(
-            ErrorKind::InvalidOutput,
+            ErrorKind::InvalidSchema,
             format!(
-                "the tool's result could not be checked against its declared output schema ({why}); this is a \
-                 fault of the tool; retrying the same call will not help."
+                "the tool's result could not be checked against its declared output schema: the validator failed \
+                 on the tool's schema ({why})"
             ),
         )),
     }

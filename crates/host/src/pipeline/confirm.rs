@@ -7,103 +7,80 @@
 //! waiting, since no answer can arrive once its listener is closed. Time
 //! spent waiting does not count against the tool's deadline.
 
-use super::{Pipeline, Refused, caller_value};
+use super::{Call, Pipeline, Stop};
 use crate::approval::{Approval, NewApproval};
-use crate::state::State;
-use crate::tool::Tool;
-use airlock_core::call::CallRequest;
-use airlock_core::outcome::{ErrorKind, Failure, Refusal};
-use airlock_core::timeline::{Stage, Timeline};
+use airlock_core::outcome::{Authority, Blame, ErrorKind, Failure, Refusal, Retry};
+use airlock_core::timeline::Stage;
+use airlock_policy::audit::ApprovalNote;
 use airlock_policy::card;
-use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, Confirmer, PageApproval, PageOutcome};
-use serde_json::Value;
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
+use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, PageApproval, PageOutcome};
 
-/// What the user is asked about.
-pub(super) struct Question<'a> {
-    /// The call.
-    pub(super) request: &'a CallRequest,
-    /// Its tool.
-    pub(super) tool: &'a Arc<Tool>,
-    /// The arguments the tool would get.
-    pub(super) arguments: &'a Value,
+/// What the user is asked about, as the policy asks it (the call and its
+/// arguments are in the [`Call`]).
+pub(super) struct Question {
     /// Why the policy asks.
     pub(super) reason: String,
-    /// The policy that asks.
-    pub(super) policy: Option<String>,
     /// Who must approve (the policy's `@approver`, else the tool's
     /// `approver`); `None`: the caller.
     pub(super) approver: Option<Approver>,
 }
 
-/// How a confirmed call was confirmed.
-pub(super) enum Confirmed {
-    /// The front end's confirmer said yes (a client's elicitation, the
-    /// terminal, a library callback).
-    ByConfirmer,
-    /// A person approved it on Airlock's page, and this call used the
-    /// approval.
-    OnPage(Box<Approval>),
-}
-
 impl Pipeline {
     /// Ask the question: on Airlock's approval page when the mode in force
     /// says so (and a page is served, for `page-when-possible`), else to
-    /// `confirmer`. `Ok` with the asking policy, and how, when the call may
-    /// run.
-    pub(super) async fn confirm(
-        &self,
-        state: &State,
-        mut question: Question<'_>,
-        confirmer: Option<&dyn Confirmer>,
-        timeline: &mut Timeline,
-        cancel: &CancellationToken,
-    ) -> Result<(Option<String>, Confirmed), Refused> {
-        let card = question.tool.pipeline.confirm.as_ref().map(|template| {
-            let caller = caller_value(state, question.request);
-            let caps = state.config().cards;
-            let scope = card::Scope { value: question.arguments, caller: &caller };
+    /// the call's confirmer. `Ok` when the call may run: it runs confirmed,
+    /// under the approval it used, if any.
+    pub(super) async fn confirm(&self, call: &mut Call<'_>, mut question: Question) -> Result<(), Stop> {
+        let tool = call.tool()?;
+        let card = tool.pipeline.confirm.as_ref().map(|template| {
+            let caller = call.caller_value();
+            let caps = call.state.config().cards;
+            let scope = card::Scope { value: &call.arguments.value, caller: &caller };
             template.render(scope, caps.max_card_bytes, caps.max_value_bytes)
         });
         // The tool's own mode and approver come before the host's; the
         // policy's `@approver`, which can depend on the arguments, before
         // the tool's.
         if question.approver.is_none() {
-            question.approver = question.tool.pipeline.approver.clone();
+            question.approver = tool.pipeline.approver.clone();
         }
-        let mode = question.tool.pipeline.approvals.unwrap_or(state.config().approvals.mode);
+        let mode = tool.pipeline.approvals.unwrap_or(call.state.config().approvals.mode);
         let on_page = match mode {
             ApprovalMode::Client => false,
             ApprovalMode::Page => true,
             ApprovalMode::PageWhenPossible => self.approvals.page().is_some(),
         };
         if on_page || question.approver.is_some() {
-            return self.approve_on_page(state, question, card, confirmer, timeline, cancel).await;
+            let approval = self.approve_on_page(call, question, card).await?;
+            call.approval = approval.answer.as_ref().map(|answer| ApprovalNote {
+                id: approval.id.clone(),
+                by: answer.by.clone(),
+                how: answer.how.as_str(),
+                at_ms: answer.at_ms,
+                revision: approval.revision.clone(),
+            });
+        } else {
+            self.confirm_by(call, question, card).await?;
         }
-        let policy = self.confirm_by(state, question, card, confirmer, timeline).await?;
-        Ok((policy, Confirmed::ByConfirmer))
+        call.authority = Some(Authority::Confirmed);
+        Ok(())
     }
 
     /// The question on Airlock's page: open (or find) the approval of this
-    /// call, then use it if it is approved, or let the front end send the
-    /// person to it, or hand the model its link.
+    /// call, then use it if it is approved (`Ok` with it), or let the front
+    /// end send the person to it, or hand the model its link.
     async fn approve_on_page(
         &self,
-        state: &State,
-        question: Question<'_>,
+        call: &mut Call<'_>,
+        question: Question,
         card: Option<String>,
-        confirmer: Option<&dyn Confirmer>,
-        timeline: &mut Timeline,
-        cancel: &CancellationToken,
-    ) -> Result<(Option<String>, Confirmed), Refused> {
-        let Question { request, tool, arguments, reason, policy, approver } = question;
-        let refuse = |refusal, kind, message: String| {
-            Err(Refused::by_policy(refusal, Failure::new(kind, message), policy.clone(), tool))
-        };
+    ) -> Result<Approval, Stop> {
+        let tool = call.tool()?;
+        let Question { reason, approver } = question;
+        let refuse = |refusal, failure| Err(Stop::Refused(refusal, failure));
         if self.approvals.page().is_none() {
-            return refuse(
-                Refusal::Declined,
+            // Nobody can approve it until the operator serves the page.
+            let failure = Failure::new(
                 ErrorKind::Declined,
                 format!(
                     "this call needs the approval of a person on Airlock's approval page ({reason}), and this \
@@ -111,7 +88,10 @@ impl Pipeline {
                      --http` or `[approvals] listen`"
                 ),
             );
+            return refuse(Refusal::Declined, failure.blame(Blame::Operator).retry(Retry::No));
         }
+        let request = &call.request;
+        let arguments = &call.arguments.value;
         // Without a card, the arguments as JSON, escaped as a card's values
         // are (JSON leaves bidirectional and invisible characters raw).
         let shown = card.clone().unwrap_or_else(|| {
@@ -127,29 +107,27 @@ impl Pipeline {
             reason: reason.clone(),
             approver: approver.clone().unwrap_or(Approver::Caller),
         };
-        let opened = self.approvals.open(new, &state.config().approvals).await;
+        let opened = self.approvals.open(new, &call.state.config().approvals).await;
         let approval = match opened {
             Ok(approval) => approval,
-            Err(failure) => return Err(Refused::by_policy(Refusal::Pending, failure, policy.clone(), tool)),
+            Err(failure) => return refuse(Refusal::Pending, failure),
         };
         let who = approval.approver.describe(&approval.principal);
         match &approval.answer {
-            Some(answer) if answer.approved => return self.use_approval(&approval, &policy, tool).await,
+            Some(answer) if answer.approved => return self.use_approval(&approval).await,
             Some(answer) => {
-                return refuse(
-                    Refusal::Declined,
-                    ErrorKind::Declined,
-                    format!(
-                        "this call needs approval ({reason}) and {} declined it on Airlock's approval page; nothing \
-                         was run. Do not propose it again unless the person asks for it",
-                        answer.by
-                    ),
+                let message = format!(
+                    "this call needs approval ({reason}) and {} declined it on Airlock's approval page; nothing was run",
+                    answer.by
                 );
+                return refuse(Refusal::Declined, Failure::new(ErrorKind::Declined, message));
             }
             None => {}
         }
         let Some(link) = self.approvals.link(&approval) else {
-            return refuse(Refusal::Declined, ErrorKind::Declined, "the approval page stopped being served".into());
+            // The page went away under the call (the server is stopping).
+            let failure = Failure::new(ErrorKind::Declined, "the approval page stopped being served");
+            return refuse(Refusal::Declined, failure.blame(Blame::Host).retry(Retry::Later));
         };
         let ask = ConfirmRequest {
             principal: &request.principal,
@@ -158,11 +136,11 @@ impl Pipeline {
             reason: &reason,
             card: card.as_deref(),
         };
-        let outcome = match confirmer {
+        let outcome = match call.confirmer {
             Some(confirmer) => {
                 let approvals = self.approvals.clone();
                 let id = approval.id.clone();
-                let waiting = cancel.child_token();
+                let waiting = call.cancel.child_token();
                 let closing = self.confirmations_closed.clone();
                 let answered = Box::pin(async move {
                     tokio::select! {
@@ -170,40 +148,47 @@ impl Pipeline {
                         () = closing.cancelled() => false,
                     }
                 });
-                timeline.mark();
+                call.timeline.mark();
                 let _pending = self.telemetry.metrics.confirmation_pending();
                 let page = PageApproval { link: &link, id: &approval.id, answered };
                 let outcome = confirmer.approve_on_page(ask, page).await;
-                timeline.lap(Stage::Confirm);
+                call.timeline.lap(Stage::Confirm);
                 outcome
             }
             None => PageOutcome::NotShown,
         };
         match outcome {
-            PageOutcome::Answered(true) => self.use_approval(&approval, &policy, tool).await,
+            PageOutcome::Answered(true) => self.use_approval(&approval).await,
             PageOutcome::Answered(false) | PageOutcome::Refused => refuse(
                 Refusal::Declined,
-                ErrorKind::Declined,
-                format!(
-                    "this call needs the approval of {who} on Airlock's approval page ({reason}), and it was not \
-                     given (declined, or the link lapsed); nothing was run. Ask the person before proposing it again"
+                Failure::new(
+                    ErrorKind::Declined,
+                    format!(
+                        "this call needs the approval of {who} on Airlock's approval page ({reason}), and it was not \
+                         given (declined, or the link lapsed); nothing was run"
+                    ),
                 ),
             ),
             PageOutcome::HandedOff => refuse(
                 Refusal::Pending,
-                ErrorKind::ApprovalRequired,
-                format!(
-                    "this call needs the approval of {who} ({reason}); the link was handed to the client and nothing \
-                     was run yet: it runs when the call is sent again after the approval. Link: {link}"
+                Failure::new(
+                    ErrorKind::ApprovalRequired,
+                    format!(
+                        "this call needs the approval of {who} ({reason}); the link was handed to the client and \
+                         nothing was run yet. Link: {link}"
+                    ),
                 ),
             ),
             PageOutcome::NotShown => refuse(
                 Refusal::Pending,
-                ErrorKind::ApprovalRequired,
-                format!(
-                    "this call needs the approval of {who} ({reason}); nothing was run. Ask them to open {link} and \
-                     approve it there, then call again with the same arguments: it runs once, within {} minutes",
-                    state.config().approvals.link_ttl.as_secs().div_ceil(60)
+                Failure::new(
+                    ErrorKind::ApprovalRequired,
+                    format!(
+                        "this call needs the approval of {who} ({reason}); nothing was run. Ask them to open {link} \
+                         and approve it there: the approval runs the same call, with the same arguments, once, \
+                         within {} minutes",
+                        call.state.config().approvals.link_ttl.as_secs().div_ceil(60)
+                    ),
                 ),
             ),
         }
@@ -211,80 +196,72 @@ impl Pipeline {
 
     /// Run the call under `approval`, once: another call of the same
     /// principal, revision and arguments may have used it first.
-    async fn use_approval(
-        &self,
-        approval: &Approval,
-        policy: &Option<String>,
-        tool: &Arc<Tool>,
-    ) -> Result<(Option<String>, Confirmed), Refused> {
-        let declined = |message: String| {
-            Err(Refused::by_policy(Refusal::Declined, Failure::new(ErrorKind::Declined, message), policy.clone(), tool))
-        };
+    async fn use_approval(&self, approval: &Approval) -> Result<Approval, Stop> {
+        let declined = |failure| Err(Stop::Refused(Refusal::Declined, failure));
         match self.approvals.take(&approval.id).await {
-            Ok(Ok(used)) => Ok((policy.clone(), Confirmed::OnPage(Box::new(used)))),
-            Ok(Err(_)) => declined(
+            Ok(Ok(used)) => Ok(used),
+            Ok(Err(_)) => declined(Failure::new(
+                ErrorKind::Declined,
                 "the approval of this call was used by an identical call already (an approval runs one call); \
-                 nothing was run. Propose it again to ask for a new approval"
-                    .into(),
-            ),
+                 nothing was run",
+            )),
             Err(err) => {
                 tracing::warn!("{err}");
-                declined(
+                // The approval stays unused until the store is back.
+                let failure = Failure::new(
+                    ErrorKind::Declined,
                     "the shared store of approvals (Redis) cannot be reached, so the approval cannot be used; \
-                     nothing was run. Try again shortly"
-                        .into(),
-                )
+                     nothing was run",
+                );
+                declined(failure.blame(Blame::Host).retry(Retry::Later))
             }
         }
     }
 
-    /// Ask `confirmer` the question; `Ok` with the asking policy when the
-    /// user confirmed.
-    async fn confirm_by(
-        &self,
-        state: &State,
-        question: Question<'_>,
-        card: Option<String>,
-        confirmer: Option<&dyn Confirmer>,
-        timeline: &mut Timeline,
-    ) -> Result<Option<String>, Refused> {
-        let Question { request, tool, arguments, reason, policy, .. } = question;
-        let refuse = |refusal, message: String| {
-            Err(Refused::by_policy(refusal, Failure::new(ErrorKind::Declined, message), policy.clone(), tool))
-        };
-        let Some(confirmer) = confirmer else {
+    /// Ask the call's confirmer the question; `Ok` when the user
+    /// confirmed.
+    async fn confirm_by(&self, call: &mut Call<'_>, question: Question, card: Option<String>) -> Result<(), Stop> {
+        let tool = call.tool()?;
+        let Question { reason, .. } = question;
+        let refuse = |refusal, failure| Err(Stop::Refused(refusal, failure));
+        let Some(confirmer) = call.confirmer else {
             return refuse(Refusal::Declined, not_confirmed(&reason));
         };
-        let _ = state;
         let ask = ConfirmRequest {
-            principal: &request.principal,
+            principal: &call.request.principal,
             tool: &tool.name,
-            arguments,
+            arguments: &call.arguments.value,
             reason: &reason,
             card: card.as_deref(),
         };
-        timeline.mark();
+        call.timeline.mark();
         let _pending = self.telemetry.metrics.confirmation_pending();
         let confirmed = tokio::select! {
             confirmed = confirmer.confirm(ask) => confirmed,
             () = self.confirmations_closed.cancelled() => {
-                return refuse(
-                    Refusal::Declined,
+                let failure = Failure::new(
+                    ErrorKind::Declined,
                     format!(
-                        "this call needs confirmation ({reason}) and the server began shutting down before it was answered; nothing was run. Propose it again once the server is back."
+                        "this call needs confirmation ({reason}) and the server began shutting down before it was \
+                         answered; nothing was run"
                     ),
                 );
+                return refuse(Refusal::Declined, failure.blame(Blame::Host).retry(Retry::Later));
             }
         };
-        timeline.lap(Stage::Confirm);
+        call.timeline.lap(Stage::Confirm);
         if confirmed {
-            return Ok(policy);
+            return Ok(());
         }
         if confirmer.handed_off() {
             return refuse(
                 Refusal::Pending,
-                format!(
-                    "this call needs confirmation ({reason}); the question was handed to the client and nothing was run yet: it runs when the call is sent again with the user's answer."
+                Failure::new(
+                    ErrorKind::Declined,
+                    format!(
+                        "this call needs confirmation ({reason}); the question was handed to the client, and \
+                         nothing was run yet"
+                    ),
                 ),
             );
         }
@@ -293,8 +270,9 @@ impl Pipeline {
 }
 
 /// Why a call the user did not confirm was not run.
-fn not_confirmed(reason: &str) -> String {
-    format!(
-        "this call needs confirmation ({reason}) and the user did not confirm it; nothing was run. Ask the user before proposing it again."
+fn not_confirmed(reason: &str) -> Failure {
+    Failure::new(
+        ErrorKind::Declined,
+        format!("this call needs confirmation ({reason}) and the user did not confirm it; nothing was run"),
     )
 }

@@ -3,81 +3,51 @@
 //! (`airlock_runtime::sandbox`) or in the call's session (`session.rs`).
 //! The deadline is what is left of the tool's `timeout_ms` (of its
 //! `task_timeout_ms` for a call that runs as a task) once the host's own
-//! checks took their part; a call with nothing left does not start.
-//! The call first waits for its turn in the scheduler (the schedule stage).
+//! checks and the wait for memory took their part (the schedule stage); a
+//! call with nothing left does not start. The call's turn in the
+//! scheduler is given back as soon as the guest is done.
 
-use super::Pipeline;
-use crate::session::SessionId;
-use crate::state::State;
-use crate::tool::Tool;
-use airlock_core::call::CallRequest;
+use super::{Call, Pipeline, Stop};
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
-use airlock_runtime::loader::LoadedTool;
-use airlock_runtime::sandbox::{self, Execution, Invocation};
+use airlock_core::timeline::Stage;
+use airlock_runtime::sandbox::{self, Attached, Execution, Invocation};
 use airlock_settings::limits::Limits;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Instant;
 
-/// A call ready to run.
-pub(super) struct Run<'a> {
-    /// The call.
-    pub(super) request: &'a CallRequest,
-    /// Its tool.
-    pub(super) tool: &'a Arc<Tool>,
-    /// The arguments as the tool gets them (JSON text).
-    pub(super) arguments: &'a str,
-    /// The session it runs in, for tools that keep sessions.
-    pub(super) session: Option<&'a SessionId>,
-    /// The principal's quota of sessions of one tool.
-    pub(super) sessions_per_tool: usize,
-    /// The call's limits: the tool's, or those of a call that runs as a
-    /// task ([`Tool::limits_for`]).
-    pub(super) limits: Limits,
-    /// What is left of the call's deadline ([`time_left`]).
-    pub(super) time_left: Duration,
-}
-
-/// What is left of the call's deadline (`limits`: the tool's `timeout_ms`,
-/// or its `task_timeout_ms` for a task) after `host_time`, the time the
-/// host spent on the call before it was authorized (parsing and validating
-/// its arguments; waiting for a confirmation does not count). Whole
-/// milliseconds, as deadlines are configured: a check that took
-/// microseconds leaves the tool its whole deadline.
-pub(super) fn time_left(limits: &Limits, host_time: Duration) -> Duration {
-    let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
-    limits.timeout.saturating_sub(host_ms)
-}
-
-/// What is left of `time_left` after `waited` for room in the memory
-/// budget, in whole milliseconds as [`time_left`] counts.
-pub(super) fn after_wait(time_left: Duration, waited: Duration) -> Duration {
-    time_left.saturating_sub(Duration::from_millis(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)))
+/// What the guest returned: its result's JSON text, unchecked, the content
+/// blocks it attached (contract 0.3.0) and the note of a session reset by
+/// a call that still produced a result.
+pub(super) struct Returned {
+    /// The result as the guest wrote it.
+    pub(super) text: String,
+    /// The blocks it attached, each checked as it was (or the refusal of
+    /// the first the host refused).
+    pub(super) content: Attached,
+    /// The sentence saying the call's session was reset.
+    pub(super) note: Option<String>,
 }
 
 /// What the sandbox needs to know of the call besides its arguments: the
 /// tool (its log lines are tagged with it), the caller, and the front
 /// end's progress sink.
-fn invocation<'a>(tool: &'a LoadedTool, caller: &'a Arc<Caller>, request: &'a CallRequest) -> Invocation<'a> {
-    Invocation { tool: &tool.name, caller, progress: request.progress.as_ref() }
+fn invocation<'a>(call: &'a Call<'_>, tool: &'a str, caller: &'a Arc<Caller>) -> Invocation<'a> {
+    Invocation { tool, caller, progress: call.request.progress.as_ref() }
 }
 
 impl Pipeline {
-    /// Schedule and run the call: what the guest returned, and the note of
-    /// a session reset by a call that still produced a result.
-    pub(super) async fn execute(
-        &self,
-        state: &State,
-        run: Run<'_>,
-        cancel: &CancellationToken,
-    ) -> (Execution, Option<String>) {
-        let Run { request, tool, arguments, session, sessions_per_tool, limits: call_limits, time_left } = run;
+    /// Run the call in its turn: what the guest returned, or its failure.
+    /// What it printed and the fuel it used go to the call either way.
+    pub(super) async fn execute(&self, call: &mut Call<'_>) -> Result<Returned, Stop> {
+        let tool = call.tool()?;
         let settings = &tool.settings;
+        let call_limits = call.limits(&tool);
         // (A session call keeps the call's whole deadline: sessions apply
         // it themselves.)
-        let limits = Limits { timeout: time_left, ..call_limits };
-        match (session, settings.sessions) {
+        let limits = Limits { timeout: call.time_left, ..call_limits };
+        let turn = call.slot.take();
+        let (execution, note) = match (&call.session, settings.sessions) {
             _ if limits.timeout.is_zero() => {
                 let failure = Failure::new(
                     ErrorKind::Timeout,
@@ -90,30 +60,47 @@ impl Pipeline {
                 (Execution::failed(failure, Instant::now()), None)
             }
             (Some(id), Some(session_settings)) => {
-                let caller = Self::caller(state, request, Some(id));
-                let invocation = invocation(tool, &caller, request);
-                let call = self.sessions.call(
-                    tool,
-                    session_settings,
-                    &call_limits,
-                    sessions_per_tool,
-                    &invocation,
-                    id,
-                    arguments,
-                    cancel,
-                );
-                let run = self.scheduler.run(tool.pipeline.concurrency_safe, call).await;
+                let caller = call.caller();
+                let invocation = invocation(call, &tool.name, &caller);
+                let run = self
+                    .sessions
+                    .call(
+                        &tool,
+                        session_settings,
+                        &call_limits,
+                        call.sessions_per_tool,
+                        &invocation,
+                        id,
+                        &call.arguments.text,
+                        call.cancel,
+                    )
+                    .await;
                 (run.execution, run.reset)
             }
             _ => {
-                let caller = Self::caller(state, request, None);
-                let invocation = invocation(tool, &caller, request);
+                let caller = call.caller();
+                let invocation = invocation(call, &tool.name, &caller);
                 // The timeout names the tool's `timeout_ms` (or its
                 // `task_timeout_ms`), not what the host's checks left of it.
                 let stated = call_limits.timeout;
-                let call = sandbox::call(&tool.pre, &limits, stated, &settings.grants, &invocation, arguments, cancel);
-                (self.scheduler.run(tool.pipeline.concurrency_safe, call).await, None)
+                let arguments = &call.arguments.text;
+                let grants = &settings.grants;
+                let execution =
+                    sandbox::call(&tool.pre, &limits, stated, grants, &invocation, arguments, call.cancel).await;
+                (execution, None)
             }
+        };
+        drop(turn);
+        call.timeline.lap(Stage::Execute);
+        let Execution { result, stdout, stderr, fuel_used, duration, content } = execution;
+        (call.stdout, call.stderr, call.fuel_used) = (stdout, stderr, fuel_used);
+        // The result is checked within what is left of the deadline.
+        call.time_left = call.time_left.saturating_sub(duration);
+        match result {
+            Ok(text) => Ok(Returned { text, content, note }),
+            // A refused content block is the call's failure, whatever the
+            // guest did after it.
+            Err(failure) => Err(Stop::Failed(content.refused.unwrap_or(failure))),
         }
     }
 }

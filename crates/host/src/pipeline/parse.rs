@@ -7,11 +7,24 @@
 //! argument (`session`) becomes `session_id` here, before validation
 //! (`session::rename_deprecated`).
 
+use super::{Call, Pipeline, Stop};
 use crate::session;
 use airlock_core::arguments::{self, Parsed, RawArguments};
 use airlock_core::optional_null;
 use airlock_core::outcome::Failure;
+use airlock_core::timeline::Stage;
 use airlock_runtime::loader::LoadedTool;
+
+impl Pipeline {
+    /// Parse the arguments the call proposes for its tool.
+    pub(super) fn parse(&self, call: &mut Call<'_>) -> Result<(), Stop> {
+        let tool = call.tool()?;
+        let parsed = parse_arguments(&tool, &call.request.arguments);
+        call.timeline.lap(Stage::Parse);
+        call.arguments = parsed.map_err(Stop::not_reached)?;
+        Ok(())
+    }
+}
 
 /// The arguments of a call to `tool`, parsed.
 ///
@@ -19,7 +32,7 @@ use airlock_runtime::loader::LoadedTool;
 ///
 /// An [`ErrorKind::InvalidArguments`](airlock_core::outcome::ErrorKind)
 /// failure saying what was wrong with them.
-pub(super) fn parse(tool: &LoadedTool, raw: &RawArguments) -> Result<Parsed, Failure> {
+fn parse_arguments(tool: &LoadedTool, raw: &RawArguments) -> Result<Parsed, Failure> {
     let mut parsed = arguments::parse(raw)?;
     session::rename_deprecated(tool, &mut parsed)?;
     optional_null::drop_absent_nulls(tool.parameters.json(), &mut parsed);

@@ -2,9 +2,11 @@
 //! result listing the available tools, closest match first, so the model
 //! can correct a typo on its next turn.
 
+use super::{Call, Pipeline, Stop};
 use crate::registry::Registry;
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
+use airlock_core::timeline::Stage;
 use crate::tool::Tool;
-use airlock_core::outcome::{ErrorKind, Failure};
 use std::sync::Arc;
 
 /// At most this many names are listed in an unknown-tool error.
@@ -12,12 +14,22 @@ pub const MAX_LISTED_TOOLS: usize = 20;
 /// The unknown name is echoed back at most this long.
 const MAX_ECHOED_NAME: usize = 64;
 
+impl Pipeline {
+    /// Find the tool the call names in the call's state.
+    pub(super) fn resolve(&self, call: &mut Call<'_>) -> Result<(), Stop> {
+        let found = find(call.state.registry(), &call.request.tool);
+        call.timeline.lap(Stage::Resolve);
+        call.tool = Some(found.map_err(Stop::not_reached)?);
+        Ok(())
+    }
+}
+
 /// The tool called `name`, or an [`ErrorKind::UnknownTool`] failure.
 ///
 /// # Errors
 ///
 /// No tool has that name.
-pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<Tool>, Failure> {
+fn find(registry: &Registry, name: &str) -> Result<Arc<Tool>, Failure> {
     if let Some(tool) = registry.get(name) {
         return Ok(tool.clone());
     }
@@ -26,7 +38,9 @@ pub fn resolve(registry: &Registry, name: &str) -> Result<Arc<Tool>, Failure> {
         // Start-up in the background: the name may be declared by one of
         // the components still compiling. The host waited for it for the
         // tool's deadline before resolving (see `startup.rs`).
-        return Err(Failure::new(ErrorKind::Timeout, not_ready_message(registry.names(), name, pending)));
+        // Nothing is wrong with the call: the host is not ready yet.
+        let failure = Failure::new(ErrorKind::Timeout, not_ready_message(registry.names(), name, pending));
+        return Err(failure.blame(Blame::Host).retry(Retry::Later));
     }
     Err(Failure::new(ErrorKind::UnknownTool, unknown_tool_message(registry.names(), name)))
 }
@@ -43,7 +57,7 @@ fn not_ready_message<'a>(names: impl Iterator<Item = &'a str>, name: &str, pendi
     format!(
         "tool {echoed:?} is not ready: the server is still compiling {pending} tool component(s) after start-up, \
          and none of those done so far declares this name; the call waited for it until its deadline (the tool's \
-         timeout_ms) and nothing was run. Call it again in a moment. Ready now: {ready}{more}"
+         timeout_ms) and nothing was run. Ready now: {ready}{more}"
     )
 }
 
@@ -91,14 +105,14 @@ mod tests {
 
     #[test]
     fn empty_registry() {
-        let err = resolve(&Registry::default(), "echo").unwrap_err();
+        let err = find(&Registry::default(), "echo").unwrap_err();
         assert_eq!(err.kind, ErrorKind::UnknownTool);
         assert!(err.message.contains("no tools are loaded"));
     }
 
     #[test]
     fn a_name_not_ready_during_start_up_is_a_timeout_not_an_unknown_tool() {
-        let err = resolve(&Registry::pending(2), "run_python").unwrap_err();
+        let err = find(&Registry::pending(2), "run_python").unwrap_err();
         assert_eq!(err.kind, ErrorKind::Timeout);
         assert!(err.message.contains("still compiling 2 tool component(s)"), "{}", err.message);
         assert!(err.message.contains("timeout_ms") && err.message.contains("Ready now: none yet"), "{}", err.message);

@@ -9,6 +9,9 @@
 //! Before its turn, a call reserves from the host memory budget what its
 //! limits let it make the host hold (`reservation.rs`), waiting for room
 //! within its deadline; a call that finds none is `busy` and does not run.
+//! A call to a tool with side effects then gets its write-ahead record
+//! (`audit.rs`), and only then waits for its turn ([`Slot`]), which the
+//! execute stage gives back as soon as the guest is done.
 //!
 //! The scheduler lives as long as the host: a reload does not replace it
 //! (the exclusive rule holds across the calls of every state, and the
@@ -16,34 +19,70 @@
 //! ([`Scheduler::set_cap`]). A raised cap is free at once; a lowered one is
 //! reached as calls in flight finish, and they finish as they started.
 
-use super::Pipeline;
+use super::{Call, Pipeline, Stop};
 use crate::reservation::{self, Purpose};
-use airlock_core::call::CallRequest;
 use airlock_core::outcome::Failure;
+use airlock_core::timeline::Stage;
 use crate::tool::Tool;
 use airlock_runtime::memory_budget::Reservation;
+use airlock_settings::limits::Limits;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-use tokio::sync::{RwLock, Semaphore, SemaphorePermit};
-use tokio_util::sync::CancellationToken;
+use std::time::{Duration, Instant};
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit};
 
 impl Pipeline {
-    /// Reserve what a call of `tool` may make the host hold (less the
-    /// linear memory its session holds, `in_session`), waiting at most
-    /// `time_left`.
-    pub(super) async fn reserve(
-        &self,
-        request: &CallRequest,
-        tool: &Tool,
-        in_session: bool,
-        time_left: Duration,
-        cancel: &CancellationToken,
-    ) -> Result<Reservation, Failure> {
-        let limits = &tool.limits_for(request.task.is_some());
-        let bytes = reservation::call_bytes(limits, in_session, tool.output.is_some(), tool.contract().has_content());
-        let deadline = (tokio::time::Instant::now() + time_left, limits.timeout.as_millis());
-        reservation::reserve(&self.memory, &request.principal, bytes, Purpose::Call(&tool.name), deadline, cancel).await
+    /// Schedule the call: reserve what it may make the host hold, write
+    /// its write-ahead record if its tool has side effects, then wait for
+    /// its turn. The time waited for memory is taken from what is left of
+    /// the tool's deadline; a call with none left takes no turn (execute
+    /// refuses it at once).
+    pub(super) async fn schedule<'a>(&'a self, call: &mut Call<'a>) -> Result<(), Stop> {
+        let tool = call.tool()?;
+        let authority = call.authority()?;
+        let reserving = Instant::now();
+        let left = time_left(&call.limits(&tool), call.host_time);
+        // Held until the call's result is returned.
+        let memory = self.reserve(call, &tool, left).await.map_err(Stop::Failed)?;
+        call.memory = Some(memory);
+        call.time_left = after_wait(left, reserving.elapsed());
+        // Nothing with side effects runs unaudited: its record goes first.
+        if tool.pipeline.side_effect {
+            self.write_ahead(call, &tool, authority)?;
+        }
+        if !call.time_left.is_zero() {
+            call.slot = Some(self.scheduler.slot(tool.pipeline.concurrency_safe).await);
+        }
+        call.timeline.lap(Stage::Schedule);
+        Ok(())
     }
+
+    /// Reserve what a call of `tool` may make the host hold (less the
+    /// linear memory its session holds), waiting at most `time_left`.
+    async fn reserve(&self, call: &Call<'_>, tool: &Tool, time_left: Duration) -> Result<Reservation, Failure> {
+        let limits = &call.limits(tool);
+        let has_content = tool.contract().has_content();
+        let bytes = reservation::call_bytes(limits, call.session.is_some(), tool.output.is_some(), has_content);
+        let deadline = (tokio::time::Instant::now() + time_left, limits.timeout.as_millis());
+        let principal = &call.request.principal;
+        reservation::reserve(&self.memory, principal, bytes, Purpose::Call(&tool.name), deadline, call.cancel).await
+    }
+}
+
+/// What is left of the call's deadline (`limits`: the tool's `timeout_ms`,
+/// or its `task_timeout_ms` for a task) after `host_time`, the time the
+/// host spent on the call before it was authorized (parsing and validating
+/// its arguments; waiting for a confirmation does not count). Whole
+/// milliseconds, as deadlines are configured: a check that took
+/// microseconds leaves the tool its whole deadline.
+fn time_left(limits: &Limits, host_time: Duration) -> Duration {
+    let host_ms = Duration::from_millis(u64::try_from(host_time.as_millis()).unwrap_or(u64::MAX));
+    limits.timeout.saturating_sub(host_ms)
+}
+
+/// What is left of `time_left` after `waited` for room in the memory
+/// budget, in whole milliseconds as [`time_left`] counts.
+fn after_wait(time_left: Duration, waited: Duration) -> Duration {
+    time_left.saturating_sub(Duration::from_millis(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX)))
 }
 
 /// The scheduler shared by every call of a host.
@@ -102,21 +141,50 @@ impl Scheduler {
         cap.max = new;
     }
 
-    /// Run `work` under the rules: shared with other safe calls when
-    /// `concurrency_safe`, alone otherwise. Waiting is fair (first come,
-    /// first served), so a batch runs in the order it was proposed.
-    pub async fn run<F: Future>(&self, concurrency_safe: bool, work: F) -> F::Output {
+    /// Wait for a turn under the rules: shared with other safe calls when
+    /// `concurrency_safe`, alone otherwise, and under the cap. Waiting is
+    /// fair (first come, first served), so a batch runs in the order it was
+    /// proposed.
+    pub(super) async fn slot(&self, concurrency_safe: bool) -> Slot<'_> {
         // The semaphore is never closed, so acquiring cannot fail; if it
         // ever did, running without the cap is the lesser evil.
-        let _place = Place { permit: self.in_flight.acquire().await.ok(), cap: &self.cap };
-        if concurrency_safe {
-            let _shared = self.exclusive.read().await;
-            work.await
+        let place = Place { permit: self.in_flight.acquire().await.ok(), cap: &self.cap };
+        let turn = if concurrency_safe {
+            Turn::Shared { _guard: self.exclusive.read().await }
         } else {
-            let _alone = self.exclusive.write().await;
-            work.await
-        }
+            Turn::Alone { _guard: self.exclusive.write().await }
+        };
+        Slot { _turn: turn, _place: place }
     }
+
+    /// Run `work` in a turn of its own ([`Scheduler::slot`]).
+    #[cfg(test)]
+    pub async fn run<F: Future>(&self, concurrency_safe: bool, work: F) -> F::Output {
+        let _slot = self.slot(concurrency_safe).await;
+        work.await
+    }
+}
+
+/// A call's turn to run: its share of the exclusive rule and its place
+/// under the cap, both given back when it is dropped (also when its future
+/// is). The turn is given back before the place, as it was taken after.
+pub(super) struct Slot<'a> {
+    _turn: Turn<'a>,
+    _place: Place<'a>,
+}
+
+/// A call's share of the exclusive rule.
+enum Turn<'a> {
+    /// Beside other calls of tools marked `concurrency_safe`.
+    Shared {
+        /// Held for the turn.
+        _guard: RwLockReadGuard<'a, ()>,
+    },
+    /// Alone.
+    Alone {
+        /// Held for the turn.
+        _guard: RwLockWriteGuard<'a, ()>,
+    },
 }
 
 /// A call's place under the cap; given back when the call ends (also when

@@ -12,8 +12,11 @@
 //! The error names each failing JSON pointer and what was expected, in text
 //! a model can act on in its next turn, and restates the schema.
 
+use super::{Call, Pipeline, Stop};
+use crate::reservation::{self, Purpose};
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_core::render::cap;
+use airlock_core::timeline::Stage;
 use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::validator::{Bounds, Listed, MAX_COUNTED_ERRORS, Schema, Stopped};
 use serde_json::Value;
@@ -79,6 +82,41 @@ pub(crate) async fn check(
     }
 }
 
+impl Pipeline {
+    /// Check the call's arguments against its tool's parameters schema,
+    /// with the validator's memory reserved from the host budget while the
+    /// check runs, within the call's deadline (which starts at receipt).
+    pub(super) async fn validate(&self, call: &mut Call<'_>) -> Result<(), Stop> {
+        let tool = call.tool()?;
+        // Time spent checking the arguments is taken from the time the
+        // tool gets. A call that runs as a task has its tool's task
+        // deadline.
+        let timeout = call.limits(&tool).timeout;
+        let deadline = Deadline {
+            at: Instant::from_std(call.started) + timeout,
+            timeout_ms: timeout.as_millis(),
+            cancel: call.cancel,
+        };
+        let reserved = reservation::reserve(
+            &self.memory,
+            &call.request.principal,
+            tool.settings.limits.validation_memory_bytes as u64,
+            Purpose::Arguments(&tool.name),
+            (deadline.at, deadline.timeout_ms),
+            call.cancel,
+        )
+        .await;
+        let validated = match reserved {
+            Ok(_checking) => check_arguments(&tool, &call.arguments.text, deadline).await,
+            Err(failure) => Err(failure),
+        };
+        call.timeline.lap(Stage::Validate);
+        validated.map_err(Stop::not_reached)?;
+        call.host_time = call.started.elapsed();
+        Ok(())
+    }
+}
+
 /// Check `arguments` (`text`, their JSON) against the parameters schema of
 /// `tool`.
 ///
@@ -86,9 +124,11 @@ pub(crate) async fn check(
 ///
 /// One or more violations, or a check that needed more memory than the
 /// tool's `validation_memory_mib`, as an [`ErrorKind::InvalidArguments`]
-/// failure; a [`ErrorKind::Timeout`] or [`ErrorKind::Cancelled`] failure
-/// when the deadline passes or the call is cancelled first.
-pub(crate) async fn validate(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<(), Failure> {
+/// failure; [`ErrorKind::InvalidSchema`] when the validator fails on the
+/// tool's schema itself (the tool's fault, whatever the arguments); a
+/// [`ErrorKind::Timeout`] or [`ErrorKind::Cancelled`] failure when the
+/// deadline passes or the call is cancelled first.
+pub(crate) async fn check_arguments(tool: &LoadedTool, text: &str, deadline: Deadline<'_>) -> Result<(), Failure> {
     let memory_bytes = tool.settings.limits.validation_memory_bytes;
     let lines = match check(&tool.parameters, text, memory_bytes, deadline, "the arguments").await {
         Ok(Ok(())) => return Ok(()),
@@ -107,10 +147,10 @@ pub(crate) async fn validate(tool: &LoadedTool, text: &str, deadline: Deadline<'
         }
         Err(Unchecked::Fault(why)) => {
             return Err(Failure::new(
-                ErrorKind::InvalidArguments,
+                ErrorKind::InvalidSchema,
                 format!(
-                    "the arguments could not be checked against the parameters schema of {} ({why}); this is a \
-                     fault of the tool's schema: do not retry the call unchanged",
+                    "the arguments could not be checked against the parameters schema of {}: the validator \
+                     failed on the tool's schema ({why})",
                     tool.name
                 ),
             ));

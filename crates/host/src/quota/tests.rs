@@ -100,7 +100,10 @@ fn calls_per_minute_is_a_bucket_that_refills() {
     }
     let refused = tracker.admit_at("a", quota(64, 3), t0).expect_err("fourth");
     assert_eq!(refused.kind, ErrorKind::QuotaExceeded);
-    assert!(refused.message.contains("calls_per_minute = 3") && refused.message.contains("retry in 20 s"), "{refused}");
+    assert!(
+        refused.message.contains("calls_per_minute = 3") && refused.message.contains("room for another call in 20 s"),
+        "{refused}"
+    );
     // Another principal has its own bucket.
     drop(tracker.admit_at("b", quota(64, 3), t0).expect("b"));
     // A third of a minute later, one call's worth is back, and only that.

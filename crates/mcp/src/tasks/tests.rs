@@ -55,8 +55,12 @@ fn a_tool_error_completes_a_crash_fails_a_cancel_cancels() {
     assert_eq!(crashed.status, Status::Failed);
     let error: Value = serde_json::from_str(crashed.outcome.as_deref().unwrap()).unwrap();
     assert_eq!(error["code"], -32603);
-    assert_eq!(error["message"], "error (trapped): the guest panicked");
-    assert_eq!(error["data"]["airlock/kind"], "trapped");
+    assert_eq!(
+        error["message"],
+        "error (trapped): the guest panicked. Retrying will not help: the tool is at fault, and only its author can \
+         fix it."
+    );
+    assert_eq!(error["data"], json!({"airlock/kind": "trapped", "airlock/blame": "tool", "airlock/retry": "no"}));
     let cancelled = finished(ran(Err(Failure::new(ErrorKind::Cancelled, "stopped"))), None);
     assert_eq!(cancelled, Finished { status: Status::Cancelled, outcome: None });
 }

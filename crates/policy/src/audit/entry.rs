@@ -6,7 +6,7 @@
 
 use super::STARTED;
 use airlock_core::content::Summary;
-use airlock_core::outcome::{Authority, CallOutcome, Decision};
+use airlock_core::outcome::{Authority, Blame, CallOutcome, Decision, Failure, Retry};
 use airlock_core::render;
 use serde_json::Value;
 
@@ -39,9 +39,26 @@ impl Event {
 
     /// The record's `message`: the failure as the model read it.
     pub fn message(&self) -> Option<String> {
+        self.failure().map(render::failure_text)
+    }
+
+    /// The record's `blame`: who has to act on the failure; `None` when
+    /// nothing failed.
+    pub fn blame(&self) -> Option<Blame> {
+        self.failure().map(|failure| failure.blame)
+    }
+
+    /// The record's `retry`: whether the same call can succeed; `None`
+    /// when nothing failed.
+    pub fn retry(&self) -> Option<Retry> {
+        self.failure().map(|failure| failure.retry)
+    }
+
+    /// Why the call failed, for a finished call that did.
+    fn failure(&self) -> Option<&Failure> {
         match self {
             Event::Started(_) => None,
-            Event::Finished(outcome) => outcome.failure().map(render::failure_text),
+            Event::Finished(outcome) => outcome.failure(),
         }
     }
 }

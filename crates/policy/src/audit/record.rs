@@ -74,6 +74,12 @@ impl AuditLog {
         }
         body.push(("outcome", json_string(entry.event.outcome())));
         body.push(("message", optional(&entry.event.message(), MAX_MESSAGE_BYTES)));
+        // Only for a call that failed, so that other records keep their
+        // members.
+        if let (Some(blame), Some(retry)) = (entry.event.blame(), entry.event.retry()) {
+            body.push(("blame", json_string(blame.as_str())));
+            body.push(("retry", json_string(retry.as_str())));
+        }
         // Only for a call that returned content blocks, so that other
         // records (and those written before content blocks) keep their
         // members.

@@ -294,3 +294,43 @@ fn records_written_with_raw_line_ends_still_verify_and_continue() {
     std::fs::write(&path, edited.join("\n") + "\n").unwrap();
     assert!(verify(&path).unwrap_err().reason.contains("hash mismatch"));
 }
+
+#[test]
+fn a_failed_call_records_its_blame_and_retry_and_records_without_them_still_verify() {
+    use airlock_core::outcome::{Blame, Retry};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let failure = Failure::new(ErrorKind::Internal, "too big").blame(Blame::Operator).retry(Retry::No);
+    log.append(&AuditEntry { event: Event::Finished(CallOutcome::not_reached(failure)), ..entry(0) }).unwrap();
+    log.append(&entry(1)).unwrap();
+    drop(log);
+    let records = tail(&path, 2).unwrap();
+    assert_eq!((&records[0]["blame"], &records[0]["retry"]), (&json!("operator"), &json!("no")));
+    // Between `message` and `duration_us`, as documented.
+    assert!(
+        lines(&path)[0].contains(r#"first.","blame":"operator","retry":"no","duration_us":"#),
+        "{}",
+        lines(&path)[0]
+    );
+    // A call that did not fail has neither.
+    assert!(records[1].get("blame").is_none() && records[1].get("retry").is_none(), "{}", records[1]);
+    assert_eq!(verify(&path).unwrap().records, 2);
+
+    // The record of a failed call as hosts older than blame and retry
+    // wrote it (without them) verifies as it always did.
+    let old = dir.path().join("old.jsonl");
+    let Value::Object(mut record) = records[0].clone() else { panic!("a record is an object") };
+    record.remove("blame");
+    record.remove("retry");
+    let mut fields: Vec<(&str, String)> = crate::audit::FIELDS
+        .iter()
+        .filter(|&&name| name != "hash")
+        .filter_map(|&name| record.get(name).map(|value| (name, canonical(value))))
+        .collect();
+    let hash = record_hash(&fields);
+    fields.push(("hash", json_string(&hash)));
+    std::fs::write(&old, format!("{}\n", record_line(&fields))).unwrap();
+    std::fs::write(super::super::files::head_path(&old), super::super::files::head_bytes(1, &hash)).unwrap();
+    assert_eq!(verify(&old).unwrap().records, 1);
+}

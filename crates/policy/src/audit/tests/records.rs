@@ -14,9 +14,9 @@ fn record_format() {
         let mut rest = line.as_str();
         // `session` is only written for calls that ran in a session, `task`
         // for calls that ran as a task, the registry members only for
-        // components pulled from one, `content` for calls that returned
-        // content blocks.
-        let absent = ["session", "task", "component_ref", "signer", "approval", "content"];
+        // components pulled from one, `blame` and `retry` only for calls
+        // that failed, `content` for calls that returned content blocks.
+        let absent = ["session", "task", "component_ref", "signer", "approval", "blame", "retry", "content"];
         for field in FIELDS.into_iter().filter(|&f| !absent.contains(&f)) {
             let key = format!("\"{field}\":");
             let at = rest.find(&key).unwrap_or_else(|| panic!("{field} missing or out of order in {line}"));
@@ -219,4 +219,20 @@ fn a_task_is_recorded_after_the_session_and_verifies() {
     assert!(lines[2].contains(&format!(r#""tool":"fs.read","task":"{task}","component_digest""#)), "{}", lines[2]);
     drop(log);
     assert_eq!(verify(&path).unwrap().records, 3);
+}
+
+#[test]
+fn a_failed_call_records_who_has_to_act_and_whether_a_retry_can_help() {
+    use airlock_core::outcome::{ErrorKind, Failure};
+    let (_dir, path) = log_with(1);
+    let log = AuditLog::open(settings(&path)).unwrap();
+    let failure = Failure::new(ErrorKind::Timeout, "too slow");
+    let event = Event::Finished(CallOutcome::Ran { authority: Authority::Allowed, result: Err(failure) });
+    log.append(&AuditEntry { event, ..entry(1) }).unwrap();
+    drop(log);
+    let lines = lines(&path);
+    assert!(!lines[0].contains("\"blame\""), "absent for a call that did not fail: {}", lines[0]);
+    assert!(lines[1].contains(r#""outcome":"timeout","#), "{}", lines[1]);
+    assert!(lines[1].contains(r#","blame":"caller","retry":"with_changes","duration_us""#), "{}", lines[1]);
+    assert_eq!(verify(&path).unwrap().records, 2);
 }

@@ -118,8 +118,8 @@ pub use quota::{Quota, Quotas};
 pub use registry::{LoadProgress, MAX_PARALLEL_LOADS, Registry, RegistryError, parallel_loads};
 pub use session::MAX_SESSION_ID_LEN;
 pub use state::{HostError, LoadErrors, Sources, State};
-pub use tool::Tool;
 pub use tasks::TaskSettings;
+pub use tool::Tool;
 pub use tool_settings::{PipelineSettings, TaskSupport, ToolConfig};
 
 /// Re-exported so front ends can cancel calls without another dependency.

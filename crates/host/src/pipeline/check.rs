@@ -19,10 +19,10 @@
 use super::execute::Returned;
 use super::validate::{self, Deadline, Unchecked};
 use super::{Call, Pipeline, Stop};
+use airlock_core::content::Block;
 use airlock_core::outcome::{ErrorKind, Failure, Success};
 use airlock_core::timeline::Stage;
 use airlock_policy::card;
-use airlock_core::content::Block;
 use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::sandbox::Attached;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};

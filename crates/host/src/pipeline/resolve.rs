@@ -4,9 +4,9 @@
 
 use super::{Call, Pipeline, Stop};
 use crate::registry::Registry;
+use crate::tool::Tool;
 use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
 use airlock_core::timeline::Stage;
-use crate::tool::Tool;
 use std::sync::Arc;
 
 /// At most this many names are listed in an unknown-tool error.

@@ -21,9 +21,9 @@
 
 use super::{Call, Pipeline, Stop};
 use crate::reservation::{self, Purpose};
+use crate::tool::Tool;
 use airlock_core::outcome::Failure;
 use airlock_core::timeline::Stage;
-use crate::tool::Tool;
 use airlock_runtime::memory_budget::Reservation;
 use airlock_settings::limits::Limits;
 use std::sync::{Arc, Mutex, PoisonError};

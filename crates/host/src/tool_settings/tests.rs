@@ -91,13 +91,21 @@ fn task_keys_say_when_a_call_is_a_task_and_its_deadline() {
     assert_eq!(plain.limits_for(limits("echo"), true), limits("echo"), "no task deadline without tasks");
     let slow = &tool("slow").pipeline;
     assert_eq!(slow.task, TaskSupport::Optional);
-    assert_eq!(slow.limits_for(limits("slow"), false).timeout, Duration::from_secs(5), "a call that waits keeps timeout_ms");
+    assert_eq!(
+        slow.limits_for(limits("slow"), false).timeout,
+        Duration::from_secs(5),
+        "a call that waits keeps timeout_ms"
+    );
     let task = slow.limits_for(limits("slow"), true);
     assert_eq!(task.timeout, Duration::from_secs(600), "a task gets task_timeout_ms");
     assert_eq!(task.fuel, Limits::fuel_for(Duration::from_secs(600)), "fuel follows the task's deadline");
     let required = &tool("job").pipeline;
     assert_eq!(required.task, TaskSupport::Required);
-    assert_eq!(required.limits_for(limits("job"), true), limits("job"), "without task_timeout_ms a task keeps timeout_ms");
+    assert_eq!(
+        required.limits_for(limits("job"), true),
+        limits("job"),
+        "without task_timeout_ms a task keeps timeout_ms"
+    );
     check_err(
         "[tools.a]\ntask = \"sometimes\"",
         &["[tools.a] task = \"sometimes\"", "\"never\", \"optional\", \"required\""],

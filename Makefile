@@ -270,7 +270,7 @@ $(MACHETE_STAMP):
 	$(CARGO) install cargo-machete --version $(MACHETE_VERSION) --locked --root $(MACHETE_ROOT)
 	touch $@
 
-lint: setup lint-deploy $(MACHETE_STAMP)
+lint: setup lint-deploy $(MACHETE_STAMP) | $(WASM_C_TOOLCHAIN_FILES)
 	$(MACHETE_ROOT)/bin/cargo-machete
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --all-targets $(CLIPPY_NATIVE) -- -D warnings

@@ -279,9 +279,13 @@ lint: setup lint-deploy $(MACHETE_STAMP)
 # The bench build has the test build's features (dev-dependencies are
 # unified), so it reuses the artifacts of `make test` and also writes
 # target/release/airlock, which the process-level items run.
-bench: guests
+# Its peers (item 3): a plain rmcp echo server, built here, and the
+# official Python SDK's, from the tests' virtualenv.
+bench: guests $(VENV)/.mcp-requirements
 	$(CARGO) bench -p airlock --bench pipeline --no-run
+	$(CARGO) build --release -p airlock-mcp --example rmcp_echo
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock \
+		AIRLOCK_BENCH_RMCP_ECHO=$(CARGO_TARGET_DIR)/release/examples/rmcp_echo AIRLOCK_BENCH_PYTHON=$(PY) \
 		$(CARGO) bench -p airlock --bench pipeline -- --write
 
 demo: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)

@@ -24,7 +24,7 @@ TOOLS := echo read_file list_dir write_file search_files json_query http_fetch c
 TEST_GUESTS := hostile host_hog liar slow_metadata huge_metadata bad_name bad_schema wrong_world panic_metadata get_balance create_transfer compute schema_bomb schema_heavy schema_copy schema_deep whoami contract_v0_1 contract_v0_2
 # Fixtures the MCP conformance suite calls by name (tests/conformance).
 TEST_GUESTS += conformance_text conformance_error conformance_state conformance_schema conformance_headers
-TEST_GUESTS += conformance_image conformance_audio conformance_resource conformance_mixed conformance_progress
+TEST_GUESTS += conformance_image conformance_audio conformance_resource conformance_mixed conformance_progress conformance_logging
 # ... and the tasks extension's (tests/conformance, tests/mcp/test_tasks.py, tests/fleet).
 TEST_GUESTS += conformance_greet conformance_slow conformance_failing conformance_crash conformance_confirm
 
@@ -279,9 +279,13 @@ lint: setup lint-deploy $(MACHETE_STAMP) | $(WASM_C_TOOLCHAIN_FILES)
 # The bench build has the test build's features (dev-dependencies are
 # unified), so it reuses the artifacts of `make test` and also writes
 # target/release/airlock, which the process-level items run.
-bench: guests
+# Its peers (item 3): a plain rmcp echo server, built here, and the
+# official Python SDK's, from the tests' virtualenv.
+bench: guests $(VENV)/.mcp-requirements
 	$(CARGO) bench -p airlock --bench pipeline --no-run
+	$(CARGO) build --release -p airlock-mcp --example rmcp_echo
 	AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock \
+		AIRLOCK_BENCH_RMCP_ECHO=$(CARGO_TARGET_DIR)/release/examples/rmcp_echo AIRLOCK_BENCH_PYTHON=$(PY) \
 		$(CARGO) bench -p airlock --bench pipeline -- --write
 
 demo: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)

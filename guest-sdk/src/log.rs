@@ -1,7 +1,9 @@
 //! Lines for the operator's log (`airlock:tool/log`), tagged by the host
-//! with the tool, the call id and the principal. They never reach the
-//! model or the client; the host cuts long lines and counts, rather than
-//! keeps, a call's lines past the operator's cap.
+//! with the tool, the call id and the principal. They reach the client
+//! (an MCP client gets them as `notifications/message`, and may show them
+//! to its model) only when the operator turned `client_log` on for the
+//! tool; otherwise never. The host cuts long lines and counts, rather
+//! than keeps, a call's lines past the operator's cap.
 //!
 //! ```
 //! airlock_guest::log::info("cache miss: fetching the exchange rates");

@@ -388,7 +388,7 @@ export const progress = {
 /** How much a log line matters. */
 const LEVELS = ["debug", "info", "warning", "error"];
 
-/** Lines for the operator's log (the `airlock:tool/log` import); they never reach the model or the client. */
+/** Lines for the operator's log (the `airlock:tool/log` import); they reach the client only when the operator set `client_log = true` for the tool. */
 export const log = {
   /** Write one line at `level` (`debug`, `info`, `warning` or `error`). @param {string} level @param {string} message */
   write(level, message) {

@@ -62,6 +62,8 @@ const FIXTURES = [
   ['test_embedded_resource', 'conformance_resource', 'side_effect = false'],
   ['test_multiple_content_types', 'conformance_mixed', 'side_effect = false'],
   ['test_tool_with_progress', 'conformance_progress', 'side_effect = false'],
+  // Log lines to the client: only a tool whose operator turned it on.
+  ['test_tool_with_logging', 'conformance_logging', 'side_effect = false\nclient_log = true'],
   // The tasks extension's (the tasks-* scenarios). Tools whose calls run
   // as tasks run beside each other (concurrency_safe), so that a long one
   // does not hold up the next scenario's calls.

@@ -1,4 +1,4 @@
-"""End-to-end: content blocks and progress (contract 0.3.0) through the
+"""End-to-end: content blocks, progress and log lines (contract 0.3.0) through the
 official MCP Python SDK, over stdio and streamable HTTP, on both protocol
 generations. The SDK parses every result into its content types, so a
 block of the wrong shape fails here.
@@ -13,10 +13,11 @@ import base64
 import time
 from pathlib import Path
 
+import anyio
 import mcp.types as types
 import pytest
 
-from conftest import ROOT, TEST_GUESTS, Setup, connect, write_config
+from conftest import CALL_TIMEOUT, ROOT, TEST_GUESTS, Setup, connect, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +31,11 @@ FIXTURES = {
     "test_image_content": "conformance_image",
     "test_multiple_content_types": "conformance_mixed",
     "test_tool_with_progress": "conformance_progress",
+    "test_tool_with_logging": "conformance_logging",
 }
+# The one tool whose log lines the operator lets reach the client.
+CLIENT_LOG = "test_tool_with_logging"
+LOGGED = ["Tool execution started", "Tool processing data", "Tool execution completed"]
 
 
 @pytest.fixture
@@ -43,6 +48,7 @@ def content_setup(tmp_path: Path) -> Setup:
     setup = write_config(tmp_path)
     extra = "".join(
         f'\n[tools.{name}]\ncomponent = "{TEST_GUESTS / crate}.wasm"\nside_effect = false\n'
+        + ("client_log = true\n" if name == CLIENT_LOG else "")
         for name, crate in FIXTURES.items()
     )
     setup.config.write_text(setup.config.read_text() + extra)
@@ -103,3 +109,57 @@ async def test_progress_reaches_the_callback_before_the_result(transport: str, m
     assert values[-1] == 100_000, "the last report comes before the result"
     # At most one per 50 ms (the default interval), plus the first and the last.
     assert len(values) <= int(elapsed / 0.05) + 2, (len(values), elapsed)
+
+
+class Lines:
+    """The log notifications a client received, and a way to wait for them."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None, object]] = []
+        self._arrived = anyio.Event()
+        self._wanted = 0
+
+    async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.seen.append((params.level, params.logger, params.data))
+        if len(self.seen) >= self._wanted:
+            self._arrived.set()
+
+    async def wait_for(self, count: int) -> None:
+        """Until `count` lines arrived in all (notifications ride the HTTP
+        session's GET stream, beside the result rather than before it)."""
+        self._wanted = count
+        if len(self.seen) < count:
+            self._arrived = anyio.Event()
+            with anyio.fail_after(CALL_TIMEOUT):
+                await self._arrived.wait()
+
+
+@both
+async def test_log_lines_reach_the_client_only_for_the_tools_the_operator_allows(transport: str, content_setup: Setup) -> None:
+    lines = Lines()
+    async with connect(transport, "legacy", content_setup, logging_callback=lines) as client:
+        assert client.server_capabilities.logging is not None
+        # `hostile` writes warnings, and its table has no `client_log`.
+        quiet = await client.call_tool("hostile", {"attack": "log_flood", "count": 5, "bytes": 8})
+        assert not quiet.is_error, quiet
+        # Below the level the client set: filtered out.
+        await client.set_logging_level("error")
+        await client.call_tool(CLIENT_LOG, {})
+        await client.set_logging_level("info")
+        result = await client.call_tool(CLIENT_LOG, {})
+        assert not result.is_error, result
+        # One stream, in order: had the earlier calls' lines been sent, they
+        # would have arrived before these.
+        await lines.wait_for(3)
+    assert lines.seen == [("info", CLIENT_LOG, line) for line in LOGGED]
+
+
+@both
+async def test_a_2026_request_gets_log_lines_only_at_the_level_it_names(transport: str, content_setup: Setup) -> None:
+    lines = Lines()
+    async with connect(transport, "auto", content_setup, logging_callback=lines) as client:
+        await client.call_tool(CLIENT_LOG, {})
+    async with connect(transport, "auto", content_setup, logging_callback=lines, log_level="info") as client:
+        await client.call_tool(CLIENT_LOG, {})
+        await lines.wait_for(3)
+    assert lines.seen == [("info", CLIENT_LOG, line) for line in LOGGED]

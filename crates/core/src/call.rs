@@ -7,6 +7,7 @@ use crate::caller::TokenAttributes;
 use crate::outcome::{CallOutcome, Decision, ErrorKind, Failure, Success};
 use crate::progress::ProgressSink;
 use crate::render;
+use crate::tool_log::LogSink;
 use crate::trace_parent::TraceParent;
 use serde_json::Value;
 use std::sync::Arc;
@@ -38,6 +39,11 @@ pub struct CallRequest {
     /// Where the tool's progress reports go, when the client asked to be
     /// told (an MCP `progressToken`); `None` drops them.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// Where the tool's log lines go besides the operator's log, when the
+    /// front end can show them to its client; the host uses it only for a
+    /// tool whose operator turned `client_log` on. `None` keeps them in the
+    /// operator's log.
+    pub log: Option<Arc<dyn LogSink>>,
     /// The id of the MCP task the call runs as, when a front end made it
     /// one: its audit records name the task, and a tool whose calls may be
     /// tasks gets its `task_timeout_ms` as the deadline.
@@ -55,6 +61,7 @@ impl CallRequest {
             attributes: TokenAttributes::default(),
             trace_parent: None,
             progress: None,
+            log: None,
             task: None,
         }
     }
@@ -62,6 +69,13 @@ impl CallRequest {
     /// Set the call id.
     pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
         self.call_id = call_id.into();
+        self
+    }
+
+    /// Send the tool's log lines to `sink` too (when the operator turned
+    /// `client_log` on for the tool).
+    pub fn with_log(mut self, sink: Arc<dyn LogSink>) -> Self {
+        self.log = Some(sink);
         self
     }
 

@@ -3,7 +3,7 @@
 //! ([`call::ToolResult`]), its outcome ([`outcome`]), who it acts for
 //! ([`caller`]), its arguments as proposed and parsed ([`arguments`]), the
 //! content blocks it returns beside its result ([`content`]), how far it
-//! has come ([`progress`]), the stages it went through ([`timeline`]), the
+//! has come ([`progress`]), its log lines for a client ([`tool_log`]), the stages it went through ([`timeline`]), the
 //! caller's trace context ([`trace_parent`]), the caps on the text a model
 //! reads ([`render`]), and the canonical JSON a value is digested as
 //! ([`canonical_json`]).
@@ -25,4 +25,5 @@ pub mod plaintext;
 pub mod progress;
 pub mod render;
 pub mod timeline;
+pub mod tool_log;
 pub mod trace_parent;

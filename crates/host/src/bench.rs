@@ -35,7 +35,7 @@ pub async fn execute_only(host: &Host, tool: &str, arguments: &str) -> Option<Ex
     let settings = &tool.settings;
     let caller =
         std::sync::Arc::new(airlock_core::caller::Caller { principal: "bench".to_owned(), ..Default::default() });
-    let invocation = sandbox::Invocation { tool: &tool.name, caller: &caller, progress: None };
+    let invocation = sandbox::Invocation { tool: &tool.name, caller: &caller, progress: None, log: None };
     Some(
         sandbox::call(
             &tool.pre,

@@ -79,6 +79,7 @@ fn read_openai(message: &Value, principal: &str) -> Result<Vec<CallRequest>, Str
                 attributes: Default::default(),
                 trace_parent: None,
                 progress: None,
+                log: None,
                 task: None,
             })
         })
@@ -108,6 +109,7 @@ fn read_openai_responses(message: &Value, principal: &str) -> Result<Vec<CallReq
                 attributes: Default::default(),
                 trace_parent: None,
                 progress: None,
+                log: None,
                 task: None,
             })
         })
@@ -133,6 +135,7 @@ fn read_anthropic(message: &Value, principal: &str) -> Result<Vec<CallRequest>, 
                 attributes: Default::default(),
                 trace_parent: None,
                 progress: None,
+                log: None,
                 task: None,
             })
         })

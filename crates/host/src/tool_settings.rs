@@ -82,6 +82,8 @@ airlock_settings::section! {
         side_effect => side_effect: bool = true, Reload;
         /// offer the tool to models as deferred (loaded on demand by providers with tool search)
         defer_loading => defer_loading: bool = false, Reload;
+        /// send this tool's log lines to the MCP client too, as notifications/message (a client may show them to the model); off: the operator's log only
+        client_log => client_log: bool = false, Reload;
         /// the deadline of a call that runs as a task, instead of `timeout_ms` (never below it); fuel that follows the deadline follows this one
         task_timeout_ms => task_timeout: Option<std::time::Duration> = None, Reload,
             range Millis 1..=MAX_TASK_TIMEOUT.as_millis() as u64, unset "the tool's `timeout_ms`", example "600000";

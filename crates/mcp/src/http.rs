@@ -126,7 +126,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         None => None,
     };
     let server = AirlockServer::new(shared, principal);
-    let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
+    let service = StreamableHttpService::new(move || Ok(server.for_session()), manager, config);
     let posts = gate.posts.clone();
     // With `[metrics] listen`, `/metrics` is served there only: an
     // operator who moved it off the MCP port does not want it on both.

@@ -62,6 +62,7 @@
 mod blocks;
 mod cancel;
 mod changes;
+mod client_log;
 mod confirm;
 mod http;
 mod jsonrpc;

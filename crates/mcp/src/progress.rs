@@ -21,12 +21,36 @@ use std::pin::Pin;
 /// The first revision whose progress notifications carry a `message`.
 const MESSAGE_SINCE: ProtocolVersion = ProtocolVersion::V_2025_03_26;
 
-/// How a notification reaches the client: through rmcp's peer (HTTP, and
-/// stdio calls rmcp's loop runs), or queued with the call's answer (stdio
-/// calls run beside it).
-enum Route {
+/// How a call's notifications reach its client: through rmcp's peer
+/// (HTTP, and stdio calls rmcp's loop runs), or queued with the call's
+/// answer (stdio calls run beside it), so that they are written before it.
+pub(crate) enum Route {
     Peer(Peer<RoleServer>),
     Lines(CallLines),
+}
+
+impl Route {
+    /// The route of a call that came over `peer`, with its stdio answer
+    /// queue `lines` when it runs beside rmcp's loop.
+    pub(crate) fn new(peer: Peer<RoleServer>, lines: Option<CallLines>) -> Self {
+        match lines {
+            Some(lines) => Route::Lines(lines),
+            None => Route::Peer(peer),
+        }
+    }
+
+    /// Send `notification`. A client that went away misses it; the call
+    /// goes on and its result is dropped the same way.
+    pub(crate) async fn notify(&self, notification: ServerNotification) {
+        match self {
+            Route::Peer(peer) => {
+                if let Err(err) = peer.send_notification(notification).await {
+                    tracing::debug!("cannot send a notification: {err}");
+                }
+            }
+            Route::Lines(lines) => lines.notify(notification).await,
+        }
+    }
 }
 
 /// Where one call's reports go: the client that sent `token`.
@@ -49,11 +73,7 @@ impl Notifier {
         revision: Option<&ProtocolVersion>,
     ) -> Self {
         let messages = revision.is_none_or(|revision| revision.as_str() >= MESSAGE_SINCE.as_str());
-        let route = match lines {
-            Some(lines) => Route::Lines(lines),
-            None => Route::Peer(peer),
-        };
-        Self { route, token, messages }
+        Self { route: Route::new(peer, lines), token, messages }
     }
 }
 
@@ -70,19 +90,6 @@ impl ProgressSink for Notifier {
         if self.messages {
             note.message = report.message;
         }
-        Box::pin(async move {
-            match &self.route {
-                // A client that went away misses its progress; the call
-                // goes on and its result is dropped the same way.
-                Route::Peer(peer) => {
-                    if let Err(err) = peer.notify_progress(note).await {
-                        tracing::debug!("cannot send a progress notification: {err}");
-                    }
-                }
-                Route::Lines(lines) => {
-                    lines.notify(ServerNotification::ProgressNotification(ProgressNotification::new(note))).await;
-                }
-            }
-        })
+        Box::pin(self.route.notify(ServerNotification::ProgressNotification(ProgressNotification::new(note))))
     }
 }

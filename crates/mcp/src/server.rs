@@ -12,6 +12,7 @@
 
 use super::cancel::linked;
 use super::changes::Changes;
+use super::client_log::{LogNotifier, SessionLevel};
 use super::confirm::{
     APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, PAGE_STATE_PREFIX, Resumed, Started,
 };
@@ -23,6 +24,7 @@ use airlock_core::caller::TokenAttributes;
 use airlock_core::content::ModelText;
 use airlock_core::progress::ProgressSink;
 use airlock_core::render;
+use airlock_core::tool_log::LogSink;
 use airlock_core::trace_parent::TraceParent;
 use airlock_host::Format;
 use airlock_host::Host;
@@ -34,6 +36,8 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
     TASKS_EXTENSION_ID, Tool, UpdateTaskParams,
 };
+#[allow(deprecated, reason = "logging/setLevel: deprecated by 2026-07-28, part of the earlier revisions")]
+use rmcp::model::{SetLevelRequestMethod, SetLevelRequestParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
@@ -75,13 +79,22 @@ pub struct Caller {
 pub struct AirlockServer {
     shared: Arc<Shared>,
     principal: Arc<str>,
+    /// The least level of the tools' log lines this session's client asked
+    /// for (`logging/setLevel`).
+    log_level: Arc<SessionLevel>,
 }
 
 impl AirlockServer {
     /// A server whose calls act as `principal` unless the HTTP layer says
     /// otherwise.
     pub fn new(shared: Arc<Shared>, principal: String) -> Self {
-        Self { shared, principal: principal.into() }
+        Self { shared, principal: principal.into(), log_level: Arc::default() }
+    }
+
+    /// The server for a new session: the same host and principal, and
+    /// nothing of another session's own state.
+    pub fn for_session(&self) -> Self {
+        Self { shared: self.shared.clone(), principal: self.principal.clone(), log_level: Arc::default() }
     }
 
     /// The model-facing tool list, from the MCP projection only.
@@ -144,6 +157,23 @@ fn trace_parent(request: &CallToolRequestParams, context: &RequestContext<RoleSe
 /// reads it) the request context's.
 fn progress_token(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<ProgressToken> {
     request.meta.as_ref().and_then(|meta| meta.get_progress_token()).or_else(|| context.meta.get_progress_token())
+}
+
+/// The least level of the log lines a call's client gets: its session's,
+/// on the revisions with `initialize`; on 2026-07-28 the one the request
+/// names in `_meta` (`io.modelcontextprotocol/logLevel`), and none (no
+/// lines) when it names none.
+fn log_level(
+    modern: bool,
+    session: &Arc<SessionLevel>,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<Arc<SessionLevel>> {
+    if !modern {
+        return Some(session.clone());
+    }
+    let level = request.meta.as_ref().and_then(|meta| meta.log_level()).or_else(|| context.meta.log_level())?;
+    Some(Arc::new(SessionLevel::at(level)))
 }
 
 /// Whether the client can answer a form elicitation.
@@ -285,6 +315,9 @@ impl ServerHandler for AirlockServer {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
+        // The revisions with `initialize` have logging: the tools whose
+        // operator allows it send their log lines (`client_log`).
+        result.capabilities.logging = Some(Default::default());
         if !request.capabilities.supports_tasks()
             && let Some(extensions) = result.capabilities.extensions.as_mut()
         {
@@ -294,6 +327,20 @@ impl ServerHandler for AirlockServer {
             }
         }
         Ok(result)
+    }
+
+    #[allow(deprecated, reason = "logging/setLevel: deprecated by 2026-07-28, part of the earlier revisions")]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // 2026-07-28 removed the method.
+        if context.protocol_version().is_some_and(|version| !version.has_initialize()) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
+        self.log_level.set(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -349,6 +396,14 @@ impl ServerHandler for AirlockServer {
                 let lines = context.extensions.get::<super::stdio::CallLines>().cloned();
                 Arc::new(Notifier::new(context.peer.clone(), lines, token, protocol)) as Arc<dyn ProgressSink>
             }),
+            // The tool's log lines may go to the client, at or above the
+            // level of its session (`logging/setLevel`) or, on 2026-07-28,
+            // of the request (none named: no lines); the pipeline sends
+            // them only for a tool whose operator turned `client_log` on.
+            log: log_level(modern, &self.log_level, &request, &context).map(|least| {
+                let lines = context.extensions.get::<super::stdio::CallLines>().cloned();
+                Arc::new(LogNotifier::new(context.peer.clone(), lines, least)) as Arc<dyn LogSink>
+            }),
             task: None,
         };
         // A task (the client declared the tasks extension, and the operator
@@ -357,6 +412,9 @@ impl ServerHandler for AirlockServer {
         let declared = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
         let support = self.shared.host.state().config().pipeline_for(&request.name).task;
         if super::tasks::becomes_task(support, declared)? {
+            // A task outlives its request: its log lines go to the
+            // operator's log only.
+            let call = CallRequest { log: None, ..call };
             let session = context
                 .peer
                 .peer_info()

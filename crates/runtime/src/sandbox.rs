@@ -25,6 +25,7 @@ use airlock_core::call::Captured;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_core::progress::{Progress, ProgressSink};
+use airlock_core::tool_log::LogSink;
 use airlock_settings::limits::{HANDLES_PER_RESOURCE, Limits};
 use capability::{Renewal, Setup};
 use failure::{classify, timeout_failure, unprepared, with_refusal};
@@ -91,8 +92,9 @@ impl<R> Execution<R> {
 }
 
 /// What a call is for, besides its arguments: the tool's name (its log
-/// lines are tagged with it), who it acts for, and where its progress
-/// reports go when the client asked to be told.
+/// lines are tagged with it), who it acts for, where its progress
+/// reports go when the client asked to be told, and where its log lines
+/// go besides the operator's log when the operator allows it.
 #[derive(Clone, Copy)]
 pub struct Invocation<'a> {
     /// The tool's name.
@@ -101,14 +103,18 @@ pub struct Invocation<'a> {
     pub caller: &'a Arc<Caller>,
     /// The front end's sink for progress reports (`None`: dropped).
     pub progress: Option<&'a Arc<dyn ProgressSink>>,
+    /// The front end's sink for log lines (`None`: the operator's log
+    /// only).
+    pub log: Option<&'a Arc<dyn LogSink>>,
 }
 
 /// What `arm` renews a store's capabilities for: a call (its invocation
-/// and the sending end of its progress channel), or `None` for a metadata
-/// read.
+/// and the sending ends of its progress and log channels), or `None` for a
+/// metadata read.
 struct Serving<'a> {
     invocation: &'a Invocation<'a>,
     progress: Option<watch::Sender<Option<Progress>>>,
+    log: Option<tool_log::Sender>,
 }
 
 /// Why an instance must not serve another call.
@@ -169,10 +175,10 @@ impl LiveInstance {
             if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
         });
         let renewal = match serving {
-            Some(Serving { invocation, progress }) => {
-                Renewal { limits, tool: invocation.tool, caller: Some(invocation.caller), progress }
+            Some(Serving { invocation, progress, log }) => {
+                Renewal { limits, tool: invocation.tool, caller: Some(invocation.caller), progress, log }
             }
-            None => Renewal { limits, tool: "", caller: None, progress: None },
+            None => Renewal { limits, tool: "", caller: None, progress: None, log: None },
         };
         self.store.data_mut().renew(&renewal);
         Ok(())
@@ -389,8 +395,18 @@ async fn call_within(
         }
         None => (None, None),
     };
+    let (log, logging) = match invocation.log {
+        Some(sink) => {
+            let (sender, receiver) = tool_log::channel();
+            (Some(sender), Some((receiver, sink)))
+        }
+        None => (None, None),
+    };
+    // Lines for the client lose the operator's secrets the way the result
+    // does.
+    let network = live.network.clone();
     let ended = CancellationToken::new();
-    let serving = Serving { invocation, progress: sender };
+    let serving = Serving { invocation, progress: sender, log };
     let run = async {
         let ran = run_on(live, pre, limits, stated, Some(serving), cancel, move |tool, store| {
             Box::pin(async move { tool.call(store, &arguments).await })
@@ -404,7 +420,12 @@ async fn call_within(
             progress::forward(receiver, sink.as_ref(), limits.progress_interval, ended.clone()).await;
         }
     };
-    let ((mut execution, spent), ()) = tokio::join!(run, forward);
+    let forward_log = async {
+        if let Some((receiver, sink)) = logging {
+            tool_log::forward(receiver, sink.as_ref(), invocation.tool, network.as_deref(), ended.clone()).await;
+        }
+    };
+    let ((mut execution, spent), (), ()) = tokio::join!(run, forward, forward_log);
     if let Some(network) = live.network.as_deref() {
         scrub_secrets(network, &mut execution);
     }

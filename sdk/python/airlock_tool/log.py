@@ -1,7 +1,8 @@
 """Lines for the operator's log (`airlock:tool/log`), tagged by the host
-with the tool, the call id and the principal. They never reach the model or
-the client; the host cuts long lines and counts, rather than keeps, a
-call's lines past the operator's cap.
+with the tool, the call id and the principal. They reach the client (and
+so, perhaps, the model) only when the operator set `client_log = true` for
+the tool; the host cuts long lines and counts, rather than keeps, a call's
+lines past the operator's cap.
 
     from airlock_tool import log
 

@@ -35,6 +35,12 @@ pub struct Setup {
     pub guests: PathBuf,
     pub test_guests: PathBuf,
     pub binary: PathBuf,
+    /// The peers of item 3: the plain rmcp echo server (`cargo build
+    /// --release -p airlock-mcp --example rmcp_echo`), and the Python that
+    /// runs the Python SDK's echo server, with its script.
+    pub rmcp_echo: PathBuf,
+    pub python: PathBuf,
+    pub python_echo: PathBuf,
     pub cache: PathBuf,
     pub scratch: PathBuf,
     pub iterations: usize,
@@ -102,10 +108,23 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores{memory}, Linux {}; load average at start {load}", kernel.trim())
 }
 
+/// The highest 1-minute load average at the start of a run whose figures
+/// `--write` puts in BENCHMARKS.md.
+const MAX_LOAD_TO_WRITE: f64 = 1.5;
+
+/// The 1-minute load average now (∞ when it cannot be read: nothing is
+/// written from a run whose load is unknown).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|load| load.split_whitespace().next().and_then(|first| first.parse().ok()))
+        .unwrap_or(f64::INFINITY)
+}
+
 fn targets(report: &Report) -> String {
     let mut lines = vec!["| target | measured | bound | verdict |".to_owned(), "|---|---|---|---|".to_owned()];
     // The speed targets, each against a figure of this run.
-    let checks: [(&str, &str, f64, &str, bool); 17] = [
+    let checks: [(&str, &str, f64, &str, bool); 20] = [
         ("(10) fresh `run_python` `print(1+1)` p50", "python_fresh_ms", 1.0, "ms", false),
         ("(10) fresh `run_js` `1+1` p50", "js_fresh_ms", 0.3, "ms", false),
         ("(10) `run_python` call inside a session p50", "python_session_ms", 0.2, "ms", false),
@@ -115,6 +134,9 @@ fn targets(report: &Report) -> String {
         ("(3) server CPU per stdio call", "stdio_cpu_us", 50.0, "µs", false),
         ("(3) MCP streamable HTTP round trip p50", "http_p50_us", 120.0, "µs", false),
         ("(3) stdio, 8 calls in flight", "stdio_8_calls_s", 40000.0, "calls/s", true),
+        ("(3) stdio p50, 1 in flight / the rmcp floor's", "stdio_over_rmcp_p50", 1.2, "×", false),
+        ("(3) server CPU per stdio call / the rmcp floor's", "stdio_over_rmcp_cpu", 1.3, "×", false),
+        ("(3) stdio calls/s, 8 in flight / the rmcp floor's", "stdio_8_over_rmcp", 0.7, "×", true),
         ("(1) full pipeline `echo` p50", "full_p50_us", 20.0, "µs", false),
         ("(1) pipeline overhead over bare, p50", "overhead_p50_us", 5.0, "µs", false),
         ("(2) calls/s with 2 threads", "two_threads_calls_s", 70000.0, "calls/s", true),
@@ -152,6 +174,9 @@ fn main() {
         guests: env_path("AIRLOCK_GUESTS", &target.join("guests")),
         test_guests: env_path("AIRLOCK_TEST_GUESTS", &target.join("test-guests")),
         binary: env_path("AIRLOCK_BIN", &target.join("release/airlock")),
+        rmcp_echo: env_path("AIRLOCK_BENCH_RMCP_ECHO", &target.join("release/examples/rmcp_echo")),
+        python: env_path("AIRLOCK_BENCH_PYTHON", &manifest.join("../../.venv/bin/python")),
+        python_echo: manifest.join("benches/pipeline/peers/python_echo.py"),
         cache: env_path("AIRLOCK_CACHE_DIR", &target.join("airlock-cache")),
         scratch: scratch.clone(),
         iterations,
@@ -172,6 +197,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     let machine = machine();
+    let load_at_start = load_average();
     let mut report = Report::default();
     let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
     if wants("inprocess") {
@@ -213,7 +239,16 @@ fn main() {
         }
     }
     split.sort_by_key(|s| s.trim_start_matches("## ").split('.').next().and_then(|n| n.parse::<u32>().ok()));
-    let path = manifest.join("../BENCHMARKS.md");
+    // A loaded machine's figures are not written: they would replace a
+    // quiet run's with numbers the next run cannot be compared to.
+    if load_at_start > MAX_LOAD_TO_WRITE {
+        println!(
+            "BENCHMARKS.md not written: the load average at start was {load_at_start:.2}, above \
+             {MAX_LOAD_TO_WRITE}; run `make bench` again on a quiet machine"
+        );
+        return;
+    }
+    let path = manifest.join("../../BENCHMARKS.md");
     let notes = std::fs::read_to_string(&path)
         .ok()
         .and_then(|old| old.split_once("<!-- notes -->").map(|(_, notes)| notes.to_owned()))

@@ -270,7 +270,6 @@ fn echo_config(setup: &Setup) -> PathBuf {
     )
 }
 
-/// Item 3 over stdio: sequential round trips, then 8 in flight.
 /// CPU time (user + system) a process has used so far.
 fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -283,31 +282,126 @@ fn cpu_time(pid: u32) -> Duration {
     Duration::from_secs_f64(ticks as f64 / 100.0)
 }
 
-/// Item 3 over stdio: (one call at a time, calls/s with 8 in flight, time
-/// for 8 in flight, server CPU per call one at a time).
-fn mcp_stdio(setup: &Setup, config: &Path) -> (Stats, f64, Stats, Duration) {
-    let mut server = StdioServer::spawn(setup, Some(config));
-    server.initialize();
-    let n = setup.mcp_iterations;
-    let (sequential, cpu_per_call) = round_trips(&mut server, n, |server| {
-        server.call("echo", json!({"text": "hi"}));
-        assert_ok(&server.response());
-    });
-    let rounds = n / 8;
-    let mut batches = Vec::with_capacity(rounds);
-    let started = Instant::now();
-    for _ in 0..rounds {
-        let batch = Instant::now();
-        for _ in 0..8 {
-            server.call("echo", json!({"text": "hi"}));
+/// One stdio server's figures for item 3: one call at a time, calls/s
+/// with 8 in flight, the time for 8 in flight, and its CPU per call one at
+/// a time.
+struct StdioFigures {
+    sequential: Stats,
+    rate: f64,
+    batches: Stats,
+    cpu_per_call: Duration,
+}
+
+/// A stdio MCP server measured in item 3, and what it has measured so far.
+struct Measured {
+    name: &'static str,
+    server: StdioServer,
+    samples: Vec<Duration>,
+    cpu: Duration,
+    batches: Vec<Duration>,
+    eight_calls: usize,
+    eight_time: Duration,
+}
+
+impl Measured {
+    fn new(name: &'static str, mut server: StdioServer) -> Self {
+        server.initialize();
+        Self {
+            name,
+            server,
+            samples: Vec::new(),
+            cpu: Duration::ZERO,
+            batches: Vec::new(),
+            eight_calls: 0,
+            eight_time: Duration::ZERO,
         }
-        for _ in 0..8 {
-            assert_ok(&server.response());
-        }
-        batches.push(batch.elapsed());
     }
-    let rate = (rounds * 8) as f64 / started.elapsed().as_secs_f64();
-    (sequential, rate, stats::stats(batches), cpu_per_call)
+
+    fn echo(&mut self) {
+        self.server.call("echo", json!({"text": "hi"}));
+        assert_ok(&self.server.response());
+    }
+
+    /// `n` calls one at a time, timed, and the server's CPU for them.
+    fn one_at_a_time(&mut self, n: usize) {
+        let before = cpu_time(self.server.pid());
+        for _ in 0..n {
+            let started = Instant::now();
+            self.echo();
+            self.samples.push(started.elapsed());
+        }
+        self.cpu += cpu_time(self.server.pid()).saturating_sub(before);
+    }
+
+    /// `rounds` batches of 8 calls in flight.
+    fn eight_in_flight(&mut self, rounds: usize) {
+        let started = Instant::now();
+        for _ in 0..rounds {
+            let batch = Instant::now();
+            for _ in 0..8 {
+                self.server.call("echo", json!({"text": "hi"}));
+            }
+            for _ in 0..8 {
+                assert_ok(&self.server.response());
+            }
+            self.batches.push(batch.elapsed());
+        }
+        self.eight_time += started.elapsed();
+        self.eight_calls += rounds * 8;
+    }
+
+    fn figures(self) -> (&'static str, StdioFigures) {
+        let calls = self.samples.len().max(1) as u32;
+        let figures = StdioFigures {
+            cpu_per_call: self.cpu / calls,
+            sequential: stats::stats(self.samples),
+            rate: self.eight_calls as f64 / self.eight_time.as_secs_f64().max(f64::MIN_POSITIVE),
+            batches: stats::stats(self.batches),
+        };
+        (self.name, figures)
+    }
+}
+
+/// How many rounds item 3 interleaves its stdio servers over.
+const STDIO_ROUNDS: usize = 5;
+
+/// A peer server for item 3: `program` with `args`, on stdio.
+fn peer(program: &Path, args: &[&Path]) -> StdioServer {
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|err| {
+            panic!("{} starts ({err}): `make bench` builds and installs the peers", program.display())
+        });
+    StdioServer::over(child)
+}
+
+/// Item 3 over stdio, Airlock and its peers: each server is warmed up,
+/// then in each of [`STDIO_ROUNDS`] rounds every server takes its share
+/// of the calls one at a time and then 8 in flight, in turn, so that what
+/// else the machine does falls on all of them alike.
+fn mcp_stdio(setup: &Setup, config: &Path) -> Vec<(&'static str, StdioFigures)> {
+    let mut servers = vec![
+        Measured::new("airlock", StdioServer::spawn(setup, Some(config))),
+        Measured::new("rmcp", peer(&setup.rmcp_echo, &[])),
+        Measured::new("python", peer(&setup.python, &[&setup.python_echo])),
+    ];
+    let n = setup.mcp_iterations;
+    for server in &mut servers {
+        for _ in 0..n / 10 {
+            server.echo();
+        }
+    }
+    for _ in 0..STDIO_ROUNDS {
+        for server in &mut servers {
+            server.one_at_a_time(n / STDIO_ROUNDS);
+            server.eight_in_flight(n / 8 / STDIO_ROUNDS);
+        }
+    }
+    servers.into_iter().map(Measured::figures).collect()
 }
 
 /// The floor of any stdio server on this machine: the same client's
@@ -544,17 +638,45 @@ fn memory(setup: &Setup) -> (u64, u64, u64, Duration) {
     (idle, before, peak, started.elapsed())
 }
 
+/// Item 3's peers: every stdio server of the run, against the rmcp floor.
+fn peers_table(rows: &[(&str, &StdioFigures)], floor: &StdioFigures) -> String {
+    let mut s = format!(
+        "Peers in the same run: the same raw client and `echo` call against each server over stdio, {STDIO_ROUNDS} \
+         interleaved rounds (each server in turn takes its share of the calls one at a time, then 8 in flight).\n\n\
+         | server | p50 µs, 1 in flight | p99 µs | server CPU µs/call | calls/s, 8 in flight | p50 / rmcp | CPU / rmcp | \
+         8 in flight / rmcp |\n|---|---|---|---|---|---|---|---|\n"
+    );
+    for (name, figures) in rows {
+        s += &format!(
+            "| {name} | {} | {} | {} | {:.0} | {:.2} × | {:.2} × | {:.2} × |\n",
+            us(figures.sequential.p50),
+            us(figures.sequential.p99),
+            us(figures.cpu_per_call),
+            figures.rate,
+            figures.sequential.p50.as_secs_f64() / floor.sequential.p50.as_secs_f64(),
+            figures.cpu_per_call.as_secs_f64() / floor.cpu_per_call.as_secs_f64().max(f64::MIN_POSITIVE),
+            figures.rate / floor.rate,
+        );
+    }
+    s.push('\n');
+    s
+}
+
 /// Runs the process-level items and adds their sections to `report`.
 pub fn run(setup: &Setup, report: &mut Report) {
     let config = echo_config(setup);
     let (floor, floor_cpu) = pipe_floor(setup);
-    let (stdio, stdio_rate, batches, stdio_cpu) = mcp_stdio(setup, &config);
+    let servers = mcp_stdio(setup, &config);
     let (http, http_rate) = mcp_http(setup, &config);
+    let figures = |name: &str| servers.iter().find(|(n, _)| *n == name).map(|(_, f)| f).expect("measured");
+    let (airlock, rmcp, python) = (figures("airlock"), figures("rmcp"), figures("python"));
+    let (stdio, stdio_rate, batches, stdio_cpu) =
+        (&airlock.sequential, airlock.rate, &airlock.batches, airlock.cpu_per_call);
     let mut s = format!(
         "## 3. MCP `tools/call` round trip (`airlock serve`, `echo`, audit flush)\n\n{HEADER_US}\n{}\n{}\n{}\n{}\n\n",
         row_us("the floor: the same lines echoed by `cat` (no server)", &floor),
-        row_us("stdio, raw JSON-RPC client, one call at a time", &stdio),
-        row_us("stdio, 8 calls in flight (time for all 8)", &batches),
+        row_us("stdio, raw JSON-RPC client, one call at a time", stdio),
+        row_us("stdio, 8 calls in flight (time for all 8)", batches),
         row_us("streamable HTTP, raw HTTP/1.1 keep-alive client, one call at a time", &http),
     );
     s += &format!(
@@ -569,6 +691,20 @@ pub fn run(setup: &Setup, report: &mut Report) {
         us(stdio_cpu),
         us(floor_cpu)
     );
+    s += &peers_table(
+        &[
+            ("Airlock, `echo`, audit on", airlock),
+            ("plain `rmcp` 3.11 echo server on `stdio_pipes()` (no sandbox: the floor)", rmcp),
+            ("official MCP Python SDK `MCPServer` echo", python),
+        ],
+        rmcp,
+    );
+    report.figure("stdio_over_rmcp_p50", stdio.p50.as_secs_f64() / rmcp.sequential.p50.as_secs_f64());
+    report.figure(
+        "stdio_over_rmcp_cpu",
+        stdio_cpu.as_secs_f64() / rmcp.cpu_per_call.as_secs_f64().max(f64::MIN_POSITIVE),
+    );
+    report.figure("stdio_8_over_rmcp", stdio_rate / rmcp.rate);
     report.figure("stdio_p50_us", stdio.p50.as_secs_f64() * 1e6);
     report.figure("pipe_floor_p50_us", floor.p50.as_secs_f64() * 1e6);
     report.figure("stdio_cpu_us", stdio_cpu.as_secs_f64() * 1e6);

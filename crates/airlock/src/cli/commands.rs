@@ -298,6 +298,7 @@ pub async fn call(
         attributes: Default::default(),
         trace_parent: None,
         progress: None,
+        log: None,
         task: None,
     };
     let confirmer = confirmer(who);

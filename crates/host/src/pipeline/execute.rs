@@ -8,6 +8,7 @@
 //! scheduler is given back as soon as the guest is done.
 
 use super::{Call, Pipeline, Stop};
+use crate::tool::Tool;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
 use airlock_core::timeline::Stage;
@@ -32,8 +33,12 @@ pub(super) struct Returned {
 /// What the sandbox needs to know of the call besides its arguments: the
 /// tool (its log lines are tagged with it), the caller, and the front
 /// end's progress sink.
-fn invocation<'a>(call: &'a Call<'_>, tool: &'a str, caller: &'a Arc<Caller>) -> Invocation<'a> {
-    Invocation { tool, caller, progress: call.request.progress.as_ref() }
+fn invocation<'a>(call: &'a Call<'_>, tool: &'a Tool, caller: &'a Arc<Caller>) -> Invocation<'a> {
+    // A tool's log lines reach the front end's sink (and so, perhaps, the
+    // model) only when the operator said so; otherwise they stay in the
+    // operator's log.
+    let log = if tool.pipeline.client_log { call.request.log.as_ref() } else { None };
+    Invocation { tool: &tool.name, caller, progress: call.request.progress.as_ref(), log }
 }
 
 impl Pipeline {
@@ -61,7 +66,7 @@ impl Pipeline {
             }
             (Some(id), Some(session_settings)) => {
                 let caller = call.caller();
-                let invocation = invocation(call, &tool.name, &caller);
+                let invocation = invocation(call, &tool, &caller);
                 let run = self
                     .sessions
                     .call(
@@ -79,7 +84,7 @@ impl Pipeline {
             }
             _ => {
                 let caller = call.caller();
-                let invocation = invocation(call, &tool.name, &caller);
+                let invocation = invocation(call, &tool, &caller);
                 // The timeout names the tool's `timeout_ms` (or its
                 // `task_timeout_ms`), not what the host's checks left of it.
                 let stated = call_limits.timeout;

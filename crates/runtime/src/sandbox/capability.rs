@@ -98,13 +98,15 @@ impl<'a> Setup<'a> {
 
 /// What is new for each call: its limits (a session's call may run under
 /// other caps than the call that made its instance), the tool's name, who
-/// it acts for (`None` while the metadata is read) and where its progress
-/// reports go (`None`: nowhere).
+/// it acts for (`None` while the metadata is read), where its progress
+/// reports go (`None`: nowhere) and where its log lines go besides the
+/// operator's log (`None`: nowhere else).
 pub(crate) struct Renewal<'a> {
     pub(crate) limits: &'a Limits,
     pub(crate) tool: &'a str,
     pub(crate) caller: Option<&'a Arc<Caller>>,
     pub(crate) progress: Option<watch::Sender<Option<Progress>>>,
+    pub(crate) log: Option<super::tool_log::Sender>,
 }
 
 /// Make [`CallCtx`] from the list of capabilities, and the loops over it.
@@ -337,7 +339,7 @@ impl Capability for ToolLog {
             call_id: caller.call_id.clone(),
             principal: caller.principal.clone(),
         });
-        ToolLog::renew(self, renewal.limits, tags);
+        ToolLog::renew(self, renewal.limits, tags, renewal.log.clone());
     }
 }
 

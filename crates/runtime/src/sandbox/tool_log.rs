@@ -1,18 +1,31 @@
 //! `airlock:tool/log` (contract 0.3.0): lines a tool writes for the
 //! operator, as `tracing` events under the target [`TARGET`] at the line's
 //! level (`warning` is `WARN`), tagged with the tool, the call id and the
-//! principal. They never reach the model or
-//! the client.
+//! principal. By default they never reach the client or the model: only
+//! a call whose front end handed over a [`LogSink`] (which the pipeline
+//! does only for a tool whose operator turned `client_log` on) also sends
+//! each line, as logged, to that sink, with the operator's secret header
+//! values taken out; an MCP client gets them as `notifications/message`
+//! and may show them to its model. [`forward`] sends them in order, the
+//! last before the call's result, while the guest goes on: a slow client
+//! never blocks the guest, and what waits for it is bounded by the
+//! call's `max_log_lines` × `max_log_line_bytes`.
 //!
 //! Trusts nothing the guest writes: each line is cleaned to one line (no
 //! control or bidirectional formatting characters, so it cannot forge
 //! another line of the log) and cut at `max_log_line_bytes`; a call's
 //! lines past `max_log_lines` are counted, not logged, and the count is
 //! logged once when the call ends. Lines written while the metadata is
-//! read are dropped (no call, no one to tag them with).
+//! read are dropped (no call, no one to tag them with). The sink sees
+//! the same lines as the operator's log: cleaned, cut and within
+//! `max_log_lines`, never the count of the dropped ones.
 
+use crate::network::NetworkGrant;
 use airlock_core::content::clean_line;
+use airlock_core::tool_log::{LogLevel, LogSink};
 use airlock_settings::limits::Limits;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::v0_3::airlock::tool::log as wit;
@@ -33,6 +46,8 @@ pub(crate) struct Tags {
 pub(crate) struct ToolLog {
     /// `None` while the metadata is read.
     tags: Option<Tags>,
+    /// Where the lines go besides the operator's log (`None`: nowhere).
+    sink: Option<Sender>,
     max_lines: usize,
     max_line_bytes: usize,
     written: usize,
@@ -44,6 +59,7 @@ impl ToolLog {
     pub(crate) fn new(limits: &Limits) -> Self {
         Self {
             tags: None,
+            sink: None,
             max_lines: limits.max_log_lines,
             max_line_bytes: limits.max_log_line_bytes,
             written: 0,
@@ -52,9 +68,9 @@ impl ToolLog {
     }
 
     /// Start a call under `limits` whose lines are tagged with `tags`
-    /// (none: dropped).
-    pub(crate) fn renew(&mut self, limits: &Limits, tags: Option<Tags>) {
-        *self = Self { tags, ..Self::new(limits) };
+    /// (none: dropped) and also sent to `sink`, if any.
+    pub(crate) fn renew(&mut self, limits: &Limits, tags: Option<Tags>, sink: Option<Sender>) {
+        *self = Self { tags, sink, ..Self::new(limits) };
     }
 
     /// The call is over: say how many lines were dropped, once.
@@ -75,6 +91,9 @@ impl ToolLog {
         }
         self.dropped = 0;
         self.written = 0;
+        // The channel belongs to the call: closing it ends `forward`, and a
+        // session's next call brings its own.
+        self.sink = None;
     }
 
     /// Link `airlock:tool/log` (0.3.0), answering from the log `project`
@@ -110,12 +129,80 @@ impl wit::Host for ToolLog {
                 tracing::error!(target: TARGET, %tool, %call_id, %principal, "{line}");
             }
         }
+        if let Some(sink) = &self.sink {
+            // Fails only when the call's forwarding is gone: the line
+            // stays in the operator's log.
+            let _ = sink.send((level_of(level), line.into_owned()));
+        }
+    }
+}
+
+/// The sending end of a call's log channel: lines that passed the checks,
+/// for the client. Unbounded because the sandbox bounds it: at most
+/// `max_log_lines` lines of at most `max_log_line_bytes` each per call.
+pub(crate) type Sender = mpsc::UnboundedSender<(LogLevel, String)>;
+
+/// A channel for one call's lines: the log's end and [`forward`]'s.
+pub(crate) fn channel() -> (Sender, mpsc::UnboundedReceiver<(LogLevel, String)>) {
+    mpsc::unbounded_channel()
+}
+
+/// Send the lines arriving on `lines` to `sink`, in order, each with the
+/// secrets of `network` taken out, until the channel closes (the call is
+/// over) or, once `ended` fires, no line is left waiting.
+pub(crate) async fn forward(
+    mut lines: mpsc::UnboundedReceiver<(LogLevel, String)>,
+    sink: &dyn LogSink,
+    tool: &str,
+    network: Option<&NetworkGrant>,
+    ended: CancellationToken,
+) {
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = lines.recv() => next,
+            () = ended.cancelled() => lines.try_recv().ok(),
+        };
+        let Some((level, mut text)) = next else { return };
+        if let Some(network) = network {
+            crate::network::scrub(network, &mut text);
+        }
+        sink.line(tool, level, text).await;
+    }
+}
+
+/// The core's name for a level of the contract.
+fn level_of(level: wit::Level) -> LogLevel {
+    match level {
+        wit::Level::Debug => LogLevel::Debug,
+        wit::Level::Info => LogLevel::Info,
+        wit::Level::Warning => LogLevel::Warning,
+        wit::Level::Error => LogLevel::Error,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+
+    /// A sink that keeps what reached it.
+    #[derive(Debug, Default)]
+    struct Lines(Mutex<Vec<(LogLevel, String)>>);
+
+    impl LogSink for Lines {
+        fn line(
+            &self,
+            _tool: &str,
+            level: LogLevel,
+            text: String,
+        ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+            if let Ok(mut lines) = self.0.lock() {
+                lines.push((level, text));
+            }
+            Box::pin(async {})
+        }
+    }
 
     #[test]
     fn lines_past_the_cap_are_counted_not_written() {
@@ -123,12 +210,21 @@ mod tests {
         let mut log = ToolLog::new(&limits);
         wit::Host::write(&mut log, wit::Level::Info, "while reading metadata".into());
         assert_eq!((log.written, log.dropped), (0, 0), "no call, no line");
-        log.renew(&limits, Some(Tags { tool: "t".into(), call_id: "c".into(), principal: "p".into() }));
+        let (sender, receiver) = channel();
+        let tags = Tags { tool: "t".into(), call_id: "c".into(), principal: "p".into() };
+        log.renew(&limits, Some(tags), Some(sender));
         for _ in 0..5 {
             wit::Host::write(&mut log, wit::Level::Error, "x\ny".into());
         }
         assert_eq!((log.written, log.dropped), (2, 3));
         log.finish();
         assert_eq!((log.written, log.dropped), (0, 0), "reported once");
+        // The channel closed with the call: `forward` sends what waits and
+        // returns without `ended`.
+        let sink = Lines::default();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        runtime.block_on(forward(receiver, &sink, "t", None, CancellationToken::new()));
+        let seen = sink.0.lock().map(|lines| lines.clone()).unwrap_or_default();
+        assert_eq!(seen, vec![(LogLevel::Error, "x y".to_owned()); 2], "the sink sees the lines as logged");
     }
 }

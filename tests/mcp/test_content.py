@@ -135,6 +135,7 @@ class Lines:
 
 
 @both
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
 async def test_log_lines_reach_the_client_only_for_the_tools_the_operator_allows(transport: str, content_setup: Setup) -> None:
     lines = Lines()
     async with connect(transport, "legacy", content_setup, logging_callback=lines) as client:

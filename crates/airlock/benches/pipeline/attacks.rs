@@ -176,9 +176,23 @@ fn stdio_attack(setup: &Setup, attack: &str, config: &str, tool: &str, arguments
 /// A `tools/call` attack over stdio: the row (its outcome left empty) and
 /// the reply.
 fn stdio_call(setup: &Setup, attack: &str, config: &str, tool: &str, arguments: Value) -> (Row, Value) {
+    stdio_call_after(setup, attack, config, tool, arguments, || {})
+}
+
+/// [`stdio_call`], with `started` run once the server has answered
+/// `initialize` and before the call.
+fn stdio_call_after(
+    setup: &Setup,
+    attack: &str,
+    config: &str,
+    tool: &str,
+    arguments: Value,
+    started: impl FnOnce(),
+) -> (Row, Value) {
     let config = fixture_config(setup, "attack.toml", config);
     let mut server = StdioServer::spawn(setup, Some(&config));
     server.initialize();
+    started();
     let pid = server.pid();
     let before = usage(pid);
     let cpu_before = cpu(pid);
@@ -233,13 +247,15 @@ fn disk_attacks(setup: &Setup) -> Vec<Row> {
 }
 
 /// `write_file` (a tool with side effects, allowed by policy) while the
-/// audit log is on a full disk (a link to `/dev/full`).
+/// audit log cannot be written: made immutable (`chattr +i`) once the
+/// server has started, so that every write fails (EPERM) through the
+/// descriptor it holds, as writes on a full disk fail (ENOSPC). A link to
+/// `/dev/full` is refused at start: the log must be a regular file.
 fn full_audit_log(setup: &Setup) -> Row {
     let dir = setup.scratch.join("attack-audit");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("work")).expect("scratch dir");
     let audit = dir.join("audit.jsonl");
-    std::os::unix::fs::symlink("/dev/full", &audit).expect("symlink");
     let policy = dir.join("policy.cedar");
     std::fs::write(&policy, "permit(principal, action, resource);\n").expect("policy");
     let config = format!(
@@ -251,15 +267,27 @@ fn full_audit_log(setup: &Setup) -> Row {
         policy.display().to_string(),
         audit.display().to_string()
     );
-    let (row, reply) = stdio_call(
+    let chattr =
+        |flag: &str| std::process::Command::new("chattr").arg(flag).arg(&audit).status().is_ok_and(|s| s.success());
+    let mut sealed = false;
+    let (row, reply) = stdio_call_after(
         setup,
-        "write_file with the audit log on a full disk",
+        "write_file with an audit log that cannot be written",
         &config,
         "write_file",
         json!({"path": "/work/a.txt", "content": "hello"}),
+        || sealed = chattr("+i"),
     );
+    if sealed {
+        chattr("-i");
+    }
     let written = if dir.join("work/a.txt").exists() { "the file was written" } else { "nothing written" };
-    let row = Row { outcome: format!("{}, {written}", outcome(&reply)), ..row };
+    let said = if sealed {
+        format!("{}, {written}", outcome(&reply))
+    } else {
+        "not measured: `chattr +i` is not possible here (it needs root)".to_owned()
+    };
+    let row = Row { outcome: said, ..row };
     let _ = std::fs::remove_dir_all(&dir);
     row
 }

@@ -10,8 +10,7 @@
 //! block for it); the audit record keeps each block's [`Summary`] (kind,
 //! media type, size, digest), never its bytes.
 
-use crate::outcome::tool_char;
-use crate::render::{ELLIPSIS, MAX_MODEL_TEXT, cap};
+use crate::text::{ELLIPSIS, MAX_MODEL_TEXT, cap, tool_char};
 use std::fmt;
 
 /// What kind of block: the names are those of MCP's content blocks.

@@ -3,10 +3,11 @@
 //! ([`call::ToolResult`]), its outcome ([`outcome`]), who it acts for
 //! ([`caller`]), its arguments as proposed and parsed ([`arguments`]), the
 //! content blocks it returns beside its result ([`content`]), how far it
-//! has come ([`progress`]), its log lines for a client ([`tool_log`]), the stages it went through ([`timeline`]), the
-//! caller's trace context ([`trace_parent`]), the caps on the text a model
-//! reads ([`render`]), and the canonical JSON a value is digested as
-//! ([`canonical_json`]).
+//! has come ([`progress`]), its log lines for a client ([`tool_log`]), the
+//! stages it went through ([`timeline`]), the caller's trace context
+//! ([`trace_parent`]), how text is cut and cleaned ([`text`]) and the forms
+//! of the text a model reads ([`render`]), and the canonical JSON a value
+//! is digested as ([`canonical_json`]).
 //!
 //! Nothing here runs a tool, reads a setting or touches the network: these
 //! are values and the pure functions that check and render them.
@@ -24,6 +25,7 @@ pub mod outcome;
 pub mod plaintext;
 pub mod progress;
 pub mod render;
+pub mod text;
 pub mod timeline;
 pub mod tool_log;
 pub mod trace_parent;

@@ -18,27 +18,11 @@
 //! retry.
 
 use crate::outcome::{Blame, ErrorKind, Failure, Retry, Success};
+pub use crate::text::{ELLIPSIS, MAX_MODEL_TEXT, cap};
 use serde_json::Value;
-use std::borrow::Cow;
-
-/// The model reads at most this many bytes of one result.
-pub const MAX_MODEL_TEXT: usize = 32 << 10;
 
 /// A human one-liner shows at most this many bytes of the result's first line.
 const MAX_HUMAN_LINE_BYTES: usize = 160;
-
-/// What marks text cut by [`cap`].
-pub const ELLIPSIS: &str = "…";
-
-/// `text` cut to at most `max` bytes at a character boundary, ending in
-/// [`ELLIPSIS`] when cut (the ellipsis counts toward `max`).
-pub fn cap(text: &str, max: usize) -> Cow<'_, str> {
-    if text.len() <= max {
-        return Cow::Borrowed(text);
-    }
-    let end = text.floor_char_boundary(max.saturating_sub(ELLIPSIS.len()));
-    Cow::Owned(format!("{}{ELLIPSIS}", text.get(..end).unwrap_or_default()))
-}
 
 /// The model-facing text of an outcome: the result or the error narration.
 pub fn model_text(outcome: Result<&Success, &Failure>) -> String {

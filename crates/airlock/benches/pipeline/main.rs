@@ -23,6 +23,7 @@ mod attacks;
 mod compute;
 mod inprocess;
 mod interpreters;
+mod peers;
 mod process;
 mod stats;
 

@@ -3,6 +3,7 @@
 //! streamable HTTP with a raw HTTP/1.1 client on a `TcpStream`, the time
 //! from process start to the first answer, and resident memory.
 
+use crate::peers::{mcp_stdio, peers_table};
 use crate::stats::{self, HEADER_MS, HEADER_US, Stats, row_ms, row_us, us};
 use crate::{Report, Setup};
 use serde_json::{Value, json};
@@ -47,7 +48,7 @@ impl StdioServer {
     }
 
     /// The same client over any child with piped stdin and stdout.
-    fn over(mut child: Child) -> Self {
+    pub(crate) fn over(mut child: Child) -> Self {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         Self { child, stdin, stdout, next_id: 1 }
@@ -134,7 +135,7 @@ fn rss_kib(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-fn assert_ok(reply: &Value) {
+pub(crate) fn assert_ok(reply: &Value) {
     let result = reply.get("result").unwrap_or_else(|| panic!("error reply: {reply}"));
     assert_ne!(result.get("isError"), Some(&Value::Bool(true)), "{reply}");
 }
@@ -275,7 +276,7 @@ fn echo_config(setup: &Setup) -> PathBuf {
 /// few microseconds per call can be told from, unlike `/proc/PID/stat`'s
 /// 10 ms ticks. A thread that has exited no longer counts; the servers'
 /// threads live as long as they do.
-fn cpu_time(pid: u32) -> Duration {
+pub(crate) fn cpu_time(pid: u32) -> Duration {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Duration::ZERO };
     let nanos: u64 = tasks
         .filter_map(Result::ok)
@@ -283,128 +284,6 @@ fn cpu_time(pid: u32) -> Duration {
         .filter_map(|stat| stat.split_whitespace().next().and_then(|ran| ran.parse::<u64>().ok()))
         .sum();
     Duration::from_nanos(nanos)
-}
-
-/// One stdio server's figures for item 3: one call at a time, calls/s
-/// with 8 in flight, the time for 8 in flight, and its CPU per call one at
-/// a time.
-struct StdioFigures {
-    sequential: Stats,
-    rate: f64,
-    batches: Stats,
-    cpu_per_call: Duration,
-}
-
-/// A stdio MCP server measured in item 3, and what it has measured so far.
-struct Measured {
-    name: &'static str,
-    server: StdioServer,
-    samples: Vec<Duration>,
-    cpu: Duration,
-    batches: Vec<Duration>,
-    eight_calls: usize,
-    eight_time: Duration,
-}
-
-impl Measured {
-    fn new(name: &'static str, mut server: StdioServer) -> Self {
-        server.initialize();
-        Self {
-            name,
-            server,
-            samples: Vec::new(),
-            cpu: Duration::ZERO,
-            batches: Vec::new(),
-            eight_calls: 0,
-            eight_time: Duration::ZERO,
-        }
-    }
-
-    fn echo(&mut self) {
-        self.server.call("echo", json!({"text": "hi"}));
-        assert_ok(&self.server.response());
-    }
-
-    /// `n` calls one at a time, timed, and the server's CPU for them.
-    fn one_at_a_time(&mut self, n: usize) {
-        let before = cpu_time(self.server.pid());
-        for _ in 0..n {
-            let started = Instant::now();
-            self.echo();
-            self.samples.push(started.elapsed());
-        }
-        self.cpu += cpu_time(self.server.pid()).saturating_sub(before);
-    }
-
-    /// `rounds` batches of 8 calls in flight.
-    fn eight_in_flight(&mut self, rounds: usize) {
-        let started = Instant::now();
-        for _ in 0..rounds {
-            let batch = Instant::now();
-            for _ in 0..8 {
-                self.server.call("echo", json!({"text": "hi"}));
-            }
-            for _ in 0..8 {
-                assert_ok(&self.server.response());
-            }
-            self.batches.push(batch.elapsed());
-        }
-        self.eight_time += started.elapsed();
-        self.eight_calls += rounds * 8;
-    }
-
-    fn figures(self) -> (&'static str, StdioFigures) {
-        let calls = self.samples.len().max(1) as u32;
-        let figures = StdioFigures {
-            cpu_per_call: self.cpu / calls,
-            sequential: stats::stats(self.samples),
-            rate: self.eight_calls as f64 / self.eight_time.as_secs_f64().max(f64::MIN_POSITIVE),
-            batches: stats::stats(self.batches),
-        };
-        (self.name, figures)
-    }
-}
-
-/// How many rounds item 3 interleaves its stdio servers over.
-const STDIO_ROUNDS: usize = 5;
-
-/// A peer server for item 3: `program` with `args`, on stdio.
-fn peer(program: &Path, args: &[&Path]) -> StdioServer {
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!("{} starts ({err}): `make bench` builds and installs the peers", program.display())
-        });
-    StdioServer::over(child)
-}
-
-/// Item 3 over stdio, Airlock and its peers: each server is warmed up,
-/// then in each of [`STDIO_ROUNDS`] rounds every server takes its share
-/// of the calls one at a time and then 8 in flight, in turn, so that what
-/// else the machine does falls on all of them alike.
-fn mcp_stdio(setup: &Setup, config: &Path) -> Vec<(&'static str, StdioFigures)> {
-    let mut servers = vec![
-        Measured::new("airlock", StdioServer::spawn(setup, Some(config))),
-        Measured::new("rmcp", peer(&setup.rmcp_echo, &[])),
-        Measured::new("python", peer(&setup.python, &[&setup.python_echo])),
-    ];
-    let n = setup.mcp_iterations;
-    for server in &mut servers {
-        for _ in 0..n / 10 {
-            server.echo();
-        }
-    }
-    for _ in 0..STDIO_ROUNDS {
-        for server in &mut servers {
-            server.one_at_a_time(n / STDIO_ROUNDS);
-            server.eight_in_flight(n / 8 / STDIO_ROUNDS);
-        }
-    }
-    servers.into_iter().map(Measured::figures).collect()
 }
 
 /// The floor of any stdio server on this machine: the same client's
@@ -639,35 +518,6 @@ fn memory(setup: &Setup) -> (u64, u64, u64, Duration) {
         assert_ok(&server.response());
     }
     (idle, before, peak, started.elapsed())
-}
-
-/// Item 3's peers: every stdio server of the run, against the rmcp floor.
-fn peers_table(rows: &[(&str, &StdioFigures)], floor: &StdioFigures) -> String {
-    let mut s = format!(
-        "Peers in the same run: the same raw client and `echo` call against each server over stdio, {STDIO_ROUNDS} \
-         interleaved rounds (each server in turn takes its share of the calls one at a time, then 8 in flight).\n\n\
-         | server | p50 µs, 1 in flight | p99 µs | server CPU µs/call | calls/s, 8 in flight | p50 / rmcp | CPU / rmcp | \
-         8 in flight / rmcp |\n|---|---|---|---|---|---|---|---|\n"
-    );
-    for (name, figures) in rows {
-        s += &format!(
-            "| {name} | {} | {} | {} | {:.0} | {} | {} | {} |\n",
-            us(figures.sequential.p50),
-            us(figures.sequential.p99),
-            us(figures.cpu_per_call),
-            figures.rate,
-            times(figures.sequential.p50.as_secs_f64(), floor.sequential.p50.as_secs_f64()),
-            times(figures.cpu_per_call.as_secs_f64(), floor.cpu_per_call.as_secs_f64()),
-            times(figures.rate, floor.rate),
-        );
-    }
-    s.push('\n');
-    s
-}
-
-/// `over` / `under` as a ratio, or "n/a" when `under` was not measured.
-fn times(over: f64, under: f64) -> String {
-    if under > 0.0 { format!("{:.2} ×", over / under) } else { "n/a".to_owned() }
 }
 
 /// Runs the process-level items and adds their sections to `report`.

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod commit;
 mod entry;
 mod files;
 pub mod postgres;
@@ -48,7 +49,7 @@ use files::{
     read_last_lines, sync_parent_dir, try_lock, write_head,
 };
 pub use record::{argument_digest, redact};
-use record::{change_body, json_string, record_hash, record_line, refusal_body, short, written_line};
+use record::{change_body, record_hash, record_line, refusal_body, short};
 use verify::check_last_line;
 pub use verify::{tail, verify};
 
@@ -189,6 +190,8 @@ pub struct AuditLog {
     /// Shared with the logs [`AuditLog::reconfigured`] makes, so that they
     /// continue one chain under one lock.
     writer: Arc<Mutex<Writer>>,
+    /// Records waiting for the writer's lock, shared as the writer is.
+    queue: Arc<Mutex<commit::Queue>>,
 }
 
 /// The state that changes with every record.
@@ -210,6 +213,8 @@ struct Writer {
     failing: Option<String>,
     /// When a readiness probe last tried a trial write.
     last_probe: Option<Instant>,
+    /// Outcomes of records a group carried, for their callers to collect.
+    outcomes: commit::Outcomes,
 }
 
 /// Why the log could not be opened, appended to or read.
@@ -266,6 +271,25 @@ pub enum AuditError {
         /// The earlier failure.
         reason: String,
     },
+}
+
+impl AuditError {
+    /// The same error again, for each caller whose record a failed group
+    /// write carried (an `io::Error` is not `Clone`: its kind and text are
+    /// kept).
+    fn duplicate(&self) -> AuditError {
+        match self {
+            AuditError::Io { path, action, source } => {
+                AuditError::Io { path: path.clone(), action, source: io::Error::new(source.kind(), source.to_string()) }
+            }
+            AuditError::Damaged { path, reason } => AuditError::Damaged { path: path.clone(), reason: reason.clone() },
+            AuditError::NotRegular { path, message } => {
+                AuditError::NotRegular { path: path.clone(), message: message.clone() }
+            }
+            AuditError::Locked { path } => AuditError::Locked { path: path.clone() },
+            AuditError::Stopped { path, reason } => AuditError::Stopped { path: path.clone(), reason: reason.clone() },
+        }
+    }
 }
 
 /// The result of a successful [`verify`].
@@ -438,7 +462,9 @@ impl AuditLog {
                 stopped: None,
                 failing: None,
                 last_probe: None,
+                outcomes: commit::Outcomes::new(),
             })),
+            queue: Arc::default(),
         })
     }
 
@@ -489,69 +515,25 @@ impl AuditLog {
     }
 
     /// Appends a record made of `body` (every member but `seq`, `time`,
-    /// `prev` and `hash`).
-    fn append_body(&self, body: Vec<(&'static str, String)>) -> Result<(), AuditError> {
+    /// `prev` and `hash`), in a group with the records queued meanwhile
+    /// (see `audit/commit.rs`).
+    fn append_body(&self, body: commit::Body) -> Result<(), AuditError> {
+        let ticket = self.queue.lock().unwrap_or_else(PoisonError::into_inner).push(self.durability, body);
         // The writer's state is only changed after the operation it describes
         // succeeded, so a panic elsewhere cannot leave it inconsistent.
         let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let appended = self.append_locked(&mut guard, body);
+        // Written by the group of a caller that held the lock before this one.
+        if let Some(outcome) = guard.outcomes.remove(&ticket) {
+            return outcome;
+        }
+        // Not written yet, so still queued: only the lock's holder takes
+        // the queue. This caller writes it, its own record with the rest.
+        let group = self.queue.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let appended = commit::write_group(&mut guard, &self.path, &self.head_path, group, ticket);
         // Readiness follows the last append: `/readyz` says "not ready"
         // from a failed one until one succeeds again.
         guard.failing = appended.as_ref().err().map(ToString::to_string);
         appended
-    }
-
-    /// [`AuditLog::append`] with the writer locked and the body prepared.
-    fn append_locked(&self, w: &mut Writer, body: Vec<(&'static str, String)>) -> Result<(), AuditError> {
-        if let Some(reason) = &w.stopped {
-            return Err(AuditError::Stopped { path: self.path.clone(), reason: reason.clone() });
-        }
-        let io_error = |path: &Path, action: &'static str| {
-            let path = path.to_path_buf();
-            move |source| AuditError::Io { path, action, source }
-        };
-
-        let Some(seq) = w.seq.checked_add(1) else {
-            return Err(AuditError::Stopped { path: self.path.clone(), reason: "its seq numbers are used up".into() });
-        };
-        let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-        let mut fields = Vec::with_capacity(FIELDS.len());
-        fields.push(("seq", seq.to_string()));
-        fields.push(("time", json_string(&time)));
-        fields.extend(body);
-        fields.push(("prev", json_string(&w.prev)));
-        let hash = record_hash(&fields);
-        fields.push(("hash", json_string(&hash)));
-        let mut line = written_line(record_line(&fields));
-        line.push('\n');
-
-        // One write of the whole line: with O_APPEND it lands at the end in
-        // one piece, even if another program appends at the same time.
-        if let (written, Err(e)) = write_counted(&w.log, line.as_bytes()) {
-            // Nothing to undo when nothing was written (a full disk usually
-            // refuses the first byte), which keeps the log able to recover.
-            if written > 0
-                && let Err(undo) = w.log.set_len(w.len)
-            {
-                w.stopped = Some(format!("a failed write could not be undone ({undo})"));
-            }
-            return Err(io_error(&self.path, "append to")(e));
-        }
-        w.len += line.len() as u64;
-        w.seq = seq;
-        w.prev = hash;
-        if self.durability == Durability::Fsync
-            && let Err(e) = w.log.sync_data()
-        {
-            w.stopped = Some(format!("fsync failed ({e})"));
-            return Err(io_error(&self.path, "fsync")(e));
-        }
-
-        write_head(&w.head, w.seq, &w.prev).map_err(io_error(&self.head_path, "write"))?;
-        if self.durability == Durability::Fsync {
-            w.head.sync_data().map_err(io_error(&self.head_path, "fsync"))?;
-        }
-        Ok(())
     }
 
     /// Whether the log takes writes (`/readyz`): it has not stopped, its
@@ -637,6 +619,7 @@ impl AuditLog {
             record_arguments: settings.record_arguments,
             redact_keys: settings.redact_keys.iter().map(|k| k.to_lowercase()).collect(),
             writer: self.writer.clone(),
+            queue: self.queue.clone(),
         })
     }
 }

@@ -200,7 +200,8 @@ const NON_ASCII_LINE_ENDS: [char; 3] = ['\u{85}', '\u{2028}', '\u{2029}'];
 /// line reads back to the same values. Most lines have none: returned as
 /// they are.
 pub(super) fn written_line(line: String) -> String {
-    if !line.contains(NON_ASCII_LINE_ENDS) {
+    // Most lines are ASCII, which a vectorized scan tells at once.
+    if line.is_ascii() || !line.contains(NON_ASCII_LINE_ENDS) {
         return line;
     }
     let mut out = String::with_capacity(line.len() + 16);

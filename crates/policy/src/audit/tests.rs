@@ -4,6 +4,7 @@
 //! they share (and `record/tests.rs` uses) are here.
 
 use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
+use super::record::json_string;
 use super::*;
 use airlock_core::canonical_json::canonical;
 use airlock_core::outcome::{Authority, CallOutcome};

@@ -292,3 +292,80 @@ fn readers_and_the_readiness_probe_do_not_wait_on_a_fifo() {
     let err = verify(&other).unwrap_err();
     assert!(err.reason.contains("it is a FIFO"), "{err}");
 }
+
+/// Spawns `n` appends while the test holds the writer's lock, and returns
+/// once all `n` are queued behind it: they will be written as one group.
+fn queued_behind_lock(log: &Arc<AuditLog>, n: usize) -> Vec<std::thread::JoinHandle<Result<(), AuditError>>> {
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let log = Arc::clone(log);
+            std::thread::spawn(move || log.append(&entry(i)))
+        })
+        .collect();
+    // Waits for a state, not for time: each thread queues its record
+    // before it asks for the writer's lock.
+    while log.queue.lock().unwrap().waiting_len() < n {
+        std::thread::yield_now();
+    }
+    threads
+}
+
+#[test]
+fn records_queued_meanwhile_are_written_as_one_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = Arc::new(AuditLog::open(settings(&path)).unwrap());
+    log.append(&entry(100)).unwrap();
+    let held = log.writer.lock().unwrap();
+    let threads = queued_behind_lock(&log, 3);
+    drop(held);
+    for thread in threads {
+        thread.join().unwrap().unwrap();
+    }
+    // Nothing is left to collect: every caller took its outcome.
+    assert!(log.writer.lock().unwrap().outcomes.is_empty());
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 4);
+    let records = tail(&path, 10).unwrap();
+    let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    // One group: one clock reading, and the chain runs through it.
+    let times: std::collections::BTreeSet<&str> = records[1..].iter().map(|r| r["time"].as_str().unwrap()).collect();
+    assert_eq!(times.len(), 1, "{records:?}");
+    for pair in records.windows(2) {
+        assert_eq!(pair[1]["prev"], pair[0]["hash"]);
+    }
+    let mut calls: Vec<&str> = records[1..].iter().map(|r| r["call_id"].as_str().unwrap()).collect();
+    calls.sort_unstable();
+    assert_eq!(calls, ["call-0", "call-1", "call-2"]);
+}
+
+#[test]
+fn a_failed_group_fails_every_record_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = Arc::new(AuditLog::open(settings(&path)).unwrap());
+    let mut held = log.writer.lock().unwrap();
+    held.stopped = Some("a test stopped it".to_owned());
+    let threads = queued_behind_lock(&log, 3);
+    drop(held);
+    for thread in threads {
+        let err = thread.join().unwrap().unwrap_err();
+        assert!(matches!(&err, AuditError::Stopped { reason, .. } if reason == "a test stopped it"), "{err}");
+    }
+    assert!(log.writer.lock().unwrap().outcomes.is_empty());
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 0);
+}
+
+#[test]
+fn a_failed_write_reaches_every_caller_with_its_kind_and_text() {
+    let err = AuditError::Io {
+        path: "/var/log/a.jsonl".into(),
+        action: "append to",
+        source: io::Error::new(io::ErrorKind::StorageFull, "No space left on device"),
+    };
+    let again = err.duplicate();
+    assert_eq!(again.to_string(), err.to_string());
+    assert!(matches!(again, AuditError::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull));
+}

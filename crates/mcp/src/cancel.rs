@@ -5,6 +5,8 @@
 //! Nothing a client sends reaches this module: it links cancellation tokens
 //! the front end already holds, and only ever cancels the target.
 
+use futures::future::Either;
+use std::future::Future;
 use tokio_util::sync::CancellationToken;
 
 /// Cancels its target while alive; see [`link`]. Dropping it stops
@@ -33,18 +35,51 @@ pub fn link(target: &CancellationToken, sources: &[CancellationToken]) -> Link {
     })))
 }
 
+/// A call's token and the sources beyond the first, which [`Linked::run`]
+/// watches while the call runs.
+pub struct Linked {
+    target: CancellationToken,
+    rest: Vec<CancellationToken>,
+}
+
 /// A new token cancelled as soon as any of `sources` is, for a call that
-/// ends with the request that started it. With one source (stdio) it is a
-/// child token and no task is spawned: each call saved a spawn and a
-/// cross-thread wake-up. With more (HTTP: the request and the client's
-/// connection) the rest are linked by a task, as [`link`] does.
-pub fn linked(sources: &[CancellationToken]) -> (CancellationToken, Link) {
+/// ends with the request that started it. It is a child token of the first
+/// source; the rest (HTTP: the client's connection beside the request) are
+/// watched by [`Linked::run`] beside the call, in the call's own task: no
+/// task is spawned for them, and none woken on another thread when the call
+/// ends.
+pub fn linked(sources: &[CancellationToken]) -> Linked {
     match sources.split_first() {
-        None => (CancellationToken::new(), Link(None)),
-        Some((first, rest)) => {
-            let target = first.child_token();
-            let link = link(&target, rest);
-            (target, link)
+        None => Linked { target: CancellationToken::new(), rest: Vec::new() },
+        Some((first, rest)) => Linked { target: first.child_token(), rest: rest.to_vec() },
+    }
+}
+
+impl Linked {
+    /// The call's token.
+    pub fn token(&self) -> &CancellationToken {
+        &self.target
+    }
+
+    /// Runs `work` to its end, cancelling the token as soon as any source
+    /// is cancelled (the first one reaches it as its parent); `work` sees
+    /// that and finishes as a cancelled call does.
+    pub async fn run<F: Future>(&self, work: F) -> F::Output {
+        let mut work = std::pin::pin!(work);
+        let any = match self.rest.as_slice() {
+            [] => return work.await,
+            [one] => Either::Left(one.cancelled()),
+            many => Either::Right(futures::FutureExt::map(
+                futures::future::select_all(many.iter().map(|s| Box::pin(s.cancelled()))),
+                |_| (),
+            )),
+        };
+        match futures::future::select(work.as_mut(), std::pin::pin!(any)).await {
+            Either::Left((out, _)) => out,
+            Either::Right(_) => {
+                self.target.cancel();
+                work.await
+            }
         }
     }
 }
@@ -58,18 +93,34 @@ mod tests {
         for sources in 1..=3 {
             for cancelled in 0..sources {
                 let tokens: Vec<_> = (0..sources).map(|_| CancellationToken::new()).collect();
-                let (target, _link) = linked(&tokens);
+                let linked = linked(&tokens);
+                let target = linked.token().clone();
                 assert!(!target.is_cancelled());
-                tokens[cancelled].cancel();
-                tokio::time::timeout(std::time::Duration::from_secs(10), target.cancelled()).await.unwrap();
+                // The call waits for its token; another source ends it.
+                let source = tokens[cancelled].clone();
+                let call = linked.run(async {
+                    tokio::task::yield_now().await;
+                    source.cancel();
+                    target.cancelled().await;
+                    "ended as cancelled"
+                });
+                let ended = tokio::time::timeout(std::time::Duration::from_secs(10), call).await.unwrap();
+                assert_eq!(ended, "ended as cancelled");
             }
         }
-        let (alone, _link) = linked(&[]);
-        assert!(!alone.is_cancelled());
+        let alone = linked(&[]);
+        assert!(!alone.token().is_cancelled());
+        assert_eq!(alone.run(async { 7 }).await, 7);
         // Cancelling the target never reaches a source.
-        let source = CancellationToken::new();
-        let (target, _link) = linked(std::slice::from_ref(&source));
-        target.cancel();
-        assert!(!source.is_cancelled());
+        let sources = [CancellationToken::new(), CancellationToken::new()];
+        let linked = linked(&sources);
+        linked.token().cancel();
+        assert!(linked.run(async { linked.token().is_cancelled() }).await);
+        assert!(sources.iter().all(|source| !source.is_cancelled()));
+        // A call that ends by itself leaves the sources alone.
+        let sources = [CancellationToken::new(), CancellationToken::new(), CancellationToken::new()];
+        let linked = super::linked(&sources);
+        assert_eq!(linked.run(async { 1 }).await, 1);
+        assert!(!linked.token().is_cancelled());
     }
 }

@@ -424,7 +424,8 @@ impl ServerHandler for AirlockServer {
             return Ok(super::tasks::start(&self.shared, call, client).await);
         }
         if !modern {
-            let (run_cancel, _link) = linked(&cancel);
+            let linked = linked(&cancel);
+            let run_cancel = linked.token();
             let confirmer = (elicit || open_url).then(|| ElicitConfirmer {
                 peer: context.peer.clone(),
                 form: elicit,
@@ -435,12 +436,13 @@ impl ServerHandler for AirlockServer {
             // Boxed: the pipeline's future is large, and rmcp moves this
             // handler's future into a new task for every request; a box
             // keeps that move small.
-            let result = Box::pin(self.shared.host.call_cancellable(
-                call,
-                confirmer.as_ref().map(|c| c as &dyn Confirmer),
-                &run_cancel,
-            ))
-            .await;
+            let result = linked
+                .run(Box::pin(self.shared.host.call_cancellable(
+                    call,
+                    confirmer.as_ref().map(|c| c as &dyn Confirmer),
+                    run_cancel,
+                )))
+                .await;
             return Ok(to_response(result, protocol));
         }
         // 2026-07-28: no server-to-client requests. A call that needs
@@ -451,8 +453,11 @@ impl ServerHandler for AirlockServer {
         // it is loaded with (the call would wait for it anyway), not "no
         // such tool", which its retry would take for a change.
         {
-            let (waiting, _link) = linked(&cancel);
-            airlock_host::transport::startup::wait_for_tool(&self.shared.host, request.name.as_ref(), &waiting).await;
+            let waiting = linked(&cancel);
+            let host = &self.shared.host;
+            waiting
+                .run(airlock_host::transport::startup::wait_for_tool(host, request.name.as_ref(), waiting.token()))
+                .await;
         }
         let revision = self.shared.host.tools().get(request.name.as_ref()).map(|tool| tool.revision.clone());
         let owner = Owner { principal, tool: request.name.to_string(), arguments: request.arguments.clone(), revision };

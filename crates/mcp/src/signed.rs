@@ -113,10 +113,10 @@ impl SignedConfirmations {
         (can_elicit, can_open_url): (bool, bool),
         cancel: &[CancellationToken],
     ) -> Started {
-        let (run_cancel, _link) = linked(cancel);
+        let linked = linked(cancel);
         let handoff = HandOff { url: can_open_url, ..HandOff::default() };
         let confirmer = (can_elicit || can_open_url).then_some(&handoff as &dyn Confirmer);
-        let result = host.call_cancellable(request, confirmer, &run_cancel).await;
+        let result = linked.run(host.call_cancellable(request, confirmer, linked.token())).await;
         if let Some((elicitation, state)) = handoff.page.lock().unwrap_or_else(|e| e.into_inner()).take() {
             return Started::AskOnPage { state, elicitation };
         }
@@ -167,9 +167,9 @@ impl SignedConfirmations {
                 return Resumed::Unavailable(err.reason);
             }
         }
-        let (run_cancel, _link) = linked(cancel);
+        let linked = linked(cancel);
         let confirmer = FixedConfirmer(accepted_responses(responses));
-        Resumed::Done(Box::new(host.call_cancellable(request, Some(&confirmer), &run_cancel).await))
+        Resumed::Done(Box::new(linked.run(host.call_cancellable(request, Some(&confirmer), linked.token())).await))
     }
 }
 

@@ -34,6 +34,12 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// How long the start of a POST's event stream is held back at most, so
+/// that a call answered within it reaches the client in one write (see
+/// [`held_back`]). Short beside any call a person waits for; the first
+/// event of a longer call (its progress, a confirmation) comes this much
+/// later.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(5);
 const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 /// An event index longer than this is not one rmcp issued.
 const MAX_EVENT_INDEX_DIGITS: usize = 19;
@@ -247,13 +253,37 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         // cancelled result, which is what an abandoned call should get).
         let (parts, body) = response.into_parts();
         let guard = disconnected.drop_guard();
-        let stream = body.into_data_stream().map(move |chunk| {
+        let (held, rest) = held_back(body.into_data_stream()).await;
+        let stream = futures::stream::iter(held).chain(rest).map(move |chunk| {
             let _alive = (&guard, &post);
             chunk
         });
         return Response::from_parts(parts, Body::from_stream(stream));
     }
     response
+}
+
+/// The events of a POST's stream that arrive within [`COALESCE`] of its
+/// start, and the rest of the stream (none once it has ended). rmcp opens
+/// the stream with a priming event (the id a reconnecting client resumes
+/// from) before the call has run; sent at once, it costs a write of its
+/// own and wakes the client for nothing. Held back, a call that answers
+/// within the window goes out with its headers in one write; a longer one
+/// gets its headers and the priming event when the window closes.
+async fn held_back<S>(mut stream: S) -> (Vec<S::Item>, impl futures::Stream<Item = S::Item>)
+where
+    S: futures::Stream + Unpin,
+{
+    let until = tokio::time::Instant::now() + COALESCE;
+    let mut held = Vec::new();
+    loop {
+        match tokio::time::timeout_at(until, stream.next()).await {
+            Ok(Some(event)) => held.push(event),
+            // Ended: it is not polled again.
+            Ok(None) => return (held, futures::future::Either::Left(futures::stream::empty())),
+            Err(_) => return (held, futures::future::Either::Right(stream)),
+        }
+    }
 }
 
 /// Make rmcp's stream resumption start after the client's `Last-Event-ID`.

@@ -4,8 +4,14 @@
 //! no validation, no policy and no audit. What Airlock's stdio round trip
 //! costs over this one is the price of the trust boundary.
 //!
+//! With `--http ADDR` it serves the same tool over rmcp's streamable HTTP
+//! service (sessions kept in memory, as `airlock serve --http` keeps them),
+//! behind a plain axum router: the floor for a Rust MCP server on HTTP. It
+//! prints `listening on http://ADDR/mcp` once it accepts connections.
+//!
 //! ```sh
 //! cargo run --release -p airlock-mcp --example rmcp_echo
+//! cargo run --release -p airlock-mcp --example rmcp_echo -- --http 127.0.0.1:0
 //! ```
 
 use rmcp::model::{
@@ -55,7 +61,33 @@ async fn main() -> anyhow::Result<()> {
     let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
     let Value::Object(schema) = schema else { anyhow::bail!("the schema is an object") };
     let tool = Tool::new("echo", "Returns its text.", Arc::new(schema));
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(addr) = args.iter().position(|a| a == "--http").and_then(|i| args.get(i + 1)) {
+        return serve_http(Echo { tool }, addr).await;
+    }
     let running = Echo { tool }.serve(rmcp::transport::stdio_pipes()).await?;
     running.waiting().await?;
+    Ok(())
+}
+
+/// The same server over rmcp's streamable HTTP at `/mcp`.
+async fn serve_http(echo: Echo, addr: &str) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let service = StreamableHttpService::new(
+        move || Ok(echo.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().route_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    // As `airlock serve --http` does: a response's second write would wait
+    // for the delayed ACK of its first.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    println!("listening on http://{local}/mcp");
+    axum::serve(listener, app).await?;
     Ok(())
 }

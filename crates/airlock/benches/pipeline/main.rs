@@ -125,7 +125,7 @@ fn load_average() -> f64 {
 fn targets(report: &Report) -> String {
     let mut lines = vec!["| target | measured | bound | verdict |".to_owned(), "|---|---|---|---|".to_owned()];
     // The speed targets, each against a figure of this run.
-    let checks: [(&str, &str, f64, &str, bool); 20] = [
+    let checks: [(&str, &str, f64, &str, bool); 23] = [
         ("(10) fresh `run_python` `print(1+1)` p50", "python_fresh_ms", 1.0, "ms", false),
         ("(10) fresh `run_js` `1+1` p50", "js_fresh_ms", 0.3, "ms", false),
         ("(10) `run_python` call inside a session p50", "python_session_ms", 0.2, "ms", false),
@@ -134,6 +134,9 @@ fn targets(report: &Report) -> String {
         ("(3) MCP stdio round trip / in-process full pipeline, p50", "stdio_over_call", 2.0, "×", false),
         ("(3) server CPU per stdio call", "stdio_cpu_us", 50.0, "µs", false),
         ("(3) MCP streamable HTTP round trip p50", "http_p50_us", 120.0, "µs", false),
+        ("(3) HTTP p50 / stdio p50, 1 in flight", "http_over_stdio_p50", 1.5, "×", false),
+        ("(3) server CPU per HTTP call / per stdio call", "http_over_stdio_cpu", 2.0, "×", false),
+        ("(3) HTTP calls/s, 8 connections / stdio's, 8 in flight", "http_8_over_stdio_8", 1.0, "×", true),
         ("(3) stdio, 8 calls in flight", "stdio_8_calls_s", 40000.0, "calls/s", true),
         ("(3) stdio p50, 1 in flight / the rmcp floor's", "stdio_over_rmcp_p50", 1.2, "×", false),
         ("(3) server CPU per stdio call / the rmcp floor's", "stdio_over_rmcp_cpu", 1.3, "×", false),

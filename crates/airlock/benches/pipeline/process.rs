@@ -364,29 +364,47 @@ pub(crate) fn spawn_http(setup: &Setup, config: &Path) -> (Killed, String) {
     }
 }
 
-/// Item 3 over streamable HTTP: sequential round trips on one connection,
-/// then 8 connections calling at once.
-fn mcp_http(setup: &Setup, config: &Path) -> (Stats, f64) {
-    let (child, addr) = spawn_http(setup, config);
-    let mut client = Http::connect(&addr);
+/// The plain rmcp echo server over streamable HTTP (`rmcp_echo --http`):
+/// the floor for an MCP server on HTTP. Returns it and its address.
+fn spawn_rmcp_http(setup: &Setup) -> (Killed, String) {
+    let mut child = Command::new(&setup.rmcp_echo)
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("rmcp_echo starts (cargo build --release -p airlock-mcp --example rmcp_echo)");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("rmcp_echo's address");
+    let addr = line.trim().trim_start_matches("listening on http://").trim_end_matches("/mcp").to_owned();
+    (Killed(child), addr)
+}
+
+/// Item 3 over streamable HTTP against the server `child` at `addr`:
+/// sequential round trips on one connection, with the server's CPU per
+/// call, then 8 connections calling at once (calls/s).
+fn http_round_trips(setup: &Setup, child: &Killed, addr: &str) -> (Stats, Duration, f64) {
+    let mut client = Http::connect(addr);
     client.initialize();
     let n = setup.mcp_iterations / 2;
     for i in 0..n / 10 {
         client.call(i as u64 + 1);
     }
     let mut samples = Vec::with_capacity(n);
+    let before = cpu_time(child.pid());
     for i in 0..n {
         let started = Instant::now();
         client.call(i as u64 + 1_000_000);
         samples.push(started.elapsed());
     }
+    let cpu = cpu_time(child.pid()).saturating_sub(before) / n.max(1) as u32;
     let sequential = stats::stats(samples);
     let duration = Duration::from_secs_f64(setup.throughput_secs);
     let started = Instant::now();
     let deadline = started + duration;
     let threads: Vec<_> = (0..8)
         .map(|_| {
-            let addr = addr.clone();
+            let addr = addr.to_owned();
             std::thread::spawn(move || {
                 let mut client = Http::connect(&addr);
                 client.initialize();
@@ -400,9 +418,7 @@ fn mcp_http(setup: &Setup, config: &Path) -> (Stats, f64) {
         })
         .collect();
     let total: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
-    let eight_rate = total as f64 / started.elapsed().as_secs_f64();
-    drop(child);
-    (sequential, eight_rate)
+    (sequential, cpu, total as f64 / started.elapsed().as_secs_f64())
 }
 
 /// Item 4, one start: process start → the answer to `initialize`, and →
@@ -525,29 +541,50 @@ pub fn run(setup: &Setup, report: &mut Report) {
     let config = echo_config(setup);
     let (floor, floor_cpu) = pipe_floor(setup);
     let servers = mcp_stdio(setup, &config);
-    let (http, http_rate) = mcp_http(setup, &config);
+    let (http, http_cpu, http_rate) = {
+        let (child, addr) = spawn_http(setup, &config);
+        http_round_trips(setup, &child, &addr)
+    };
+    let (rmcp_http, rmcp_http_cpu, rmcp_http_rate) = {
+        let (child, addr) = spawn_rmcp_http(setup);
+        http_round_trips(setup, &child, &addr)
+    };
     let figures = |name: &str| servers.iter().find(|(n, _)| *n == name).map(|(_, f)| f).expect("measured");
     let (airlock, rmcp, python) = (figures("airlock"), figures("rmcp"), figures("python"));
     let (stdio, stdio_rate, batches, stdio_cpu) =
         (&airlock.sequential, airlock.rate, &airlock.batches, airlock.cpu_per_call);
     let mut s = format!(
-        "## 3. MCP `tools/call` round trip (`airlock serve`, `echo`, audit flush)\n\n{HEADER_US}\n{}\n{}\n{}\n{}\n\n",
+        "## 3. MCP `tools/call` round trip (`airlock serve`, `echo`, audit flush)\n\n{HEADER_US}\n{}\n{}\n{}\n{}\n{}\n\n",
         row_us("the floor: the same lines echoed by `cat` (no server)", &floor),
         row_us("stdio, raw JSON-RPC client, one call at a time", stdio),
         row_us("stdio, 8 calls in flight (time for all 8)", batches),
         row_us("streamable HTTP, raw HTTP/1.1 keep-alive client, one call at a time", &http),
+        row_us(
+            "the floor for HTTP: plain `rmcp` echo server on rmcp's streamable HTTP service (no sandbox), the same client",
+            &rmcp_http
+        ),
     );
     s += &format!(
         "| transport | calls/s |\n|---|---|\n| stdio, 1 in flight | {:.0} |\n| stdio, 8 in flight | {stdio_rate:.0} |\n\
-         | HTTP, 1 in flight | {:.0} |\n| HTTP, 8 connections in flight | {http_rate:.0} |\n\n",
+         | HTTP, 1 in flight | {:.0} |\n| HTTP, 8 connections in flight | {http_rate:.0} |\n\
+         | HTTP floor (plain rmcp), 1 in flight | {:.0} |\n| HTTP floor (plain rmcp), 8 connections in flight | \
+         {rmcp_http_rate:.0} |\n\n",
         1.0 / stdio.mean.as_secs_f64(),
         1.0 / http.mean.as_secs_f64(),
+        1.0 / rmcp_http.mean.as_secs_f64(),
     );
     s += &format!(
-        "Server CPU (its threads' run time, from /proc) per stdio call, one at a time: **{} µs**; `cat`'s per \
-         line, the floor: {} µs.\n\n",
+        "Server CPU (its threads' run time, from /proc) per call, one at a time: stdio **{} µs** (`cat`'s per \
+         line, the floor: {} µs); HTTP **{} µs** (the plain rmcp server's: {} µs).\n\n",
         us(stdio_cpu),
-        us(floor_cpu)
+        us(floor_cpu),
+        us(http_cpu),
+        us(rmcp_http_cpu),
+    );
+    s += &format!(
+        "HTTP p50 over the plain rmcp HTTP server's: {:.2} ×; over Airlock's own stdio p50: {:.2} ×.\n\n",
+        http.p50.as_secs_f64() / rmcp_http.p50.as_secs_f64(),
+        http.p50.as_secs_f64() / stdio.p50.as_secs_f64(),
     );
     s += &peers_table(
         &[
@@ -568,6 +605,9 @@ pub fn run(setup: &Setup, report: &mut Report) {
     report.figure("stdio_cpu_us", stdio_cpu.as_secs_f64() * 1e6);
     report.figure("stdio_8_calls_s", stdio_rate);
     report.figure("http_p50_us", http.p50.as_secs_f64() * 1e6);
+    report.figure("http_over_stdio_p50", http.p50.as_secs_f64() / stdio.p50.as_secs_f64());
+    report.figure("http_over_stdio_cpu", http_cpu.as_secs_f64() / stdio_cpu.as_secs_f64().max(f64::MIN_POSITIVE));
+    report.figure("http_8_over_stdio_8", http_rate / stdio_rate);
 
     let one = write_config(
         setup,

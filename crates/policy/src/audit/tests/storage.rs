@@ -165,10 +165,16 @@ fn readiness_follows_the_last_append() {
     assert_eq!(verify(&path).unwrap().records, 2);
 }
 
+/// Made by a system call, not by running `mkfifo`: a process forked while
+/// another test's writer holds its log's lock would hold that lock too,
+/// until it execs, and `verify` would take the log for a live one.
 #[cfg(unix)]
 fn mkfifo(path: &Path) {
-    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
-    assert!(status.success(), "mkfifo {}", path.display());
+    use std::os::unix::ffi::OsStrExt as _;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `name` is a valid NUL-terminated path that outlives the call.
+    let made = unsafe { libc::mkfifo(name.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo {}: {}", path.display(), std::io::Error::last_os_error());
 }
 
 /// `AuditLog::open` refuses `settings` with a [`AuditError::NotRegular`]

@@ -405,23 +405,27 @@ async fn call_within(
     // Lines for the client lose the operator's secrets the way the result
     // does.
     let network = live.network.clone();
-    let ended = CancellationToken::new();
+    // Tells the forwarders that the guest is done; only made for a call
+    // that has one (a token is an allocation and a lock per call).
+    let ended = (forwarding.is_some() || logging.is_some()).then(CancellationToken::new);
     let serving = Serving { invocation, progress: sender, log };
     let run = async {
         let ran = run_on(live, pre, limits, stated, Some(serving), cancel, move |tool, store| {
             Box::pin(async move { tool.call(store, &arguments).await })
         })
         .await;
-        ended.cancel();
+        if let Some(ended) = &ended {
+            ended.cancel();
+        }
         ran
     };
     let forward = async {
-        if let Some((receiver, sink)) = forwarding {
+        if let (Some((receiver, sink)), Some(ended)) = (forwarding, &ended) {
             progress::forward(receiver, sink.as_ref(), limits.progress_interval, ended.clone()).await;
         }
     };
     let forward_log = async {
-        if let Some((receiver, sink)) = logging {
+        if let (Some((receiver, sink)), Some(ended)) = (logging, &ended) {
             tool_log::forward(receiver, sink.as_ref(), invocation.tool, network.as_deref(), ended.clone()).await;
         }
     };

@@ -48,6 +48,8 @@ use bindings::{Validator as Instance, ValidatorPre};
 
 /// The validator component, built by `build.rs` from `crates/validator`.
 const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/validator.wasm"));
+/// The SHA-256 of [`COMPONENT`] (hex), computed by the build script.
+const COMPONENT_DIGEST: &str = include_str!(concat!(env!("OUT_DIR"), "/validator.sha256"));
 
 /// How often the validator engine's epoch advances: a check yields to the
 /// async runtime, and notices its deadline, once per tick.
@@ -290,7 +292,7 @@ static COMPILED: OnceLock<(u64, Vec<u8>)> = OnceLock::new();
 /// compiled before ([`COMPILED`]) or compiled now; either way written into
 /// the cache.
 fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Component> {
-    let name = format!("validator-{}", crate::compile_cache::digest(COMPONENT));
+    let name = format!("validator-{COMPONENT_DIGEST}");
     let path = cache_dir.map(|dir| crate::compile_cache::artifact_path(engine, dir, &name));
     if let Some(component) = path.as_deref().and_then(|path| crate::compile_cache::cached_artifact(engine, path)) {
         return Ok(component);
@@ -563,6 +565,11 @@ mod tests {
         validator().ready().await.unwrap();
         let cancel = CancellationToken::new();
         validator().compile(&value, bounds(&cancel, 60_000, 64 << 20)).await.unwrap().unwrap()
+    }
+
+    #[test]
+    fn the_build_scripts_digest_is_the_embedded_components() {
+        assert_eq!(COMPONENT_DIGEST, crate::compile_cache::digest(COMPONENT));
     }
 
     #[tokio::test]

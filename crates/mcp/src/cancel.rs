@@ -9,50 +9,30 @@ use futures::future::Either;
 use std::future::Future;
 use tokio_util::sync::CancellationToken;
 
-/// Cancels its target while alive; see [`link`]. Dropping it stops
-/// watching the sources.
-pub struct Link(Option<tokio::task::JoinHandle<()>>);
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        if let Some(task) = self.0.take() {
-            task.abort();
-        }
-    }
-}
-
-/// Cancel `target` as soon as any of `sources` is cancelled, for as long as
-/// the returned [`Link`] lives.
-pub fn link(target: &CancellationToken, sources: &[CancellationToken]) -> Link {
-    if sources.is_empty() {
-        return Link(None);
-    }
-    let target = target.clone();
-    let sources: Vec<_> = sources.iter().map(|s| Box::pin(s.clone().cancelled_owned())).collect();
-    Link(Some(tokio::spawn(async move {
-        futures::future::select_all(sources).await;
-        target.cancel();
-    })))
-}
-
-/// A call's token and the sources beyond the first, which [`Linked::run`]
-/// watches while the call runs.
+/// A call's token and the sources it follows that are not its parent,
+/// which [`Linked::run`] watches while the call runs, in the call's own
+/// task: no task is spawned for them, and none woken on another thread
+/// when the call ends.
 pub struct Linked {
     target: CancellationToken,
     rest: Vec<CancellationToken>,
 }
 
 /// A new token cancelled as soon as any of `sources` is, for a call that
-/// ends with the request that started it. It is a child token of the first
-/// source; the rest (HTTP: the client's connection beside the request) are
-/// watched by [`Linked::run`] beside the call, in the call's own task: no
-/// task is spawned for them, and none woken on another thread when the call
-/// ends.
+/// ends with the request that started it: a child token of the first
+/// source, the rest (HTTP: the client's connection beside the request)
+/// watched by [`Linked::run`].
 pub fn linked(sources: &[CancellationToken]) -> Linked {
     match sources.split_first() {
         None => Linked { target: CancellationToken::new(), rest: Vec::new() },
         Some((first, rest)) => Linked { target: first.child_token(), rest: rest.to_vec() },
     }
+}
+
+/// `target` (a token the caller made, such as a parked call's), cancelled
+/// by [`Linked::run`] as soon as any of `sources` is.
+pub fn watching(target: &CancellationToken, sources: &[CancellationToken]) -> Linked {
+    Linked { target: target.clone(), rest: sources.to_vec() }
 }
 
 impl Linked {
@@ -117,6 +97,15 @@ mod tests {
         linked.token().cancel();
         assert!(linked.run(async { linked.token().is_cancelled() }).await);
         assert!(sources.iter().all(|source| !source.is_cancelled()));
+        // A token the caller made follows the sources it is given.
+        let (parked, client) = (CancellationToken::new(), CancellationToken::new());
+        let watch = watching(&parked, std::slice::from_ref(&client));
+        let waited = watch.run(async {
+            client.cancel();
+            parked.cancelled().await;
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(10), waited).await.unwrap();
+        assert!(parked.is_cancelled());
         // A call that ends by itself leaves the sources alone.
         let sources = [CancellationToken::new(), CancellationToken::new(), CancellationToken::new()];
         let linked = super::linked(&sources);

@@ -24,9 +24,9 @@
 //! progress, e.g. the TypeScript SDK's `resetTimeoutOnProgress`, keep waiting).
 
 use super::CONFIRM_TIMEOUT;
-use super::cancel::{Link, link};
+use super::cancel::watching;
 use airlock_core::call::{CallRequest, ToolResult};
-use airlock_core::render::cap;
+use airlock_core::text::cap;
 use airlock_host::Host;
 use airlock_policy::confirm::{ConfirmRequest, Confirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
@@ -419,32 +419,34 @@ impl Confirmations {
             // Nobody retried in time: drop the parked slot.
             this.slots.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_state);
         });
-        let _link = link(&run_cancel, cancel);
         // The question is sent before the call can finish: looked at first,
         // it is never missed for a result that was ready as well (a link
         // handed off ends the call at once).
-        tokio::select! {
-            biased;
-            asked = &mut ask_rx => {
-                let (question, answer) = match asked {
-                    Ok(Question::Form(question, answer)) if can_elicit => (question, answer),
-                    // The page's link: the call ends pending (its audit
-                    // record is written as it finishes) and the client
-                    // calls again.
-                    Ok(Question::Page(elicitation, state)) => return Started::AskOnPage { state, elicitation },
-                    // The confirmer was dropped without asking, or asked
-                    // what this client cannot answer: the call is finishing.
-                    _ => return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
-                };
-                if let Err(result_rx) = self.park(&state, owner, answer, result_rx, run_cancel.clone()) {
-                    // No room: the call was declined and is finishing.
-                    return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
+        let answered = async {
+            tokio::select! {
+                biased;
+                asked = &mut ask_rx => {
+                    let (question, answer) = match asked {
+                        Ok(Question::Form(question, answer)) if can_elicit => (question, answer),
+                        // The page's link: the call ends pending (its audit
+                        // record is written as it finishes) and the client
+                        // calls again.
+                        Ok(Question::Page(elicitation, state)) => return Started::AskOnPage { state, elicitation },
+                        // The confirmer was dropped without asking, or asked
+                        // what this client cannot answer: the call is finishing.
+                        _ => return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
+                    };
+                    if let Err(result_rx) = self.park(&state, owner, answer, result_rx, run_cancel.clone()) {
+                        // No room: the call was declined and is finishing.
+                        return result_rx.await.map_or(Started::Lost, |r| Started::Done(Box::new(r)));
+                    }
+                    let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
+                    Started::Ask { state, elicitation }
                 }
-                let elicitation = Box::new(InputRequest::Elicitation(ElicitRequest::new(form(question))));
-                Started::Ask { state, elicitation }
+                result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
             }
-            result = &mut result_rx => result.map_or(Started::Lost, |r| Started::Done(Box::new(r))),
-        }
+        };
+        watching(&run_cancel, cancel).run(answered).await
     }
 
     /// Park a call under `state`. With `[http] max_pending_confirmations`
@@ -507,8 +509,8 @@ impl Confirmations {
             }
         };
         let _ = slot.answer.send(accepted_responses(responses));
-        let _link: Link = link(&slot.cancel, cancel);
-        slot.result.await.map_or(Resumed::Lost, |r| Resumed::Done(Box::new(r)))
+        let result = watching(&slot.cancel, cancel).run(slot.result).await;
+        result.map_or(Resumed::Lost, |r| Resumed::Done(Box::new(r)))
     }
 }
 

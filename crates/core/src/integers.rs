@@ -16,7 +16,7 @@
 //! whatever way it was written, since the host cannot tell whether it was
 //! rounded ([`rounded_in_value`]).
 
-use crate::render::cap;
+use crate::text::cap;
 use serde_json::Value;
 
 /// The integers the host holds exactly, as an error message says it.

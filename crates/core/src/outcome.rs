@@ -17,7 +17,7 @@
 //! server, the CLI, the audit log), and none of them reads rendered text
 //! back.
 
-pub use crate::text::tool_char;
+use crate::text::tool_char;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;

@@ -18,7 +18,7 @@
 //! retry.
 
 use crate::outcome::{Blame, ErrorKind, Failure, Retry, Success};
-pub use crate::text::{ELLIPSIS, MAX_MODEL_TEXT, cap};
+use crate::text::{ELLIPSIS, MAX_MODEL_TEXT, cap};
 use serde_json::Value;
 
 /// A human one-liner shows at most this many bytes of the result's first line.

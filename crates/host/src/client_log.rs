@@ -15,7 +15,7 @@
 //! Trusts nothing in what is logged: every piece of client data is cut at
 //! a character boundary before it reaches a log line.
 
-use airlock_core::render;
+use airlock_core::text;
 use airlock_settings::service::LogSettings;
 use airlock_settings::service::{DEFAULT_CLIENT_ERROR_LOG_INTERVAL, DEFAULT_MAX_LOGGED_CLIENT_BYTES};
 use std::borrow::Cow;
@@ -64,7 +64,7 @@ fn current() -> LogSettings {
 /// What of a client's `detail` a log line holds under `settings`: all of
 /// it up to `max_client_bytes`, else cut to that many bytes ending in `…`.
 fn logged<'a>(detail: &'a str, settings: &LogSettings) -> Cow<'a, str> {
-    render::cap(detail, settings.max_client_bytes)
+    text::cap(detail, settings.max_client_bytes)
 }
 
 /// A client's request was refused: `what` is the answer (`HTTP 401`,
@@ -177,15 +177,15 @@ mod tests {
         assert_eq!(logged(&exact, &settings), exact.as_str());
         let over = "m".repeat(21);
         let cut = logged(&over, &settings);
-        assert!(cut.ends_with(render::ELLIPSIS) && cut.len() <= 20, "{cut}");
-        assert_eq!(cut, format!("{}{}", "m".repeat(20 - render::ELLIPSIS.len()), render::ELLIPSIS));
+        assert!(cut.ends_with(text::ELLIPSIS) && cut.len() <= 20, "{cut}");
+        assert_eq!(cut, format!("{}{}", "m".repeat(20 - text::ELLIPSIS.len()), text::ELLIPSIS));
         // The default holds until a configuration says otherwise.
         let default = LogSettings::default();
         assert_eq!(
             logged(&"m".repeat(DEFAULT_MAX_LOGGED_CLIENT_BYTES), &default).len(),
             DEFAULT_MAX_LOGGED_CLIENT_BYTES
         );
-        assert!(logged(&"m".repeat(DEFAULT_MAX_LOGGED_CLIENT_BYTES + 1), &default).ends_with(render::ELLIPSIS));
+        assert!(logged(&"m".repeat(DEFAULT_MAX_LOGGED_CLIENT_BYTES + 1), &default).ends_with(text::ELLIPSIS));
     }
 
     #[test]

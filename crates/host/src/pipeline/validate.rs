@@ -15,7 +15,7 @@
 use super::{Call, Pipeline, Stop};
 use crate::reservation::{self, Purpose};
 use airlock_core::outcome::{ErrorKind, Failure};
-use airlock_core::render::cap;
+use airlock_core::text::cap;
 use airlock_core::timeline::Stage;
 use airlock_runtime::loader::LoadedTool;
 use airlock_runtime::validator::{Bounds, Listed, MAX_COUNTED_ERRORS, Schema, Stopped};

@@ -540,7 +540,7 @@ fn critical_extensions(token: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded.trim_end_matches('=')).ok()?;
     let header: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
     let crit = header.get("crit")?;
-    Some(airlock_core::render::cap(&crit.to_string(), 64).into_owned())
+    Some(airlock_core::text::cap(&crit.to_string(), 64).into_owned())
 }
 
 impl KeyStore {

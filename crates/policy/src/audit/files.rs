@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::record::is_sha256_hex;
 use super::*;
-use airlock_core::render::cap;
+use airlock_core::text::cap;
 
 /// The head file is always written as exactly this many bytes.
 pub(super) const HEAD_BYTES: usize = 128;

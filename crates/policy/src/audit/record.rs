@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::*;
 use airlock_core::canonical_json::{canonical, json_digest, push_hex, push_json_string, sha256_digest};
 use airlock_core::content::Summary;
-use airlock_core::render::{ELLIPSIS, cap};
+use airlock_core::text::{ELLIPSIS, cap};
 
 /// What replaces a redacted value.
 const REDACTED: &str = "[redacted]";

@@ -182,7 +182,7 @@ impl PostgresSettings {
             return Err(format!(
                 "{scope} replica = {:?} is not accepted: use 1 to {MAX_REPLICA_ID_BYTES} characters from \
                  [A-Za-z0-9_.-], unique in the fleet",
-                airlock_core::render::cap(&raw.replica, 80)
+                airlock_core::text::cap(&raw.replica, 80)
             ));
         }
         if settings.max_backoff < settings.poll_interval {

@@ -9,7 +9,7 @@ use super::files::{READ_CHUNK, filler_len, open_regular};
 use super::record::{is_sha256_hex, written_line};
 use super::*;
 use airlock_core::canonical_json::canonical;
-use airlock_core::render::cap;
+use airlock_core::text::cap;
 
 /// Checks the whole chain of the log at `path` against its head file.
 ///

@@ -67,7 +67,7 @@ pub struct Answer {
 impl Answer {
     /// The body's start as text, for messages.
     pub fn quoted(&self) -> String {
-        airlock_core::render::cap(String::from_utf8_lossy(&self.body).trim(), MAX_QUOTED_ERROR).into_owned()
+        airlock_core::text::cap(String::from_utf8_lossy(&self.body).trim(), MAX_QUOTED_ERROR).into_owned()
     }
 }
 

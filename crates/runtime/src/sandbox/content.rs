@@ -184,7 +184,7 @@ impl ContentSlot {
     /// A picture or a sound whose media type is one of `accepted` and
     /// whose bytes are of that type (a picture within `max_image_pixels`).
     fn media(&self, what: &str, media: wit::Media, accepted: &[(&str, Format)]) -> Result<Media, Failure> {
-        let shown = airlock_core::render::cap(&media.mime_type, 64);
+        let shown = airlock_core::text::cap(&media.mime_type, 64);
         let Some(format) = media::format_of(&media.mime_type, accepted) else {
             let names: Vec<&str> = accepted.iter().map(|(name, _)| *name).collect();
             return Err(refusal(
@@ -295,7 +295,7 @@ fn media_type(what: &str, media_type: Option<String>) -> Result<Option<String>, 
             format!(
                 "{what} declares {:?}, which is not a media type (`type/subtype`, e.g. `application/pdf`, at most \
                  {} bytes of printable ASCII)",
-                airlock_core::render::cap(&media_type, 64),
+                airlock_core::text::cap(&media_type, 64),
                 uri::MAX_MEDIA_TYPE_BYTES
             ),
         )),

@@ -71,7 +71,7 @@ impl wit::Host for ProgressSlot {
         }
         self.last = progress;
         let message =
-            message.map(|message| airlock_core::render::cap(&clean_line(&message), self.message_bytes).into_owned());
+            message.map(|message| airlock_core::text::cap(&clean_line(&message), self.message_bytes).into_owned());
         sender.send_replace(Some(Progress { progress, total, message }));
     }
 }

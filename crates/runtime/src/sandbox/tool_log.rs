@@ -115,7 +115,7 @@ impl wit::Host for ToolLog {
         }
         self.written += 1;
         let line = clean_line(&message);
-        let line = airlock_core::render::cap(&line, self.max_line_bytes);
+        let line = airlock_core::text::cap(&line, self.max_line_bytes);
         let (tool, call_id, principal) = (&tags.tool, &tags.call_id, &tags.principal);
         match level {
             wit::Level::Debug => {

@@ -4,7 +4,7 @@
 use super::super::tests::{entry, lines, log_with, settings};
 use super::*;
 use airlock_core::outcome::{CallOutcome, ErrorKind, Failure};
-use airlock_core::render::{ELLIPSIS, cap};
+use airlock_core::text::{ELLIPSIS, cap};
 use serde_json::json;
 
 #[test]

@@ -8,7 +8,7 @@
 //! no whitespace, control or bidirectional formatting characters (which
 //! could make a link read as another).
 
-use airlock_core::outcome::tool_char;
+use airlock_core::text::tool_char;
 
 /// The schemes a URI may have: web resources, local files, and `airlock:`,
 /// the name of a resource the tool made (nothing fetches it).
@@ -43,7 +43,7 @@ pub(crate) fn check(uri: &str, max_bytes: usize) -> Result<(), Refused> {
         return Err(Refused::NoScheme);
     }
     if !URI_SCHEMES.iter().any(|allowed| allowed.eq_ignore_ascii_case(scheme)) {
-        return Err(Refused::Scheme(airlock_core::render::cap(scheme, 32).into_owned()));
+        return Err(Refused::Scheme(airlock_core::text::cap(scheme, 32).into_owned()));
     }
     if uri.chars().any(|c| c.is_whitespace() || tool_char(c) != Some(c)) {
         return Err(Refused::Characters);

@@ -292,8 +292,18 @@ impl Policy {
         tool: &ToolFacts<'_>,
         arguments: &Value,
     ) -> Verdict {
-        // The request is built even when the decision is cached: arguments
-        // that cannot become a Cedar context deny the call either way.
+        // A cached decision needs no request, only the check that the
+        // arguments could become its context: those that cannot deny the
+        // call either way.
+        if attributes.is_empty()
+            && self.context_free
+            && let Some(hit) = self.cached_decision(principal, tool)
+        {
+            return match request::convertible(arguments) {
+                Ok(()) => hit,
+                Err(reason) => Verdict::Deny { reason, policy: None },
+            };
+        }
         let request = match self.request(principal, tool, arguments) {
             Ok(request) => request,
             Err(reason) => return Verdict::Deny { reason, policy: None },
@@ -319,7 +329,7 @@ impl Policy {
         if !self.context_free {
             return self.evaluate(principal, tool, &request);
         }
-        self.cached_evaluate(principal, tool, &request)
+        self.evaluate_and_cache(principal, tool, &request)
     }
 
     /// What a tool may see of `principal`: its attributes and parents from

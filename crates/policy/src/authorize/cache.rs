@@ -108,11 +108,10 @@ impl Policy {
         if self.context_free {
             // The authorize stage decides the same after validation (from
             // this cache when it can): nothing is evaluated twice.
-            if attributes.is_empty() {
-                let key = (principal.to_owned(), tool.name.to_owned(), tool.side_effect);
-                if let Some(hit) = self.decisions.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-                    return matches!(hit, Verdict::Deny { .. }).then(|| hit.clone());
-                }
+            if attributes.is_empty()
+                && let Some(hit) = self.cached_decision(principal, tool)
+            {
+                return matches!(hit, Verdict::Deny { .. }).then_some(hit);
             }
             let verdict = self.decide_as(principal, attributes, tool, &no_arguments);
             return matches!(verdict, Verdict::Deny { .. }).then_some(verdict);
@@ -141,17 +140,20 @@ impl Policy {
         }))
     }
 
-    /// [`Policy::evaluate`] for a context-free policy, computed once per
-    /// (principal, tool, side effect).
-    pub(super) fn cached_evaluate(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Verdict {
+    /// The decision of a context-free policy for (principal, tool, side
+    /// effect), if it was made before.
+    pub(super) fn cached_decision(&self, principal: &str, tool: &ToolFacts<'_>) -> Option<Verdict> {
         let key = (principal.to_owned(), tool.name.to_owned(), tool.side_effect);
-        if let Some(hit) = self.decisions.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return hit.clone();
-        }
+        self.decisions.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
+    }
+
+    /// [`Policy::evaluate`] for a context-free policy, kept for
+    /// [`Policy::cached_decision`] while the cache has room.
+    pub(super) fn evaluate_and_cache(&self, principal: &str, tool: &ToolFacts<'_>, request: &Request) -> Verdict {
         let decision = self.evaluate(principal, tool, request);
         let mut cache = self.decisions.write().unwrap_or_else(|e| e.into_inner());
         if cache.len() < MAX_CACHED_DECISIONS {
-            cache.insert(key, decision.clone());
+            cache.insert((principal.to_owned(), tool.name.to_owned(), tool.side_effect), decision.clone());
         }
         decision
     }

@@ -26,8 +26,8 @@ const ARGUMENTS_KEY: &str = "arguments";
 impl Policy {
     /// Builds the Cedar request; `Err` is a denial reason for the model.
     pub(super) fn request(&self, principal: &str, tool: &ToolFacts<'_>, arguments: &Value) -> Result<Request, String> {
-        let mut budget = MAX_ARGUMENT_VALUES;
-        let arguments = to_cedar(arguments, 1, &mut budget).map_err(ArgumentsError::reason)?;
+        convertible(arguments)?;
+        let arguments = to_cedar(arguments).map_err(ArgumentsError::reason)?;
         let context = Context::from_pairs(arguments.map(|a| (ARGUMENTS_KEY.to_string(), a))).map_err(|e| {
             format!(
                 "the arguments could not be checked against the policy ({}), so the call was denied",
@@ -142,12 +142,44 @@ impl ArgumentsError {
     }
 }
 
-/// Converts JSON into a Cedar restricted expression (see the module docs for
-/// the mapping). `None` means "omit" (JSON `null`).
-///
-/// Recursion is bounded by [`MAX_ARGUMENT_DEPTH`], total work by `budget`.
-fn to_cedar(value: &Value, depth: usize, budget: &mut usize) -> Result<Option<RestrictedExpression>, ArgumentsError> {
+/// Whether `arguments` can become the Cedar context: `Err` is the denial
+/// reason for the model. The only arguments that cannot are those past the
+/// caps ([`MAX_ARGUMENT_DEPTH`], [`MAX_ARGUMENT_VALUES`]): [`to_cedar`]
+/// maps every other JSON value, and the decimals it writes are in range by
+/// construction ([`decimal_text`]). So a cached decision needs only this
+/// walk, not the request ([`Policy::decide_as`]).
+pub(super) fn convertible(arguments: &Value) -> Result<(), String> {
+    let mut budget = MAX_ARGUMENT_VALUES;
+    within_caps(arguments, 1, &mut budget).map_err(ArgumentsError::reason)
+}
+
+/// Counts `value` and everything in it against `budget`, and checks that
+/// no array or object is nested deeper than [`MAX_ARGUMENT_DEPTH`].
+fn within_caps(value: &Value, depth: usize, budget: &mut usize) -> Result<(), ArgumentsError> {
     *budget = budget.checked_sub(1).ok_or(ArgumentsError::TooMany)?;
+    match value {
+        Value::Array(items) => nested(items.iter(), depth, budget),
+        Value::Object(fields) => nested(fields.values(), depth, budget),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Ok(()),
+    }
+}
+
+/// [`within_caps`] for what an array or object at `depth` holds.
+fn nested<'a>(
+    children: impl Iterator<Item = &'a Value>,
+    depth: usize,
+    budget: &mut usize,
+) -> Result<(), ArgumentsError> {
+    if depth > MAX_ARGUMENT_DEPTH {
+        return Err(ArgumentsError::TooDeep);
+    }
+    children.into_iter().try_for_each(|child| within_caps(child, depth + 1, budget))
+}
+
+/// Converts JSON that is [`convertible`] into a Cedar restricted expression
+/// (see the module docs for the mapping). `None` means "omit" (JSON
+/// `null`).
+fn to_cedar(value: &Value) -> Result<Option<RestrictedExpression>, ArgumentsError> {
     let expression = match value {
         Value::Null => return Ok(None),
         Value::Bool(b) => RestrictedExpression::new_bool(*b),
@@ -160,24 +192,18 @@ fn to_cedar(value: &Value, depth: usize, budget: &mut usize) -> Result<Option<Re
             },
         },
         Value::Array(items) => {
-            if depth > MAX_ARGUMENT_DEPTH {
-                return Err(ArgumentsError::TooDeep);
-            }
-            let mut set = Vec::with_capacity(items.len().min(*budget));
+            let mut set = Vec::with_capacity(items.len());
             for item in items {
-                if let Some(item) = to_cedar(item, depth + 1, budget)? {
+                if let Some(item) = to_cedar(item)? {
                     set.push(item);
                 }
             }
             RestrictedExpression::new_set(set)
         }
         Value::Object(fields) => {
-            if depth > MAX_ARGUMENT_DEPTH {
-                return Err(ArgumentsError::TooDeep);
-            }
-            let mut record = Vec::with_capacity(fields.len().min(*budget));
+            let mut record = Vec::with_capacity(fields.len());
             for (key, field) in fields {
-                if let Some(field) = to_cedar(field, depth + 1, budget)? {
+                if let Some(field) = to_cedar(field)? {
                     record.push((key.clone(), field));
                 }
             }

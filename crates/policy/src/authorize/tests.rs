@@ -485,6 +485,24 @@ fn only_context_free_policies_cache_decisions() {
     }
     assert_eq!(free.decide("alice", &facts, &json!({ "a": deep })).label(), "deny");
     assert_eq!(free.decide("alice", &facts, &json!({"a": 2})).label(), "allow");
+    // From the cache, the caps hold at the same bounds and with the same
+    // reasons as when the request is built.
+    let edge = [
+        (json!({ "x": nested(MAX_ARGUMENT_DEPTH - 1, json!(1)) }), None),
+        (json!({ "x": nested(MAX_ARGUMENT_DEPTH, json!(1)) }), Some("nested more than 64 levels")),
+        (json!({ "x": vec![1; MAX_ARGUMENT_VALUES - 2] }), None),
+        (json!({ "x": vec![1; MAX_ARGUMENT_VALUES - 1] }), Some("more than 100000 values")),
+        (json!({ "x": [null, {"y": null}], "z": null }), None),
+    ];
+    for (arguments, refused) in edge {
+        for _ in 0..2 {
+            match (free.decide("alice", &facts, &arguments), refused) {
+                (Verdict::Allow { .. }, None) => {}
+                (Verdict::Deny { reason, policy: None }, Some(why)) => assert!(reason.contains(why), "{reason}"),
+                (verdict, _) => panic!("{verdict:?} for arguments that should give {refused:?}"),
+            }
+        }
+    }
 }
 
 #[test]

@@ -54,7 +54,15 @@ impl CapturedOutput {
     pub fn take(&self) -> Captured {
         let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
         let taken = std::mem::take(&mut *buffer);
-        Captured { text: String::from_utf8_lossy(&taken.kept).into_owned(), dropped: taken.dropped }
+        drop(buffer);
+        let text = String::from_utf8(taken.kept)
+            .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
+        Captured { text, dropped: taken.dropped }
+    }
+
+    /// Start over with an empty buffer, what was written discarded.
+    pub fn clear(&self) {
+        *self.buffer.lock().unwrap_or_else(|e| e.into_inner()) = Buffer::default();
     }
 
     /// What has been written so far.

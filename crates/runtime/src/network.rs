@@ -62,7 +62,11 @@ impl NetworkHooks {
     /// Start a new call's allowance (a session reuses one store for many
     /// calls; requests still in flight keep counting against the old one).
     pub fn renew(&mut self) {
-        self.usage = Arc::new(Usage::default());
+        match Arc::get_mut(&mut self.usage) {
+            // Nothing in flight shares it: the same allowance, zeroed.
+            Some(usage) => *usage = Usage::default(),
+            None => self.usage = Arc::new(Usage::default()),
+        }
     }
 }
 

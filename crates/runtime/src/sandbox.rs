@@ -429,7 +429,12 @@ async fn call_within(
             tool_log::forward(receiver, sink.as_ref(), invocation.tool, network.as_deref(), ended.clone()).await;
         }
     };
-    let ((mut execution, spent), (), ()) = tokio::join!(run, forward, forward_log);
+    let (mut execution, spent) = match ended {
+        // Nothing to forward: the guest's work alone, not joined with two
+        // futures that would do nothing.
+        None => run.await,
+        Some(_) => tokio::join!(run, forward, forward_log).0,
+    };
     if let Some(network) = live.network.as_deref() {
         scrub_secrets(network, &mut execution);
     }

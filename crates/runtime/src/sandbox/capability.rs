@@ -225,8 +225,8 @@ impl Capability for Capture {
 
     /// Each call reports only its own output.
     fn renew(&mut self, _: &Renewal<'_>) {
-        self.stdout.take();
-        self.stderr.take();
+        self.stdout.clear();
+        self.stderr.clear();
     }
 }
 
@@ -334,11 +334,7 @@ impl Capability for ToolLog {
 
     /// The call's tags and caps, no line written yet.
     fn renew(&mut self, renewal: &Renewal<'_>) {
-        let tags = renewal.caller.map(|caller| Tags {
-            tool: renewal.tool.to_owned(),
-            call_id: caller.call_id.clone(),
-            principal: caller.principal.clone(),
-        });
+        let tags = renewal.caller.map(|caller| Tags { tool: renewal.tool.to_owned(), caller: Arc::clone(caller) });
         ToolLog::renew(self, renewal.limits, tags, renewal.log.clone());
     }
 }

@@ -1,22 +1,39 @@
 //! A tool component bound to the contract version it targets, in the
 //! sandbox's store: pre-instantiated ([`ToolPre`]) and live ([`Tool`]).
+//!
+//! The exports are found once, when the component loads: each interface's
+//! indices ([`Exports`]) are looked up by name from the pre-instance. A new
+//! instance then type-checks only the function a call runs (`handler.call`);
+//! the four `metadata` functions, read once per load, are bound only when
+//! they are read.
 
 use super::{CallCtx, RawMetadata};
 use crate::bindings::{Contract, v0_1, v0_2, v0_3};
 use airlock_core::outcome::Failure;
 use wasmtime::Store;
-use wasmtime::component::InstancePre;
+use wasmtime::component::{Instance, InstancePre};
 
 /// A component pre-instantiated for the world it targets.
 #[derive(Clone)]
-pub struct ToolPre(Pre);
+pub struct ToolPre {
+    instance_pre: InstancePre<CallCtx>,
+    exports: Exports,
+}
 
-/// The pre-instance of each contract version.
+/// The indices of the `metadata` and `handler` exports, for the contract
+/// version the component targets.
 #[derive(Clone)]
-enum Pre {
-    V0_1(v0_1::ToolPre<CallCtx>),
-    V0_2(v0_2::ToolPre<CallCtx>),
-    V0_3(v0_3::ToolPre<CallCtx>),
+enum Exports {
+    V0_1(v0_1::exports::airlock::tool::metadata::GuestIndices, v0_1::exports::airlock::tool::handler::GuestIndices),
+    V0_2(v0_2::exports::airlock::tool::metadata::GuestIndices, v0_2::exports::airlock::tool::handler::GuestIndices),
+    V0_3(v0_3::exports::airlock::tool::metadata::GuestIndices, v0_3::exports::airlock::tool::handler::GuestIndices),
+}
+
+/// The `handler` of a live instance, its one function type-checked.
+enum Handler {
+    V0_1(v0_1::exports::airlock::tool::handler::Guest),
+    V0_2(v0_2::exports::airlock::tool::handler::Guest),
+    V0_3(v0_3::exports::airlock::tool::handler::Guest),
 }
 
 impl ToolPre {
@@ -26,49 +43,64 @@ impl ToolPre {
     ///
     /// The component fits no version; the error is the newest version's.
     pub(crate) fn new(instance_pre: InstancePre<CallCtx>) -> wasmtime::Result<Self> {
-        let newest = match v0_3::ToolPre::new(instance_pre.clone()) {
-            Ok(pre) => return Ok(Self(Pre::V0_3(pre))),
-            Err(newest) => newest,
+        // The generated world's own check first (every interface and
+        // function it exports, by name), then the indices kept for
+        // instantiation.
+        let exports = match v0_3::ToolPre::new(instance_pre.clone()) {
+            Ok(_) => Exports::V0_3(
+                v0_3::exports::airlock::tool::metadata::GuestIndices::new(&instance_pre)?,
+                v0_3::exports::airlock::tool::handler::GuestIndices::new(&instance_pre)?,
+            ),
+            Err(newest) => {
+                if v0_2::ToolPre::new(instance_pre.clone()).is_ok() {
+                    Exports::V0_2(
+                        v0_2::exports::airlock::tool::metadata::GuestIndices::new(&instance_pre)?,
+                        v0_2::exports::airlock::tool::handler::GuestIndices::new(&instance_pre)?,
+                    )
+                } else if v0_1::ToolPre::new(instance_pre.clone()).is_ok() {
+                    Exports::V0_1(
+                        v0_1::exports::airlock::tool::metadata::GuestIndices::new(&instance_pre)?,
+                        v0_1::exports::airlock::tool::handler::GuestIndices::new(&instance_pre)?,
+                    )
+                } else {
+                    return Err(newest);
+                }
+            }
         };
-        if let Ok(pre) = v0_2::ToolPre::new(instance_pre.clone()) {
-            return Ok(Self(Pre::V0_2(pre)));
-        }
-        v0_1::ToolPre::new(instance_pre).map(|pre| Self(Pre::V0_1(pre))).map_err(|_| newest)
+        Ok(Self { instance_pre, exports })
     }
 
     /// The contract version the component targets.
     pub(crate) fn contract(&self) -> Contract {
-        match self.0 {
-            Pre::V0_1(_) => Contract::V0_1,
-            Pre::V0_2(_) => Contract::V0_2,
-            Pre::V0_3(_) => Contract::V0_3,
+        match self.exports {
+            Exports::V0_1(..) => Contract::V0_1,
+            Exports::V0_2(..) => Contract::V0_2,
+            Exports::V0_3(..) => Contract::V0_3,
         }
     }
 
     /// The engine the component was compiled for.
     pub(crate) fn engine(&self) -> &wasmtime::Engine {
-        match &self.0 {
-            Pre::V0_1(pre) => pre.engine(),
-            Pre::V0_2(pre) => pre.engine(),
-            Pre::V0_3(pre) => pre.engine(),
-        }
+        self.instance_pre.engine()
     }
 
-    /// A new instance in `store`.
+    /// A new instance in `store`, its handler bound.
     pub(crate) async fn instantiate_async(&self, store: &mut Store<CallCtx>) -> wasmtime::Result<Tool> {
-        Ok(match &self.0 {
-            Pre::V0_1(pre) => Tool::V0_1(pre.instantiate_async(store).await?),
-            Pre::V0_2(pre) => Tool::V0_2(pre.instantiate_async(store).await?),
-            Pre::V0_3(pre) => Tool::V0_3(pre.instantiate_async(store).await?),
-        })
+        let instance = self.instance_pre.instantiate_async(&mut *store).await?;
+        let handler = match &self.exports {
+            Exports::V0_1(_, handler) => Handler::V0_1(handler.load(&mut *store, &instance)?),
+            Exports::V0_2(_, handler) => Handler::V0_2(handler.load(&mut *store, &instance)?),
+            Exports::V0_3(_, handler) => Handler::V0_3(handler.load(&mut *store, &instance)?),
+        };
+        Ok(Tool { instance, exports: self.exports.clone(), handler })
     }
 }
 
 /// A live instance of a tool component.
-pub(crate) enum Tool {
-    V0_1(v0_1::Tool),
-    V0_2(v0_2::Tool),
-    V0_3(v0_3::Tool),
+pub(crate) struct Tool {
+    instance: Instance,
+    exports: Exports,
+    handler: Handler,
 }
 
 impl Tool {
@@ -82,30 +114,24 @@ impl Tool {
         // The guest's code and message are checked and cleaned here, where
         // they first become host data.
         let tool_error = |message: String, code: Option<String>| Failure::tool_error(&message, code.as_deref());
-        Ok(match self {
-            Self::V0_1(tool) => tool
-                .airlock_tool_handler()
-                .call_call(store, arguments)
-                .await?
-                .map_err(|err| tool_error(err.message, err.code)),
-            Self::V0_2(tool) => tool
-                .airlock_tool_handler()
-                .call_call(store, arguments)
-                .await?
-                .map_err(|err| tool_error(err.message, err.code)),
-            Self::V0_3(tool) => tool
-                .airlock_tool_handler()
-                .call_call(store, arguments)
-                .await?
-                .map_err(|err| tool_error(err.message, err.code)),
+        Ok(match &self.handler {
+            Handler::V0_1(handler) => {
+                handler.call_call(store, arguments).await?.map_err(|err| tool_error(err.message, err.code))
+            }
+            Handler::V0_2(handler) => {
+                handler.call_call(store, arguments).await?.map_err(|err| tool_error(err.message, err.code))
+            }
+            Handler::V0_3(handler) => {
+                handler.call_call(store, arguments).await?.map_err(|err| tool_error(err.message, err.code))
+            }
         })
     }
 
     /// Every `metadata` function, in order. `Err` is a trap.
     pub(crate) async fn metadata(&self, store: &mut Store<CallCtx>) -> wasmtime::Result<RawMetadata> {
         macro_rules! read {
-            ($meta:expr) => {{
-                let meta = $meta;
+            ($indices:expr) => {{
+                let meta = $indices.load(&mut *store, &self.instance)?;
                 let name = meta.call_name(&mut *store).await?;
                 let description = meta.call_description(&mut *store).await?;
                 let parameters = meta.call_parameters(&mut *store).await?;
@@ -113,10 +139,10 @@ impl Tool {
                 RawMetadata { name, description, parameters, output }
             }};
         }
-        Ok(match self {
-            Self::V0_1(tool) => read!(tool.airlock_tool_metadata()),
-            Self::V0_2(tool) => read!(tool.airlock_tool_metadata()),
-            Self::V0_3(tool) => read!(tool.airlock_tool_metadata()),
+        Ok(match &self.exports {
+            Exports::V0_1(metadata, _) => read!(metadata),
+            Exports::V0_2(metadata, _) => read!(metadata),
+            Exports::V0_3(metadata, _) => read!(metadata),
         })
     }
 }

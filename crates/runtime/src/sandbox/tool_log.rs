@@ -21,9 +21,11 @@
 //! `max_log_lines`, never the count of the dropped ones.
 
 use crate::network::NetworkGrant;
+use airlock_core::caller::Caller;
 use airlock_core::content::clean_line;
 use airlock_core::tool_log::{LogLevel, LogSink};
 use airlock_settings::limits::Limits;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasSelf, Linker};
@@ -34,12 +36,12 @@ use crate::bindings::v0_3::airlock::tool::log as wit;
 /// shows them all, `airlock::tool_log=off` none.
 pub const TARGET: &str = "airlock::tool_log";
 
-/// Who a line is tagged with.
-#[derive(Debug, Clone, Default)]
+/// Who a line is tagged with: the tool, and the caller whose call id and
+/// principal it names.
+#[derive(Debug, Clone)]
 pub(crate) struct Tags {
     pub(crate) tool: String,
-    pub(crate) call_id: String,
-    pub(crate) principal: String,
+    pub(crate) caller: Arc<Caller>,
 }
 
 /// The log lines of the call being served.
@@ -81,8 +83,8 @@ impl ToolLog {
             tracing::warn!(
                 target: TARGET,
                 tool = %tags.tool,
-                call_id = %tags.call_id,
-                principal = %tags.principal,
+                call_id = %tags.caller.call_id,
+                principal = %tags.caller.principal,
                 dropped = self.dropped,
                 "{} more lines dropped: the call wrote more than max_log_lines = {}",
                 self.dropped,
@@ -116,7 +118,7 @@ impl wit::Host for ToolLog {
         self.written += 1;
         let line = clean_line(&message);
         let line = airlock_core::text::cap(&line, self.max_line_bytes);
-        let (tool, call_id, principal) = (&tags.tool, &tags.call_id, &tags.principal);
+        let (tool, call_id, principal) = (&tags.tool, &tags.caller.call_id, &tags.caller.principal);
         match level {
             wit::Level::Debug => {
                 tracing::debug!(target: TARGET, %tool, %call_id, %principal, "{line}");
@@ -211,7 +213,8 @@ mod tests {
         wit::Host::write(&mut log, wit::Level::Info, "while reading metadata".into());
         assert_eq!((log.written, log.dropped), (0, 0), "no call, no line");
         let (sender, receiver) = channel();
-        let tags = Tags { tool: "t".into(), call_id: "c".into(), principal: "p".into() };
+        let caller = Caller { principal: "p".into(), call_id: "c".into(), ..Caller::default() };
+        let tags = Tags { tool: "t".into(), caller: Arc::new(caller) };
         log.renew(&limits, Some(tags), Some(sender));
         for _ in 0..5 {
             wit::Host::write(&mut log, wit::Level::Error, "x\ny".into());

@@ -166,14 +166,14 @@ fn within_caps(value: &Value, depth: usize, budget: &mut usize) -> Result<(), Ar
 
 /// [`within_caps`] for what an array or object at `depth` holds.
 fn nested<'a>(
-    children: impl Iterator<Item = &'a Value>,
+    mut children: impl Iterator<Item = &'a Value>,
     depth: usize,
     budget: &mut usize,
 ) -> Result<(), ArgumentsError> {
     if depth > MAX_ARGUMENT_DEPTH {
         return Err(ArgumentsError::TooDeep);
     }
-    children.into_iter().try_for_each(|child| within_caps(child, depth + 1, budget))
+    children.try_for_each(|child| within_caps(child, depth + 1, budget))
 }
 
 /// Converts JSON that is [`convertible`] into a Cedar restricted expression

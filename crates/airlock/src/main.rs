@@ -96,7 +96,7 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
         /// Principal for requests without a bearer token (stdio, or HTTP with no tokens configured).
-        #[arg(long, default_value = "local")]
+        #[arg(long, default_value = "local", value_parser = cli::confirm::principal)]
         principal: String,
         /// Reload tools when the config or tool directories change.
         #[arg(long)]
@@ -106,7 +106,7 @@ enum Command {
     Config,
     /// Create a new tool project (rust, python or js) and print the command that builds it.
     New(scaffold::NewArgs),
-    /// Answer, as an approver the operator named, the approvals waiting for you on the server's page.
+    /// Passkeys that answer approvals (enroll, list, revoke), and the approvals waiting for a named approver.
     Approvals(approvals::ApprovalsArgs),
     /// Audit log tools.
     Audit {

@@ -7,8 +7,9 @@
 //! the principal, the tool and its revision, the digest of the arguments
 //! and the call id, with the operator's card rendered from them, for
 //! `[approvals] link_ttl_secs`. Its link (`link.rs`) is signed over all of
-//! that. The person opens the link, signs in, reads the card and answers
-//! once ([`Approvals::answer`], checked by [`may_answer`]); the first call
+//! that. The person opens the link, reads the card and answers once,
+//! proving they are there with a passkey (`passkey.rs`) or by signing in
+//! ([`Approvals::answer`], checked by [`may_answer`]); the first call
 //! of the same principal, tool revision and arguments then runs under it,
 //! once ([`Approvals::take`]), whether it is the call that waited or one
 //! made again after the answer. A call that finds the approval still
@@ -20,15 +21,19 @@
 //!
 //! # Trust
 //!
-//! Trusted: the operator's settings and the host's link key. Not trusted:
-//! the link a request presents (its MAC is checked against the approval as
-//! stored, in constant time), who a person says they are (the page signs
-//! them in with the issuer of `[http.jwt]`; an MCP client's bearer token is
-//! never enough, since the client holds it), and the MCP client itself
-//! (it may show the link or not, but it cannot answer).
+//! Trusted: the operator's settings, the host's link key and the passkeys
+//! kept. Not trusted: the link a request presents (its MAC is checked
+//! against the approval as stored, in constant time), who a person says
+//! they are (a passkey's assertion proves it, or the issuer of
+//! `[http.jwt]` signs them in; the link, a cookie, a form token or an MCP
+//! client's bearer token is never enough, since the client holds them),
+//! and the MCP client itself (it may show the link or not, but it cannot
+//! answer).
 
 pub mod link;
+pub mod passkey;
 mod settings;
+pub mod state_file;
 pub mod store;
 pub mod webhook;
 
@@ -51,33 +56,40 @@ pub const PAGE_PATH: &str = "/approvals";
 /// Pending approvals listed at most by [`Approvals::pending`].
 pub const MAX_LISTED: usize = 100;
 
-/// How an answer was given.
+/// How a person proved they were at the page when they answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum How {
-    /// On Airlock's approval page, signed in.
-    Page,
-    /// In a terminal (`airlock approvals approve`), as a named approver.
-    Terminal,
+pub enum Proof {
+    /// A passkey with user verification.
+    Passkey,
+    /// Sign-in at the issuer of `[http.jwt]`.
+    SignIn,
+    /// Both (`[approvals] require_passkey` with `[http.jwt]`).
+    SignInAndPasskey,
 }
 
-impl How {
+impl Proof {
     /// As written in audit records.
     pub fn as_str(self) -> &'static str {
         match self {
-            How::Page => "page",
-            How::Terminal => "terminal",
+            Proof::Passkey => "passkey",
+            Proof::SignIn => "sign-in",
+            Proof::SignInAndPasskey => "sign-in and passkey",
         }
     }
 }
 
-/// A person's answer to an approval.
+/// A person's answer to an approval, given on Airlock's page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
-    /// Who answered (their principal, as signed in).
+    /// Who answered: the principal who proved they were there (the
+    /// passkey's, or the signed-in one), never the link's.
     pub by: String,
-    /// Where.
-    pub how: How,
+    /// How they proved it.
+    pub proof: Proof,
+    /// The passkey that proved it (its credential id), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
     /// When, in Unix milliseconds.
     pub at_ms: u64,
     /// Approved (`true`) or declined.
@@ -160,7 +172,8 @@ impl NotYours {
     pub fn explain(&self, approval: &Approval) -> String {
         match self {
             NotYours::OtherPrincipal { person } => format!(
-                "you are signed in as {person}, but this call acts for {}: only they can approve it",
+                "you are {person} (as your passkey or sign-in shows), but this call acts for {}: only they can \
+                 approve it",
                 approval.principal
             ),
             NotYours::FourEyes => format!(
@@ -168,7 +181,7 @@ impl NotYours {
                 approval.approver.describe(&approval.principal)
             ),
             NotYours::NotApprover { person } => format!(
-                "you are signed in as {person}; this call needs the approval of {}",
+                "you are {person} (as your passkey or sign-in shows); this call needs the approval of {}",
                 approval.approver.describe(&approval.principal)
             ),
         }
@@ -192,6 +205,16 @@ pub fn may_answer(approval: &Approval, person: &str, is_member: impl Fn(&str, &s
     }
 }
 
+/// Of the principals `people` (those with passkeys), the ones who may
+/// answer `approval`, as [`may_answer`] says.
+pub fn eligible<'a>(
+    approval: &Approval,
+    people: impl IntoIterator<Item = &'a str>,
+    is_member: impl Fn(&str, &str) -> bool,
+) -> Vec<&'a str> {
+    people.into_iter().filter(|person| may_answer(approval, person, &is_member).is_ok()).collect()
+}
+
 /// Where approvals are kept.
 enum Kept {
     Local(Local),
@@ -203,6 +226,8 @@ enum Kept {
 pub struct Approvals {
     kept: Kept,
     key: LinkKey,
+    /// The people's passkeys, kept where the approvals are.
+    passkeys: passkey::store::Passkeys,
     /// Tells named approvers (`[approvals] webhook_url`), fixed at start.
     webhook: Option<webhook::Webhook>,
     /// Where the page is served (`http://127.0.0.1:8080`), once a transport
@@ -248,12 +273,18 @@ impl Approvals {
             None => (Kept::Local(Local::default()), LinkKey::random()?),
         };
         let webhook = settings.webhook.clone().map(webhook::Webhook::start);
-        Ok(Approvals { kept, key, webhook, base: RwLock::new(None) })
+        let passkeys = passkey::store::Passkeys::open(fleet, settings.state_dir.as_deref())?;
+        Ok(Approvals { kept, key, passkeys, webhook, base: RwLock::new(None) })
     }
 
     /// The key that signs links and the page's cookies.
     pub fn key(&self) -> &LinkKey {
         &self.key
+    }
+
+    /// The people's passkeys.
+    pub fn passkeys(&self) -> &passkey::store::Passkeys {
+        &self.passkeys
     }
 
     /// Say where the page is served (scheme, host and port, no path); links
@@ -500,7 +531,8 @@ mod tests {
         let waiting = approvals.answered(&opened.id, &cancel);
         let answering = async {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let answer = Answer { by: "alice".into(), how: How::Page, at_ms: now_ms(), approved: true };
+            let answer =
+                Answer { by: "alice".into(), proof: Proof::Passkey, credential: None, at_ms: now_ms(), approved: true };
             approvals.answer(&opened.id, answer).await.unwrap().unwrap();
         };
         let (heard, ()) = tokio::join!(waiting, answering);

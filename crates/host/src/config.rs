@@ -25,7 +25,7 @@ use crate::fleet::{FleetSettings, RawFleet};
 use crate::quota::{Quotas, RawQuotas};
 use crate::tool_settings::{PipelineSettings, RawTool};
 use airlock_policy::audit::{AuditSettings, RawAudit};
-use airlock_policy::authorize::RawPolicy;
+use airlock_policy::authorize::{RawPolicy, principal_fault};
 use airlock_policy::card::{CardSettings, RawCards};
 use airlock_runtime::distribution::{DistributionSettings, RawDistribution};
 use airlock_runtime::tool_settings::ToolSettings;
@@ -330,6 +330,13 @@ impl Config {
         }
         let audit = raw.audit.map(|audit| AuditSettings::from_raw(audit, &resolve)).transpose().map_err(error)?;
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
+        // A token's principal is a name as any other front end's is.
+        for (i, token) in http.tokens.iter().enumerate() {
+            let cap = "the longest principal";
+            if let Some(fault) = principal_fault(&token.principal, airlock_core::call::MAX_PRINCIPAL_LEN, cap) {
+                return Err(error(format!("[[http.tokens]] #{} principal {fault}", i + 1)));
+            }
+        }
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
         let fleet = raw.fleet.map(|f| FleetSettings::from_raw(f, &resolve)).transpose().map_err(error)?;
         let distribution = DistributionSettings::from_raw(raw.distribution, &resolve).map_err(error)?;
@@ -352,7 +359,8 @@ impl Config {
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
-        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
+        let mut approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
+        approvals.settle_state_dir(audit.as_ref().map(|a| a.file.as_path()));
         let tasks = crate::tasks::TaskSettings::from_raw(raw.tasks).map_err(error)?;
 
         Ok(Config {

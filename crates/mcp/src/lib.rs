@@ -129,7 +129,7 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     // A stdio server has no origin: the approval page needs `[approvals]
     // listen` of its own.
     let page = match host.config().approvals.listen {
-        Some(addr) => Some(http::serve_page(&host, addr, stop_metrics.clone()).await?),
+        Some(addr) => http::serve_page(&host, addr, stop_metrics.clone()).await?,
         None => None,
     };
     let server = AirlockServer::new(shared, principal);

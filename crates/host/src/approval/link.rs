@@ -76,6 +76,32 @@ impl LinkKey {
         hmac::verify(&self.0, &framed(context, parts), &tag).is_ok()
     }
 
+    /// `value` sealed under `context`: base64url JSON, a dot, its MAC. Not
+    /// secret, only unforgeable: what the page hands a browser to bring
+    /// back (a cookie, a ceremony's state).
+    pub fn seal<T: serde::Serialize>(&self, context: &[u8], value: &T) -> Option<String> {
+        use base64::Engine as _;
+        let json = serde_json::to_vec(value).ok()?;
+        let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+        let mac = self.sign(context, &[body.as_bytes()]);
+        Some(format!("{body}.{mac}"))
+    }
+
+    /// The value [`LinkKey::seal`] sealed in `text` under `context`, if
+    /// `text` is at most `max_bytes` and its MAC checks.
+    pub fn open<T: serde::de::DeserializeOwned>(&self, context: &[u8], text: &str, max_bytes: usize) -> Option<T> {
+        use base64::Engine as _;
+        if text.len() > max_bytes {
+            return None;
+        }
+        let (body, mac) = text.rsplit_once('.')?;
+        if !self.verify(context, &[body.as_bytes()], mac) {
+            return None;
+        }
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(body).ok()?;
+        serde_json::from_slice(&json).ok()
+    }
+
     /// The `sig` of `approval`'s link.
     pub fn link_mac(&self, approval: &Approval) -> String {
         self.sign(LINK_CONTEXT, &link_parts(approval))

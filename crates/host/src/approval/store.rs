@@ -321,7 +321,14 @@ impl Shared {
         Ok(connection)
     }
 
-    async fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Vec<Option<String>>, Unavailable> {
+    /// Run `script` with `keys` and `args` (every answer a list of
+    /// strings).
+    pub(in crate::approval) async fn eval(
+        &self,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Vec<Option<String>>, Unavailable> {
         let mut connection = self.connection().await?;
         let mut command = redis::cmd("EVAL");
         command.arg(script).arg(keys.len());
@@ -340,6 +347,30 @@ impl Shared {
             }
             Unavailable(err.to_string())
         })
+    }
+
+    /// `GET key`.
+    pub(in crate::approval) async fn get(&self, key: &str) -> Result<Option<String>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let value: Result<Option<String>, redis::RedisError> =
+            redis::cmd("GET").arg(key).query_async(&mut connection).await;
+        value.map_err(|e| Unavailable(e.to_string()))
+    }
+
+    /// `HGET key field`.
+    pub(in crate::approval) async fn hash_get(&self, key: &str, field: &str) -> Result<Option<String>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let value: Result<Option<String>, redis::RedisError> =
+            redis::cmd("HGET").arg(key).arg(field).query_async(&mut connection).await;
+        value.map_err(|e| Unavailable(e.to_string()))
+    }
+
+    /// `HGETALL key`.
+    pub(in crate::approval) async fn hash_all(&self, key: &str) -> Result<HashMap<String, String>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let value: Result<HashMap<String, String>, redis::RedisError> =
+            redis::cmd("HGETALL").arg(key).query_async(&mut connection).await;
+        value.map_err(|e| Unavailable(e.to_string()))
     }
 
     fn principal_set(principal: &str) -> String {
@@ -470,7 +501,7 @@ impl Shared {
 
 #[cfg(test)]
 mod tests {
-    use super::super::How;
+    use super::super::Proof;
     use super::*;
 
     fn approval(id: &str, principal: &str) -> Approval {
@@ -492,7 +523,7 @@ mod tests {
     }
 
     fn answer(approved: bool) -> Answer {
-        Answer { by: "alice".into(), how: How::Page, at_ms: 10, approved }
+        Answer { by: "alice".into(), proof: Proof::Passkey, credential: None, at_ms: 10, approved }
     }
 
     const CAPS: Caps = Caps { per_principal: 2, total: 3 };

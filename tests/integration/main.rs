@@ -33,6 +33,7 @@ mod reload;
 mod revisions;
 mod sandbox;
 mod service;
+mod softkey;
 mod sessions;
 mod shared_audit;
 mod startup;

@@ -107,6 +107,11 @@ impl Served {
         }
     }
 
+    /// The config file it runs with.
+    pub(crate) fn config(&self) -> PathBuf {
+        self._dir.path().join("airlock.toml")
+    }
+
     /// Wait for the process to exit; its exit code.
     pub(crate) fn exit_code(&mut self) -> Option<i32> {
         let deadline = Instant::now() + DEADLINE;
@@ -156,7 +161,21 @@ pub(crate) fn wait_ready(addr: &str) {
 
 /// One request over a connection of its own (`Connection: close`).
 pub(crate) fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    send(addr, addr, method, path, headers, body)
+}
+
+/// A request to `url` (`http://HOST:PORT/PATH`) as a browser sends it:
+/// `Host` is the URL's (`localhost` is reached at 127.0.0.1).
+pub(crate) fn fetch(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
+    let addr = authority.replace("localhost:", "127.0.0.1:");
+    send(&addr, authority, method, path, headers, body)
+}
+
+/// `request` to `addr`, naming `host` as the `Host`.
+fn send(addr: &str, host: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

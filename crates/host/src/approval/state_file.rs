@@ -35,8 +35,7 @@
 //! - **Damage is reported, not hidden.** A file that is not the document
 //!   (cut, edited, another version's) is an error naming it
 //!   ([`StateError::Damaged`]); nothing reads it as empty or overwrites it.
-//!   Its owner decides, and says so: [`StateFile::set_aside`] renames it to
-//!   `NAME.damaged-<unix seconds>` so that a fresh document starts beside it.
+//!   Its owner decides what to do with it, and says so.
 //!
 //! # Trust
 //!
@@ -112,16 +111,6 @@ pub enum StateError {
         /// The size the change would have made.
         bytes: u64,
     },
-}
-
-/// The identity of a file's content as last written: it changes with every
-/// [`StateFile::update`] that writes (each write is a new file renamed into
-/// place), so a process can tell that another changed it with one `stat`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Generation {
-    ino: u64,
-    mtime_ns: i128,
-    len: u64,
 }
 
 /// One JSON document in one file of the state directory; see the module
@@ -204,11 +193,6 @@ impl StateFile {
         Ok(StateFile { dir: handle, dir_file, name: name.to_owned(), path, lock: Mutex::new(lock) })
     }
 
-    /// The file's path, for messages.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The document as last written (`T::default()` when there is none
     /// yet). Takes no lock: a reader sees one whole version.
     ///
@@ -264,49 +248,6 @@ impl StateFile {
         }
         self.replace(&after)?;
         Ok(result)
-    }
-
-    /// What identifies the content as last written (`None`: no file yet, or
-    /// it cannot be read). Costs one `stat`.
-    pub fn generation(&self) -> Option<Generation> {
-        let meta = self.dir.symlink_metadata(&self.name).ok()?;
-        let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-        Some(Generation { ino: meta.ino(), mtime_ns, len: meta.len() })
-    }
-
-    /// Move a damaged file aside, to `NAME.damaged-<unix seconds>` beside
-    /// it, under the lock (a later one the same second gets a `-2`, `-3`…
-    /// suffix), and return its new path; the next change starts a new
-    /// document. Does nothing (`None`) when there is no file or it is not
-    /// damaged any more.
-    ///
-    /// # Errors
-    ///
-    /// The lock cannot be taken or the file cannot be renamed.
-    pub fn set_aside<T: DeserializeOwned + Default>(&self) -> Result<Option<PathBuf>, StateError> {
-        let lock = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        lock.lock().map_err(|source| self.io("lock", source))?;
-        let result = self.set_aside_locked::<T>();
-        let _ = lock.unlock();
-        result
-    }
-
-    fn set_aside_locked<T: DeserializeOwned + Default>(&self) -> Result<Option<PathBuf>, StateError> {
-        match self.read_bytes().and_then(|bytes| self.parse::<T>(bytes.as_deref())) {
-            Ok(_) => return Ok(None),
-            Err(StateError::Damaged { .. } | StateError::TooLarge { .. }) => {}
-            Err(err) => return Err(err),
-        }
-        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let mut aside = format!("{}.damaged-{secs}", self.name);
-        let mut n = 1u32;
-        while self.dir.symlink_metadata(&aside).is_ok() {
-            n = n.saturating_add(1);
-            aside = format!("{}.damaged-{secs}-{n}", self.name);
-        }
-        self.dir.rename(&self.name, &self.dir, &aside).map_err(|source| self.io("move aside", source))?;
-        self.dir_file.sync_all().map_err(|source| self.io("sync the directory of", source))?;
-        Ok(Some(self.path.with_file_name(aside)))
     }
 
     /// The file's bytes, `None` when there is none; at most one byte over

@@ -350,7 +350,7 @@ impl Shared {
     }
 
     /// `GET key`.
-    pub(in crate::approval) async fn get(&self, key: &str) -> Result<Option<String>, Unavailable> {
+    pub(in crate::approval) async fn get_key(&self, key: &str) -> Result<Option<String>, Unavailable> {
         let mut connection = self.connection().await?;
         let value: Result<Option<String>, redis::RedisError> =
             redis::cmd("GET").arg(key).query_async(&mut connection).await;

@@ -280,7 +280,7 @@ impl Passkeys {
                 Ok(doc.enrolments.get(&digest).filter(|e| e.expires_ms > now_ms).cloned())
             }
             Kept::Shared(shared) => {
-                let principal = shared.get(&link_key(&digest)).await.map_err(|e| Unavailable(e.0))?;
+                let principal = shared.get_key(&link_key(&digest)).await.map_err(|e| Unavailable(e.0))?;
                 Ok(principal.map(|principal| Enrolment { principal, expires_ms: u64::MAX }))
             }
         }

@@ -206,7 +206,7 @@ impl SignIn {
 }
 
 #[derive(Deserialize)]
-struct SignInQuery {
+pub(super) struct SignInQuery {
     #[serde(default)]
     next: String,
 }
@@ -276,7 +276,7 @@ pub(super) async fn sign_in(
 }
 
 #[derive(Deserialize)]
-struct CallbackQuery {
+pub(super) struct CallbackQuery {
     #[serde(default)]
     code: String,
     #[serde(default)]

@@ -255,7 +255,7 @@ async fn a_principal_with_control_or_format_characters_is_refused_naming_the_cod
     for (sub, expected) in [
         ("alice\nbob", "holds U+000A, a line break, at character 6"),
         ("alice\r", "holds U+000D, a line break, at character 6"),
-        ("al\0ice", "holds U+0000, NUL, at character 3"),
+        ("al\0ice", "holds U+0000, a control character, at character 3"),
         ("alice\u{2028}", "holds U+2028, a line break"),
         ("alice\u{85}", "holds U+0085, a line break"),
         ("\u{202e}ecila", "holds U+202E, a bidirectional control, at character 1"),

@@ -182,7 +182,9 @@ impl StateFile {
                 meta.uid()
             )));
         }
-        let dir_file = handle.try_clone().map_err(|err| dir_error(format!("cannot open it: {err}")))?.into_std_file();
+        // The handle is an `O_PATH` descriptor, which cannot be synced: the
+        // directory is opened for reading as well, to sync after a rename.
+        let dir_file = std::fs::File::open(dir).map_err(|err| dir_error(format!("cannot open it: {err}")))?;
         let path = dir.join(name);
         let lock_name = format!("{name}.lock");
         let lock = open_private(&handle, &lock_name, false).map_err(|source| StateError::Io {

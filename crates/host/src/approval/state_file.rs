@@ -164,9 +164,16 @@ impl StateFile {
             .mode(0o700)
             .create(dir)
             .map_err(|err| dir_error(format!("cannot create it: {err}")))?;
-        let handle = Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-            .map_err(|err| dir_error(format!("cannot open it: {err}")))?;
+        // Opened for reading, so that it can be synced after a rename (a
+        // descriptor opened `O_PATH`, as cap-std opens directories, cannot);
+        // the handle everything is opened through is the same descriptor.
+        let dir_file = std::fs::File::open(dir).map_err(|err| dir_error(format!("cannot open it: {err}")))?;
+        let handle =
+            Dir::from_std_file(dir_file.try_clone().map_err(|err| dir_error(format!("cannot open it: {err}")))?);
         let meta = handle.dir_metadata().map_err(|err| dir_error(format!("cannot read it: {err}")))?;
+        if !meta.is_dir() {
+            return Err(dir_error("it is not a directory".to_owned()));
+        }
         let mode = meta.mode();
         if mode & 0o022 != 0 {
             return Err(dir_error(format!(
@@ -182,9 +189,6 @@ impl StateFile {
                 meta.uid()
             )));
         }
-        // The handle is an `O_PATH` descriptor, which cannot be synced: the
-        // directory is opened for reading as well, to sync after a rename.
-        let dir_file = std::fs::File::open(dir).map_err(|err| dir_error(format!("cannot open it: {err}")))?;
         let path = dir.join(name);
         let lock_name = format!("{name}.lock");
         let lock = open_private(&handle, &lock_name, false).map_err(|source| StateError::Io {
@@ -282,10 +286,15 @@ impl StateFile {
 
     fn parse<T: DeserializeOwned + Default>(&self, bytes: Option<&[u8]>) -> Result<T, StateError> {
         let Some(bytes) = bytes else { return Ok(T::default()) };
-        serde_json::from_slice(bytes).map_err(|err| StateError::Damaged {
-            path: self.path.clone(),
-            why: if bytes.is_empty() { "it is empty".to_owned() } else { format!("not the document expected: {err}") },
-        })
+        let damaged = |why: String| StateError::Damaged { path: self.path.clone(), why };
+        // A state document is a JSON object; serde would also take a struct
+        // from an array of its fields in order, which Airlock never writes.
+        match bytes.trim_ascii_start().first() {
+            None => return Err(damaged("it is empty".to_owned())),
+            Some(b'{') => {}
+            Some(_) => return Err(damaged("not the document expected: it is not a JSON object".to_owned())),
+        }
+        serde_json::from_slice(bytes).map_err(|err| damaged(format!("not the document expected: {err}")))
     }
 
     /// Write `bytes` as the new content: temporary file, sync, rename,

@@ -65,7 +65,7 @@ airlock_settings::section! {
             unset "not set: required with `webhook_url`",
             identity |a: &ApprovalSettings| a.webhook.as_ref().map(|w| hex::encode(&w.secret)),
             example "\"/run/secrets/airlock-webhook\"";
-        /// where approvals waiting for an answer and the key that signs their links are kept, for every Airlock process of the host (a stdio server's approvals outlive it there)
+        /// where approvals waiting for an answer, the key that signs their links and the people's passkeys (`passkeys.json`, without `[fleet] redis_url`) are kept, for every Airlock process of the host (a stdio server's approvals outlive it there)
         state_dir: Option<PathBuf>, Restart, accepts "a path to a directory only the user running Airlock can write (made with mode 0700)",
             unset "the directory of `[audit] file`, else `$XDG_STATE_HOME/airlock`, else `~/.local/state/airlock`",
             show |a: &ApprovalSettings| a.state_dir.as_deref().map(Value::path),

@@ -197,6 +197,7 @@ $(APPROVALS_STAMP): $(APPROVALS_DIR)/package-lock.json
 	touch $@
 
 test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES)
+	$(MAKE) --no-print-directory lint
 	python3 tests/docs/check_links.py
 	$(CARGO) test --release $(HOST_PACKAGES) --no-run
 	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
@@ -270,8 +271,34 @@ $(MACHETE_STAMP):
 	$(CARGO) install cargo-machete --version $(MACHETE_VERSION) --locked --root $(MACHETE_ROOT)
 	touch $@
 
-lint: setup lint-deploy $(MACHETE_STAMP) | $(WASM_C_TOOLCHAIN_FILES)
+# The dependency tree against RustSec advisories, licences, sources and
+# duplicate wasmtimes (deny.toml): cargo-deny from crates.io, pinned and
+# installed once; offline, from the advisory snapshot in .ci/advisory-db,
+# which is made into the git checkout cargo-deny reads (its commit dated
+# as the snapshot, so a stale database reads as stale).
+DENY_VERSION := 0.20.2
+DENY_STAMP := $(MACHETE_ROOT)/.cargo-deny-$(DENY_VERSION)
+ADVISORY_SNAPSHOT := .ci/advisory-db
+ADVISORY_CHECKOUT := $(CURDIR)/target/advisory-dbs/advisory-db-3157b0e258782691
+ADVISORY_STAMP := $(ADVISORY_CHECKOUT)/.airlock-snapshot
+
+$(DENY_STAMP):
+	$(CARGO) install cargo-deny --version $(DENY_VERSION) --locked --root $(MACHETE_ROOT)
+	touch $@
+
+$(ADVISORY_STAMP): $(ADVISORY_SNAPSHOT)/SNAPSHOT.md
+	rm -rf $(ADVISORY_CHECKOUT)
+	mkdir -p $(ADVISORY_CHECKOUT)
+	cp -a $(ADVISORY_SNAPSHOT)/. $(ADVISORY_CHECKOUT)/
+	date=$$(sed -n 's/.*(\([0-9-]*\)).*/\1/p' $(ADVISORY_SNAPSHOT)/SNAPSHOT.md | head -n 1); \
+	cd $(ADVISORY_CHECKOUT) && git init -q && git add -A && \
+		GIT_COMMITTER_DATE="$${date}T00:00:00Z" git -c user.name=snapshot -c user.email=snapshot@invalid \
+		commit -q --no-gpg-sign --date "$${date}T00:00:00Z" -m "RustSec advisory database snapshot $$date"
+	touch $@
+
+lint: setup lint-deploy $(MACHETE_STAMP) $(DENY_STAMP) $(ADVISORY_STAMP) | $(WASM_C_TOOLCHAIN_FILES)
 	$(MACHETE_ROOT)/bin/cargo-machete
+	$(MACHETE_ROOT)/bin/cargo-deny --offline check
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --all-targets $(CLIPPY_NATIVE) -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings

@@ -19,59 +19,12 @@ import { after, before, describe, test } from 'node:test';
 
 import { ElicitationCompleteNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { CALL_TIMEOUT, connect, kindOf, startHttp, textOf, writeConfig } from './support.js';
+import { CALL_TIMEOUT, answerOnPage, connect, kindOf, linkIn, startHttp, textOf, writeConfig } from './support.js';
 
 // Over HTTP the page is served on the MCP origin; a stdio server needs an
 // address of its own.
 const PAGE = '\n[approvals]\nmode = "page"\n';
 const PAGE_LISTEN = `${PAGE}listen = "127.0.0.1:0"\n`;
-
-/** `text` with the five entities the page escapes turned back. */
-function unescapeHtml(text) {
-  return text
-    .replaceAll('&lt;', '<')
-    .replaceAll('&gt;', '>')
-    .replaceAll('&quot;', '"')
-    .replaceAll('&#39;', "'")
-    .replaceAll('&#x27;', "'")
-    .replaceAll('&amp;', '&');
-}
-
-/**
- * What a person does at the page: open the link, read the card, press
- * Approve or Decline (a form POST from the page's origin, with the link's
- * signature and the form token the page gave). Returns the card shown.
- */
-async function answerOnPage(link, decision) {
-  const { origin } = new URL(link);
-  const page = await fetch(link, { signal: AbortSignal.timeout(CALL_TIMEOUT) });
-  const html = await page.text();
-  assert.equal(page.status, 200, html);
-  const card = /id="card">(.*?)<\/pre>/s.exec(html);
-  assert.ok(card, html);
-  const fields = Object.fromEntries(
-    [...html.matchAll(/name="(sig|csrf)" value="([^"]*)"/g)].map(([, name, value]) => [name, unescapeHtml(value)]),
-  );
-  assert.deepEqual(Object.keys(fields).sort(), ['csrf', 'sig'], html);
-  const answered = await fetch(link.split('?')[0], {
-    method: 'POST',
-    headers: { Origin: origin, 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...fields, decision }),
-    redirect: 'manual',
-    signal: AbortSignal.timeout(CALL_TIMEOUT),
-  });
-  const text = await answered.text();
-  assert.equal(answered.status, 200, text);
-  assert.match(text, decision === 'approve' ? /You approved this call/ : /You declined this call/);
-  return unescapeHtml(card[1]);
-}
-
-/** The page's link in a result's text. */
-function linkIn(result) {
-  const match = /https?:\/\/\S+\/approvals\/\S+/.exec(textOf(result));
-  assert.ok(match, textOf(result));
-  return match[0];
-}
 
 for (const transport of ['stdio', 'http']) {
   describe(`approvals on the page, TypeScript SDK over ${transport}`, () => {

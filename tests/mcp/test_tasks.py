@@ -38,7 +38,7 @@ WITH_TASKS = {"extensions": {TASKS_EXTENSION: {}}}
 WITH_TASKS_AND_FORMS = {"elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}}
 ACCEPT = {"confirm": {"action": "accept", "content": {"allow": True}}}
 # Every wait for a task: generous, for a loaded machine.
-DEADLINE_S = 60.0
+DEADLINE_S = 120.0
 
 TOOLS = f"""
 [tools.slow_compute]
@@ -197,8 +197,10 @@ def test_cancel_stops_the_running_guest(tasks_setup: Setup) -> None:
         assert until(server, task_id, ended)["status"] == "cancelled"
         # The guest stopped: its call's record says so, long before its 60 s.
         [record] = audited(tasks_setup, task_id, "cancelled")
-        assert record["duration_us"] < 20_000_000, record
-        assert time.monotonic() - cancelled_at < 20
+        # Two thirds of the guest's 60 s: a cancel that did not stop it
+        # would let it run to its end.
+        assert record["duration_us"] < 40_000_000, record
+        assert time.monotonic() - cancelled_at < 40
         # A cancel of a task that ended changes nothing and answers the same.
         assert rpc(server, "tasks/cancel", {"taskId": task_id})["result"] == {"resultType": "complete"}
         assert task_get(server, task_id)["result"]["status"] == "cancelled"

@@ -196,43 +196,70 @@ $(APPROVALS_STAMP): $(APPROVALS_DIR)/package-lock.json
 	cd $(APPROVALS_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
+# -- test steps: each under an overall bound ---------------------------------
+# Every step of `make test` runs through tests/step.py NAME SECONDS: past
+# its bound the step fails with its name, the processes it had running and
+# its last output, and all of them are killed; a step that ends but leaves
+# a process running (a server a test did not close) fails too. The bounds
+# are liveness bounds for a loaded two-core machine (several times what a
+# quiet one takes), not speed targets. Node's test runner also gets a
+# per-test bound and exits when its tests are done, whatever they left
+# open; pytest prints every thread's stack when one test runs past
+# PYTEST_STACKS_AFTER seconds (naming the test that hangs).
+STEP := python3 tests/step.py
+PYTEST_STACKS_AFTER := 600
+PYTEST := -m pytest -q -o faulthandler_timeout=$(PYTEST_STACKS_AFTER)
+NODE_TEST := node --test --test-force-exit --test-timeout=900000 --test-reporter=tap
+# Compiles (cold on a clean clone) are bounded by the CI run itself.
+COMPILE_BOUND := 5400
+
+TEST_MCP = env AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) $(PYTEST) tests/mcp
+TEST_APPROVALS = env $(CLIENT_ENV) $(PY) $(PYTEST) tests/approvals
+TEST_FRAMEWORKS = env $(CLIENT_ENV) $(FRAMEWORKS_PY) $(PYTEST) tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
+TEST_LLAMAINDEX = env $(CLIENT_ENV) $(LLAMAINDEX_PY) $(PYTEST) tests/frameworks/test_llamaindex.py
+TEST_INSPECTOR = env $(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
+TEST_TS = env $(CLIENT_ENV) $(NODE_TEST) $(TS_DIR)/
+TEST_CONFORMANCE = env $(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+TEST_FLEET = env $(CLIENT_ENV) python3 tests/fleet/fleet.py
+# -- end of test steps ---------------------------------------------------------
+
 test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES)
-	$(MAKE) --no-print-directory lint
-	python3 tests/docs/check_links.py
-	$(CARGO) test --release $(HOST_PACKAGES) --no-run
-	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
-	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
-	$(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
-	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
-	$(MAKE) --no-print-directory test-sdk
-	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
-	$(CLIENT_ENV) $(PY) -m pytest -q tests/approvals
-	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
-	$(CLIENT_ENV) $(LLAMAINDEX_PY) -m pytest -q tests/frameworks/test_llamaindex.py
-	$(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
-	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
-	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
-	$(CLIENT_ENV) python3 tests/fleet/fleet.py
+	$(STEP) lint $(COMPILE_BOUND) $(MAKE) --no-print-directory lint
+	$(STEP) links 300 python3 tests/docs/check_links.py
+	$(STEP) build-tests $(COMPILE_BOUND) $(CARGO) test --release $(HOST_PACKAGES) --no-run
+	$(STEP) compile-tools 1800 sh -c 'AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null'
+	$(STEP) install $(COMPILE_BOUND) env MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
+	$(STEP) unit-tests $(COMPILE_BOUND) $(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
+	$(STEP) host-tests 3600 env AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
+	$(STEP) sdk 1800 $(MAKE) --no-print-directory test-sdk
+	$(STEP) mcp 1800 $(TEST_MCP)
+	$(STEP) approvals 1200 $(TEST_APPROVALS)
+	$(STEP) frameworks 1200 $(TEST_FRAMEWORKS)
+	$(STEP) llamaindex 900 $(TEST_LLAMAINDEX)
+	$(STEP) inspector 900 $(TEST_INSPECTOR)
+	$(STEP) ts 1800 $(TEST_TS)
+	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
+	$(STEP) fleet 1800 $(TEST_FLEET)
 
 # The same steps alone, against what `make build` built.
 test-approvals: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)
-	$(CLIENT_ENV) $(PY) -m pytest -q tests/approvals
+	$(STEP) approvals 1200 $(TEST_APPROVALS)
 
 test-ts: build $(TS_STAMP)
-	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
+	$(STEP) ts 1800 $(TEST_TS)
 
 test-conformance: build $(CONFORMANCE_STAMP)
-	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
 
 test-fleet: build $(FLEET_FILES)
-	$(CLIENT_ENV) python3 tests/fleet/fleet.py
+	$(STEP) fleet 1800 $(TEST_FLEET)
 
 test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements
-	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
-	$(CLIENT_ENV) $(LLAMAINDEX_PY) -m pytest -q tests/frameworks/test_llamaindex.py
+	$(STEP) frameworks 1200 $(TEST_FRAMEWORKS)
+	$(STEP) llamaindex 900 $(TEST_LLAMAINDEX)
 
 test-inspector: build $(INSPECTOR_STAMP)
-	$(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
+	$(STEP) inspector 900 $(TEST_INSPECTOR)
 
 # deploy/ is checked offline by tools from PyPI, in a venv of their own
 # (reinstalled whenever deploy/requirements.txt changes): the Kubernetes

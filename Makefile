@@ -166,6 +166,8 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 	cd $(CONFORMANCE_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
+include mk/agents.mk
+
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
@@ -223,7 +225,7 @@ TEST_CONFORMANCE = env $(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.
 TEST_FLEET = env $(CLIENT_ENV) python3 tests/fleet/fleet.py
 # -- end of test steps ---------------------------------------------------------
 
-test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES)
+test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES) $(AGENTS_STAMP)
 	$(STEP) lint $(COMPILE_BOUND) $(MAKE) --no-print-directory lint
 	$(STEP) links 300 python3 tests/docs/check_links.py
 	$(STEP) build-tests $(COMPILE_BOUND) $(CARGO) test --release $(HOST_PACKAGES) --no-run
@@ -240,6 +242,7 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	$(STEP) ts 1800 $(TEST_TS)
 	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
 	$(STEP) fleet 1800 $(TEST_FLEET)
+	$(STEP) agents 1800 $(TEST_AGENTS)
 
 # The same steps alone, against what `make build` built.
 test-approvals: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)

@@ -24,6 +24,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
+// For suites that share this support (tests/agents) and need the SDK client.
+export { Client, StdioClientTransport };
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.resolve(process.env.AIRLOCK_BIN ?? path.join(ROOT, 'target/release/airlock'));
 export const TOOLS_DIR = path.resolve(process.env.AIRLOCK_TOOLS_DIR ?? path.join(ROOT, 'target/guests'));

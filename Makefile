@@ -167,6 +167,7 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 	touch $@
 
 include mk/agents.mk
+include mk/bundle.mk
 
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on

@@ -226,7 +226,7 @@ TEST_CONFORMANCE = env $(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.
 TEST_FLEET = env $(CLIENT_ENV) python3 tests/fleet/fleet.py
 # -- end of test steps ---------------------------------------------------------
 
-test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES) $(AGENTS_STAMP)
+test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES) $(AGENTS_STAMP) $(MCPB_STAMP) $(BUNDLE_VENV)/.bundle-requirements
 	$(STEP) lint $(COMPILE_BOUND) $(MAKE) --no-print-directory lint
 	$(STEP) links 300 python3 tests/docs/check_links.py
 	$(STEP) build-tests $(COMPILE_BOUND) $(CARGO) test --release $(HOST_PACKAGES) --no-run
@@ -243,6 +243,7 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	$(STEP) ts 1800 $(TEST_TS)
 	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
 	$(STEP) fleet 1800 $(TEST_FLEET)
+	$(STEP) bundle 900 $(MAKE) --no-print-directory bundle
 	$(STEP) agents 1800 $(TEST_AGENTS)
 
 # The same steps alone, against what `make build` built.

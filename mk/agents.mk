@@ -4,7 +4,8 @@
 # by the root Makefile after CLIENT_ENV and the Inspector's paths (the
 # tests also run the Inspector CLI).
 #
-#   make test-agents   the CLIs' tests alone, against what `make build` built
+#   make test-agents   the CLIs' tests alone, against what `make build` and
+#                      `make bundle` built
 
 .PHONY: test-agents
 
@@ -18,8 +19,9 @@ $(AGENTS_STAMP): $(AGENTS_DIR)/package-lock.json
 	touch $@
 
 # The tests share tests/ts's support (configs, servers and the SDK client)
-# and the Inspector of tests/inspector.
-TEST_AGENTS = env $(CLIENT_ENV) $(AGENTS_NODE) --test --test-force-exit --test-timeout=900000 --test-reporter=tap $(AGENTS_DIR)/*.test.mjs
+# and the Inspector of tests/inspector; bundle.test.mjs installs what
+# `make bundle` built (mk/bundle.mk).
+TEST_AGENTS = env $(CLIENT_ENV) AIRLOCK_BUNDLE=$(BUNDLE_OUT) $(AGENTS_NODE) --test --test-force-exit --test-timeout=900000 --test-reporter=tap $(AGENTS_DIR)/*.test.mjs
 
-test-agents: build $(AGENTS_STAMP) $(TS_STAMP) $(INSPECTOR_STAMP)
+test-agents: build $(AGENTS_STAMP) $(TS_STAMP) $(INSPECTOR_STAMP) bundle
 	$(STEP) agents 1800 $(TEST_AGENTS)

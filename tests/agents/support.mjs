@@ -105,11 +105,12 @@ export function serverCommand(bin, setup) {
 }
 
 /**
- * Claude Code in a scratch HOME against the stand-in model `model`.
+ * Claude Code in a scratch HOME against the stand-in model `model`, with
+ * `extraEnv` added to its environment (and so its stdio servers').
  * Non-essential traffic (telemetry, updates) is off: the machine has no
  * network but loopback.
  */
-export function claude(place, model) {
+export function claude(place, model, extraEnv = {}) {
   // Tool search (on by default) sends MCP tools to the model as deferred,
   // behind ToolSearch: the model sees none of Airlock's tools. The book's
   // setting turns it off, in the user's settings as a user would.
@@ -121,11 +122,13 @@ export function claude(place, model) {
     ANTHROPIC_API_KEY: 'sk-ant-stand-in',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_AUTOUPDATER: '1',
+    ...extraEnv,
   };
   const cli = (...args) => run(CLAUDE, args, { env, cwd: place.work });
   return {
     name: 'Claude Code',
     env,
+    run: cli,
     addStdio: (command) => cli('mcp', 'add', '--scope', 'user', 'airlock', '--', ...command),
     addHttp: (url) => cli('mcp', 'add', '--scope', 'user', '--transport', 'http', 'airlock', url),
     list: () => cli('mcp', 'list'),

@@ -62,7 +62,7 @@ process.on('exit', () => {
 });
 
 // Compiled components are cached across server starts.
-const CACHE_DIR = path.join(tmpdir(), `airlock-ts-tests-cache-${process.getuid?.() ?? 0}`);
+export const CACHE_DIR = path.join(tmpdir(), `airlock-ts-tests-cache-${process.getuid?.() ?? 0}`);
 
 for (const file of [BIN, path.join(TOOLS_DIR, 'echo.wasm'), path.join(TEST_GUESTS, 'hostile.wasm')]) {
   if (!existsSync(file)) {

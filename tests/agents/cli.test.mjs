@@ -5,9 +5,9 @@
 // CLI hands the model: Airlock's tools in the tool list, the results of
 // `echo` and `run_python`, and a refused call's text.
 //
-// Run with the Node 22 that package.json installs:
-//   AIRLOCK_BIN=target/release/airlock AIRLOCK_TOOLS_DIR=target/guests \
-//     tests/agents/node_modules/node/bin/node --test tests/agents/
+// `make test-agents` runs them, with the Node 22 that package.json
+// installs: AIRLOCK_BIN=target/release/airlock AIRLOCK_TOOLS_DIR=target/guests
+//   tests/agents/node_modules/node/bin/node --test 'tests/agents/*.test.mjs'
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

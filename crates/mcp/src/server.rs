@@ -13,11 +13,10 @@
 use super::cancel::linked;
 use super::changes::Changes;
 use super::client_log::{LogNotifier, SessionLevel};
-use super::confirm::{
-    APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, PAGE_STATE_PREFIX, Resumed, Started,
-};
+use super::confirm::{APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
 use super::jsonrpc::{self, Rejection};
 use super::progress::Notifier;
+use super::revision;
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::caller::TokenAttributes;
@@ -381,7 +380,14 @@ impl ServerHandler for AirlockServer {
         let protocol = protocol.as_ref();
         let modern = protocol.is_some_and(|version| !version.has_initialize());
         let elicit = can_elicit(context.client_capabilities());
-        let open_url = can_open_url(context.client_capabilities());
+        // A link to Airlock's page goes to a client of a revision with
+        // URL-mode elicitation that declared it, and not again to the retry
+        // of a call whose client was handed it (2026-07-28): whatever it
+        // answered, that round ends with the link in the call's result.
+        let page_retry = super::confirm::is_page_retry(request.request_state.as_deref());
+        let open_url = can_open_url(context.client_capabilities())
+            && revision::has(protocol, &revision::URL_ELICITATION)
+            && !page_retry;
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let call = CallRequest {
             call_id: format!("mcp:{}", context.id),
@@ -465,7 +471,7 @@ impl ServerHandler for AirlockServer {
         // A retry after the approval page runs the call again: the approval
         // is found by the call's principal, tool revision and arguments,
         // on any replica, so the state carries nothing to check.
-        let state = request.request_state.as_deref().filter(|state| !state.starts_with(PAGE_STATE_PREFIX));
+        let state = request.request_state.as_deref().filter(|_| !page_retry);
         // In a fleet, no call waits here: the state is signed and any
         // replica finishes the call.
         if let Some(signed) = &self.shared.signed {

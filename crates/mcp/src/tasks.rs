@@ -310,6 +310,10 @@ fn input_request(key: &str, request: InputRequest) -> Input {
 }
 
 impl Confirmer for TaskConfirmer<'_> {
+    fn can_ask(&self) -> bool {
+        self.form
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         if !self.form {
             return Box::pin(async { false });
@@ -331,7 +335,7 @@ impl Confirmer for TaskConfirmer<'_> {
         if !self.url {
             return Box::pin(async { PageOutcome::NotShown });
         }
-        let params = url_request(page_message(&request), page.link, page.id);
+        let (params, _) = url_request(page_message(&request), &page);
         let question = InputRequest::Elicitation(ElicitRequest::new(params));
         Box::pin(async move {
             self.run.ask(input_request(APPROVAL_KEY, question)).await;
@@ -351,9 +355,11 @@ impl Confirmer for TaskConfirmer<'_> {
                             shown = true;
                             self.run.ask(Input { requests: Vec::new(), message: Some(WAITING_FOR_PAGE.to_owned()) }).await;
                         }
+                        // Declined, cancelled, or no answer: the task's
+                        // result carries the link for the model to relay.
                         _ => {
                             self.run.ask(Input::default()).await;
-                            return PageOutcome::Refused;
+                            return PageOutcome::NotShown;
                         }
                     },
                     () = self.cancel.cancelled() => return PageOutcome::Answered(false),

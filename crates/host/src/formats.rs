@@ -292,10 +292,12 @@ mod tests {
         assert_eq!(schema["required"], json!(["code"]), "never required");
         // Not in the provider formats, nor without the flag.
         assert!(encode(Format::OpenAi, &t, Some(&extras), false).to_string().contains("\"session_id\""));
-        assert!(!encode(Format::OpenAi, &t, Some(&extras), false)["function"]["parameters"]["properties"]
-            .as_object()
-            .unwrap()
-            .contains_key("session"));
+        assert!(
+            !encode(Format::OpenAi, &t, Some(&extras), false)["function"]["parameters"]["properties"]
+                .as_object()
+                .unwrap()
+                .contains_key("session")
+        );
         let without = McpExtras { deprecated_session: false, ..extras };
         assert!(encode(Format::Mcp, &t, Some(&without), false)["inputSchema"]["properties"].get("session").is_none());
     }

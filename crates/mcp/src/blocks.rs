@@ -16,7 +16,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{ContentBlock, ProtocolVersion, Resource, ResourceContents};
 
-
 /// `blocks` as content blocks for a request of `revision` (`None`: the
 /// newest), each block's bytes let go as it is encoded; text blocks within
 /// what the model may still read of the result after its text

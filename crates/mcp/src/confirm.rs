@@ -79,8 +79,12 @@ pub fn page_message(request: &ConfirmRequest<'_>) -> String {
 /// which has none, ignores it, and an id is better there than `""`.)
 pub fn url_request(message: String, page: &PageApproval<'_>) -> (ElicitRequestParams, String) {
     let id = elicitation_id(page.id);
-    let params =
-        ElicitRequestParams::UrlElicitationParams { meta: None, message, url: page.link.to_owned(), elicitation_id: id.clone() };
+    let params = ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: page.link.to_owned(),
+        elicitation_id: id.clone(),
+    };
     (params, id)
 }
 

@@ -37,12 +37,12 @@ use airlock_host::transport::tasks::{self as store, Finished, Input, NewTask, SH
 use airlock_host::{TaskSettings, TaskSupport};
 use airlock_policy::confirm::{ConfirmRequest, Confirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, CreateTaskResult, DetailedTask, ElicitRequest, ElicitResult,
     ElicitationAction, ErrorCode, InputRequest, InputRequests, InputResponses, JsonObject, ProtocolVersion,
     Task as WireTask, TaskPayload, TaskStatus,
 };
-use rmcp::ErrorData;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;

@@ -64,9 +64,7 @@ pub(super) fn for_client<S, E>(stream: S, understood: bool) -> impl Stream<Item 
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin,
 {
-    stream.filter(move |chunk| {
-        std::future::ready(understood || !chunk.as_ref().is_ok_and(|chunk| is_priming(chunk)))
-    })
+    stream.filter(move |chunk| std::future::ready(understood || !chunk.as_ref().is_ok_and(|chunk| is_priming(chunk))))
 }
 
 /// Whether `chunk` is one SSE event whose `data` is empty: a priming event

@@ -499,11 +499,17 @@ async def test_interpreter_sessions_belong_to_their_principal(mode: str, tmp: Pa
             assert first.structured_content["result"] == [1, 2, 3], first
             again = await alice.call_tool("run_python", {"code": "sum(rows)", "session_id": "s1"})
             assert again.structured_content["result"] == 6, again
-            # The argument's deprecated name still reaches the same session;
-            # both names at once are refused.
+            # The argument's deprecated name still reaches the same session
+            # (the schema lists it, marked deprecated, so that clients which
+            # check arguments pass it on); both names naming different
+            # sessions are refused.
+            listed = {tool.name: tool for tool in (await alice.list_tools()).tools}
+            old_name = listed["run_python"].input_schema["properties"]["session"]
+            assert old_name["deprecated"] is True and old_name["description"].startswith("Deprecated"), old_name
+            assert "session" not in listed["run_python"].input_schema.get("required", [])
             old = await alice.call_tool("run_python", {"code": "sum(rows)", "session": "s1"})
             assert old.structured_content["result"] == 6, old
-            both = await alice.call_tool("run_python", {"code": "1", "session_id": "s1", "session": "s1"})
+            both = await alice.call_tool("run_python", {"code": "1", "session_id": "s1", "session": "s2"})
             assert both.is_error and "send only `session_id`" in text_of(both), both
             fresh = await alice.call_tool("run_python", {"code": "rows"})
             assert "NameError" in json.dumps(fresh.structured_content), fresh

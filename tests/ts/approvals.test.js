@@ -10,9 +10,11 @@
 // page is answered; here the client's handler plays the person, who opens
 // the link and presses Approve or Decline, as tests/mcp/test_approvals.py
 // does with the Python SDK. A client without URL mode (no elicitation, or
-// form mode only) gets an `approval_required` result with the link, and
-// the same call made again after the approval runs once. Without
-// `[http.jwt]` the link alone identifies the person, on loopback.
+// form mode only), and one that declines or cancels the link (Claude Code
+// in `-p` cannot open one and cancels), gets an `approval_required` result
+// with the link, once, and the same call made again after the approval
+// runs once. Without `[http.jwt]` the link alone identifies the person, on
+// loopback.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -78,7 +80,9 @@ for (const transport of ['stdio', 'http']) {
       assert.equal(asked.length, 1, JSON.stringify(asked));
       const [{ url, elicitationId, message }] = asked;
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/approvals\/[^?]+\?sig=/);
-      assert.ok(elicitationId && url.includes(`/approvals/${elicitationId}?`), JSON.stringify(asked[0]));
+      // The approval's id, then the elicitation's own.
+      assert.match(elicitationId, /^[0-9a-f]{32}\.[0-9a-f]{32}$/, JSON.stringify(asked[0]));
+      assert.ok(url.includes(`/approvals/${elicitationId.split('.')[0]}?`), JSON.stringify(asked[0]));
       assert.ok(message.length > 0);
       assert.equal(cards.length, 1);
       assert.match(cards[0], /create_transfer/);
@@ -99,12 +103,26 @@ for (const transport of ['stdio', 'http']) {
       assert.equal(asked.length, 1);
     });
 
-    test('URL mode: a person who does not open the link declines the call', async () => {
-      const { client: c, asked } = await client({ elicitation: { url: {} }, elicit: async () => ({ action: 'decline' }) });
-      const result = await c.callTool({ name: 'create_transfer', arguments: { to: 'bob', amount: 20003 } });
-      assert.equal(kindOf(result), 'declined', textOf(result));
-      assert.equal(asked.length, 1);
-    });
+    // A client that cannot open the link (Claude Code in `-p` cancels) or
+    // whose person declines to: the result carries the link for the model
+    // to show, once; a person who approves it later lets the same call run.
+    for (const [action, amount] of [['cancel', 20003], ['decline', 20006]]) {
+      test(`URL mode: a client that answers ${action} gets approval_required with the link, once`, async () => {
+        const { client: c, asked } = await client({ elicitation: { url: {} }, elicit: async () => ({ action }) });
+        const transfer = { to: 'bob', amount };
+        const first = await c.callTool({ name: 'create_transfer', arguments: transfer });
+        assert.equal(kindOf(first), 'approval_required', textOf(first));
+        assert.equal(asked.length, 1, JSON.stringify(asked));
+        assert.match(asked[0].elicitationId, /^[0-9a-f]{32}\.[0-9a-f]{32}$/);
+        const link = linkIn(first);
+        assert.equal(link, asked[0].url, 'the link the client was asked to open');
+        assert.match(textOf(first), /Show the user this link/);
+        await answerOnPage(link, 'approve');
+        const ran = await c.callTool({ name: 'create_transfer', arguments: transfer });
+        assert.equal(ran.isError, false, textOf(ran));
+        assert.equal(asked.length, 1, 'an approved call does not ask again');
+      });
+    }
 
     // A client that cannot open a link: none declared, or only form mode
     // (the SDK's `elicitation: {}` means form mode), which the page never
@@ -119,7 +137,8 @@ for (const transport of ['stdio', 'http']) {
         const first = await c.callTool({ name: 'create_transfer', arguments: transfer });
         assert.equal(first.isError, true, JSON.stringify(first));
         assert.equal(kindOf(first), 'approval_required', textOf(first));
-        assert.match(textOf(first), /call again after that\.$/);
+        assert.match(textOf(first), /wait until the user says it is approved, then make it again \(made sooner, it will not run\)\.$/);
+        assert.doesNotMatch(textOf(first), /approval of local/);
         assert.equal(first.structuredContent, undefined);
         const link = linkIn(first);
         const card = await answerOnPage(link, 'approve');

@@ -49,12 +49,8 @@ function script(model) {
   return seen;
 }
 
-// Each CLI, and the transports its print-mode session runs over. Gemini
-// CLI 0.61.0's MCP client (protocol 2025-06-18) takes the empty priming
-// event Airlock's HTTP streams open with for a JSON-RPC message and drops
-// the server: over HTTP it is only registered and listed until the server
-// sends no priming event to such clients.
-const CLIS = [['Claude Code', claude, ['stdio', 'http']], ['Gemini CLI', gemini, ['stdio']]];
+// Each CLI, and the transports its print-mode session runs over.
+const CLIS = [['Claude Code', claude, ['stdio', 'http']], ['Gemini CLI', gemini, ['stdio', 'http']]];
 
 for (const [name, make, sessions] of CLIS) {
   describe(name, () => {

@@ -166,6 +166,9 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json
 	cd $(CONFORMANCE_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
+include mk/agents.mk
+include mk/bundle.mk
+
 # The host is built once, by the test build: it unifies the dev-dependencies'
 # features, so a separate `cargo build` first would compile wasmtime twice on
 # a clean machine. `cargo test --no-run` also writes target/release/airlock.
@@ -196,42 +199,72 @@ $(APPROVALS_STAMP): $(APPROVALS_DIR)/package-lock.json
 	cd $(APPROVALS_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
-test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES)
-	python3 tests/docs/check_links.py
-	$(CARGO) test --release $(HOST_PACKAGES) --no-run
-	AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null
-	MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
-	$(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
-	AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
-	$(MAKE) --no-print-directory test-sdk
-	AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) -m pytest -q tests/mcp
-	$(CLIENT_ENV) $(PY) -m pytest -q tests/approvals
-	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
-	$(CLIENT_ENV) $(LLAMAINDEX_PY) -m pytest -q tests/frameworks/test_llamaindex.py
-	$(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
-	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
-	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
-	$(CLIENT_ENV) python3 tests/fleet/fleet.py
+# -- test steps: each under an overall bound ---------------------------------
+# Every step of `make test` runs through tests/step.py NAME SECONDS: past
+# its bound the step fails with its name, the processes it had running and
+# its last output, and all of them are killed; a step that ends but leaves
+# a process running (a server a test did not close) fails too. The bounds
+# are liveness bounds for a loaded two-core machine (several times what a
+# quiet one takes), not speed targets. Node's test runner also gets a
+# per-test bound and exits when its tests are done, whatever they left
+# open; pytest prints every thread's stack when one test runs past
+# PYTEST_STACKS_AFTER seconds (naming the test that hangs).
+STEP := python3 tests/step.py
+PYTEST_STACKS_AFTER := 600
+PYTEST := -m pytest -q -o faulthandler_timeout=$(PYTEST_STACKS_AFTER)
+NODE_TEST := node --test --test-force-exit --test-timeout=900000 --test-reporter=tap
+# Compiles (cold on a clean clone) are bounded by the CI run itself.
+COMPILE_BOUND := 5400
+
+TEST_MCP = env AIRLOCK_BIN=$(CARGO_TARGET_DIR)/release/airlock AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(PY) $(PYTEST) tests/mcp
+TEST_APPROVALS = env $(CLIENT_ENV) $(PY) $(PYTEST) tests/approvals
+TEST_FRAMEWORKS = env $(CLIENT_ENV) $(FRAMEWORKS_PY) $(PYTEST) tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
+TEST_LLAMAINDEX = env $(CLIENT_ENV) $(LLAMAINDEX_PY) $(PYTEST) tests/frameworks/test_llamaindex.py
+TEST_INSPECTOR = env $(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
+TEST_TS = env $(CLIENT_ENV) $(NODE_TEST) $(TS_DIR)/
+TEST_CONFORMANCE = env $(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+TEST_FLEET = env $(CLIENT_ENV) python3 tests/fleet/fleet.py
+# -- end of test steps ---------------------------------------------------------
+
+test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES) $(AGENTS_STAMP) $(MCPB_STAMP) $(BUNDLE_VENV)/.bundle-requirements
+	$(STEP) lint $(COMPILE_BOUND) $(MAKE) --no-print-directory lint
+	$(STEP) links 300 python3 tests/docs/check_links.py
+	$(STEP) build-tests $(COMPILE_BOUND) $(CARGO) test --release $(HOST_PACKAGES) --no-run
+	$(STEP) compile-tools 1800 sh -c 'AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null'
+	$(STEP) install $(COMPILE_BOUND) env MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
+	$(STEP) unit-tests $(COMPILE_BOUND) $(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q
+	$(STEP) host-tests 3600 env AIRLOCK_ROTEL=$(ROTEL) AIRLOCK_GUESTS=$(GUEST_OUT) AIRLOCK_TEST_GUESTS=$(TEST_GUEST_OUT) AIRLOCK_EXAMPLES=$(EXAMPLES_OUT) $(CARGO) test --release $(HOST_PACKAGES)
+	$(STEP) sdk 1800 $(MAKE) --no-print-directory test-sdk
+	$(STEP) mcp 1800 $(TEST_MCP)
+	$(STEP) approvals 1200 $(TEST_APPROVALS)
+	$(STEP) frameworks 1200 $(TEST_FRAMEWORKS)
+	$(STEP) llamaindex 900 $(TEST_LLAMAINDEX)
+	$(STEP) inspector 900 $(TEST_INSPECTOR)
+	$(STEP) ts 1800 $(TEST_TS)
+	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
+	$(STEP) fleet 1800 $(TEST_FLEET)
+	$(STEP) bundle 900 $(MAKE) --no-print-directory bundle
+	$(STEP) agents 1800 $(TEST_AGENTS)
 
 # The same steps alone, against what `make build` built.
 test-approvals: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)
-	$(CLIENT_ENV) $(PY) -m pytest -q tests/approvals
+	$(STEP) approvals 1200 $(TEST_APPROVALS)
 
 test-ts: build $(TS_STAMP)
-	$(CLIENT_ENV) node --test --test-reporter=tap $(TS_DIR)/
+	$(STEP) ts 1800 $(TEST_TS)
 
 test-conformance: build $(CONFORMANCE_STAMP)
-	$(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
+	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
 
 test-fleet: build $(FLEET_FILES)
-	$(CLIENT_ENV) python3 tests/fleet/fleet.py
+	$(STEP) fleet 1800 $(TEST_FLEET)
 
 test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements
-	$(CLIENT_ENV) $(FRAMEWORKS_PY) -m pytest -q tests/frameworks --ignore=tests/frameworks/test_llamaindex.py
-	$(CLIENT_ENV) $(LLAMAINDEX_PY) -m pytest -q tests/frameworks/test_llamaindex.py
+	$(STEP) frameworks 1200 $(TEST_FRAMEWORKS)
+	$(STEP) llamaindex 900 $(TEST_LLAMAINDEX)
 
 test-inspector: build $(INSPECTOR_STAMP)
-	$(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
+	$(STEP) inspector 900 $(TEST_INSPECTOR)
 
 # deploy/ is checked offline by tools from PyPI, in a venv of their own
 # (reinstalled whenever deploy/requirements.txt changes): the Kubernetes
@@ -270,8 +303,34 @@ $(MACHETE_STAMP):
 	$(CARGO) install cargo-machete --version $(MACHETE_VERSION) --locked --root $(MACHETE_ROOT)
 	touch $@
 
-lint: setup lint-deploy $(MACHETE_STAMP) | $(WASM_C_TOOLCHAIN_FILES)
+# The dependency tree against RustSec advisories, licences, sources and
+# duplicate wasmtimes (deny.toml): cargo-deny from crates.io, pinned and
+# installed once; offline, from the advisory snapshot in .ci/advisory-db,
+# which is made into the git checkout cargo-deny reads (its commit dated
+# as the snapshot, so a stale database reads as stale).
+DENY_VERSION := 0.20.2
+DENY_STAMP := $(MACHETE_ROOT)/.cargo-deny-$(DENY_VERSION)
+ADVISORY_SNAPSHOT := .ci/advisory-db
+ADVISORY_CHECKOUT := $(CURDIR)/target/advisory-dbs/advisory-db-3157b0e258782691
+ADVISORY_STAMP := $(ADVISORY_CHECKOUT)/.airlock-snapshot
+
+$(DENY_STAMP):
+	$(CARGO) install cargo-deny --version $(DENY_VERSION) --locked --root $(MACHETE_ROOT)
+	touch $@
+
+$(ADVISORY_STAMP): $(ADVISORY_SNAPSHOT)/SNAPSHOT.md
+	rm -rf $(ADVISORY_CHECKOUT)
+	mkdir -p $(ADVISORY_CHECKOUT)
+	cp -a $(ADVISORY_SNAPSHOT)/. $(ADVISORY_CHECKOUT)/
+	date=$$(sed -n 's/.*(\([0-9-]*\)).*/\1/p' $(ADVISORY_SNAPSHOT)/SNAPSHOT.md | head -n 1); \
+	cd $(ADVISORY_CHECKOUT) && git init -q && git add -A && \
+		GIT_COMMITTER_DATE="$${date}T00:00:00Z" git -c user.name=snapshot -c user.email=snapshot@invalid \
+		commit -q --no-gpg-sign --date "$${date}T00:00:00Z" -m "RustSec advisory database snapshot $$date"
+	touch $@
+
+lint: setup lint-deploy $(MACHETE_STAMP) $(DENY_STAMP) $(ADVISORY_STAMP) | $(WASM_C_TOOLCHAIN_FILES)
 	$(MACHETE_ROOT)/bin/cargo-machete
+	$(MACHETE_ROOT)/bin/cargo-deny --offline check
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --all-targets $(CLIPPY_NATIVE) -- -D warnings
 	$(CARGO) clippy --release --target wasm32-wasip2 $(addprefix -p ,$(TOOLS) $(TEST_GUESTS)) -p run_js -- -D warnings

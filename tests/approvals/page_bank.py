@@ -52,9 +52,9 @@ CACHE_DIR = Path(tempfile.gettempdir()) / f"airlock-approvals-tests-cache-{os.ge
 CLIENT_ID = "airlock"
 KEY_ID = "bank-idp-1"
 # Bounds on every wait, in seconds.
-START_TIMEOUT = 60.0
+START_TIMEOUT = 120.0
 CALL_TIMEOUT = 120.0
-PAGE_TIMEOUT = 30.0
+PAGE_TIMEOUT = 120.0
 
 CARD = "Transfer {amount} to account {to}\\nRequested by {caller.principal}"
 # The static bearer tokens of the bank's customers where no provider signs

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.server
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,9 @@ from typing import Any
 import anyio
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-from page_bank import ROOT, Bank, Person, bank_server, call, kind_of, pending_link, session, text_of
+from page_bank import PAGE_TIMEOUT, ROOT, Bank, Person, bank_server, call, kind_of, pending_link, session, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -144,7 +144,8 @@ async def test_a_cross_site_post_and_a_frame_are_refused(bank: Bank, browsers: A
         '<input name="decision" value="approve"></form><script>document.getElementById("f").submit()</script>'
     )
     alice.driver.get(f"{site}/post")
-    time.sleep(0.5)
+    # The forged form has been posted once the browser is on its action.
+    WebDriverWait(alice.driver, PAGE_TIMEOUT).until(lambda d: d.current_url.startswith(action))
     alice.wait_for(By.TAG_NAME, "body")
     assert "You approved" not in alice.page(), alice.page()
     # And a page that frames the approval page shows nothing of it.

@@ -271,7 +271,7 @@ fn a_declined_transfer_never_runs_and_a_bad_link_is_refused() {
 }
 
 #[test]
-fn a_2026_client_with_url_mode_gets_the_link_as_an_input_request_and_its_retry_runs() {
+fn a_2026_client_with_url_mode_gets_the_link_as_an_input_request_once_and_its_retry_runs() {
     let (server, addr, base, audit) = served("", |c| c);
     let mut key = enrol(&server.config(), &base, "alice");
     let meta = json!({
@@ -306,9 +306,15 @@ fn a_2026_client_with_url_mode_gets_the_link_as_an_input_request_and_its_retry_r
     let link = input["params"]["url"].as_str().unwrap_or_default().to_owned();
     let state = asked["requestState"].as_str().unwrap_or_default().to_owned();
     assert!(state.starts_with("approval."), "{state}");
-    // Retried before anyone answered: asked again, with the same link.
-    let early = call(2, json!({"requestState": state}));
-    assert_eq!(early["inputRequests"]["approval"]["params"]["url"], link.as_str(), "{early}");
+    assert!(input["params"]["elicitationId"].as_str().is_some_and(|id| !id.is_empty()), "{asked}");
+    // Retried before anyone answered (a client that cannot open the link
+    // answers `cancel`): not asked again, which would loop, but the
+    // result with the same link for the model to show.
+    let early = call(2, json!({"requestState": state, "inputResponses": {"approval": {"action": "cancel"}}}));
+    assert_eq!(early["isError"], true, "{early}");
+    assert_eq!(early["_meta"]["airlock/kind"], "approval_required", "{early}");
+    let text = early["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(&link) && text.contains("Show the user this link"), "{early}");
     let approved = answer(&link, "approve", &mut key);
     assert_eq!(approved.status, 200, "{}", approved.body);
     let ran = call(3, json!({"requestState": state, "inputResponses": {"approval": {"action": "accept"}}}));

@@ -1,8 +1,8 @@
 //! The bundled `chart` tool through the library, as an embedder calls it:
 //! the summary as the result, then the content blocks the tool attached, a
-//! PNG image of the requested size (its header decoded) and an SVG resource
-//! that parses and names the title; bad input is a tool error naming the
-//! member, with no blocks. And `show()` of the interpreters, whose blocks
+//! PNG image of the requested size (its header decoded) and, asked for, an
+//! SVG resource that parses and names the title (by default the PNG alone);
+//! bad input is a tool error naming the member, with no blocks. And `show()` of the interpreters, whose blocks
 //! reach the result the same way.
 
 use crate::support::{assert_failed, call, host, tool};
@@ -33,6 +33,7 @@ async fn chart_attaches_a_png_of_the_requested_size_and_an_svg_with_its_title() 
         "y_label": "value",
         "width": 900,
         "height": 400,
+        "svg": true,
     });
     let result = call(&host, "chart", arguments).await;
     let success = result.result().unwrap_or_else(|failure| panic!("chart failed: {failure:?}"));
@@ -53,6 +54,18 @@ async fn chart_attaches_a_png_of_the_requested_size_and_an_svg_with_its_title() 
     let Body::Text(text) = &svg.body else { panic!("the SVG is not text") };
     assert!(text.starts_with(r#"<svg width="900" height="400""#), "{}", &text[..80.min(text.len())]);
     assert!(text.contains("A thousand points") && text.trim_end().ends_with("</svg>"));
+    assert_eq!(summary["svg_bytes"], json!(text.len()));
+}
+
+#[tokio::test]
+async fn chart_returns_the_png_alone_unless_the_svg_is_asked_for() {
+    let host = host(&chart_host_config()).await;
+    let result = call(&host, "chart", json!({"kind": "bar", "series": [{"name": "a", "values": [3, 1, 2]}]})).await;
+    let success = result.result().unwrap_or_else(|failure| panic!("chart failed: {failure:?}"));
+    let kinds: Vec<_> = success.blocks.iter().map(|b| b.content().kind()).collect();
+    assert_eq!(kinds.len(), 1, "{kinds:?}");
+    assert!(matches!(success.blocks[0].content(), Content::Image(_)), "{kinds:?}");
+    assert!(success.value.get("svg_bytes").is_none(), "{}", success.value);
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ mod chart;
 mod cli;
 mod compile;
 mod content;
+mod crash;
 mod distribution;
 mod examples;
 mod host_limits;

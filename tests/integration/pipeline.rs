@@ -238,26 +238,31 @@ async fn dispatch_keeps_the_proposed_order() {
 }
 
 /// Two calls of a tool that is not concurrency-safe never overlap; calls of
-/// a safe one do. Measured from the calls' own start/end times.
+/// a safe one do. Each call sleeps `ms` inside the guest, so calls run one
+/// at a time cannot finish before the sum of their sleeps, whatever the
+/// machine's speed: a batch finishing before that sum overlapped, one
+/// finishing at or after it did not.
 #[tokio::test]
 async fn exclusive_tools_never_overlap_and_safe_tools_do() {
     let hostile = fixture("hostile").display().to_string();
-    for (safe, expect_overlap) in [(false, false), (true, true)] {
+    const CALLS: u64 = 4;
+    for (safe, ms) in [(false, 150u64), (true, 1500)] {
         let host = host(&format!(
             "[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = {safe}\n"
         ))
         .await;
-        let requests = (0..4).map(|i| {
-            CallRequest::new("t", "hostile", json!({"attack": "sleep", "ms": 150})).with_call_id(i.to_string())
+        let requests = (0..CALLS).map(|i| {
+            CallRequest::new("t", "hostile", json!({"attack": "sleep", "ms": ms})).with_call_id(i.to_string())
         });
         let started = std::time::Instant::now();
         let results = host.dispatch(requests.collect(), None, &airlock::CancellationToken::new()).await;
         let elapsed = started.elapsed();
-        assert!(results.iter().all(|r| !r.is_error()));
-        if expect_overlap {
-            assert!(elapsed < std::time::Duration::from_millis(550), "safe calls ran in parallel: {elapsed:?}");
+        assert!(results.iter().all(|r| !r.is_error()), "{results:?}");
+        let serial = std::time::Duration::from_millis(CALLS * ms);
+        if safe {
+            assert!(elapsed < serial, "safe calls overlap: {elapsed:?} against {serial:?} one at a time");
         } else {
-            assert!(elapsed >= std::time::Duration::from_millis(600), "exclusive calls ran one at a time: {elapsed:?}");
+            assert!(elapsed >= serial, "exclusive calls run one at a time: {elapsed:?} against {serial:?}");
         }
     }
 }

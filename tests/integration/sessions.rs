@@ -263,14 +263,27 @@ async fn the_deprecated_session_argument_still_names_the_session() {
 }
 
 #[tokio::test]
-async fn both_session_names_at_once_are_refused() {
+async fn both_session_names_at_once_are_refused_when_they_name_different_sessions() {
     let host = host(&config("", "")).await;
-    for (session_id, session) in [(json!("a"), json!("a")), (json!("a"), json!("b")), (json!(null), json!("b"))] {
+    let result = call(&host, "run_python", json!({"code": "1", "session_id": "a", "session": "b"})).await;
+    assert_failed(&result, "invalid_arguments", "send only `session_id` (`session` is its deprecated name)");
+    assert_eq!(host.live_sessions(), 0, "no session was created");
+    // The MCP schema lists both names, so a model (or a strict-mode
+    // conversion, which fills every member) may send both: a name that says
+    // nothing, or the same session twice, is one session.
+    for (session_id, session, expected) in [
+        (json!("a"), json!("a"), Some("a")),
+        (json!("a"), json!(null), Some("a")),
+        (json!("a"), json!(""), Some("a")),
+        (json!(null), json!("b"), Some("b")),
+        (json!(""), json!("b"), Some("b")),
+        (json!(null), json!(null), None),
+    ] {
         let arguments = json!({"code": "1", "session_id": session_id, "session": session});
         let result = call(&host, "run_python", arguments.clone()).await;
-        assert_failed(&result, "invalid_arguments", "send only `session_id` (`session` is its deprecated name)");
+        assert!(!result.is_error(), "{arguments}: {}", result.text());
+        assert_eq!(result.session.as_deref(), expected, "{arguments}");
     }
-    assert_eq!(host.live_sessions(), 0, "no session was created");
 }
 
 #[tokio::test]

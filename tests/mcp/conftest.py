@@ -42,9 +42,10 @@ TEST_GUESTS = Path(os.environ.get("AIRLOCK_TEST_GUESTS", TOOLS_DIR.parent / "tes
 TOKEN = "test-token-0123456789-alice"
 OTHER_TOKEN = "test-token-0123456789-bob"
 
-# Bounds on every wait, in seconds.
-START_TIMEOUT = 60.0
-CALL_TIMEOUT = 30.0
+# Bounds on every wait, in seconds: liveness bounds for a loaded machine (a
+# wait ends on the state it waits for, long before these).
+START_TIMEOUT = 120.0
+CALL_TIMEOUT = 120.0
 
 # Compiled components are cached across server starts (one compile per
 # component per run instead of one per test).

@@ -50,14 +50,14 @@ class RawStdio:
         self.process.stdin.write(json.dumps(message).encode() + b"\n")
         self.process.stdin.flush()
 
-    def receive(self, timeout: float = 30.0) -> dict[str, Any]:
+    def receive(self, timeout: float = 120.0) -> dict[str, Any]:
         """The next message; a line that is not JSON fails the test."""
         line = self.lines.get(timeout=timeout)
         if line is None:
             raise EOFError("the server closed stdout")
         return json.loads(line)
 
-    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 120.0) -> dict[str, Any]:
         """Send a request and return its response (notifications are kept aside)."""
         request_id = self.next_id
         self.next_id += 1

@@ -8,8 +8,10 @@ that declares URL-mode elicitation is handed the link (2025-11-25:
 `elicitation/create` with `mode: "url"`, then
 `notifications/elicitation/complete`; 2026-07-28: an input request of mode
 url, and the SDK retries); here its callback plays the person, who opens
-the link and answers on the page. A client without it gets an error result
-with the link, and the same call made again after the approval runs once.
+the link and answers on the page. A client without it, and one that
+declares it but cannot open a link (Claude Code in `-p` answers `cancel`),
+gets an error result with the link, once (never the same input request
+again), and the same call made again after the approval runs once.
 Without `[http.jwt]` only a passkey answers (here a software one, enrolled
 through the operator's one-time link; the browser's is tested in
 tests/approvals, with the sign-in): a client that fetches the page and
@@ -26,8 +28,9 @@ import anyio
 import pytest
 from mcp import types
 
-from conftest import Setup, connect, write_config
+from conftest import BIN, CALL_TIMEOUT, Setup, connect, server_env, write_config
 from passkeys import answer_on_page as answer_in_thread, fetch, key_of, origin_of, post_form
+from rawclient import RawStdio, modern_meta
 
 from test_mcp import anyio_backend, both, generations, kind_of, text_of  # noqa: F401 (a fixture)
 
@@ -74,6 +77,24 @@ class Person:
         return types.ElicitResult(action="accept")
 
 
+class CannotOpenLinks:
+    """The elicitation callback of a client that declares URL mode but
+    cannot open a link, as Claude Code in `-p` does: it answers `action`."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        self.asked: list[types.ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert params.mode == "url", params
+        self.asked.append(params)
+        return types.ElicitResult(action=self.action)
+
+
+# The sentence that ends an approval_required result: wait, then call again.
+AFTER_APPROVAL = "wait until the user says it is approved, then make it again (made sooner, it will not run)."
+
+
 def link_in(text: str) -> str:
     match = re.search(r"https?://\S+", text)
     assert match, text
@@ -116,7 +137,8 @@ async def test_a_client_without_url_mode_relays_the_link_and_calls_again(transpo
         first = await client.call_tool("create_transfer", TRANSFER)
         assert first.is_error and kind_of(first) == "approval_required", text_of(first)
         link = link_in(text_of(first))
-        assert text_of(first).endswith("call again after that."), text_of(first)
+        assert text_of(first).endswith(AFTER_APPROVAL), text_of(first)
+        assert "the approval of the user" in text_of(first), text_of(first)
         assert await answer_on_page(setup, link, "approve") == "Transfer 20000 to acc-bob"
         ran = await client.call_tool("create_transfer", TRANSFER)
         assert not ran.is_error, text_of(ran)
@@ -161,3 +183,60 @@ async def test_a_client_that_posts_everything_the_form_holds_approves_nothing(tr
     refused = [r for r in setup.audit() if r.get("event") == "approval_refused"]
     assert len(refused) == 2 and all("no passkey answered" in r["reason"] for r in refused), refused
     assert not any("sig=" in (r.get("message") or "") for r in setup.audit()), "a working link in the audit log"
+
+
+@both
+@generations
+async def test_a_url_mode_client_that_cannot_open_the_link_gets_it_in_the_result_once(transport: str, mode: str, tmp_path: Path) -> None:
+    setup = page_setup(tmp_path, transport)
+    client_side = CannotOpenLinks("cancel")
+    async with connect(transport, mode, setup, principal="alice", elicitation_callback=client_side) as client:
+        first = await client.call_tool("create_transfer", TRANSFER)
+        assert first.is_error and kind_of(first) == "approval_required", text_of(first)
+        # Asked once; on 2026-07-28 the SDK's retry with `cancel` ends the call.
+        assert len(client_side.asked) == 1, client_side.asked
+        link = link_in(text_of(first))
+        assert link == client_side.asked[0].url
+        assert "Show the user this link" in text_of(first) and text_of(first).endswith(AFTER_APPROVAL), text_of(first)
+        if mode == "legacy":
+            assert client_side.asked[0].elicitation_id, client_side.asked[0]
+        await answer_on_page(setup, link, "approve")
+        ran = await client.call_tool("create_transfer", TRANSFER)
+        assert not ran.is_error, text_of(ran)
+        assert len(client_side.asked) == 1, "an approved call asks nobody"
+    outcomes = [(r["decision"], r["outcome"]) for r in setup.audit() if r["outcome"] != "started"]
+    assert outcomes[0][0] == "ask:pending" and ("ask:confirmed", "ok") in outcomes, outcomes
+
+
+async def test_a_url_mode_client_that_declines_the_link_gets_it_in_the_result(tmp_path: Path) -> None:
+    setup = page_setup(tmp_path, "stdio")
+    client_side = CannotOpenLinks("decline")
+    async with connect("stdio", "legacy", setup, elicitation_callback=client_side) as client:
+        first = await client.call_tool("create_transfer", TRANSFER)
+    assert kind_of(first) == "approval_required" and link_in(text_of(first)) == client_side.asked[0].url, text_of(first)
+    # On stdio the call acts for `local`, which names nobody the model knows.
+    assert "approval of local" not in text_of(first) and "the approval of the user" in text_of(first), text_of(first)
+
+
+def test_a_2026_07_28_retry_after_the_link_is_never_handed_it_again(tmp_path: Path) -> None:
+    """On the wire: the input request names its elicitation, and the retry
+    that answers `cancel` with the page's requestState gets the result with
+    the link, not the same input request (clients retry up to 10 rounds)."""
+    setup = page_setup(tmp_path, "stdio")
+    command = [str(BIN), *setup.args(), "serve", "--stdio", "--principal", "alice"]
+    with RawStdio(command, server_env(), setup.dir / "raw-stderr.log") as server:
+        meta = modern_meta({"elicitation": {"url": {}}})
+        call = {"name": "create_transfer", "arguments": TRANSFER, "_meta": meta}
+        first = server.request("tools/call", call, timeout=CALL_TIMEOUT)["result"]
+        assert first["resultType"] == "input_required", first
+        asked = first["inputRequests"]["approval"]["params"]
+        assert asked["mode"] == "url" and asked["elicitationId"], asked
+        retry = {**call, "requestState": first["requestState"], "inputResponses": {"approval": {"action": "cancel"}}}
+        second = server.request("tools/call", retry, timeout=CALL_TIMEOUT)["result"]
+        assert second.get("resultType", "complete") == "complete" and second["isError"], second
+        assert second["_meta"]["airlock/kind"] == "approval_required", second
+        assert link_in(second["content"][0]["text"]) == asked["url"], second
+        # A new call is asked anew, with an elicitation of its own.
+        again = server.request("tools/call", call, timeout=CALL_TIMEOUT)["result"]
+        assert again["resultType"] == "input_required", again
+        assert again["inputRequests"]["approval"]["params"]["elicitationId"] != asked["elicitationId"], again

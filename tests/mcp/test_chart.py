@@ -1,8 +1,10 @@
 """End-to-end: the bundled `chart` tool through `airlock serve`, read by the
 official MCP Python SDK as a client would read it: the JSON summary as text
 and structured content, then an image block holding a PNG of the requested
-size (its IHDR decoded) and an embedded SVG resource naming the title. Over
-stdio and streamable HTTP, on both protocol generations.
+size (its IHDR decoded) and, when the call asks for it, an embedded SVG
+resource naming the title (by default the PNG alone: the SVG's markup is
+text a client may paste into the model's context). Over stdio and
+streamable HTTP, on both protocol generations.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 @generations
 async def test_chart_returns_a_png_of_the_requested_size_and_an_svg(transport: str, mode: str, setup: Setup) -> None:
     async with connect(transport, mode, setup) as client:
-        result = await client.call_tool("chart", ARGUMENTS)
+        result = await client.call_tool("chart", {**ARGUMENTS, "svg": True})
     assert not result.is_error, result
     summary = result.structured_content
     assert summary is not None
@@ -73,6 +75,16 @@ async def test_chart_returns_a_png_of_the_requested_size_and_an_svg(transport: s
     assert (root.get("width"), root.get("height")) == ("640", "360")
     texts = [(t.text or "").strip() for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "Requests per hour" in texts, texts
+    assert summary["svg_bytes"] == len(svg.text.encode())
+
+
+@both
+async def test_chart_returns_the_png_alone_by_default(transport: str, setup: Setup) -> None:
+    async with connect(transport, "legacy", setup) as client:
+        result = await client.call_tool("chart", ARGUMENTS)
+    assert not result.is_error, result
+    assert [b.type for b in result.content] == ["text", "image"], result.content
+    assert result.structured_content is not None and "svg_bytes" not in result.structured_content
 
 
 @both

@@ -250,6 +250,11 @@ async def test_ask_without_elicitation_capability_is_declined(transport: str, mo
 # -- cancellation ---------------------------------------------------------------
 
 
+# Less than half the hostile fixture's deadline (conftest: 120 s), which is
+# how long a sleep that nothing cancelled holds the exclusive tool.
+SLEEP_BOUND_S = 55.0
+
+
 def cancelled_sleeps(setup: Setup) -> list[dict[str, Any]]:
     return [r for r in setup.audit() if r["tool"] == "hostile" and r["outcome"] == "cancelled"]
 
@@ -268,15 +273,17 @@ async def test_cancel_interrupts_the_guest(transport: str, mode: str, tmp: Path)
         # hostile runs exclusively: this call only starts once the sleeping
         # guest is gone, which without cancellation would take a minute.
         t0 = time.monotonic()
-        result = await client.call_tool("hostile", {"attack": "ok"}, read_timeout_seconds=10.0)
+        result = await client.call_tool("hostile", {"attack": "ok"}, read_timeout_seconds=CALL_TIMEOUT)
         next_call = time.monotonic() - t0
     assert not result.is_error, text_of(result)
     assert result.structured_content == {"value": 1}
-    assert next_call < 5.0, f"the next call took {next_call:.1f}s: the cancelled guest kept running"
-    assert time.monotonic() - started < 15.0
+    # Without cancellation the sleep would hold the tool for its whole
+    # deadline (120 s): half of it tells the two apart on any machine.
+    assert next_call < SLEEP_BOUND_S, f"the next call took {next_call:.1f}s: the cancelled guest kept running"
+    assert time.monotonic() - started < 2 * SLEEP_BOUND_S
     # The audit log says why the sleep ended, and when.
     (record,) = cancelled_sleeps(setup)
-    assert record["duration_us"] < 5_000_000, record
+    assert record["duration_us"] < SLEEP_BOUND_S * 1_000_000, record
 
 
 def test_http_dropped_stream_cancels_the_call(tmp: Path) -> None:
@@ -296,8 +303,8 @@ def test_http_dropped_stream_cancels_the_call(tmp: Path) -> None:
         ok = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "hostile", "arguments": {"attack": "ok"}}}
         answer = post(server.url, ok, **session)
         assert answer.status_code == 200 and '"value":1' in answer.text, answer.text
-        assert time.monotonic() - t0 < 5.0
-        deadline = time.monotonic() + 5
+        assert time.monotonic() - t0 < SLEEP_BOUND_S
+        deadline = time.monotonic() + SLEEP_BOUND_S
         while not cancelled_sleeps(setup) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert cancelled_sleeps(setup), setup.audit()
@@ -492,11 +499,17 @@ async def test_interpreter_sessions_belong_to_their_principal(mode: str, tmp: Pa
             assert first.structured_content["result"] == [1, 2, 3], first
             again = await alice.call_tool("run_python", {"code": "sum(rows)", "session_id": "s1"})
             assert again.structured_content["result"] == 6, again
-            # The argument's deprecated name still reaches the same session;
-            # both names at once are refused.
+            # The argument's deprecated name still reaches the same session
+            # (the schema lists it, marked deprecated, so that clients which
+            # check arguments pass it on); both names naming different
+            # sessions are refused.
+            listed = {tool.name: tool for tool in (await alice.list_tools()).tools}
+            old_name = listed["run_python"].input_schema["properties"]["session"]
+            assert old_name["deprecated"] is True and old_name["description"].startswith("Deprecated"), old_name
+            assert "session" not in listed["run_python"].input_schema.get("required", [])
             old = await alice.call_tool("run_python", {"code": "sum(rows)", "session": "s1"})
             assert old.structured_content["result"] == 6, old
-            both = await alice.call_tool("run_python", {"code": "1", "session_id": "s1", "session": "s1"})
+            both = await alice.call_tool("run_python", {"code": "1", "session_id": "s1", "session": "s2"})
             assert both.is_error and "send only `session_id`" in text_of(both), both
             fresh = await alice.call_tool("run_python", {"code": "rows"})
             assert "NameError" in json.dumps(fresh.structured_content), fresh

@@ -22,7 +22,7 @@ import anyio
 import httpx2
 import pytest
 
-from conftest import CACHE_DIR, LEGACY, TOOLS_DIR, Setup, connect, http_server
+from conftest import CACHE_DIR, CALL_TIMEOUT, LEGACY, TOOLS_DIR, Setup, connect, http_server
 
 pytestmark = pytest.mark.anyio
 
@@ -133,9 +133,9 @@ def status_with(url: str, token: str) -> int:
     """The status of an `initialize` with `token` (a session it opens is
     closed again, so that polling stays under the http_sessions quota)."""
     auth = {"Authorization": f"Bearer {token}"}
-    response = httpx2.post(url, json=INIT, headers={**POST_HEADERS, **auth}, timeout=10.0)
+    response = httpx2.post(url, json=INIT, headers={**POST_HEADERS, **auth}, timeout=CALL_TIMEOUT)
     if session := response.headers.get("mcp-session-id"):
-        httpx2.delete(url, headers={**auth, "Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}, timeout=10.0)
+        httpx2.delete(url, headers={**auth, "Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}, timeout=CALL_TIMEOUT)
     return response.status_code
 
 

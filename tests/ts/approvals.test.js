@@ -10,68 +10,23 @@
 // page is answered; here the client's handler plays the person, who opens
 // the link and presses Approve or Decline, as tests/mcp/test_approvals.py
 // does with the Python SDK. A client without URL mode (no elicitation, or
-// form mode only) gets an `approval_required` result with the link, and
-// the same call made again after the approval runs once. Without
-// `[http.jwt]` the link alone identifies the person, on loopback.
+// form mode only), and one that declines or cancels the link (Claude Code
+// in `-p` cannot open one and cancels), gets an `approval_required` result
+// with the link, once, and the same call made again after the approval
+// runs once. Without `[http.jwt]` the link alone identifies the person, on
+// loopback.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { ElicitationCompleteNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { CALL_TIMEOUT, connect, kindOf, startHttp, textOf, writeConfig } from './support.js';
+import { CALL_TIMEOUT, answerOnPage, connect, kindOf, linkIn, startHttp, textOf, writeConfig } from './support.js';
 
 // Over HTTP the page is served on the MCP origin; a stdio server needs an
 // address of its own.
 const PAGE = '\n[approvals]\nmode = "page"\n';
 const PAGE_LISTEN = `${PAGE}listen = "127.0.0.1:0"\n`;
-
-/** `text` with the five entities the page escapes turned back. */
-function unescapeHtml(text) {
-  return text
-    .replaceAll('&lt;', '<')
-    .replaceAll('&gt;', '>')
-    .replaceAll('&quot;', '"')
-    .replaceAll('&#39;', "'")
-    .replaceAll('&#x27;', "'")
-    .replaceAll('&amp;', '&');
-}
-
-/**
- * What a person does at the page: open the link, read the card, press
- * Approve or Decline (a form POST from the page's origin, with the link's
- * signature and the form token the page gave). Returns the card shown.
- */
-async function answerOnPage(link, decision) {
-  const { origin } = new URL(link);
-  const page = await fetch(link, { signal: AbortSignal.timeout(CALL_TIMEOUT) });
-  const html = await page.text();
-  assert.equal(page.status, 200, html);
-  const card = /id="card">(.*?)<\/pre>/s.exec(html);
-  assert.ok(card, html);
-  const fields = Object.fromEntries(
-    [...html.matchAll(/name="(sig|csrf)" value="([^"]*)"/g)].map(([, name, value]) => [name, unescapeHtml(value)]),
-  );
-  assert.deepEqual(Object.keys(fields).sort(), ['csrf', 'sig'], html);
-  const answered = await fetch(link.split('?')[0], {
-    method: 'POST',
-    headers: { Origin: origin, 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...fields, decision }),
-    redirect: 'manual',
-    signal: AbortSignal.timeout(CALL_TIMEOUT),
-  });
-  const text = await answered.text();
-  assert.equal(answered.status, 200, text);
-  assert.match(text, decision === 'approve' ? /You approved this call/ : /You declined this call/);
-  return unescapeHtml(card[1]);
-}
-
-/** The page's link in a result's text. */
-function linkIn(result) {
-  const match = /https?:\/\/\S+\/approvals\/\S+/.exec(textOf(result));
-  assert.ok(match, textOf(result));
-  return match[0];
-}
 
 for (const transport of ['stdio', 'http']) {
   describe(`approvals on the page, TypeScript SDK over ${transport}`, () => {
@@ -125,7 +80,9 @@ for (const transport of ['stdio', 'http']) {
       assert.equal(asked.length, 1, JSON.stringify(asked));
       const [{ url, elicitationId, message }] = asked;
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/approvals\/[^?]+\?sig=/);
-      assert.ok(elicitationId && url.includes(`/approvals/${elicitationId}?`), JSON.stringify(asked[0]));
+      // The approval's id, then the elicitation's own.
+      assert.match(elicitationId, /^[0-9a-f]{32}\.[0-9a-f]{32}$/, JSON.stringify(asked[0]));
+      assert.ok(url.includes(`/approvals/${elicitationId.split('.')[0]}?`), JSON.stringify(asked[0]));
       assert.ok(message.length > 0);
       assert.equal(cards.length, 1);
       assert.match(cards[0], /create_transfer/);
@@ -146,12 +103,26 @@ for (const transport of ['stdio', 'http']) {
       assert.equal(asked.length, 1);
     });
 
-    test('URL mode: a person who does not open the link declines the call', async () => {
-      const { client: c, asked } = await client({ elicitation: { url: {} }, elicit: async () => ({ action: 'decline' }) });
-      const result = await c.callTool({ name: 'create_transfer', arguments: { to: 'bob', amount: 20003 } });
-      assert.equal(kindOf(result), 'declined', textOf(result));
-      assert.equal(asked.length, 1);
-    });
+    // A client that cannot open the link (Claude Code in `-p` cancels) or
+    // whose person declines to: the result carries the link for the model
+    // to show, once; a person who approves it later lets the same call run.
+    for (const [action, amount] of [['cancel', 20003], ['decline', 20006]]) {
+      test(`URL mode: a client that answers ${action} gets approval_required with the link, once`, async () => {
+        const { client: c, asked } = await client({ elicitation: { url: {} }, elicit: async () => ({ action }) });
+        const transfer = { to: 'bob', amount };
+        const first = await c.callTool({ name: 'create_transfer', arguments: transfer });
+        assert.equal(kindOf(first), 'approval_required', textOf(first));
+        assert.equal(asked.length, 1, JSON.stringify(asked));
+        assert.match(asked[0].elicitationId, /^[0-9a-f]{32}\.[0-9a-f]{32}$/);
+        const link = linkIn(first);
+        assert.equal(link, asked[0].url, 'the link the client was asked to open');
+        assert.match(textOf(first), /Show the user this link/);
+        await answerOnPage(link, 'approve');
+        const ran = await c.callTool({ name: 'create_transfer', arguments: transfer });
+        assert.equal(ran.isError, false, textOf(ran));
+        assert.equal(asked.length, 1, 'an approved call does not ask again');
+      });
+    }
 
     // A client that cannot open a link: none declared, or only form mode
     // (the SDK's `elicitation: {}` means form mode), which the page never
@@ -166,7 +137,8 @@ for (const transport of ['stdio', 'http']) {
         const first = await c.callTool({ name: 'create_transfer', arguments: transfer });
         assert.equal(first.isError, true, JSON.stringify(first));
         assert.equal(kindOf(first), 'approval_required', textOf(first));
-        assert.match(textOf(first), /call again after that\.$/);
+        assert.match(textOf(first), /wait until the user says it is approved, then make it again \(made sooner, it will not run\)\.$/);
+        assert.doesNotMatch(textOf(first), /approval of local/);
         assert.equal(first.structuredContent, undefined);
         const link = linkIn(first);
         const card = await answerOnPage(link, 'approve');

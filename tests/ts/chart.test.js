@@ -1,8 +1,8 @@
 // End-to-end: the bundled `chart` tool through `airlock serve`, read by the
 // official MCP TypeScript SDK client over stdio and streamable HTTP: the
 // JSON summary, an image block holding a PNG of the requested size (its
-// IHDR decoded) and an embedded SVG resource naming the title; bad input is
-// a tool error with no blocks.
+// IHDR decoded) and, asked for, an embedded SVG resource naming the title
+// (by default the PNG alone); bad input is a tool error with no blocks.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -51,7 +51,7 @@ for (const transport of ['stdio', 'http']) {
 
     test('returns a PNG of the requested size and the SVG beside the summary', async () => {
       const c = await client();
-      const result = await c.callTool({ name: 'chart', arguments: ARGUMENTS });
+      const result = await c.callTool({ name: 'chart', arguments: { ...ARGUMENTS, svg: true } });
       assert.equal(result.isError, false, JSON.stringify(result).slice(0, 2000));
       const summary = result.structuredContent;
       assert.deepEqual(
@@ -77,6 +77,15 @@ for (const transport of ['stdio', 'http']) {
       assert.match(svg.text, /^<svg width="480" height="300"/);
       assert.match(svg.text, /<text[^>]*>\s*Orders by region\s*<\/text>/);
       assert.match(svg.text, /<\/svg>\s*$/);
+      assert.equal(summary.svg_bytes, Buffer.byteLength(svg.text));
+    });
+
+    test('returns the PNG alone unless the SVG is asked for', async () => {
+      const c = await client();
+      const result = await c.callTool({ name: 'chart', arguments: ARGUMENTS });
+      assert.equal(result.isError, false, JSON.stringify(result).slice(0, 2000));
+      assert.deepEqual(result.content.map((b) => b.type), ['text', 'image']);
+      assert.equal('svg_bytes' in result.structuredContent, false);
     });
 
     test('bad input is a tool error naming the member, with no blocks', async () => {

@@ -169,8 +169,11 @@ for (const transport of ['stdio', 'http']) {
   test(`an AbortSignal interrupts a running guest (${transport})`, async () => {
     const setup = writeConfig({ hostileTimeoutMs: 600_000 });
     const server = transport === 'http' ? await startHttp(setup) : undefined;
-    const { client: c, close } = await connect(transport, setup, { server });
+    let close;
     try {
+      const connected = await connect(transport, setup, { server });
+      close = connected.close;
+      const c = connected.client;
       const controller = new AbortController();
       const sleeping = c.callTool({ name: 'hostile', arguments: { attack: 'sleep', ms: 600_000 } }, undefined, {
         signal: controller.signal,
@@ -183,7 +186,7 @@ for (const transport of ['stdio', 'http']) {
       assert.equal(next.isError, false, textOf(next));
       assert.deepEqual(next.structuredContent, { value: 1 });
     } finally {
-      await close();
+      await close?.();
       await server?.stop();
     }
   });

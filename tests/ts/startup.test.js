@@ -18,7 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { BIN, TOOLS_DIR, serverEnv } from './support.js';
+import { BIN, TOOLS_DIR, serverEnv, trackStdio } from './support.js';
 
 // The MCP Inspector gives up on a server that has not answered initialize
 // within this time.
@@ -63,8 +63,9 @@ timeout_ms = ${COMPILE_BOUND}
   const transport = new StdioClientTransport({
     command: BIN, args: ['--config', config, 'serve', '--stdio'], env: serverEnv(), stderr: 'pipe',
   });
-  await client.connect(transport, { timeout: INSPECTOR_CONNECT_TIMEOUT });
   try {
+    await client.connect(transport, { timeout: INSPECTOR_CONNECT_TIMEOUT });
+    trackStdio(transport);
     const listed = async () => new Set((await client.listTools()).tools.map((t) => t.name));
     // Notices counted before each list: one that comes during it is not missed.
     let seen = notices;

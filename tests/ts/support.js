@@ -7,8 +7,12 @@
 //   AIRLOCK_TOOLS_DIR    the bundled tool components (default target/guests)
 //   AIRLOCK_TEST_GUESTS  the test fixtures (default: test-guests beside the tools dir)
 //
-// Every wait is bounded; servers are stopped when a test ends.
+// Every wait is bounded; servers are stopped when a test ends, and a server
+// a failed test could not stop is killed when the test process exits (run
+// the files with --test-force-exit, as the Makefile does, so that a server
+// left running cannot keep the process alive).
 
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,20 +24,45 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
+// For suites that share this support (tests/agents) and need the SDK client.
+export { Client, StdioClientTransport };
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.resolve(process.env.AIRLOCK_BIN ?? path.join(ROOT, 'target/release/airlock'));
 export const TOOLS_DIR = path.resolve(process.env.AIRLOCK_TOOLS_DIR ?? path.join(ROOT, 'target/guests'));
 export const TEST_GUESTS = path.resolve(process.env.AIRLOCK_TEST_GUESTS ?? path.join(TOOLS_DIR, '../test-guests'));
 
-// Bounds on every wait, in milliseconds.
-export const START_TIMEOUT = 60_000;
-export const CALL_TIMEOUT = 30_000;
+// Bounds on every wait, in milliseconds: liveness bounds for a loaded
+// machine (a wait ends on the state it waits for, long before these).
+export const START_TIMEOUT = 120_000;
+export const CALL_TIMEOUT = 120_000;
 // Bound on compiling every component once with an empty cache (a liveness
 // bound for a slow machine, not a speed expectation).
 const COMPILE_TIMEOUT = 600_000;
 
+// Every server process started here, until it exits: killed when the test
+// process exits, whatever became of the test that started it.
+const servers = new Set();
+
+/** Keep `child` (a ChildProcess) in `servers` while it runs. */
+function track(child) {
+  servers.add(child);
+  child.once('exit', () => servers.delete(child));
+  return child;
+}
+
+process.on('exit', () => {
+  for (const child of servers) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+});
+
 // Compiled components are cached across server starts.
-const CACHE_DIR = path.join(tmpdir(), `airlock-ts-tests-cache-${process.getuid?.() ?? 0}`);
+export const CACHE_DIR = path.join(tmpdir(), `airlock-ts-tests-cache-${process.getuid?.() ?? 0}`);
 
 for (const file of [BIN, path.join(TOOLS_DIR, 'echo.wasm'), path.join(TEST_GUESTS, 'hostile.wasm')]) {
   if (!existsSync(file)) {
@@ -123,10 +152,10 @@ export function serverEnv() {
 
 /** Start `airlock serve --http 127.0.0.1:0`; resolves to `{url, stop, stderr}`. */
 export function startHttp(setup, { env = {}, args = [] } = {}) {
-  const child = spawn(BIN, ['--config', setup.config, 'serve', '--http', '127.0.0.1:0', ...args], {
+  const child = track(spawn(BIN, ['--config', setup.config, 'serve', '--http', '127.0.0.1:0', ...args], {
     env: { ...serverEnv(), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  }));
   let stderr = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -206,9 +235,34 @@ export async function connect(transport, setup, { server, elicit, elicitation = 
       stderr: 'pipe',
     })
     : new StreamableHTTPClientTransport(new URL(server.url));
-  await client.connect(link, { timeout: START_TIMEOUT });
-  await untilLoaded(client);
+  // A connect or a list that fails (or times out on a loaded machine)
+  // closes the client, and with it a stdio server: the caller never got a
+  // client to close.
+  try {
+    await client.connect(link, { timeout: START_TIMEOUT });
+    if (link instanceof StdioClientTransport) trackStdio(link);
+    await untilLoaded(client);
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw error;
+  }
   return { client, asked, close: () => client.close() };
+}
+
+/**
+ * Track the server process of a connected stdio transport (the SDK keeps
+ * it private; its pid is public), so that it is killed at exit even if the
+ * test never closes its client.
+ */
+export function trackStdio(transport) {
+  const pid = transport.pid;
+  if (pid == null) return;
+  const handle = { kill: (signal) => process.kill(pid, signal), once: () => {} };
+  servers.add(handle);
+  transport.onclose = ((previous) => () => {
+    servers.delete(handle);
+    previous?.();
+  })(transport.onclose);
 }
 
 /**
@@ -219,7 +273,10 @@ export async function connect(transport, setup, { server, elicit, elicitation = 
 async function untilLoaded(client) {
   const deadline = Date.now() + COMPILE_TIMEOUT;
   for (;;) {
-    const { tools } = await client.listTools(undefined, { timeout: CALL_TIMEOUT });
+    // Each list may take as long as what is left of the overall bound: a
+    // start on a loaded machine is slow, not broken.
+    const timeout = Math.max(CALL_TIMEOUT, deadline - Date.now());
+    const { tools } = await client.listTools(undefined, { timeout });
     const listed = new Set(tools.map((t) => t.name));
     const missing = CONFIGURED_TOOLS.filter((name) => !listed.has(name));
     if (missing.length === 0) return;
@@ -238,6 +295,60 @@ export function textOf(result) {
 /** The error kind Airlock puts in an error result's `_meta`. */
 export function kindOf(result) {
   return result._meta?.['airlock/kind'];
+}
+
+// -- the person at the approval page ------------------------------------------
+
+/** `text` with the five entities the page escapes turned back. */
+function unescapeHtml(text) {
+  return text
+    .replaceAll('&lt;', '<')
+    .replaceAll('&gt;', '>')
+    .replaceAll('&quot;', '"')
+    .replaceAll('&#39;', "'")
+    .replaceAll('&#x27;', "'")
+    .replaceAll('&amp;', '&');
+}
+
+/**
+ * What a person does at the page: open the link, read the card, press
+ * Approve or Decline (a form POST from the page's origin, with the link's
+ * signature and the form token the page gave). Returns the card shown.
+ */
+export async function answerOnPage(link, decision) {
+  const { origin } = new URL(link);
+  const page = await fetch(link, { signal: AbortSignal.timeout(CALL_TIMEOUT) });
+  const html = await page.text();
+  assert.equal(page.status, 200, html);
+  const card = /id="card">(.*?)<\/pre>/s.exec(html);
+  assert.ok(card, html);
+  const fields = Object.fromEntries(
+    [...html.matchAll(/name="(sig|csrf)" value="([^"]*)"/g)].map(([, name, value]) => [name, unescapeHtml(value)]),
+  );
+  assert.deepEqual(Object.keys(fields).sort(), ['csrf', 'sig'], html);
+  const answered = await fetch(link.split('?')[0], {
+    method: 'POST',
+    headers: { Origin: origin, 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ ...fields, decision }),
+    redirect: 'manual',
+    signal: AbortSignal.timeout(CALL_TIMEOUT),
+  });
+  const text = await answered.text();
+  assert.equal(answered.status, 200, text);
+  assert.match(text, decision === 'approve' ? /You approved this call/ : /You declined this call/);
+  return unescapeHtml(card[1]);
+}
+
+/** The page's link in a result's text. */
+export function linkIn(result) {
+  return linkInText(textOf(result));
+}
+
+/** The page's link in a text (a result's, or what a model was handed). */
+export function linkInText(text) {
+  const match = /https?:\/\/[^\s"'<>)\]]+\/approvals\/[^\s"'<>)\]]+/.exec(text);
+  assert.ok(match, `no approval link in: ${text}`);
+  return match[0];
 }
 
 // -- the wire, without the SDK (streamable HTTP) ------------------------------

@@ -122,7 +122,10 @@ pub fn advice(blame: Blame, retry: Retry) -> Option<&'static str> {
         }
         (Retry::Later, Blame::Host) => "The same call may succeed later; if it keeps failing, tell the operator.",
         (Retry::Later, Blame::Caller | Blame::Tool) => "The same call may succeed later.",
-        (Retry::AfterApproval, _) => "The same call runs only once a person has approved it: call again after that.",
+        (Retry::AfterApproval, _) => {
+            "The same call runs only once a person has approved it: wait until the user says it is approved, then \
+             make it again (made sooner, it will not run)."
+        }
         (Retry::No, Blame::Tool) => "Retrying will not help: the tool is at fault, and only its author can fix it.",
         (Retry::No, Blame::Operator) => "Retrying will not help: the operator must change the host's settings first.",
         (Retry::No, Blame::Host) => "Retrying will not help: the host is at fault; tell the operator.",

@@ -87,9 +87,14 @@ pub fn encode(format: Format, tool: &ModelTool, extras: Option<&McpExtras>, stri
         }
         Format::Mcp => {
             let mut tool = json!({ "name": name, "description": description, "inputSchema": parameters });
-            if let Some(McpExtras { output_schema, read_only, session_header, revision }) = extras {
-                if *session_header && let Some(schema) = tool.get_mut("inputSchema") {
-                    mark_session_header(schema);
+            if let Some(McpExtras { output_schema, read_only, session_header, revision, deprecated_session }) = extras {
+                if let Some(schema) = tool.get_mut("inputSchema") {
+                    if *deprecated_session {
+                        add_deprecated_session(schema);
+                    }
+                    if *session_header {
+                        mark_session_header(schema);
+                    }
                 }
                 if let Some(schema) = output_schema.as_ref().filter(|s| s.get("type") == Some(&json!("object"))) {
                     // MCP requires an object-typed outputSchema.
@@ -127,6 +132,31 @@ fn set(tool: &mut Value, key: &str, value: Value) {
 /// header kept its name when the parameter was renamed from `session`, so
 /// load balancers hashing it need no change.)
 pub const SESSION_HEADER: &str = "Session";
+
+/// List `session`, the deprecated name of a top-level `session_id`
+/// parameter, beside it: the same schema, never required, marked
+/// deprecated (`deprecated: true` and its description), so that a client
+/// that checks arguments against the schema before a call (CrewAI,
+/// mcp-use, Semantic Kernel) keeps passing calls that use it. The host
+/// renames it on arrival (`session::rename_deprecated`).
+fn add_deprecated_session(schema: &mut Value) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    let Some(Value::Object(current)) = properties.get(session::SESSION_ARGUMENT) else { return };
+    if properties.contains_key(session::DEPRECATED_SESSION_ARGUMENT) {
+        return;
+    }
+    let mut old = current.clone();
+    let described = old.get("description").and_then(Value::as_str).map(|d| format!(" {d}")).unwrap_or_default();
+    let description = format!(
+        "Deprecated: the old name of `{new}`, accepted until Airlock {release}. Send `{new}` instead, never \
+         both.{described}",
+        new = session::SESSION_ARGUMENT,
+        release = session::DEPRECATED_SESSION_REMOVED_IN,
+    );
+    old.insert("description".into(), Value::String(description));
+    old.insert("deprecated".into(), Value::Bool(true));
+    properties.insert(session::DEPRECATED_SESSION_ARGUMENT.to_owned(), Value::Object(old));
+}
 
 /// Mark a top-level `session_id` string parameter (`session` for a tool
 /// built before the rename, [`session::argument_name`]) with
@@ -187,6 +217,7 @@ mod tests {
             read_only: true,
             session_header: false,
             revision: revision.clone(),
+            deprecated_session: false,
         };
         let mcp = encode(Format::Mcp, &t, Some(&extras), false);
         assert_eq!(mcp["_meta"], json!({"airlock/revision": revision}));
@@ -205,7 +236,13 @@ mod tests {
             "session_id": {"type": ["string", "null"], "description": "id"},
         }});
         let t = ModelTool { parameters, ..tool() };
-        let extras = McpExtras { output_schema: None, read_only: false, session_header: true, revision: String::new() };
+        let extras = McpExtras {
+            output_schema: None,
+            read_only: false,
+            session_header: true,
+            revision: String::new(),
+            deprecated_session: false,
+        };
         let mcp = encode(Format::Mcp, &t, Some(&extras), false);
         assert_eq!(
             mcp["inputSchema"]["properties"]["session_id"],
@@ -223,6 +260,46 @@ mod tests {
         let old = ModelTool { parameters: json!({"properties": {"session": {"type": ["string", "null"]}}}), ..tool() };
         let mcp = encode(Format::Mcp, &old, Some(&extras), false);
         assert_eq!(mcp["inputSchema"]["properties"]["session"]["x-mcp-header"], json!("Session"));
+    }
+
+    #[test]
+    fn the_deprecated_session_name_is_listed_beside_session_id_marked_deprecated() {
+        let parameters = json!({"type": "object", "properties": {
+            "code": {"type": "string"},
+            "session_id": {"type": ["string", "null"], "description": "The session."},
+        }, "required": ["code"], "additionalProperties": false});
+        let t = ModelTool { parameters, ..tool() };
+        let extras = McpExtras {
+            output_schema: None,
+            read_only: false,
+            session_header: true,
+            revision: String::new(),
+            deprecated_session: true,
+        };
+        let mcp = encode(Format::Mcp, &t, Some(&extras), false);
+        let schema = &mcp["inputSchema"];
+        assert_eq!(
+            schema["properties"]["session"],
+            json!({
+                "type": ["string", "null"],
+                "deprecated": true,
+                "description": "Deprecated: the old name of `session_id`, accepted until Airlock 0.2.0. Send \
+                                `session_id` instead, never both. The session.",
+            }),
+            "the same schema, not mirrored into the header"
+        );
+        assert_eq!(schema["properties"]["session_id"]["x-mcp-header"], json!("Session"));
+        assert_eq!(schema["required"], json!(["code"]), "never required");
+        // Not in the provider formats, nor without the flag.
+        assert!(encode(Format::OpenAi, &t, Some(&extras), false).to_string().contains("\"session_id\""));
+        assert!(
+            !encode(Format::OpenAi, &t, Some(&extras), false)["function"]["parameters"]["properties"]
+                .as_object()
+                .unwrap()
+                .contains_key("session")
+        );
+        let without = McpExtras { deprecated_session: false, ..extras };
+        assert!(encode(Format::Mcp, &t, Some(&without), false)["inputSchema"]["properties"].get("session").is_none());
     }
 
     #[test]

@@ -66,9 +66,9 @@ pub use airlock_policy::audit::postgres::{
     MAX_REPORTED_PROBLEMS, ReplicaReport, VERIFY_PAGE_ROWS, verify as audit_verify_postgres,
 };
 pub use airlock_policy::audit::{
-    AuditSettings, ChainsReport, Durability, MAX_AUDIT_SIBLINGS, MAX_REPLICA_ID_BYTES, PostgresSettings, VerifyError,
-    VerifyReport, argument_digest, existing_siblings as audit_siblings, redact, tail as audit_tail,
-    verify as audit_verify, verify_all as audit_verify_all,
+    AuditSettings, ChainsReport, Durability, MAX_AUDIT_SIBLINGS, MAX_REPLICA_ID_BYTES, PostgresSettings,
+    Recovery as AuditRecovery, VerifyError, VerifyReport, argument_digest, existing_siblings as audit_siblings, redact,
+    tail as audit_tail, verify as audit_verify, verify_all as audit_verify_all,
 };
 pub use airlock_policy::authorize::PolicyFiles;
 pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict, principal_fault};

@@ -16,6 +16,7 @@
 //! setting can be read back. A client uses it to tell that a tool changed
 //! under the same name.
 
+use crate::session;
 use crate::tool::Tool;
 use crate::tool_settings::PipelineSettings;
 use airlock_runtime::loader::LoadedTool;
@@ -69,6 +70,11 @@ pub struct McpExtras {
     /// as `_meta["airlock/revision"]` so that a client can tell a changed
     /// tool from the one it trusted.
     pub revision: String,
+    /// Calls may still name the session `session`, the deprecated name of
+    /// `session_id` ([`session::accepts_deprecated_name`]): the MCP schema
+    /// lists it, marked deprecated, so that clients which check arguments
+    /// against the schema keep accepting calls that use it.
+    pub deprecated_session: bool,
 }
 
 /// Select the MCP-only extras of a tool; `fleet`: replicas behind a load
@@ -82,5 +88,6 @@ pub fn mcp_extras(tool: &Tool, fleet: bool) -> McpExtras {
         output_schema: output.as_ref().map(|schema| schema_portable::portable(schema.json())),
         read_only: !*side_effect,
         session_header: fleet && settings.sessions.is_some(),
+        deprecated_session: session::accepts_deprecated_name(loaded),
     }
 }

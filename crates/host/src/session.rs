@@ -119,6 +119,10 @@ pub const SESSION_ARGUMENT: &str = "session_id";
 /// an argument named `session`.
 pub const DEPRECATED_SESSION_ARGUMENT: &str = "session";
 
+/// The release that stops accepting [`DEPRECATED_SESSION_ARGUMENT`] and
+/// drops it from the MCP schema.
+pub const DEPRECATED_SESSION_REMOVED_IN: &str = "0.2.0";
+
 /// Whether `tool`'s own parameters declare the top-level property `name`.
 fn declares(tool: &LoadedTool, name: &str) -> bool {
     declared(tool.parameters.json(), name)
@@ -139,29 +143,49 @@ pub fn argument_name(parameters: &Value) -> &'static str {
     }
 }
 
+/// Whether a call to `tool` may still name its session with the deprecated
+/// `session` ([`rename_deprecated`] renames it): the tool keeps sessions or
+/// declares `session_id`, and has no `session` parameter of its own. The
+/// MCP tool list then publishes `session` too, marked deprecated, for
+/// clients that check arguments against the schema.
+pub fn accepts_deprecated_name(tool: &LoadedTool) -> bool {
+    !declares(tool, DEPRECATED_SESSION_ARGUMENT)
+        && (tool.settings.sessions.is_some() || declares(tool, SESSION_ARGUMENT))
+}
+
 /// Rename the deprecated `session` argument to `session_id`, before the
 /// arguments are checked against the tool's schema, for a tool that keeps
 /// sessions or declares `session_id`. A tool that declares a `session`
-/// parameter of its own keeps it as sent.
+/// parameter of its own keeps it as sent. Since the MCP schema lists both
+/// names, a model or a strict-mode conversion may fill both: a name that
+/// says nothing (`null`, or `""`, the "nothing" of a string) is left out,
+/// and so is `session` when it says the same as `session_id`.
 ///
 /// # Errors
 ///
-/// Both names in one call: an `invalid_arguments` failure asking for
-/// `session_id` alone.
+/// Both names in one call, naming different sessions: an
+/// `invalid_arguments` failure asking for `session_id` alone.
 pub fn rename_deprecated(tool: &LoadedTool, arguments: &mut Parsed) -> Result<(), Failure> {
     let Value::Object(map) = &mut arguments.value else { return Ok(()) };
-    if !map.contains_key(DEPRECATED_SESSION_ARGUMENT)
-        || declares(tool, DEPRECATED_SESSION_ARGUMENT)
-        || !(tool.settings.sessions.is_some() || declares(tool, SESSION_ARGUMENT))
-    {
+    let Some(old) = map.get(DEPRECATED_SESSION_ARGUMENT) else { return Ok(()) };
+    if !accepts_deprecated_name(tool) {
         return Ok(());
+    }
+    let says_nothing = |value: &Value| value.is_null() || value.as_str() == Some("");
+    if says_nothing(old) || map.get(SESSION_ARGUMENT) == Some(old) {
+        map.remove(DEPRECATED_SESSION_ARGUMENT);
+        arguments.text = arguments.value.to_string();
+        return Ok(());
+    }
+    if map.get(SESSION_ARGUMENT).is_some_and(says_nothing) {
+        map.remove(SESSION_ARGUMENT);
     }
     if map.contains_key(SESSION_ARGUMENT) {
         return Err(Failure::new(
             ErrorKind::InvalidArguments,
             format!(
-                "both `{SESSION_ARGUMENT}` and `{DEPRECATED_SESSION_ARGUMENT}` were sent, which name the same \
-                 thing: send only `{SESSION_ARGUMENT}` (`{DEPRECATED_SESSION_ARGUMENT}` is its deprecated name)"
+                "both `{SESSION_ARGUMENT}` and `{DEPRECATED_SESSION_ARGUMENT}` were sent, naming different \
+                 sessions: send only `{SESSION_ARGUMENT}` (`{DEPRECATED_SESSION_ARGUMENT}` is its deprecated name)"
             ),
         ));
     }
@@ -175,7 +199,8 @@ pub fn rename_deprecated(tool: &LoadedTool, arguments: &mut Parsed) -> Result<()
             tracing::warn!(
                 tool = %tool.name,
                 "a call named its session `{DEPRECATED_SESSION_ARGUMENT}`, the deprecated name of \
-                 `{SESSION_ARGUMENT}`; it is accepted until a later release (said once per process)"
+                 `{SESSION_ARGUMENT}`; it is accepted until release {DEPRECATED_SESSION_REMOVED_IN} (said once per \
+                 process)"
             );
         });
     }

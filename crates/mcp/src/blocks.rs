@@ -16,11 +16,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{ContentBlock, ProtocolVersion, Resource, ResourceContents};
 
-/// The first revision with `audio` content blocks.
-const AUDIO_SINCE: ProtocolVersion = ProtocolVersion::V_2025_03_26;
-/// The first revision with `resource_link` content blocks.
-const RESOURCE_LINK_SINCE: ProtocolVersion = ProtocolVersion::V_2025_06_18;
-
 /// `blocks` as content blocks for a request of `revision` (`None`: the
 /// newest), each block's bytes let go as it is encoded; text blocks within
 /// what the model may still read of the result after its text
@@ -36,11 +31,11 @@ pub(crate) fn render(
 
 /// One block for `revision`.
 fn one(block: Block, revision: &ProtocolVersion, budget: &mut ModelText) -> ContentBlock {
-    let has = |since: &ProtocolVersion| revision.as_str() >= since.as_str();
+    let has = |since: &ProtocolVersion| super::revision::has(Some(revision), since);
     let stand_in = |block: &Block| ContentBlock::text(block.stand_in(&format!("MCP {revision}")));
     match block.content() {
-        Content::Audio(_) if !has(&AUDIO_SINCE) => return stand_in(&block),
-        Content::Link(_) if !has(&RESOURCE_LINK_SINCE) => return stand_in(&block),
+        Content::Audio(_) if !has(&super::revision::AUDIO) => return stand_in(&block),
+        Content::Link(_) if !has(&super::revision::RESOURCE_LINK) => return stand_in(&block),
         _ => {}
     }
     let (content, _) = block.into_parts();

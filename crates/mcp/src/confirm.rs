@@ -58,7 +58,7 @@ const ALLOW_FIELD: &str = "allow";
 /// starts: a retry with one runs the call again, which finds the
 /// approval by its principal, tool revision and arguments (the state
 /// itself names nothing to trust).
-pub const PAGE_STATE_PREFIX: &str = "approval.";
+const PAGE_STATE_PREFIX: &str = "approval.";
 /// The notification that tells a 2025-11-25 client a URL-mode elicitation
 /// is complete.
 const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
@@ -73,14 +73,26 @@ pub fn page_message(request: &ConfirmRequest<'_>) -> String {
     )
 }
 
-/// The URL-mode elicitation that sends a person to the page.
-pub fn url_request(message: String, url: &str, id: &str) -> ElicitRequestParams {
-    ElicitRequestParams::UrlElicitationParams {
+/// The URL-mode elicitation that sends a person to the page of the
+/// approval `page`, with an `elicitationId` of its own
+/// ([`elicitation_id`]). (rmcp writes the id on every revision; 2026-07-28,
+/// which has none, ignores it, and an id is better there than `""`.)
+pub fn url_request(message: String, page: &PageApproval<'_>) -> (ElicitRequestParams, String) {
+    let id = elicitation_id(page.id);
+    let params = ElicitRequestParams::UrlElicitationParams {
         meta: None,
         message,
-        url: url.to_owned(),
-        elicitation_id: id.to_owned(),
-    }
+        url: page.link.to_owned(),
+        elicitation_id: id.clone(),
+    };
+    (params, id)
+}
+
+/// A new elicitation's id: the approval's id and 128 random bits, so that
+/// each elicitation of the same approval (a call made again asks again)
+/// has its own, as 2025-11-25 requires.
+fn elicitation_id(approval: &str) -> String {
+    format!("{approval}.{}", uuid::Uuid::new_v4().simple())
 }
 
 /// The question put to the user, e.g. `alice wants to call create_transfer
@@ -194,18 +206,23 @@ impl Confirmer for ElicitConfirmer {
         if !self.url {
             return Box::pin(async { PageOutcome::NotShown });
         }
-        let params = url_request(page_message(&request), page.link, page.id);
-        let id = page.id.to_owned();
+        let (params, id) = url_request(page_message(&request), &page);
         Box::pin(async move {
             // The client shows the link and says whether the person went
             // there; only the page says what they decided.
             let opened = self.peer.create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT)).await;
             match opened {
                 Ok(result) if result.action == ElicitationAction::Accept => {}
-                Ok(_) => return PageOutcome::Refused,
+                // Declined, cancelled (a client that cannot open a link,
+                // Claude Code in `-p`, cancels) or never shown: the result
+                // carries the link for the model to relay, once.
+                Ok(result) => {
+                    tracing::debug!(action = ?result.action, "the client did not open the approval link");
+                    return PageOutcome::NotShown;
+                }
                 Err(err) => {
-                    tracing::info!("the approval link could not be shown, the call is declined: {err}");
-                    return PageOutcome::Refused;
+                    tracing::info!("the approval link could not be shown, the result carries it: {err}");
+                    return PageOutcome::NotShown;
                 }
             }
             let approved = self.wait_for_page(page.answered).await;
@@ -215,6 +232,10 @@ impl Confirmer for ElicitConfirmer {
             }
             PageOutcome::Answered(approved)
         })
+    }
+
+    fn can_ask(&self) -> bool {
+        self.form
     }
 
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
@@ -338,17 +359,30 @@ enum Question {
 /// handler once, then waits for the answer.
 struct AskOnce {
     ask: Mutex<Option<oneshot::Sender<Question>>>,
+    /// Whether the client can answer a form elicitation.
+    form: bool,
     /// Whether the client declared URL-mode elicitation.
     url: bool,
     cancel: CancellationToken,
 }
 
 /// The `inputRequests` entry and `requestState` that send a 2026-07-28
-/// client's person to the page, if the client can.
+/// client's person to the page, if the client can. The retry finds the
+/// approval by its call, not by the state; a retry with this state is
+/// never handed the link again (see [`is_page_retry`]).
 pub fn page_handoff(request: &ConfirmRequest<'_>, page: &PageApproval<'_>) -> (Box<InputRequest>, String) {
-    // 2026-07-28 has no elicitation ids: the retry finds the approval.
-    let params = url_request(page_message(request), page.link, "");
+    let (params, _) = url_request(page_message(request), page);
     (Box::new(InputRequest::Elicitation(ElicitRequest::new(params))), format!("{PAGE_STATE_PREFIX}{}", page.id))
+}
+
+/// Whether a 2026-07-28 call is the retry of one whose client was handed
+/// the page's link ([`page_handoff`]). Whatever it answered (`accept`, or
+/// `cancel` from a client that cannot open a link), that round is not
+/// repeated: if the approval is still pending, the call's result carries
+/// the link for the model to show, so that a client retrying at once does
+/// not loop on the same input request.
+pub fn is_page_retry(request_state: Option<&str>) -> bool {
+    request_state.is_some_and(|state| state.starts_with(PAGE_STATE_PREFIX))
 }
 
 impl Confirmer for AskOnce {
@@ -364,9 +398,13 @@ impl Confirmer for AskOnce {
         Box::pin(async move { if handed { PageOutcome::HandedOff } else { PageOutcome::NotShown } })
     }
 
+    fn can_ask(&self) -> bool {
+        self.form
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         let question = message(&request);
-        let ask = self.ask.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let ask = if self.form { self.ask.lock().unwrap_or_else(|e| e.into_inner()).take() } else { None };
         Box::pin(async move {
             let Some(ask) = ask else { return false };
             let (answer_tx, answer_rx) = oneshot::channel();
@@ -408,6 +446,7 @@ impl Confirmations {
         let (result_tx, mut result_rx) = oneshot::channel();
         let confirmer = AskOnce {
             ask: Mutex::new((can_elicit || can_open_url).then_some(ask_tx)),
+            form: can_elicit,
             url: can_open_url,
             cancel: run_cancel.clone(),
         };

@@ -66,6 +66,7 @@ mod body;
 mod connections;
 mod gate;
 mod jwt;
+mod priming;
 mod probes;
 mod proxy;
 

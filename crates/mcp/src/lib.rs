@@ -58,6 +58,9 @@
 //! per-request metadata), where the server may not send requests and a call
 //! that needs confirmation answers with an "input required" result instead
 //! (SEP-2322) and finishes when the client retries with the user's answer.
+//! A client is sent only what its revision defines (`revision`): no SSE
+//! priming event or URL-mode elicitation before 2025-11-25, no task before
+//! 2026-07-28.
 
 mod blocks;
 mod cancel;
@@ -67,6 +70,7 @@ mod confirm;
 mod http;
 mod jsonrpc;
 mod progress;
+mod revision;
 mod server;
 mod shutdown;
 mod signed;

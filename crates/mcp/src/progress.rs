@@ -18,9 +18,6 @@ use rmcp::service::Peer;
 use std::future::Future;
 use std::pin::Pin;
 
-/// The first revision whose progress notifications carry a `message`.
-const MESSAGE_SINCE: ProtocolVersion = ProtocolVersion::V_2025_03_26;
-
 /// How a call's notifications reach its client: through rmcp's peer
 /// (HTTP, and stdio calls rmcp's loop runs), or queued with the call's
 /// answer (stdio calls run beside it), so that they are written before it.
@@ -72,7 +69,7 @@ impl Notifier {
         token: ProgressToken,
         revision: Option<&ProtocolVersion>,
     ) -> Self {
-        let messages = revision.is_none_or(|revision| revision.as_str() >= MESSAGE_SINCE.as_str());
+        let messages = super::revision::has(revision, &super::revision::PROGRESS_MESSAGE);
         Self { route: Route::new(peer, lines), token, messages }
     }
 }

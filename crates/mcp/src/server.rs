@@ -13,11 +13,10 @@
 use super::cancel::linked;
 use super::changes::Changes;
 use super::client_log::{LogNotifier, SessionLevel};
-use super::confirm::{
-    APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, PAGE_STATE_PREFIX, Resumed, Started,
-};
+use super::confirm::{APPROVAL_KEY, CONFIRM_KEY, Confirmations, ElicitConfirmer, Owner, Resumed, Started};
 use super::jsonrpc::{self, Rejection};
 use super::progress::Notifier;
+use super::revision;
 use airlock_core::arguments::RawArguments;
 use airlock_core::call::{CallRequest, ToolResult};
 use airlock_core::caller::TokenAttributes;
@@ -298,9 +297,8 @@ fn resumed(resumed: Resumed, revision: Option<&ProtocolVersion>) -> Result<CallT
 impl ServerHandler for AirlockServer {
     fn get_info(&self) -> ServerConfig {
         // The tasks extension is advertised to 2026-07-28 clients
-        // (`server/discover`); an `initialize` answer shows it only to a
-        // client that declared it (`initialize` below), so that clients of
-        // the earlier revisions see the capabilities they saw before.
+        // (`server/discover`), the revision that defines it; an
+        // `initialize` answer never shows it (`initialize` below).
         let capabilities =
             ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
         ServerConfig::new(capabilities)
@@ -318,9 +316,9 @@ impl ServerHandler for AirlockServer {
         // The revisions with `initialize` have logging: the tools whose
         // operator allows it send their log lines (`client_log`).
         result.capabilities.logging = Some(Default::default());
-        if !request.capabilities.supports_tasks()
-            && let Some(extensions) = result.capabilities.extensions.as_mut()
-        {
+        // Nor do they have the tasks extension, whatever the client
+        // declares (the MCP Inspector declares it on every revision).
+        if let Some(extensions) = result.capabilities.extensions.as_mut() {
             extensions.remove(TASKS_EXTENSION_ID);
             if extensions.is_empty() {
                 result.capabilities.extensions = None;
@@ -381,7 +379,14 @@ impl ServerHandler for AirlockServer {
         let protocol = protocol.as_ref();
         let modern = protocol.is_some_and(|version| !version.has_initialize());
         let elicit = can_elicit(context.client_capabilities());
-        let open_url = can_open_url(context.client_capabilities());
+        // A link to Airlock's page goes to a client of a revision with
+        // URL-mode elicitation that declared it, and not again to the retry
+        // of a call whose client was handed it (2026-07-28): whatever it
+        // answered, that round ends with the link in the call's result.
+        let page_retry = super::confirm::is_page_retry(request.request_state.as_deref());
+        let open_url = can_open_url(context.client_capabilities())
+            && revision::has(protocol, &revision::URL_ELICITATION)
+            && !page_retry;
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let call = CallRequest {
             call_id: format!("mcp:{}", context.id),
@@ -406,21 +411,17 @@ impl ServerHandler for AirlockServer {
             }),
             task: None,
         };
-        // A task (the client declared the tasks extension, and the operator
-        // lets the tool's calls be tasks): answered with its handle at once,
-        // whatever the revision; nothing of this request reaches the call.
-        let declared = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        // A task (a 2026-07-28 client declared the tasks extension, and the
+        // operator lets the tool's calls be tasks): answered with its handle
+        // at once; nothing of this request reaches the call.
+        let declared = revision::has(protocol, &revision::TASKS_EXTENSION)
+            && context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
         let support = self.shared.host.state().config().pipeline_for(&request.name).task;
         if super::tasks::becomes_task(support, declared)? {
             // A task outlives its request: its log lines go to the
             // operator's log only.
             let call = CallRequest { log: None, ..call };
-            let session = context
-                .peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.supports_tasks())
-                .then(|| context.peer.clone());
-            let client = super::tasks::Client { form: elicit, url: open_url, session, revision: protocol.cloned() };
+            let client = super::tasks::Client { form: elicit, url: open_url, revision: protocol.cloned() };
             return Ok(super::tasks::start(&self.shared, call, client).await);
         }
         if !modern {
@@ -465,7 +466,7 @@ impl ServerHandler for AirlockServer {
         // A retry after the approval page runs the call again: the approval
         // is found by the call's principal, tool revision and arguments,
         // on any replica, so the state carries nothing to check.
-        let state = request.request_state.as_deref().filter(|state| !state.starts_with(PAGE_STATE_PREFIX));
+        let state = request.request_state.as_deref().filter(|_| !page_retry);
         // In a fleet, no call waits here: the state is signed and any
         // replica finishes the call.
         if let Some(signed) = &self.shared.signed {

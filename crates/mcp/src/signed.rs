@@ -48,6 +48,8 @@ pub struct SignedConfirmations {
 #[derive(Default)]
 struct HandOff {
     question: Mutex<Option<String>>,
+    /// Whether the client can answer a form elicitation.
+    form: bool,
     /// Whether the client declared URL-mode elicitation.
     url: bool,
     page: Mutex<Option<(Box<InputRequest>, String)>>,
@@ -66,8 +68,14 @@ impl Confirmer for HandOff {
         Box::pin(async { PageOutcome::HandedOff })
     }
 
+    fn can_ask(&self) -> bool {
+        self.form
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
-        *self.question.lock().unwrap_or_else(|e| e.into_inner()) = Some(message(&request));
+        if self.form {
+            *self.question.lock().unwrap_or_else(|e| e.into_inner()) = Some(message(&request));
+        }
         Box::pin(async { false })
     }
 
@@ -114,7 +122,7 @@ impl SignedConfirmations {
         cancel: &[CancellationToken],
     ) -> Started {
         let linked = linked(cancel);
-        let handoff = HandOff { url: can_open_url, ..HandOff::default() };
+        let handoff = HandOff { form: can_elicit, url: can_open_url, ..HandOff::default() };
         let confirmer = (can_elicit || can_open_url).then_some(&handoff as &dyn Confirmer);
         let result = linked.run(host.call_cancellable(request, confirmer, linked.token())).await;
         if let Some((elicitation, state)) = handoff.page.lock().unwrap_or_else(|e| e.into_inner()).take() {

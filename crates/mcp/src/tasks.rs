@@ -2,13 +2,13 @@
 //! revision 2026-07-28): a `tools/call` answered with a task handle
 //! (`CreateTaskResult`) while the call runs on, `tasks/get` to read it
 //! (the result inlined once it ended), `tasks/update` to answer its input
-//! requests, `tasks/cancel` to stop it, and `notifications/tasks` to a
-//! session that declared the extension.
+//! requests, and `tasks/cancel` to stop it.
 //!
 //! Which calls become tasks is the operator's choice per tool (`[tools.NAME]
-//! task`), for a client that declared the extension on the request or its
-//! session; a tool that needs it (`"required"`) refuses other clients with
-//! `-32021`. A task is a call like any other: the pipeline runs it whole
+//! task`), for a 2026-07-28 client that declared the extension on the
+//! request (a client of an earlier revision that declares it gets what it
+//! would without: the extension is not of its wire); a tool that needs it
+//! (`"required"`) refuses other clients with `-32021`. A task is a call like any other: the pipeline runs it whole
 //! (quotas, validation, authorization, confirmation, the memory budget,
 //! the audit log, whose records name the task), under the tool's
 //! `task_timeout_ms`; only the wait is the client's no more. A confirmation
@@ -37,12 +37,12 @@ use airlock_host::transport::tasks::{self as store, Finished, Input, NewTask, SH
 use airlock_host::{TaskSettings, TaskSupport};
 use airlock_policy::confirm::{ConfirmRequest, Confirmer, PageApproval, PageOutcome};
 use futures::future::BoxFuture;
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, CreateTaskResult, DetailedTask, ElicitRequest, ElicitResult,
-    ElicitationAction, ErrorCode, InputRequest, InputRequests, InputResponses, JsonObject, Notification,
-    ProtocolVersion, ServerNotification, Task as WireTask, TaskPayload, TaskStatus, TaskStatusNotificationParams,
+    ElicitationAction, ErrorCode, InputRequest, InputRequests, InputResponses, JsonObject, ProtocolVersion,
+    Task as WireTask, TaskPayload, TaskStatus,
 };
-use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,16 +93,12 @@ pub fn becomes_task(support: TaskSupport, declared: bool) -> Result<bool, ErrorD
     }
 }
 
-/// What the client of a new task can answer, and where to tell it how the
-/// task goes.
+/// What the client of a new task can answer.
 pub struct Client {
     /// It can answer a form elicitation (the client-mode confirmation).
     pub form: bool,
     /// It declared URL-mode elicitation (Airlock's approval page).
     pub url: bool,
-    /// A session that declared the extension: `notifications/tasks` goes
-    /// there.
-    pub session: Option<Peer<RoleServer>>,
     /// The protocol revision of the request that made the task (`None`:
     /// the newest): the kept result shows the content blocks it can.
     pub revision: Option<ProtocolVersion>,
@@ -137,7 +133,7 @@ pub async fn start(shared: &Arc<Shared>, mut call: CallRequest, client: Client) 
     call.task = Some(task.id.clone());
     let handle = CreateTaskResult::new(wire_task(&task, &settings));
     tracing::debug!(task = %task.id, tool = %call.tool, "call runs as a task");
-    let run = Run { shared: Arc::clone(shared), id: task.id, principal: task.principal, client };
+    let run = Run { shared: Arc::clone(shared), id: task.id, client };
     tokio::spawn(run.run(call));
     CallToolResponse::Task(handle)
 }
@@ -146,7 +142,6 @@ pub async fn start(shared: &Arc<Shared>, mut call: CallRequest, client: Client) 
 struct Run {
     shared: Arc<Shared>,
     id: String,
-    principal: String,
     client: Client,
 }
 
@@ -215,19 +210,6 @@ impl Run {
                 }
             }
         }
-        self.notify().await;
-    }
-
-    /// The task as it is now, to a session that declared the extension.
-    async fn notify(&self) {
-        let Some(peer) = &self.client.session else { return };
-        let Ok(Some(task)) = self.shared.host.tasks().get(&self.id, &self.principal).await else { return };
-        let Ok(detailed) = detailed(&task, &self.settings()) else { return };
-        let params = TaskStatusNotificationParams::new(detailed);
-        let notification = ServerNotification::TaskStatusNotification(Notification::new(params));
-        if let Err(err) = peer.send_notification(notification).await {
-            tracing::debug!(task = %self.id, "cannot send notifications/tasks: {err}");
-        }
     }
 
     /// Show the client `input` (nothing: the task is working).
@@ -235,7 +217,6 @@ impl Run {
         if let Err(err) = self.shared.host.tasks().set_input(&self.id, input).await {
             tracing::warn!(task = %self.id, "cannot show the task's input requests: {err}");
         }
-        self.notify().await;
     }
 }
 
@@ -310,6 +291,10 @@ fn input_request(key: &str, request: InputRequest) -> Input {
 }
 
 impl Confirmer for TaskConfirmer<'_> {
+    fn can_ask(&self) -> bool {
+        self.form
+    }
+
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool> {
         if !self.form {
             return Box::pin(async { false });
@@ -331,7 +316,7 @@ impl Confirmer for TaskConfirmer<'_> {
         if !self.url {
             return Box::pin(async { PageOutcome::NotShown });
         }
-        let params = url_request(page_message(&request), page.link, page.id);
+        let (params, _) = url_request(page_message(&request), &page);
         let question = InputRequest::Elicitation(ElicitRequest::new(params));
         Box::pin(async move {
             self.run.ask(input_request(APPROVAL_KEY, question)).await;
@@ -351,9 +336,11 @@ impl Confirmer for TaskConfirmer<'_> {
                             shown = true;
                             self.run.ask(Input { requests: Vec::new(), message: Some(WAITING_FOR_PAGE.to_owned()) }).await;
                         }
+                        // Declined, cancelled, or no answer: the task's
+                        // result carries the link for the model to relay.
                         _ => {
                             self.run.ask(Input::default()).await;
-                            return PageOutcome::Refused;
+                            return PageOutcome::NotShown;
                         }
                     },
                     () = self.cancel.cancelled() => return PageOutcome::Answered(false),

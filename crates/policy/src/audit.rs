@@ -34,6 +34,8 @@ mod entry;
 mod files;
 pub mod postgres;
 mod record;
+mod recover;
+pub use recover::{Recovery, torn_path};
 mod settings;
 pub mod ship;
 pub use entry::{ApprovalNote, AuditEntry, Event, RefusedApproval, ToolChange};
@@ -46,11 +48,10 @@ mod verify;
 
 use files::{
     Lock, head_path, irregular_file, irregular_path, no_waiting, not_regular, private_options, probe_filler, read_head,
-    read_last_lines, sync_parent_dir, try_lock, write_head,
+    read_last_lines, sync_parent_dir, try_lock,
 };
 pub use record::{argument_digest, redact};
 use record::{change_body, record_hash, record_line, refusal_body, short};
-use verify::check_last_line;
 pub use verify::{tail, verify};
 
 /// Cap of `call_id`, `principal`, `tool`, `component_digest`, `policy` and
@@ -137,6 +138,26 @@ pub const APPROVAL_REFUSED: &str = "approval_refused";
 /// in).
 const APPROVAL_REFUSED_FIELDS: [&str; 10] =
     ["seq", "time", "event", "approval_id", "tool", "principal", "person", "reason", "prev", "hash"];
+/// The `event` of the record [`AuditLog::open`] writes when it recovered
+/// the log from a crash ([`Recovery`]).
+pub const RECOVERED: &str = "recovered";
+/// The members of a `recovered` record, in the order they are written;
+/// every one is present (`torn_sha256` and `torn_file` are `null` when no
+/// partial line was cut off).
+const RECOVERED_FIELDS: [&str; 12] = [
+    "seq",
+    "time",
+    "event",
+    "head_seq",
+    "adopted",
+    "missing",
+    "torn_bytes",
+    "torn_sha256",
+    "torn_file",
+    "torn_head",
+    "prev",
+    "hash",
+];
 /// The members of a `tool_changed` record, in the order they are written;
 /// every one is present.
 const TOOL_CHANGED_FIELDS: [&str; 12] = [
@@ -164,7 +185,7 @@ pub enum Durability {
     Flush,
     /// As `Flush`, and the log and then the head file are `fdatasync`'d before
     /// the call's result is returned: the record survives a power loss. Costs
-    /// two disk flushes per call.
+    /// two disk flushes per group of records written together.
     Fsync,
 }
 
@@ -200,12 +221,19 @@ struct Writer {
     log: File,
     /// The head file, on which this writer holds an exclusive lock.
     head: File,
+    /// The head file's slot the next rewrite goes to (the other holds the
+    /// last head written).
+    head_slot: usize,
+    /// The `generation` of the last head written.
+    head_generation: u64,
     /// Length of the log after the last complete record, to undo a partial write.
     len: u64,
     /// `seq` of the last record (0 before the first).
     seq: u64,
     /// `hash` of the last record ([`GENESIS`] before the first).
     prev: String,
+    /// `seq` and `hash` of the last record the log was fsync'd through.
+    synced: (u64, String),
     /// Set when the log can no longer be trusted to continue the chain.
     stopped: Option<String>,
     /// Why the last append failed; cleared by the next one that succeeds
@@ -305,6 +333,13 @@ pub struct VerifyReport {
     /// process has the log open, they are still running. Not damage: the
     /// write-ahead record is there so that such a call is not lost.
     pub unfinished: u64,
+    /// What a crash left that the next open of the log recovers (no
+    /// process had it open): not damage. `None` when there is nothing to
+    /// recover, and while a process has the log open.
+    pub recoverable: Option<Recovery>,
+    /// How many `recovered` records the chain holds: the times Airlock
+    /// recovered it after a crash.
+    pub recoveries: u64,
 }
 
 /// The first problem [`verify`] found. Displays as `<file>:<line>: <reason>`.
@@ -333,8 +368,14 @@ impl AuditLog {
     /// Opens the log for appending: creates it and its head file (mode 0600 on
     /// unix), or continues an existing chain from its last record.
     ///
-    /// Only the last record is read, not the whole chain: continuing a log is
-    /// cheap however long it is. Run [`verify`] to check everything.
+    /// A log a crash left behind is recovered first (records past the one
+    /// the head file names adopted, a partial last line moved to
+    /// `<file>.torn`; see `audit/recover.rs`), with a `recovered` record in
+    /// the chain and a warning saying what was done.
+    ///
+    /// Only the records from the one the head file names on are read, not
+    /// the whole chain: continuing a log is cheap however long it is. Run
+    /// [`verify`] to check everything.
     ///
     /// # Errors
     ///
@@ -343,9 +384,11 @@ impl AuditLog {
     /// on the opened descriptor; a FIFO is never waited on);
     /// [`AuditError::Io`] when a file cannot be created, read or locked;
     /// [`AuditError::Locked`] when another process has the log open;
-    /// [`AuditError::Damaged`] when the last line is not an intact record, the
-    /// head file is missing or unreadable, or the two disagree (for example
-    /// because records were removed from the end).
+    /// [`AuditError::Damaged`] for damage no crash leaves: a line after the
+    /// head's record that is not an intact record (a partial line other
+    /// than the last), a broken chain, a head file that is missing, empty
+    /// beside records or with neither copy intact, or that disagrees with
+    /// the log (records removed from the end, a log rewritten).
     pub fn open(settings: AuditSettings) -> Result<AuditLog, AuditError> {
         let AuditSettings { file: path, file_as_written, durability, record_arguments, redact_keys, .. } = settings;
         let head_path = head_path(&path);
@@ -407,65 +450,46 @@ impl AuditLog {
                 "cut off spaces an interrupted readiness probe left at the end of the audit log"
             );
         }
+        // Continue from the last complete record, recovering what a crash
+        // left and refusing what no crash leaves (`audit/recover.rs`).
         let named = read_head(&head)
             .map_err(io_error(&head_path, "read"))?
             .map_err(|reason| damaged(format!("its head file {} is damaged: {reason}", head_path.display())))?;
-        let (seq, prev) = if len == 0 {
-            if named.seq != 0 {
-                return Err(damaged(format!(
-                    "the log is empty but its head file names record {}: records were removed",
-                    named.seq
-                )));
-            }
-            (0, GENESIS.to_owned())
-        } else {
-            let last = match read_last_lines(&log, len, 1, MAX_LINE_BYTES as u64 + 1)
-                .map_err(io_error(&path, "read the last line of"))?
-            {
-                Some(bytes) => check_last_line(&bytes).map_err(damaged)?,
-                None => return Err(damaged(format!("its last line is longer than {MAX_LINE_BYTES} bytes"))),
-            };
-            let matches_head = last.seq == named.seq && last.hash == named.hash;
-            // Airlock stopped between writing a record and rewriting the head.
-            let head_one_behind = last.seq == named.seq.saturating_add(1) && last.prev == named.hash;
-            if !matches_head && !head_one_behind {
-                return Err(damaged(format!(
-                    "the log ends with record {} (hash {}) but its head file names record {} (hash {})",
-                    last.seq,
-                    short(&last.hash),
-                    named.seq,
-                    short(&named.hash)
-                )));
-            }
-            (last.seq, last.hash)
+        let examined =
+            recover::examine(&log, len, &named).map_err(io_error(&path, "read the end of"))?.map_err(damaged)?;
+        // Everything the log holds is on disk before the head names it as
+        // such, whatever the durability: once per open.
+        log.sync_data().map_err(io_error(&path, "fsync"))?;
+        let (seq, prev) = (examined.last_seq, examined.last_hash.clone());
+        let mut writer = Writer {
+            log,
+            head,
+            head_slot: named.next_slot,
+            head_generation: named.head.generation,
+            len: examined.complete_len,
+            synced: (seq, prev.clone()),
+            seq,
+            prev,
+            stopped: None,
+            failing: None,
+            last_probe: None,
+            outcomes: commit::Outcomes::new(),
         };
+        let begun = recover::begin(&path, &head_path, &mut writer, &examined)?;
+        // A new file is durable only once its directory entry is.
+        sync_parent_dir(&path).map_err(io_error(&path, "fsync the directory of"))?;
 
-        write_head(&head, seq, &prev).map_err(io_error(&head_path, "write"))?;
-        if durability == Durability::Fsync {
-            head.sync_data().map_err(io_error(&head_path, "fsync"))?;
-            // A new file is durable only once its directory entry is.
-            sync_parent_dir(&path).map_err(io_error(&path, "fsync the directory of"))?;
-        }
-
-        Ok(AuditLog {
+        let opened = AuditLog {
             path,
             head_path,
             durability,
             record_arguments,
             redact_keys: redact_keys.iter().map(|k| k.to_lowercase()).collect(),
-            writer: Arc::new(Mutex::new(Writer {
-                log,
-                head,
-                len,
-                seq,
-                prev,
-                stopped: None,
-                failing: None,
-                last_probe: None,
-                outcomes: commit::Outcomes::new(),
-            })),
+            writer: Arc::new(Mutex::new(writer)),
             queue: Arc::default(),
-        })
+        };
+        recover::finish(&opened, &examined.recovery, begun)?;
+        Ok(opened)
     }
 
     /// Appends one record for one call, durable as the settings say before
@@ -489,7 +513,7 @@ impl AuditLog {
         // Everything that does not depend on the chain is prepared before
         // taking the lock.
         let body = self.record_body(entry);
-        self.append_body(body)
+        self.append_body(self.durability, body)
     }
 
     /// Appends a `tool_changed` record: a reload put in force a tool whose
@@ -500,7 +524,7 @@ impl AuditLog {
     ///
     /// As [`AuditLog::append`].
     pub fn append_tool_changed(&self, change: &ToolChange) -> Result<(), AuditError> {
-        self.append_body(change_body(change))
+        self.append_body(self.durability, change_body(change))
     }
 
     /// Appends an `approval_refused` record: someone tried to answer an
@@ -511,14 +535,14 @@ impl AuditLog {
     ///
     /// As [`AuditLog::append`].
     pub fn append_approval_refused(&self, refusal: &RefusedApproval) -> Result<(), AuditError> {
-        self.append_body(refusal_body(refusal))
+        self.append_body(self.durability, refusal_body(refusal))
     }
 
     /// Appends a record made of `body` (every member but `seq`, `time`,
-    /// `prev` and `hash`), in a group with the records queued meanwhile
+    /// `prev` and `hash`), as durable as `durability` says, in a group with the records queued meanwhile
     /// (see `audit/commit.rs`).
-    fn append_body(&self, body: commit::Body) -> Result<(), AuditError> {
-        let ticket = self.queue.lock().unwrap_or_else(PoisonError::into_inner).push(self.durability, body);
+    fn append_body(&self, durability: Durability, body: commit::Body) -> Result<(), AuditError> {
+        let ticket = self.queue.lock().unwrap_or_else(PoisonError::into_inner).push(durability, body);
         // The writer's state is only changed after the operation it describes
         // succeeded, so a panic elsewhere cannot leave it inconsistent.
         let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
@@ -591,15 +615,19 @@ impl AuditLog {
 
     /// Sync the log and its head file to disk (at exit, whatever the
     /// durability: records are written unbuffered, this makes them
-    /// durable).
+    /// durable), the head then naming every record as on disk.
     ///
     /// # Errors
     ///
     /// [`AuditError::Io`] when an fsync fails.
     pub fn sync(&self) -> Result<(), AuditError> {
-        let w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let head_error = |action| move |source| AuditError::Io { path: self.head_path.clone(), action, source };
         w.log.sync_data().map_err(|source| AuditError::Io { path: self.path.clone(), action: "fsync", source })?;
-        w.head.sync_data().map_err(|source| AuditError::Io { path: self.head_path.clone(), action: "fsync", source })
+        // The head now names every record as on disk.
+        w.synced = (w.seq, w.prev.clone());
+        w.rewrite_head().map_err(head_error("write"))?;
+        w.head.sync_data().map_err(head_error("fsync"))
     }
 
     /// The log file.

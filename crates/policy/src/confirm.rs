@@ -43,11 +43,10 @@ pub enum PageOutcome {
     /// It handed the link to the client, which will make the call again
     /// (2026-07-28 "input required"): the call is pending.
     HandedOff,
-    /// The client refused to send the person to the page: the call is
-    /// declined.
-    Refused,
-    /// It cannot send a person to a page: the call returns the link for
-    /// the model to relay, and runs when it is made again after the answer.
+    /// It did not send a person to the page (it cannot, or the client
+    /// declined or cancelled showing the link): the call returns the link
+    /// for the model to relay, and runs when it is made again after the
+    /// answer.
     NotShown,
 }
 
@@ -55,6 +54,14 @@ pub enum PageOutcome {
 pub trait Confirmer: Send + Sync {
     /// `true` to run the call, `false` to decline it.
     fn confirm<'a>(&'a self, request: ConfirmRequest<'a>) -> BoxFuture<'a, bool>;
+
+    /// Whether [`Confirmer::confirm`] can put the question to a person at
+    /// all (an MCP client without form elicitation cannot): when it cannot,
+    /// the call is declined as one nobody could be asked about, not as one
+    /// a person declined. By default it can.
+    fn can_ask(&self) -> bool {
+        true
+    }
 
     /// Send the person to Airlock's approval page for `request`, if this
     /// front end can (MCP URL-mode elicitation); by default it cannot. Only

@@ -1,7 +1,13 @@
 //! `chart`: draws a line, bar or scatter chart from numbers and returns it
-//! twice, as a PNG image block and as an SVG embedded resource
-//! (`image/svg+xml`), beside a small JSON summary of what was drawn. A pure
-//! tool: it touches no files, environment or network.
+//! as a PNG image block, and as an SVG embedded resource (`image/svg+xml`)
+//! too when the call asks for it (`svg: true`), beside a small JSON summary
+//! of what was drawn. A pure tool: it touches no files, environment or
+//! network.
+//!
+//! The SVG is markup: a client that cannot show an image resource hands
+//! its text to the model (opencode, Gemini CLI and fast-agent paste the
+//! 5 KB of a small chart into its context, Continue its base64), so it is
+//! drawn only on request; the PNG is what every client shows.
 //!
 //! The chart is drawn with `plotters` (its bitmap and SVG backends); text
 //! on the bitmap is drawn from a font compiled into the component
@@ -143,6 +149,11 @@ pub struct Args {
     #[serde(default)]
     #[schemars(range(min = 1, max = 2000))]
     pub height: Option<u32>,
+    /// Also return the chart as SVG markup (an `image/svg+xml` resource,
+    /// several KB of text), for a vector file to save or edit; only the
+    /// PNG when omitted or false.
+    #[serde(default)]
+    pub svg: Option<bool>,
 }
 
 /// The smallest and largest of some values.
@@ -154,8 +165,8 @@ pub struct Range {
     pub max: f64,
 }
 
-/// What was drawn. The chart itself is attached as a PNG image and an SVG
-/// resource.
+/// What was drawn. The chart itself is attached as a PNG image (and an SVG
+/// resource, when asked for).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Summary {
     /// `line`, `bar` or `scatter`.
@@ -175,18 +186,25 @@ pub struct Summary {
     pub x: Option<Range>,
     /// Size of the attached PNG in bytes.
     pub png_bytes: usize,
-    /// Size of the attached SVG in bytes.
-    pub svg_bytes: usize,
+    /// Size of the attached SVG in bytes, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub svg_bytes: Option<usize>,
 }
 
-/// Draw the chart, attach it as a PNG image and an SVG resource, and
-/// summarize it.
+/// Draw the chart, attach it as a PNG image (and an SVG resource, when
+/// asked for), and summarize it.
 pub fn chart(args: Args) -> Result<Summary, ToolError> {
+    let with_svg = args.svg == Some(true);
     let spec = spec::Spec::from_args(args)?;
-    progress::report(1.0, Some(3.0), Some("drawing the PNG"));
+    let steps = if with_svg { 3.0 } else { 2.0 };
+    progress::report(1.0, Some(steps), Some("drawing the PNG"));
     let png = render::png(&spec)?;
-    progress::report(2.0, Some(3.0), Some("drawing the SVG"));
-    let svg = render::svg(&spec)?;
+    let svg = if with_svg {
+        progress::report(2.0, Some(steps), Some("drawing the SVG"));
+        Some(render::svg(&spec)?)
+    } else {
+        None
+    };
     let summary = Summary {
         kind: spec.kind,
         series: spec.series.len(),
@@ -196,28 +214,31 @@ pub fn chart(args: Args) -> Result<Summary, ToolError> {
         y: spec.y_range,
         x: spec.x_range,
         png_bytes: png.len(),
-        svg_bytes: svg.len(),
+        svg_bytes: svg.as_ref().map(String::len),
     };
+    let svg_note = summary.svg_bytes.map(|bytes| format!(", SVG {bytes} bytes")).unwrap_or_default();
     log::debug(&format!(
-        "{} chart of {} points in {} series: PNG {} bytes, SVG {} bytes",
+        "{} chart of {} points in {} series: PNG {} bytes{svg_note}",
         spec.kind.as_str(),
         summary.points,
         summary.series,
         summary.png_bytes,
-        summary.svg_bytes
     ));
     content::attach(Content::image("image/png", png))?;
-    content::attach(Content::embedded_text(SVG_URI, "image/svg+xml", svg))?;
-    progress::report(3.0, Some(3.0), None);
+    if let Some(svg) = svg {
+        content::attach(Content::embedded_text(SVG_URI, "image/svg+xml", svg))?;
+    }
+    progress::report(steps, Some(steps), None);
     Ok(summary)
 }
 
 export_tool!(
     name: "chart",
-    description: "Draws a line, bar or scatter chart from numbers and returns it as a PNG image and an SVG file, \
-                  with a short summary (kind, series, points, size, value range). Give one or more named series: \
-                  `values` (one y value per category) for line and bar charts, `points` (x/y pairs) for scatter \
-                  charts; optional category `labels`, a `title`, axis labels and a size in pixels.",
+    description: "Draws a line, bar or scatter chart from numbers and returns it as a PNG image, with a short \
+                  summary (kind, series, points, size, value range). Give one or more named series: `values` (one \
+                  y value per category) for line and bar charts, `points` (x/y pairs) for scatter charts; \
+                  optional category `labels`, a `title`, axis labels and a size in pixels. Set `svg` to true only \
+                  when the user wants an SVG file too.",
     handler: chart,
 );
 

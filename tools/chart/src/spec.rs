@@ -63,7 +63,8 @@ impl Spec {
     /// A [`ToolError`] with code [`INVALID`] naming the first member that
     /// is wrong (e.g. `series[1].values[3]`) and what would be accepted.
     pub fn from_args(args: Args) -> Result<Self, ToolError> {
-        let Args { kind, series, labels, title, x_label, y_label, width, height } = args;
+        // Whether to draw an SVG too is the caller's (`chart`), not the picture's.
+        let Args { kind, series, labels, title, x_label, y_label, width, height, svg: _ } = args;
         if series.is_empty() {
             return Err(refuse("`series` is empty: give at least one series".into()));
         }

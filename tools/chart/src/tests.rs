@@ -7,18 +7,42 @@ fn args(value: serde_json::Value) -> Args {
 }
 
 /// Run the tool natively and return its summary, the PNG and the SVG it
-/// attached.
-fn run(value: serde_json::Value) -> (Summary, Vec<u8>, String) {
+/// attached (when asked for).
+fn run_as_given(value: serde_json::Value) -> (Summary, Vec<u8>, Option<String>) {
     let summary = chart(args(value)).unwrap();
     let mut attached = take_attached().into_iter();
     let Some(Content::Image { mime_type, data: png }) = attached.next() else { panic!("no image attached") };
     assert_eq!(mime_type, "image/png");
-    let Some(Content::Embedded { uri, mime_type, body: Body::Text(svg) }) = attached.next() else {
-        panic!("no SVG attached")
-    };
-    assert_eq!((uri.as_str(), mime_type.as_deref()), (SVG_URI, Some("image/svg+xml")));
+    let svg = attached.next().map(|svg| {
+        let Content::Embedded { uri, mime_type, body: Body::Text(svg) } = svg else { panic!("not an SVG: {svg:?}") };
+        assert_eq!((uri.as_str(), mime_type.as_deref()), (SVG_URI, Some("image/svg+xml")));
+        svg
+    });
     assert!(attached.next().is_none());
+    assert_eq!(summary.svg_bytes, svg.as_ref().map(String::len));
     (summary, png, svg)
+}
+
+/// Run the tool asking for the SVG too: its summary, the PNG and the SVG.
+fn run(mut value: serde_json::Value) -> (Summary, Vec<u8>, String) {
+    value["svg"] = json!(true);
+    let (summary, png, svg) = run_as_given(value);
+    (summary, png, svg.expect("no SVG attached"))
+}
+
+#[test]
+fn by_default_the_chart_is_a_png_alone() {
+    for value in [
+        json!({"kind": "bar", "series": [{"name": "a", "values": [1, 2]}]}),
+        json!({"kind": "bar", "series": [{"name": "a", "values": [1, 2]}], "svg": null}),
+        json!({"kind": "bar", "series": [{"name": "a", "values": [1, 2]}], "svg": false}),
+    ] {
+        let (summary, png, svg) = run_as_given(value.clone());
+        assert!(svg.is_none(), "{value}");
+        assert_eq!(decode(&png).0, DEFAULT_WIDTH, "{value}");
+        let shown = serde_json::to_value(&summary).unwrap();
+        assert!(shown.get("svg_bytes").is_none(), "{shown}");
+    }
 }
 
 /// The PNG's width, height and colour type, decoded (its data too).
@@ -73,7 +97,7 @@ fn a_line_chart_is_a_png_of_the_requested_size_and_an_svg_with_its_title() {
             y: Range { min: 2.0, max: 9.5 },
             x: None,
             png_bytes: png.len(),
-            svg_bytes: svg.len(),
+            svg_bytes: Some(svg.len()),
         }
     );
 }
@@ -218,6 +242,7 @@ fn nan_and_infinite_values_are_refused() {
             y_label: None,
             width: None,
             height: None,
+            svg: None,
         };
         let err = chart(args).unwrap_err();
         assert!(err.message.contains(&format!("`series[0].points[0].y` {expected}")), "{}", err.message);
@@ -244,6 +269,7 @@ fn the_schema_states_the_caps() {
         assert!(properties[side]["description"].as_str().unwrap().contains("100 to 2000"), "{side}");
     }
     assert_eq!(properties["title"]["maxLength"], json!(MAX_TEXT_CHARS));
+    assert_eq!(properties["svg"]["type"], json!(["boolean", "null"]), "the SVG is optional");
     assert!(!schema.to_string().contains("$ref"), "{schema}");
 }
 

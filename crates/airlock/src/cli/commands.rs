@@ -392,13 +392,43 @@ pub fn audit(command: AuditCommand) -> std::io::Result<ExitCode> {
                 // One line per chain: the configured file and each sibling
                 // `<file>.<n>` another process wrote (book: "Several
                 // processes on one config").
+                let mut unrecovered = 0;
                 for (path, chain) in &report.chains {
                     let head = chain.last_hash.as_deref().unwrap_or("(empty)");
+                    // Not tampering: what a crash left, which the next
+                    // start recovers (book: "After a crash"). Refused
+                    // until then, saying so.
+                    if let Some(recovery) = &chain.recoverable {
+                        unrecovered += 1;
+                        out.line(format_args!(
+                            "NOT RECOVERED: {}: {} records, chain intact, left by a crash: {recovery}; this is not \
+                             tampering: the next start of Airlock on this log recovers it and records what it did",
+                            path.display(),
+                            chain.records
+                        ))?;
+                        continue;
+                    }
                     out.line(format_args!(
                         "ok: {}: {} records, chain intact; head {head}",
                         path.display(),
                         chain.records
                     ))?;
+                    if chain.recoveries > 0 {
+                        out.line(format_args!(
+                            "recovered: {}: Airlock recovered this chain after a crash {} time(s); its \"recovered\" \
+                             records say what it did",
+                            path.display(),
+                            chain.recoveries
+                        ))?;
+                    }
+                }
+                if unrecovered > 0 {
+                    out.line(format_args!(
+                        "NOT RECOVERED: {unrecovered} of {} chain(s) are as a crash left them, not tampered with; \
+                         start Airlock on this log, then verify again",
+                        report.chains.len()
+                    ))?;
+                    return Ok(ExitCode::from(3));
                 }
                 out.line(format_args!(
                     "ok: {} records in {} chain(s), all intact",

@@ -114,7 +114,7 @@ impl Pipeline {
             Ok(approval) => approval,
             Err(failure) => return refuse(Refusal::Pending, failure),
         };
-        let who = approval.approver.describe(&approval.principal);
+        let who = approver_for_model(&approval.approver, &approval.principal);
         match &approval.answer {
             Some(answer) if answer.approved => return self.use_approval(&approval).await,
             Some(answer) => {
@@ -161,7 +161,7 @@ impl Pipeline {
         };
         match outcome {
             PageOutcome::Answered(true) => self.use_approval(&approval).await,
-            PageOutcome::Answered(false) | PageOutcome::Refused => refuse(
+            PageOutcome::Answered(false) => refuse(
                 Refusal::Declined,
                 Failure::new(
                     ErrorKind::Declined,
@@ -181,18 +181,24 @@ impl Pipeline {
                     ),
                 ),
             ),
-            PageOutcome::NotShown => refuse(
-                Refusal::Pending,
-                Failure::new(
-                    ErrorKind::ApprovalRequired,
-                    format!(
-                        "this call needs the approval of {who} ({reason}); nothing was run. Ask them to open {link} \
-                         and approve it there: the approval runs the same call, with the same arguments, once, \
-                         within {} minutes",
-                        call.state.config().approvals.link_ttl.as_secs().div_ceil(60)
+            PageOutcome::NotShown => {
+                let ask = match approval.approver {
+                    Approver::Caller => "ask them to open it and approve the call there".to_owned(),
+                    _ => format!("ask them to pass it to {who}, who approves the call there"),
+                };
+                let minutes = call.state.config().approvals.link_ttl.as_secs().div_ceil(60);
+                refuse(
+                    Refusal::Pending,
+                    Failure::new(
+                        ErrorKind::ApprovalRequired,
+                        format!(
+                            "this call needs the approval of {who} on Airlock's approval page ({reason}); nothing \
+                             was run. Show the user this link and {ask}: {link}\nThe approval runs this same call, \
+                             with the same arguments, once, if it is made again within {minutes} minutes."
+                        ),
                     ),
-                ),
-            ),
+                )
+            }
         }
     }
 
@@ -226,8 +232,8 @@ impl Pipeline {
         let tool = call.tool()?;
         let Question { reason, .. } = question;
         let refuse = |refusal, failure| Err(Stop::Refused(refusal, failure));
-        let Some(confirmer) = call.confirmer else {
-            return refuse(Refusal::Declined, not_confirmed(&reason));
+        let Some(confirmer) = call.confirmer.filter(|confirmer| confirmer.can_ask()) else {
+            return refuse(Refusal::Declined, nobody_asked(&reason));
         };
         let ask = ConfirmRequest {
             principal: &call.request.principal,
@@ -269,6 +275,33 @@ impl Pipeline {
         }
         refuse(Refusal::Declined, not_confirmed(&reason))
     }
+}
+
+/// Who must approve, as the model reads it: the principal the call acts
+/// for is the user it talks to (`local` on stdio names nobody the model
+/// knows), anyone else by name.
+fn approver_for_model(approver: &Approver, principal: &str) -> String {
+    match approver {
+        Approver::Caller => "the user (the person this call acts for)".to_owned(),
+        other => other.describe(principal),
+    }
+}
+
+/// Why a call nobody could be asked about was not run: the front end has
+/// no way to put the question to a person (an MCP client without
+/// elicitation). Asking again changes nothing, so the model is not told to
+/// retry.
+fn nobody_asked(reason: &str) -> Failure {
+    Failure::new(
+        ErrorKind::Declined,
+        format!(
+            "this call needs a person's confirmation ({reason}), and nobody could be asked: this client cannot show \
+             Airlock's question (it does not support MCP elicitation); nothing was run. Tell the user: the operator \
+             can have such calls approved on Airlock's approval page ([approvals] mode = \"page\")"
+        ),
+    )
+    .blame(Blame::Operator)
+    .retry(Retry::No)
 }
 
 /// Why a call the user did not confirm was not run.

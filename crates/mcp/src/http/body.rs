@@ -22,7 +22,8 @@ const DRAINED_BODIES: usize = 4;
 
 /// Buffer a `POST`'s JSON body (at most `caps.max_body_bytes`, within
 /// `caps.body_timeout`) and check that it is one JSON-RPC message;
-/// pass it on unchanged when it is, or answer as JSON-RPC says: `413` for a
+/// pass it on unchanged when it is (an `initialize` with what it asked
+/// for, `priming::Initialize`, among its extensions), or answer as JSON-RPC says: `413` for a
 /// body over the cap, `400` with `-32700` for one that is not JSON, `400`
 /// with `-32600` for JSON that is not a message, `408` for one too slow.
 /// Other requests, and bodies not declared `application/json` (rmcp answers
@@ -72,14 +73,21 @@ pub(super) async fn read_message(request: Request, caps: &HttpCaps) -> Result<Re
             return Err(rejected(StatusCode::REQUEST_TIMEOUT, &rejection));
         }
     };
-    if let Err(rejection) = jsonrpc::parse(&bytes) {
-        airlock_host::transport::client_log::refused(
-            &format!("JSON-RPC {} over HTTP", rejection.code()),
-            rejection.message(),
-        );
-        return Err(rejected(StatusCode::BAD_REQUEST, &rejection));
+    let initialize = match jsonrpc::parse(&bytes) {
+        Ok(message) => super::priming::Initialize::of(&message),
+        Err(rejection) => {
+            airlock_host::transport::client_log::refused(
+                &format!("JSON-RPC {} over HTTP", rejection.code()),
+                rejection.message(),
+            );
+            return Err(rejected(StatusCode::BAD_REQUEST, &rejection));
+        }
+    };
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    if let Some(initialize) = initialize {
+        request.extensions_mut().insert(initialize);
     }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    Ok(request)
 }
 
 /// The body, if at most `max` bytes; `seen` counts what came. Past the cap

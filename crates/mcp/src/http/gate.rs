@@ -14,6 +14,7 @@ use super::MCP_PATH;
 use super::body::read_message;
 use super::connections::ClientConnection;
 use super::jwt::Verifier;
+use super::priming;
 use super::probes::METRICS_PATH;
 use airlock_core::caller::TokenAttributes;
 use airlock_host::transport::access::{Access, normalize_origin};
@@ -211,6 +212,7 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         Err(refused) => return refused,
     };
     let method = request.method().clone();
+    let understands_priming = priming::understood(request.headers(), request.extensions().get::<priming::Initialize>());
     resume_after_last_event(request.headers_mut());
     let disconnected = CancellationToken::new();
     request.extensions_mut().insert(Caller {
@@ -253,12 +255,17 @@ pub(super) async fn check(State(gate): State<Arc<Gate>>, request: Request, next:
         // cancelled result, which is what an abandoned call should get).
         let (parts, body) = response.into_parts();
         let guard = disconnected.drop_guard();
-        let (held, rest) = held_back(body.into_data_stream()).await;
+        let (held, rest) = held_back(priming::for_client(body.into_data_stream(), understands_priming)).await;
         let stream = futures::stream::iter(held).chain(rest).map(move |chunk| {
             let _alive = (&guard, &post);
             chunk
         });
         return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    if streamed && !understands_priming {
+        // A `GET` stream of a client that predates priming events.
+        let (parts, body) = response.into_parts();
+        return Response::from_parts(parts, Body::from_stream(priming::for_client(body.into_data_stream(), false)));
     }
     response
 }

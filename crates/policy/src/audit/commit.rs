@@ -10,12 +10,16 @@
 //! says), with the outcome of the write that carried it: a group is written
 //! whole or not at all, and a failure is every member's failure.
 //!
+//! The head file is rewritten after the group's write (and its fsync):
+//! a crash in between leaves the log a group ahead of its head, which the
+//! next open adopts after checking its chain (`audit/recover.rs`).
+//!
 //! A caller waits on the writer's lock only while the records of the calls
 //! before it are written; the lock's holder does the work of all of them,
 //! so with many calls in flight the file sees one write per group, not per
 //! call.
 
-use super::files::write_head;
+use super::files::{Head, write_head};
 use super::record::{json_string, record_hash, record_line, written_line};
 use super::{AuditError, Durability, FIELDS, Writer, write_counted};
 use std::collections::HashMap;
@@ -94,27 +98,9 @@ fn write_all(w: &mut Writer, path: &Path, head_path: &Path, group: Vec<Queued>) 
         return Err(AuditError::Stopped { path: path.to_path_buf(), reason: reason.clone() });
     }
     let sync = group.iter().any(|queued| queued.durability == Durability::Fsync);
-    // One clock reading for the group: its records are written at once.
-    let time = json_string(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
-    let mut seq = w.seq;
-    let mut prev = w.prev.clone();
-    let mut lines = String::new();
-    for queued in group {
-        let Some(next) = seq.checked_add(1) else {
-            return Err(AuditError::Stopped { path: path.to_path_buf(), reason: "its seq numbers are used up".into() });
-        };
-        seq = next;
-        let mut fields = Vec::with_capacity(FIELDS.len());
-        fields.push(("seq", seq.to_string()));
-        fields.push(("time", time.clone()));
-        fields.extend(queued.body);
-        fields.push(("prev", json_string(&prev)));
-        let hash = record_hash(&fields);
-        fields.push(("hash", json_string(&hash)));
-        lines.push_str(&written_line(record_line(&fields)));
-        lines.push('\n');
-        prev = hash;
-    }
+    let Some((lines, seq, prev)) = chain_lines(w.seq, &w.prev, group.into_iter().map(|queued| queued.body)) else {
+        return Err(used_up(path));
+    };
 
     // One write of every line: with O_APPEND it lands at the end in one
     // piece, even if another program appends at the same time.
@@ -131,14 +117,67 @@ fn write_all(w: &mut Writer, path: &Path, head_path: &Path, group: Vec<Queued>) 
     w.len += lines.len() as u64;
     w.seq = seq;
     w.prev = prev;
-    if sync && let Err(e) = w.log.sync_data() {
-        w.stopped = Some(format!("fsync failed ({e})"));
-        return Err(io_error(path, "fsync")(e));
+    if sync {
+        if let Err(e) = w.log.sync_data() {
+            w.stopped = Some(format!("fsync failed ({e})"));
+            return Err(io_error(path, "fsync")(e));
+        }
+        w.synced = (w.seq, w.prev.clone());
     }
 
-    write_head(&w.head, w.seq, &w.prev).map_err(io_error(head_path, "write"))?;
+    // Only now: a crash before this leaves the head behind the log, never
+    // ahead of it, and the next open adopts the group (`audit/recover.rs`).
+    w.rewrite_head().map_err(io_error(head_path, "write"))?;
     if sync {
         w.head.sync_data().map_err(io_error(head_path, "fsync"))?;
     }
     Ok(())
+}
+
+/// The lines of `bodies` (each with its line end), chained after the
+/// record `seq` of hash `prev`, and the `seq` and `hash` of the last of
+/// them; `None` when the seq numbers run out.
+pub(super) fn chain_lines(
+    mut seq: u64,
+    prev: &str,
+    bodies: impl IntoIterator<Item = Body>,
+) -> Option<(String, u64, String)> {
+    // One clock reading for the group: its records are written at once.
+    let time = json_string(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+    let mut prev = prev.to_owned();
+    let mut lines = String::new();
+    for body in bodies {
+        seq = seq.checked_add(1)?;
+        let mut fields = Vec::with_capacity(FIELDS.len());
+        fields.push(("seq", seq.to_string()));
+        fields.push(("time", time.clone()));
+        fields.extend(body);
+        fields.push(("prev", json_string(&prev)));
+        let hash = record_hash(&fields);
+        fields.push(("hash", json_string(&hash)));
+        lines.push_str(&written_line(record_line(&fields)));
+        lines.push('\n');
+        prev = hash;
+    }
+    Some((lines, seq, prev))
+}
+
+/// The error of a log whose seq numbers ran out.
+pub(super) fn used_up(path: &Path) -> AuditError {
+    AuditError::Stopped { path: path.to_path_buf(), reason: "its seq numbers are used up".into() }
+}
+
+impl Writer {
+    /// Rewrites the older slot of the head file with the last record
+    /// written and the last one on disk; the next rewrite goes to the
+    /// other slot once this one succeeded, so that one slot always holds
+    /// an intact head.
+    pub(super) fn rewrite_head(&mut self) -> std::io::Result<()> {
+        let generation = self.head_generation.wrapping_add(1);
+        let head = Head::written(self.seq, &self.prev, (self.synced.0, &self.synced.1), generation);
+        write_head(&self.head, self.head_slot, &head)?;
+        self.head_slot = 1 - self.head_slot;
+        self.head_generation = generation;
+        Ok(())
+    }
 }

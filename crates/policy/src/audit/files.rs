@@ -1,6 +1,7 @@
-//! The files on disk: the head file beside the log, reading a log from its
-//! end, private file modes, directory fsync, the advisory lock, and the
-//! check that the log and its head are regular files. Nothing read here is
+//! The files on disk: the head file beside the log (two copies of the
+//! head, each with a check), reading a log from its end, private file
+//! modes, directory fsync, the advisory lock, and the check that the log
+//! and its head are regular files. Nothing read here is
 //! trusted: a head file that is not what Airlock writes is reported as
 //! damage, reading from the end gives up after a byte limit, and a path that
 //! is (or resolves to) a FIFO, a device, a socket or a directory is refused
@@ -10,15 +11,25 @@ use std::fs::{FileType, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom};
 
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
-use super::record::is_sha256_hex;
+use super::record::{is_sha256_hex, json_string};
 use super::*;
+use airlock_core::canonical_json::push_hex;
 use airlock_core::text::cap;
 
-/// The head file is always written as exactly this many bytes.
-pub(super) const HEAD_BYTES: usize = 128;
+/// The head file holds two copies of the head ("slots"), each always
+/// written as exactly this many bytes at its own offset, one sector apart:
+/// a rewrite goes to the older copy, so that a rewrite a crash tears leaves
+/// the other one intact.
+pub(super) const HEAD_SLOT_BYTES: usize = 512;
+/// The head file's length: its two slots.
+#[cfg(test)]
+pub(super) const HEAD_BYTES: usize = 2 * HEAD_SLOT_BYTES;
 /// A head file longer than this is damaged, not read.
 const MAX_HEAD_FILE_BYTES: u64 = 4096;
+/// Hex digits of a slot's `check`.
+const CHECK_DIGITS: usize = 16;
 /// Block size for reading a log from its end.
 pub(super) const READ_CHUNK: u64 = 64 * 1024;
 
@@ -28,48 +39,220 @@ pub(super) fn head_path(log: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// What the head file says: the last record written.
+/// What the head file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Head {
+    /// `seq` of the last record written.
     pub(super) seq: u64,
+    /// Its `hash`.
     pub(super) hash: String,
+    /// `seq` of the last record known to be on disk (the log was fsync'd
+    /// through it): `seq` itself with `durability = "fsync"`, the record
+    /// at the last sync (the log's open, Airlock's exit) with `"flush"`.
+    pub(super) synced_seq: u64,
+    /// Its `hash`.
+    pub(super) synced_hash: String,
+    /// The boot of the machine it was written in ([`boot_id`]), `None`
+    /// where unknown: while the machine has not restarted, the page cache
+    /// still holds every record written, on disk or not.
+    pub(super) boot: Option<String>,
+    /// How many times the head was written before: of two intact slots,
+    /// the one with the higher is the newer (not the one naming the higher
+    /// `seq`: a recovery of records lost with the machine names a lower
+    /// one).
+    pub(super) generation: u64,
+}
+
+impl Head {
+    /// The head of a log whose records up to `seq` (of `hash`) are on disk,
+    /// written now, first.
+    pub(super) fn synced(seq: u64, hash: &str) -> Head {
+        Head::written(seq, hash, (seq, hash), 0)
+    }
+
+    /// The head of a log whose last record is `seq` (of `hash`) and whose
+    /// last record on disk is `synced`, written now as `generation`.
+    pub(super) fn written(seq: u64, hash: &str, synced: (u64, &str), generation: u64) -> Head {
+        let (synced_seq, synced_hash) = synced;
+        let boot = boot_id().map(str::to_owned);
+        Head { seq, hash: hash.to_owned(), synced_seq, synced_hash: synced_hash.to_owned(), boot, generation }
+    }
+
+    /// The last record the log must hold: the last written, unless the
+    /// machine restarted since this head was written (or that cannot be
+    /// known), when records after the last one on disk may have been lost
+    /// with the page cache.
+    pub(super) fn must_hold(&self) -> u64 {
+        match (self.boot.as_deref(), boot_id()) {
+            (Some(then), Some(now)) if then == now => self.seq,
+            _ => self.synced_seq,
+        }
+    }
+}
+
+/// The id of the machine's current boot (Linux:
+/// `/proc/sys/kernel/random/boot_id`, read once), `None` where there is
+/// none.
+pub(super) fn boot_id() -> Option<&'static str> {
+    static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let id = text.trim();
+        (id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')).then(|| id.to_owned())
+    })
+    .as_deref()
+}
+
+/// The head file as read: the newer intact slot, and where the next
+/// rewrite goes.
+pub(super) struct NamedHead {
+    pub(super) head: Head,
+    /// The slot not holding `head` (the older or the damaged one): the next
+    /// rewrite goes there.
+    pub(super) next_slot: usize,
+    /// What is wrong with the other slot, when it is neither intact nor
+    /// empty: a rewrite torn by a crash of the machine.
+    pub(super) torn: Option<String>,
+    /// Whether the file is empty (Airlock stopped right after creating it,
+    /// before any record: it is written and synced before the first).
+    pub(super) empty: bool,
+}
+
+/// One slot of the head file.
+enum Slot {
+    /// Never written.
+    Empty,
+    Intact(Head),
+    Damaged(String),
 }
 
 /// Reads the head file. The outer error is I/O, the inner one a damaged file.
 /// An empty file (Airlock stopped right after creating it) names no record.
-pub(super) fn read_head(mut file: &File) -> io::Result<Result<Head, String>> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct RawHead {
-        seq: u64,
-        hash: String,
-    }
-
+/// A file with one intact slot names what that slot says; a file with none
+/// is damaged: a crash tears at most the slot being rewritten.
+pub(super) fn read_head(mut file: &File) -> io::Result<Result<NamedHead, String>> {
     file.seek(SeekFrom::Start(0))?;
     let mut bytes = Vec::new();
     file.take(MAX_HEAD_FILE_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_HEAD_FILE_BYTES {
         return Ok(Err(format!("longer than {MAX_HEAD_FILE_BYTES} bytes")));
     }
-    let text = bytes.trim_ascii_end();
-    if text.is_empty() {
-        return Ok(Ok(Head { seq: 0, hash: GENESIS.to_owned() }));
+    let (first, second) = bytes.split_at(bytes.len().min(HEAD_SLOT_BYTES));
+    let named = |head, next_slot, torn| Ok(Ok(NamedHead { head, next_slot, torn, empty: false }));
+    match (parse_slot(first), parse_slot(second)) {
+        (Slot::Intact(a), Slot::Intact(b)) if b.generation > a.generation => named(b, 0, None),
+        (Slot::Intact(a), Slot::Intact(_)) => named(a, 1, None),
+        (Slot::Intact(a), Slot::Empty) => named(a, 1, None),
+        (Slot::Empty, Slot::Intact(b)) => named(b, 0, None),
+        (Slot::Intact(a), Slot::Damaged(why)) => named(a, 1, Some(why)),
+        (Slot::Damaged(why), Slot::Intact(b)) => named(b, 0, Some(why)),
+        (Slot::Empty, Slot::Empty) => {
+            let head = Head { boot: None, ..Head::synced(0, GENESIS) };
+            Ok(Ok(NamedHead { head, next_slot: 0, torn: None, empty: true }))
+        }
+        (first, second) => {
+            let why = |slot: Slot| match slot {
+                Slot::Damaged(why) => why,
+                _ => "empty".to_owned(),
+            };
+            Ok(Err(format!(
+                "neither of its two copies is intact (first: {}; second: {}), and a crash tears at most one",
+                why(first),
+                why(second)
+            )))
+        }
     }
-    let raw: RawHead = match serde_json::from_slice(text) {
-        Ok(raw) => raw,
-        Err(e) => return Ok(Err(format!("not a head record ({e})"))),
-    };
-    if !is_sha256_hex(&raw.hash) || (raw.seq == 0 && raw.hash != GENESIS) {
-        return Ok(Err(format!("\"hash\" {:?} is not a valid hash for record {}", cap(&raw.hash, 80), raw.seq)));
-    }
-    Ok(Ok(Head { seq: raw.seq, hash: raw.hash }))
 }
 
-/// The head file's content: a fixed width, so that rewriting it in place never
+/// Reads one slot: empty, a head (in either form: with its `synced_seq`,
+/// `synced_hash` and `check`, or as written before the head had two
+/// copies, which names a record synced as written), or damaged.
+fn parse_slot(bytes: &[u8]) -> Slot {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawHead {
+        seq: u64,
+        hash: String,
+        synced_seq: Option<u64>,
+        synced_hash: Option<String>,
+        boot: Option<String>,
+        generation: Option<u64>,
+        check: Option<String>,
+    }
+
+    // A slot is padded with spaces; a file grown by a rewrite of the second
+    // slot only has a hole (zeros) after a shorter first one.
+    let end = bytes.iter().rposition(|&b| !b.is_ascii_whitespace() && b != 0).map_or(0, |i| i + 1);
+    let Some(text) = bytes.get(..end).filter(|text| !text.is_empty()) else {
+        return Slot::Empty;
+    };
+    let raw: RawHead = match serde_json::from_slice(text) {
+        Ok(raw) => raw,
+        Err(e) => return Slot::Damaged(format!("not a head record ({e})")),
+    };
+    let valid = |seq: u64, hash: &str| is_sha256_hex(hash) && (seq != 0 || hash == GENESIS);
+    if !valid(raw.seq, &raw.hash) {
+        return Slot::Damaged(format!("\"hash\" {:?} is not a valid hash for record {}", cap(&raw.hash, 80), raw.seq));
+    }
+    let head = match (raw.synced_seq, raw.synced_hash, raw.generation, raw.check) {
+        // Written before the head had two copies: every record it names
+        // counts as on disk.
+        (None, None, None, None) if raw.boot.is_none() => {
+            let (seq, hash) = (raw.seq, raw.hash);
+            Head { seq, hash: hash.clone(), synced_seq: seq, synced_hash: hash, boot: None, generation: 0 }
+        }
+        (Some(synced_seq), Some(synced_hash), Some(generation), Some(check)) => {
+            let head = Head { seq: raw.seq, hash: raw.hash, synced_seq, synced_hash, boot: raw.boot, generation };
+            let consistent = valid(head.synced_seq, &head.synced_hash)
+                && head.synced_seq <= head.seq
+                && (head.synced_seq != head.seq || head.synced_hash == head.hash);
+            if !consistent {
+                return Slot::Damaged(format!(
+                    "it names record {} as on disk, which does not fit record {} as written",
+                    head.synced_seq, head.seq
+                ));
+            }
+            if check != head_check(&head) {
+                return Slot::Damaged("its \"check\" does not match what it says".to_owned());
+            }
+            head
+        }
+        _ => {
+            return Slot::Damaged(
+                "\"synced_seq\", \"synced_hash\", \"generation\" and \"check\" go together, and \"boot\" with them"
+                    .to_owned(),
+            );
+        }
+    };
+    Slot::Intact(head)
+}
+
+/// A slot's `check`: the first hex digits of the SHA-256 of what it says,
+/// so that a slot a crash tore (old and new bytes mixed) is told from an
+/// intact one. No secret: it detects accidents, not edits.
+fn head_check(head: &Head) -> String {
+    let boot = head.boot.as_deref().unwrap_or_default();
+    let Head { seq, hash, synced_seq, synced_hash, generation, .. } = head;
+    let text = format!("{seq} {hash} {synced_seq} {synced_hash} {boot} {generation}");
+    let mut hex = String::with_capacity(64);
+    push_hex(&mut hex, &Sha256::digest(text.as_bytes()));
+    hex.truncate(CHECK_DIGITS);
+    hex
+}
+
+/// A slot's content: a fixed width, so that rewriting it in place never
 /// leaves the end of a longer previous version behind.
-pub(super) fn head_bytes(seq: u64, hash: &str) -> Vec<u8> {
-    let mut text = format!("{{\"seq\":{seq},\"hash\":\"{hash}\"}}");
-    // At most 102 bytes: a 20-digit seq and a 64-digit hash.
-    let width = HEAD_BYTES - 1;
+fn slot_bytes(head: &Head) -> Vec<u8> {
+    let Head { seq, hash, synced_seq, synced_hash, boot, generation } = head;
+    let check = head_check(head);
+    let boot = boot.as_deref().map(|boot| format!(",\"boot\":{}", json_string(boot))).unwrap_or_default();
+    // At most 325 bytes: three 20-digit numbers, two 64-digit hashes, a
+    // 36-byte boot id.
+    let mut text = format!(
+        "{{\"seq\":{seq},\"hash\":\"{hash}\",\"synced_seq\":{synced_seq},\"synced_hash\":\"{synced_hash}\"{boot},\
+         \"generation\":{generation},\"check\":\"{check}\"}}"
+    );
+    let width = HEAD_SLOT_BYTES - 1;
     if text.len() < width {
         text.push_str(&" ".repeat(width - text.len()));
     }
@@ -77,18 +260,29 @@ pub(super) fn head_bytes(seq: u64, hash: &str) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// Rewrites the head file in place: one positioned write, no rename.
-pub(super) fn write_head(file: &File, seq: u64, hash: &str) -> io::Result<()> {
-    let bytes = head_bytes(seq, hash);
+/// The whole head file with `head` in both slots, as a new log's head file
+/// is written.
+#[cfg(test)]
+pub(super) fn head_file_bytes(head: &Head) -> Vec<u8> {
+    let mut bytes = slot_bytes(head);
+    bytes.extend_from_slice(&slot_bytes(head));
+    bytes
+}
+
+/// Rewrites one slot of the head file in place: one positioned write of
+/// one sector, no rename.
+pub(super) fn write_head(file: &File, slot: usize, head: &Head) -> io::Result<()> {
+    let bytes = slot_bytes(head);
+    let offset = (slot * HEAD_SLOT_BYTES) as u64;
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
-        file.write_all_at(&bytes, 0)
+        file.write_all_at(&bytes, offset)
     }
     #[cfg(not(unix))]
     {
         let mut file = file;
-        file.seek(SeekFrom::Start(0))?;
+        file.seek(SeekFrom::Start(offset))?;
         file.write_all(&bytes)
     }
 }

@@ -1,9 +1,10 @@
 //! Unit tests of the log, by topic: the hash chain and what verify detects
 //! (`chain.rs`), what a record holds (`records.rs`), the files, locking,
-//! concurrency, tail, durability and readiness (`storage.rs`); the helpers
-//! they share (and `record/tests.rs` uses) are here.
+//! concurrency, tail, durability and readiness (`storage.rs`), what a crash
+//! leaves and how it is recovered (`recovery.rs`); the helpers they share
+//! (and `record/tests.rs` uses) are here.
 
-use super::files::{HEAD_BYTES, READ_CHUNK, head_bytes};
+use super::files::{HEAD_BYTES, HEAD_SLOT_BYTES, Head, READ_CHUNK, head_file_bytes};
 use super::record::json_string;
 use super::*;
 use airlock_core::canonical_json::canonical;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod chain;
+mod recovery;
 mod storage;
 mod records;
 
@@ -92,6 +94,11 @@ fn forge(line: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> 
     let hash = record_hash(&fields);
     fields.push(("hash", json_string(&hash)));
     record_line(&fields)
+}
+
+/// A head file naming record `seq` (of `hash`) as written and on disk.
+pub(super) fn head_bytes(seq: u64, hash: &str) -> Vec<u8> {
+    head_file_bytes(&Head::synced(seq, hash))
 }
 
 fn hash_of(line: &str) -> String {

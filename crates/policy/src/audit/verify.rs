@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use super::files::{READ_CHUNK, filler_len, open_regular};
 use super::record::{is_sha256_hex, written_line};
+use super::recover::{empty_head, removed};
 use super::*;
 use airlock_core::canonical_json::canonical;
 use airlock_core::text::cap;
@@ -16,18 +17,22 @@ use airlock_core::text::cap;
 /// Reads the head file first, then the log, one line at a time (at most 1 MiB
 /// each), so memory use does not grow with the log. If an Airlock process has
 /// the log open, records it appended after the head file was read are
-/// accepted and a final line it is still writing is ignored; otherwise the
-/// log must end at the record the head file names (or one record later, when
-/// Airlock stopped between writing a record and its head), and the log stays
-/// locked against writers while it is read.
+/// accepted and a final line it is still writing is ignored, and the log
+/// must not end before the record the head file names. Otherwise the log
+/// stays locked against writers while it is read, and what a crash left
+/// (records past the head's, a partial last line, one damaged copy of the
+/// head, and after a machine stopped with `durability = "flush"`, records
+/// lost after the last one on disk) is reported in
+/// [`VerifyReport::recoverable`]: the next open recovers it.
 ///
 /// # Errors
 ///
 /// The first problem found, with its line number: a line that is not a JSON
-/// record in Airlock's form, a hash mismatch (edited record), a `seq` out of
-/// order (removed or reordered records), a `prev` that does not match
-/// (removed or replaced record), a partial last line, a disagreement with the
-/// head file, or a file that cannot be read.
+/// record in Airlock's form (also a partial line before the last), a hash
+/// mismatch (edited record), a `seq` out of order (removed or reordered
+/// records), a `prev` that does not match (removed or replaced record), a
+/// disagreement with the head file (records removed from the end, a log
+/// rewritten), or a file that cannot be read.
 pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
     let head_path = head_path(path);
     let at_head = |line, reason| VerifyError { file: head_path.clone(), line, reason };
@@ -46,9 +51,14 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
         Lock::Held => false,
         Lock::Busy => true,
     };
-    let head = read_head(&head_file)
+    let named = read_head(&head_file)
         .map_err(|e| at_head(0, format!("cannot read: {e}")))?
         .map_err(|reason| at_head(1, reason))?;
+    let head = &named.head;
+    // What a crash left, for the next open to recover (not while a writer
+    // has the log open: it rewrites the head after each group).
+    let mut recovery = Recovery { head_seq: head.seq, torn_head: !live && named.torn.is_some(), ..Recovery::default() };
+    let mut recoveries = 0;
 
     let log = open_regular(path).map_err(|e| at_log(0, format!("cannot open: {e}")))?;
     let mut reader = BufReader::with_capacity(READ_CHUNK as usize, log);
@@ -73,6 +83,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
             if buf.len() > MAX_LINE_BYTES {
                 return Err(at_log(line_no, format!("the line is longer than {MAX_LINE_BYTES} bytes")));
             }
+            // No record: a log that ends early is reported at this line.
+            line_no -= 1;
             if live {
                 // The writer is in the middle of this line.
                 break;
@@ -82,14 +94,11 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                 // record, and Airlock cuts them off when it opens the log.
                 break;
             }
-            return Err(at_log(
-                line_no,
-                format!(
-                    "the last line is incomplete ({} bytes without a line end): the file was cut short or a write \
-                     was interrupted",
-                    buf.len()
-                ),
-            ));
+            // A write a crash interrupted: the next open moves it to
+            // `<file>.torn`. (A partial line before the last is no line
+            // end short: it fails as not a record, below.)
+            recovery.torn_bytes = buf.len() as u64;
+            break;
         };
         let record = check_line(line).map_err(|reason| at_log(line_no, reason))?;
         if record.seq != expected {
@@ -110,28 +119,21 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                 ),
             ));
         }
-        if record.seq == head.seq && record.hash != head.hash {
-            return Err(at_log(
-                line_no,
-                format!(
-                    "record {} has hash {} but the head file names hash {}: the log was rewritten from here on, or \
-                     the head file was replaced",
-                    record.seq,
-                    short(&record.hash),
-                    short(&head.hash)
-                ),
-            ));
+        for (seq, hash) in [(head.seq, &head.hash), (head.synced_seq, &head.synced_hash)] {
+            if record.seq == seq && record.hash != *hash {
+                return Err(at_log(
+                    line_no,
+                    format!(
+                        "record {} has hash {} but the head file names hash {}: the log was rewritten from here on, \
+                         or the head file was replaced",
+                        record.seq,
+                        short(&record.hash),
+                        short(hash)
+                    ),
+                ));
+            }
         }
-        if !live && record.seq > head.seq.saturating_add(1) {
-            return Err(at_log(
-                line_no,
-                format!(
-                    "record {} comes after the last record the head file names ({}): the head file is stale or was \
-                     replaced",
-                    record.seq, head.seq
-                ),
-            ));
-        }
+        recoveries += u64::from(record.recovered);
         // A record of another event (`tool_changed`, `approval_refused`) is of
         // no call.
         if let Some(call) = record.call {
@@ -151,18 +153,27 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
     }
 
     let records = expected - 1;
-    if records < head.seq {
-        return Err(at_log(
-            line_no + 1,
-            format!(
-                "the log ends after record {records} but its head file names record {}: records were removed from \
-                 the end",
-                head.seq
-            ),
-        ));
+    if named.empty && records > 0 {
+        return Err(at_head(0, empty_head(records)));
+    }
+    // Records the head names as written but not as on disk may have been
+    // lost with the machine; records it names as on disk may not (and
+    // none while a writer has the log open: it wrote them).
+    if records < if live { head.seq } else { head.must_hold() } {
+        return Err(at_log(line_no + 1, removed(records, head)));
+    }
+    if !live {
+        recovery.adopted = records.saturating_sub(head.seq);
+        recovery.missing = head.seq.saturating_sub(records);
     }
     let unfinished = pending.values().sum();
-    Ok(VerifyReport { records, last_hash: (records > 0).then_some(prev), unfinished })
+    Ok(VerifyReport {
+        records,
+        last_hash: (records > 0).then_some(prev),
+        unfinished,
+        recoverable: recovery.is_needed().then_some(recovery),
+        recoveries,
+    })
 }
 
 /// The last `n` records of the log at `path`, oldest first, as JSON. A final
@@ -212,8 +223,10 @@ pub(super) struct Checked {
     pub(super) started: bool,
     /// The call it records: its principal, call id and tool, as written;
     /// `None` for a record of another event (`tool_changed`,
-    /// `approval_refused`).
+    /// `approval_refused`, `recovered`).
     pub(super) call: Option<String>,
+    /// Whether this is a `recovered` record.
+    pub(super) recovered: bool,
 }
 
 /// Checks one line (without its line end) on its own: a JSON object with
@@ -230,6 +243,7 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
         None => (&FIELDS, &OPTIONAL_FIELDS),
         Some(Value::String(event)) if event == TOOL_CHANGED => (&TOOL_CHANGED_FIELDS, &[]),
         Some(Value::String(event)) if event == APPROVAL_REFUSED => (&APPROVAL_REFUSED_FIELDS, &[]),
+        Some(Value::String(event)) if event == RECOVERED => (&RECOVERED_FIELDS, &[]),
         Some(other) => return Err(format!("unknown \"event\" {}", cap(&other.to_string(), 64))),
     };
     if let Some(unknown) = map.keys().find(|k| !fields.contains(&k.as_str())) {
@@ -272,16 +286,6 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
     // Canonical JSON strings escape line ends: the key is unambiguous.
     let call = (!map.contains_key("event"))
         .then(|| format!("{}\n{}\n{}", member("principal"), member("call_id"), member("tool")));
-    Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned(), started, call })
-}
-
-/// Checks the last line of a log, as returned by [`read_last_lines`].
-pub(super) fn check_last_line(bytes: &[u8]) -> Result<Checked, String> {
-    let Some(line) = bytes.strip_suffix(b"\n") else {
-        return Err(format!("its last line is incomplete ({} bytes without a line end)", bytes.len()));
-    };
-    if line.len() > MAX_LINE_BYTES {
-        return Err(format!("its last line is longer than {MAX_LINE_BYTES} bytes"));
-    }
-    check_line(line).map_err(|reason| format!("its last line is damaged: {reason}"))
+    let recovered = map.get("event").and_then(Value::as_str) == Some(RECOVERED);
+    Ok(Checked { seq, prev: prev.to_owned(), hash: hash.to_owned(), started, call, recovered })
 }

@@ -331,6 +331,6 @@ fn a_failed_call_records_its_blame_and_retry_and_records_without_them_still_veri
     let hash = record_hash(&fields);
     fields.push(("hash", json_string(&hash)));
     std::fs::write(&old, format!("{}\n", record_line(&fields))).unwrap();
-    std::fs::write(super::super::files::head_path(&old), super::super::files::head_bytes(1, &hash)).unwrap();
+    std::fs::write(super::super::files::head_path(&old), super::super::tests::head_bytes(1, &hash)).unwrap();
     assert_eq!(verify(&old).unwrap().records, 1);
 }

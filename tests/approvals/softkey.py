@@ -154,13 +154,13 @@ def origin_of(link: str) -> str:
 def answer_form(page: str, decision: str, key: SoftKey | None, origin: str) -> dict[str, str]:
     """The form the page's script posts when `decision` ("approve" or
     "decline") is pressed and `key` answers (no key: what a client without
-    one can send, the form as it is)."""
+    one can send: the form with the button's challenge, and no assertion)."""
     fields = form_fields(page)
     tag = button(page, decision)
     fields["decision"] = decision
-    options, state = _attribute(tag, "data-get"), _attribute(tag, "data-state")
+    fields["state"] = _attribute(tag, "data-state") or ""
+    options = _attribute(tag, "data-get")
     if key is not None and options:
-        fields["state"] = state or ""
         fields["credential"] = key.get(json.loads(options), origin)
     return fields
 

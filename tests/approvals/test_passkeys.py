@@ -145,7 +145,9 @@ async def test_through_a_reverse_proxy_the_client_still_approves_nothing(tmp_pat
     if not HAPROXY.exists():
         pytest.exit(f"missing {HAPROXY}: run `make test-approvals`", returncode=2)
     port = free_port()
-    keys = f'public_url = "http://localhost:{port}"\npage_requests_per_second = 2\n'
+    # Alice's share holds her six requests to the page below (enrolment,
+    # the client's try, her answer), however fast they come.
+    keys = f'public_url = "http://localhost:{port}"\npage_requests_per_second = 6\n'
     with bank_server(tmp_path, keys, signin=False, http='trusted_proxies = ["127.0.0.1"]\n') as direct:
         with haproxy(tmp_path, port, direct.base) as proxied:
             bank = dataclasses.replace(direct, base=proxied, page=f"http://localhost:{port}")
@@ -153,24 +155,29 @@ async def test_through_a_reverse_proxy_the_client_still_approves_nothing(tmp_pat
             link = await pending_link(bank, "alice", arguments)
             assert link.startswith(f"http://localhost:{port}/approvals/"), link
             async with httpx2.AsyncClient(timeout=30) as http:
+                # Alice's passkey, added through the proxy: its origin is
+                # public_url.
+                enrolment = bank.enrolment_link("alice")
+                key, fields = enrol_form((await http.get(enrolment)).text, origin_of(enrolment))
+                added = await http.post(enrolment, data=fields, headers={"Origin": origin_of(enrolment)})
+                assert added.status_code == 200, added.text
+                # The client fetches the page, with its challenges, and posts
+                # its form: no passkey answered.
                 page = (await http.get(link)).text
                 form = answer_form(page, "approve", None, origin_of(link))
                 refused = await http.post(link.split("?")[0], data=form, headers={"Origin": origin_of(link)})
                 assert refused.status_code == 403 and "no passkey answered" in refused.text, refused.text
                 # Each forwarded client has its own rate: one's flood leaves
-                # another's requests alone.
+                # another's requests alone. Fifty could only all pass if
+                # they took eight seconds.
                 none = f"http://localhost:{port}/approvals/0123456789abcdef0123456789abcdef?sig=x"
-                flood = [(await http.get(none, headers={"X-Forwarded-For": "198.51.100.1"})).status_code for _ in range(10)]
+                flood = [(await http.get(none, headers={"X-Forwarded-For": "198.51.100.1"})).status_code for _ in range(50)]
                 assert 429 in flood, flood
                 other = await http.get(none, headers={"X-Forwarded-For": "198.51.100.2"})
                 assert other.status_code == 404, other.status_code
             assert kind_of(await call(bank, "alice", arguments)) == "approval_required"
-            # A passkey answers through the proxy: its origin is public_url.
+            # Her passkey answers through the proxy.
             async with httpx2.AsyncClient(timeout=30) as http:
-                enrolment = bank.enrolment_link("alice")
-                key, fields = enrol_form((await http.get(enrolment)).text, origin_of(enrolment))
-                added = await http.post(enrolment, data=fields, headers={"Origin": origin_of(enrolment)})
-                assert added.status_code == 200, added.text
                 page = (await http.get(link)).text
                 form = answer_form(page, "approve", key, origin_of(link))
                 approved = await http.post(link.split("?")[0], data=form, headers={"Origin": origin_of(link)})

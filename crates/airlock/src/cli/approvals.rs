@@ -70,7 +70,8 @@ pub enum PasskeysCommand {
     Revoke {
         /// Whose.
         principal: String,
-        /// The passkey's id, from `list`.
+        /// The passkey's id, from `list` (base64url: it may start with `-`).
+        #[arg(allow_hyphen_values = true)]
         id: Option<String>,
     },
 }
@@ -243,4 +244,28 @@ async fn list(config: &Config, args: &ApprovalsArgs) -> ExitCode {
             field("link"),
         ))
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Args {
+        #[command(subcommand)]
+        command: PasskeysCommand,
+    }
+
+    #[test]
+    fn a_passkey_id_may_start_with_a_hyphen() {
+        // One credential id in 64 does (base64url has `-`).
+        let parsed = Args::try_parse_from(["passkeys", "revoke", "alice", "-3nq0T5HpLqzTN3v_1w9e1A"]);
+        let (principal, id) = match parsed {
+            Ok(Args { command: PasskeysCommand::Revoke { principal, id } }) => (principal, id),
+            Ok(_) => panic!("not a revoke"),
+            Err(err) => panic!("not parsed: {err}"),
+        };
+        assert_eq!((principal.as_str(), id.as_deref()), ("alice", Some("-3nq0T5HpLqzTN3v_1w9e1A")));
+    }
 }

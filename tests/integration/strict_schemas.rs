@@ -304,11 +304,15 @@ async fn every_bundled_schema_takes_every_converter_in_every_encoding() {
     }
     assert_eq!(checked, Format::ALL.len() * 2 * TOOLS.len());
     // The interpreters name the session `session_id` (a client drops an
-    // argument named `session`).
+    // argument named `session`); the MCP schema keeps the old name for a
+    // release, marked deprecated, so that clients validating against it
+    // still send it.
     for name in ["run_js", "run_python"] {
         let mut names = optional(name);
         names.sort();
-        assert_eq!(names, ["session_id", "stdin"], "{name}");
+        assert_eq!(names, ["session", "session_id", "stdin"], "{name}");
+        let tool = mcp.iter().find(|t| t["name"] == name).expect("listed");
+        assert_eq!(tool["inputSchema"]["properties"]["session"]["deprecated"], json!(true), "{name}");
     }
 }
 

@@ -29,6 +29,7 @@
 
 pub mod link;
 mod settings;
+pub mod state_file;
 pub mod store;
 pub mod webhook;
 
@@ -40,9 +41,9 @@ pub use airlock_policy::confirm::Approver;
 use link::LinkKey;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use std::sync::RwLock;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use store::{Caps, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
+use store::{Caps, FileStore, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
 use tokio_util::sync::CancellationToken;
 
 /// The path under which the page is served, on the MCP origin or on
@@ -195,14 +196,21 @@ pub fn may_answer(approval: &Approval, person: &str, is_member: impl Fn(&str, &s
 /// Where approvals are kept.
 enum Kept {
     Local(Local),
+    File(Arc<FileStore>),
     Shared(Shared),
 }
 
-/// The host's approvals: kept for the host's life (a reload keeps them;
-/// an approval for a tool revision that is gone can no longer be used).
+/// The host's approvals: kept in its state directory, for every process of
+/// the host and beyond each one's life, or in the fleet's Redis, else for
+/// this process's life (a reload keeps them; an approval for a tool
+/// revision that is gone can no longer be used).
 pub struct Approvals {
     kept: Kept,
+    /// The key of this process alone, or the fleet's.
     key: LinkKey,
+    /// The host's key from the state directory, once a page is served:
+    /// links then check in every process of the host.
+    kept_key: OnceLock<LinkKey>,
     /// Tells named approvers (`[approvals] webhook_url`), fixed at start.
     webhook: Option<webhook::Webhook>,
     /// Where the page is served (`http://127.0.0.1:8080`), once a transport
@@ -234,7 +242,9 @@ pub fn call_key(principal: &str, tool: &str, revision: &str, argument_digest: &s
 
 impl Approvals {
     /// The approvals of a host: in Redis for a fleet (signed with a key
-    /// every replica derives from the fleet's), else in this process.
+    /// every replica derives from the fleet's), else in the state directory
+    /// (`[approvals] state_dir`, opened on first use) when there is one,
+    /// else in this process.
     ///
     /// # Errors
     ///
@@ -245,21 +255,38 @@ impl Approvals {
                 Kept::Shared(Shared::new(&fleet.redis_url, fleet.redis_connect_timeout, fleet.redis_response_timeout)?),
                 LinkKey::from_shared(fleet.state_key.bytes()),
             ),
-            None => (Kept::Local(Local::default()), LinkKey::random()?),
+            None => match &settings.state_dir {
+                Some(dir) => (Kept::File(Arc::new(FileStore::new(Some(dir.clone())))), LinkKey::random()?),
+                None => (Kept::Local(Local::default()), LinkKey::random()?),
+            },
         };
         let webhook = settings.webhook.clone().map(webhook::Webhook::start);
-        Ok(Approvals { kept, key, webhook, base: RwLock::new(None) })
+        Ok(Approvals { kept, key, kept_key: OnceLock::new(), webhook, base: RwLock::new(None) })
     }
 
-    /// The key that signs links and the page's cookies.
+    /// The key that signs links and the page's cookies: the host's (the
+    /// fleet's, or the state directory's once [`Approvals::serve_page_at`]
+    /// read it), else one of this process alone.
     pub fn key(&self) -> &LinkKey {
-        &self.key
+        self.kept_key.get().unwrap_or(&self.key)
     }
 
     /// Say where the page is served (scheme, host and port, no path); links
-    /// are made from then on.
-    pub fn serve_page_at(&self, base: &str) {
+    /// are made from then on, signed with the host's key from the state
+    /// directory, so that any process of the host serving the page checks
+    /// them.
+    ///
+    /// # Errors
+    ///
+    /// The state directory or the key in it cannot be used.
+    pub fn serve_page_at(&self, base: &str) -> Result<(), Unavailable> {
+        if let Kept::File(file) = &self.kept
+            && self.kept_key.get().is_none()
+        {
+            let _ = self.kept_key.set(file.link_key()?);
+        }
         *self.base.write().unwrap_or_else(|e| e.into_inner()) = Some(base.trim_end_matches('/').to_owned());
+        Ok(())
     }
 
     /// Where the page is served, if it is.
@@ -270,7 +297,7 @@ impl Approvals {
     /// The link to `approval`'s page, if a page is served.
     pub fn link(&self, approval: &Approval) -> Option<String> {
         let base = self.page()?;
-        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key.link_mac(approval)))
+        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key().link_mac(approval)))
     }
 
     /// Open an approval for `new` under `settings`, or find the live one
@@ -303,6 +330,10 @@ impl Approvals {
         let caps = Caps { per_principal: settings.max_pending_per_principal, total: settings.max_pending };
         let opened = match &self.kept {
             Kept::Local(local) => local.open(approval, &key, caps, now),
+            Kept::File(file) => {
+                let file = file.clone();
+                blocking(move || file.open(&approval, &key, caps, now)).await.map_err(unavailable)?
+            }
             Kept::Shared(shared) => shared.open(approval, &key, caps, now).await.map_err(unavailable)?,
         };
         match opened {
@@ -345,6 +376,10 @@ impl Approvals {
         }
         match &self.kept {
             Kept::Local(local) => Ok(local.get(id, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.get(&id, now_ms())).await
+            }
             Kept::Shared(shared) => shared.get(id, now_ms()).await,
         }
     }
@@ -357,6 +392,10 @@ impl Approvals {
     pub async fn answer(&self, id: &str, answer: Answer) -> Result<Result<Approval, NotAnswered>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.answer(id, answer, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.answer(&id, &answer, now_ms())).await
+            }
             Kept::Shared(shared) => shared.answer(id, answer, now_ms()).await,
         }
     }
@@ -369,6 +408,10 @@ impl Approvals {
     pub async fn take(&self, id: &str) -> Result<Result<Approval, NotUsed>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.take(id, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.take(&id, now_ms())).await
+            }
             Kept::Shared(shared) => shared.take(id, now_ms()).await,
         }
     }
@@ -401,6 +444,14 @@ impl Approvals {
                         () = cancel.cancelled() => return Ok(None),
                     }
                 }
+                // Another process may answer: the file is read again every
+                // FILE_POLL.
+                Kept::File(_) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(store::FILE_POLL.min(left)) => {}
+                        () = cancel.cancelled() => return Ok(None),
+                    }
+                }
                 Kept::Shared(_) => {
                     tokio::select! {
                         () = tokio::time::sleep(store::SHARED_POLL.min(left)) => {}
@@ -419,6 +470,10 @@ impl Approvals {
     pub async fn pending(&self) -> Result<Vec<Approval>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.pending(now_ms(), MAX_LISTED)),
+            Kept::File(file) => {
+                let file = file.clone();
+                blocking(move || file.pending(now_ms(), MAX_LISTED)).await
+            }
             Kept::Shared(shared) => shared.pending(now_ms(), MAX_LISTED).await,
         }
     }
@@ -429,8 +484,19 @@ fn unavailable(err: Unavailable) -> Failure {
     tracing::warn!("{err}");
     Failure::new(
         ErrorKind::Busy,
-        "this call needs an approval, and the shared store of approvals (Redis) cannot be reached; nothing was run",
+        "this call needs an approval, and the store of approvals cannot be read or written (the operator's log says \
+         why); nothing was run",
     )
+}
+
+/// `work` on the blocking pool: a state file is read, locked and synced
+/// there, never on a runtime thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Unavailable> + Send + 'static,
+) -> Result<T, Unavailable> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|err| Err(Unavailable(format!("the approvals' state could not be read: {err}"))))
 }
 
 #[cfg(test)]
@@ -480,7 +546,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_call_hears_the_answer() {
-        let approvals = Approvals::new(None, &ApprovalSettings::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let settings = ApprovalSettings { state_dir: Some(dir.path().to_owned()), ..ApprovalSettings::default() };
+        let approvals = Approvals::new(None, &settings).unwrap();
         let new = NewApproval {
             principal: "alice".into(),
             tool: "t".into(),
@@ -491,9 +559,9 @@ mod tests {
             reason: "why".into(),
             approver: Approver::Caller,
         };
-        let opened = approvals.open(new, &ApprovalSettings::default()).await.unwrap();
+        let opened = approvals.open(new, &settings).await.unwrap();
         assert_eq!(approvals.link(&opened), None, "no page served yet");
-        approvals.serve_page_at("http://127.0.0.1:8080/");
+        approvals.serve_page_at("http://127.0.0.1:8080/").unwrap();
         let link = approvals.link(&opened).unwrap();
         assert!(link.starts_with(&format!("http://127.0.0.1:8080/approvals/{}?sig=", opened.id)), "{link}");
         let cancel = CancellationToken::new();

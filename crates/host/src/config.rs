@@ -352,7 +352,8 @@ impl Config {
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
-        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
+        let mut approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
+        approvals.settle_state_dir(audit.as_ref().map(|a| a.file.as_path()));
         let tasks = crate::tasks::TaskSettings::from_raw(raw.tasks).map_err(error)?;
 
         Ok(Config {

@@ -168,7 +168,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         Some(listen) => Some(serve_page_with(&host, listen, page_jwt, stop.clone()).await?),
         None => {
             let base = host.config().approvals.public_url.unwrap_or_else(|| format!("http://{local}"));
-            host.approvals().serve_page_at(&base);
+            host.approvals().serve_page_at(&base)?;
             eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
             app = app.merge(approvals::routes(approvals::Page::new(host.clone(), page_jwt, base)));
             None
@@ -305,7 +305,7 @@ async fn serve_page_with(
         .with_context(|| format!("cannot listen on {addr} ([approvals] listen)"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
     let base = settings.approvals.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
-    host.approvals().serve_page_at(&base);
+    host.approvals().serve_page_at(&base)?;
     eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
     let app = approvals::routes(approvals::Page::new(host.clone(), jwt, base));
     let trusted = proxy::TrustedProxies::new(&settings.http.trusted_proxies);

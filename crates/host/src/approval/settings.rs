@@ -63,6 +63,11 @@ airlock_settings::section! {
             unset "not set: required with `webhook_url`",
             identity |a: &ApprovalSettings| a.webhook.as_ref().map(|w| hex::encode(&w.secret)),
             example "\"/run/secrets/airlock-webhook\"";
+        /// where approvals waiting for an answer and the key that signs their links are kept, for every Airlock process of the host (a stdio server's approvals outlive it there)
+        state_dir: Option<PathBuf>, Restart, accepts "a path to a directory only the user running Airlock can write (made with mode 0700)",
+            unset "the directory of `[audit] file`; with neither, approvals live in the process that opened them",
+            show |a: &ApprovalSettings| a.state_dir.as_deref().map(Value::path),
+            example "\"/var/lib/airlock\"";
     }
     /// `[approvals]`: approvals on Airlock's own page.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +79,10 @@ airlock_settings::section! {
         /// The page's origin as browsers reach it.
         pub public_url: Option<String> = None,
         /// Where named approvers are told an approval waits for them.
-        pub webhook: Option<webhook::WebhookSettings> = None;
+        pub webhook: Option<webhook::WebhookSettings> = None,
+        /// Where approvals and their link key are kept (`None`: in the
+        /// process; see [`ApprovalSettings::settle_state_dir`]).
+        pub state_dir: Option<PathBuf> = None;
         /// how long an approval and its link live; a call made again within it runs once after the approval
         link_ttl_secs => link_ttl: Duration = DEFAULT_LINK_TTL, Reload, range Secs 30..=86_400;
         /// approvals one principal may have waiting for an answer; past it a call is refused (`quota_exceeded`)
@@ -118,6 +126,7 @@ impl ApprovalSettings {
                 format!("{scope} listen = {text:?} is not an address: accepted IP:PORT, e.g. \"127.0.0.1:8081\"")
             })?);
         }
+        settings.state_dir = raw.state_dir.as_deref().map(resolve);
         settings.public_url = match raw.public_url {
             Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
                 Some(url.trim_end_matches('/').to_owned())
@@ -160,6 +169,18 @@ impl ApprovalSettings {
             }
         };
         Ok(settings)
+    }
+
+    /// With no `state_dir` written, the default: the directory of the audit
+    /// log (`audit_file`) when there is one, so that the evidence and the
+    /// state of one host are kept together (else none: approvals are kept
+    /// in the process that opened them).
+    pub fn settle_state_dir(&mut self, audit_file: Option<&std::path::Path>) {
+        let beside_audit = audit_file.and_then(std::path::Path::parent).map(|dir| match dir.as_os_str().is_empty() {
+            true => PathBuf::from("."),
+            false => dir.to_owned(),
+        });
+        self.state_dir = self.state_dir.take().or(beside_audit);
     }
 }
 
@@ -231,6 +252,20 @@ mod tests {
         assert_eq!(settings.mode, ApprovalMode::PageWhenPossible);
         assert_eq!(settings.listen, Some("127.0.0.1:8081".parse().unwrap()));
         assert_eq!(settings.link_ttl, DEFAULT_LINK_TTL);
+    }
+
+    #[test]
+    fn the_state_is_kept_where_the_operator_says_else_beside_the_audit_log() {
+        let raw: RawApprovals = toml::from_str("state_dir = \"state\"").unwrap();
+        let mut settings = ApprovalSettings::from_raw(raw, &|p| std::path::Path::new("/etc/airlock").join(p)).unwrap();
+        settings.settle_state_dir(Some(std::path::Path::new("/var/log/airlock/audit.jsonl")));
+        assert_eq!(settings.state_dir, Some(PathBuf::from("/etc/airlock/state")), "written: kept");
+        let mut settings = ApprovalSettings::default();
+        settings.settle_state_dir(Some(std::path::Path::new("/var/log/airlock/audit.jsonl")));
+        assert_eq!(settings.state_dir, Some(PathBuf::from("/var/log/airlock")));
+        let mut settings = ApprovalSettings::default();
+        settings.settle_state_dir(None);
+        assert_eq!(settings.state_dir, None, "no audit log: in the process");
     }
 
     #[test]

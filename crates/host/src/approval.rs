@@ -28,6 +28,7 @@
 //! (it may show the link or not, but it cannot answer).
 
 pub mod link;
+pub mod page_lease;
 mod settings;
 pub mod state_file;
 pub mod store;

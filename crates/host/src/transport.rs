@@ -17,6 +17,7 @@ pub mod access {
 /// signed link.
 pub mod approval {
     pub use crate::approval::link::LinkKey;
+    pub use crate::approval::page_lease::{Holder, PAGE_LOCK_FILE, PageLease, holder};
     pub use crate::approval::state_file::{Generation, MAX_STATE_FILE_BYTES, StateError, StateFile};
     pub use crate::approval::store::{NotAnswered, Unavailable};
     pub use crate::approval::{Answer, Approval, Approvals, How, MAX_LISTED, NotYours, PAGE_PATH, may_answer, now_ms};

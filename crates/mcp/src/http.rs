@@ -165,9 +165,9 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     // The approval page: on its own `[approvals] listen` address when the
     // operator gives one, else on this origin.
     let page_serving = match host.config().approvals.listen {
-        Some(listen) => Some(serve_page_with(&host, listen, page_jwt, stop.clone()).await?),
+        Some(listen) => Some(serve_page_with(&host, bind_page(&host, listen).await?, page_jwt, stop.clone())?),
         None => {
-            let base = host.config().approvals.public_url.unwrap_or_else(|| format!("http://{local}"));
+            let base = page_base(&host, local);
             host.approvals().serve_page_at(&base)?;
             eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
             app = app.merge(approvals::routes(approvals::Page::new(host.clone(), page_jwt, base)));
@@ -270,46 +270,65 @@ async fn bind_metrics(
     Ok((listener, app))
 }
 
-/// Serve the approval page alone on `[approvals] listen` (beside an HTTP
-/// server, or a stdio one, which has no origin of its own) until `stop` is
-/// cancelled; the page signs people in with `[http.jwt]` when there is one.
-pub(super) async fn serve_page(
-    host: &Host,
-    addr: SocketAddr,
-    stop: CancellationToken,
-) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
-    serve_page_with(host, addr, None, stop).await
-}
-
-/// [`serve_page`] with the HTTP server's verifier (one key-set refresh).
-async fn serve_page_with(
-    host: &Host,
-    addr: SocketAddr,
-    jwt: Option<Arc<jwt::Verifier>>,
-    stop: CancellationToken,
-) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
-    let settings = host.config();
-    if !addr.ip().is_loopback() && settings.http.jwt.is_none() {
+/// Bind `[approvals] listen` for the approval page alone (beside an HTTP
+/// server, or a stdio one, which has no origin of its own).
+///
+/// # Errors
+///
+/// The address is not loopback and nobody can sign in, or it cannot be
+/// bound.
+pub(super) async fn bind_page(host: &Host, addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    if !addr.ip().is_loopback() && host.config().http.jwt.is_none() {
         anyhow::bail!(
             "refusing to serve the approval page on {addr} ([approvals] listen): it is not a loopback address and \
              there is no [http.jwt] to sign people in; without sign-in an approval link is only accepted on the \
              machine Airlock runs on"
         );
     }
+    tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} ([approvals] listen)"))
+}
+
+/// Serve the approval page alone on `listener` until `stop` is cancelled;
+/// the page signs people in with `[http.jwt]` when there is one. Links name
+/// its origin from now on.
+///
+/// # Errors
+///
+/// The bound address cannot be read, or the state directory that keeps
+/// the link key cannot be used.
+pub(super) fn serve_page_on(
+    host: &Host,
+    listener: tokio::net::TcpListener,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
+    serve_page_with(host, listener, None, stop)
+}
+
+/// [`serve_page_on`] with the HTTP server's verifier (`jwt`, for one
+/// key-set refresh).
+fn serve_page_with(
+    host: &Host,
+    listener: tokio::net::TcpListener,
+    jwt: Option<Arc<jwt::Verifier>>,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
+    let settings = host.config();
     let jwt = match jwt {
         Some(jwt) => Some(jwt),
         None => settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new),
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} ([approvals] listen)"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
-    let base = settings.approvals.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+    let base = page_base(host, local);
     host.approvals().serve_page_at(&base)?;
     eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
     let app = approvals::routes(approvals::Page::new(host.clone(), jwt, base));
     let trusted = proxy::TrustedProxies::new(&settings.http.trusted_proxies);
     Ok(tokio::spawn(connections::serve(listener, app, settings.http.caps, trusted, stop)))
+}
+
+/// The page's origin as links name it, when it is served on `local`.
+pub(super) fn page_base(host: &Host, local: SocketAddr) -> String {
+    host.config().approvals.public_url.unwrap_or_else(|| format!("http://{local}"))
 }
 
 /// Serve `[metrics] listen` beside a transport that is not HTTP (stdio)

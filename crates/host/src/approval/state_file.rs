@@ -33,8 +33,9 @@
 //!   written: a change that would make it larger is refused
 //!   ([`StateError::TooLarge`]) and the file keeps its content.
 //! - **Damage is reported, not hidden.** A file that is not the document
-//!   (cut, edited, another version's) is an error naming it
-//!   ([`StateError::Damaged`]); nothing reads it as empty or overwrites it.
+//!   (cut, edited, another version's, anything but a JSON object) is an
+//!   error naming it ([`StateError::Damaged`]); nothing reads it as empty or
+//!   overwrites it.
 //!   Its owner decides, and says so: [`StateFile::set_aside`] renames it to
 //!   `NAME.damaged-<unix seconds>` so that a fresh document starts beside it.
 //!
@@ -317,12 +318,18 @@ impl StateFile {
         Ok(Some(bytes))
     }
 
+    /// The document in `bytes`: a JSON object, and nothing else (serde
+    /// would also take a struct written as an array, `[1]`, which Airlock
+    /// never writes).
     fn parse<T: DeserializeOwned + Default>(&self, bytes: Option<&[u8]>) -> Result<T, StateError> {
         let Some(bytes) = bytes else { return Ok(T::default()) };
-        serde_json::from_slice(bytes).map_err(|err| StateError::Damaged {
-            path: self.path.clone(),
-            why: if bytes.is_empty() { "it is empty".to_owned() } else { format!("not the document expected: {err}") },
-        })
+        let damaged = |why: String| StateError::Damaged { path: self.path.clone(), why };
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => return Err(damaged("it is empty".to_owned())),
+            Some(b'{') => {}
+            Some(_) => return Err(damaged("not the document expected: a JSON object was expected".to_owned())),
+        }
+        serde_json::from_slice(bytes).map_err(|err| damaged(format!("not the document expected: {err}")))
     }
 
     /// Write `bytes` as the new content: temporary file, sync, rename,

@@ -134,9 +134,14 @@ fn a_damaged_file_is_reported_and_set_aside_only_when_asked() {
     let root = tempfile::tempdir().unwrap();
     let file = StateFile::open(root.path(), "counter.json").unwrap();
     let path = root.path().join("counter.json");
-    for (content, says) in
-        [(&b""[..], "it is empty"), (b"{\"n\": 1", "not the document expected"), (b"[1]", "expected")]
-    {
+    // Serde would take a struct written as an array; Airlock never writes one.
+    for (content, says) in [
+        (&b""[..], "it is empty"),
+        (b" \n", "it is empty"),
+        (b"{\"n\": 1", "not the document expected"),
+        (b"[]", "a JSON object was expected"),
+        (b"[1]", "a JSON object was expected"),
+    ] {
         std::fs::write(&path, content).unwrap();
         let err = file.read::<Counter>().unwrap_err().to_string();
         assert!(err.contains("counter.json is damaged") && err.contains(says), "{err}");

@@ -504,22 +504,33 @@ async fn blocking<T: Send + 'static>(
 mod tests {
     use super::*;
 
-    fn approval(approver: Approver) -> Approval {
+    /// `principal`'s pending approval `id` of a call, the caller to answer
+    /// it, expiring at 1000 ms (the stores' tests use it too).
+    pub(super) fn sample(id: &str, principal: &str) -> Approval {
         Approval {
-            id: "0123456789abcdef0123456789abcdef".into(),
-            principal: "alice".into(),
+            id: id.into(),
+            principal: principal.into(),
             tool: "create_transfer".into(),
             revision: "sha256:r".into(),
             argument_digest: "sha256:a".into(),
             call_id: "c".into(),
             card: "card".into(),
             reason: "why".into(),
-            approver,
+            approver: Approver::Caller,
             created_ms: 0,
-            expires_ms: u64::MAX,
+            expires_ms: 1_000,
             answer: None,
             used: false,
         }
+    }
+
+    /// Alice's answer on the page, at 10 ms.
+    pub(super) fn answer(approved: bool) -> Answer {
+        Answer { by: "alice".into(), how: How::Page, at_ms: 10, approved }
+    }
+
+    fn approval(approver: Approver) -> Approval {
+        Approval { approver, expires_ms: u64::MAX, ..sample("0123456789abcdef0123456789abcdef", "alice") }
     }
 
     #[test]

@@ -173,13 +173,7 @@ impl Local {
     pub fn take(&self, id: &str, now_ms: u64) -> Result<Approval, NotUsed> {
         let mut inner = self.lock();
         let approval = inner.by_id.get_mut(id).filter(|a| a.expires_ms > now_ms).ok_or(NotUsed::Unknown)?;
-        if approval.used {
-            return Err(NotUsed::Used);
-        }
-        if !approval.answer.as_ref().is_some_and(|a| a.approved) {
-            return Err(NotUsed::NotApproved);
-        }
-        approval.used = true;
+        use_once(approval.answer.as_ref(), &mut approval.used)?;
         Ok(approval.clone())
     }
 
@@ -483,34 +477,24 @@ impl Shared {
     }
 }
 
+/// Mark an approval `used` for one call, if it is approved and unused.
+fn use_once(answer: Option<&Answer>, used: &mut bool) -> Result<(), NotUsed> {
+    if *used {
+        return Err(NotUsed::Used);
+    }
+    if !answer.is_some_and(|a| a.approved) {
+        return Err(NotUsed::NotApproved);
+    }
+    *used = true;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::How;
     use super::*;
+    pub(super) use crate::approval::tests::{answer, sample as approval};
 
-    fn approval(id: &str, principal: &str) -> Approval {
-        Approval {
-            id: id.into(),
-            principal: principal.into(),
-            tool: "create_transfer".into(),
-            revision: "sha256:r".into(),
-            argument_digest: "sha256:a".into(),
-            call_id: "c".into(),
-            card: "card".into(),
-            reason: "why".into(),
-            approver: Approver::Caller,
-            created_ms: 0,
-            expires_ms: 1_000,
-            answer: None,
-            used: false,
-        }
-    }
-
-    fn answer(approved: bool) -> Answer {
-        Answer { by: "alice".into(), how: How::Page, at_ms: 10, approved }
-    }
-
-    const CAPS: Caps = Caps { per_principal: 2, total: 3 };
+    pub(super) const CAPS: Caps = Caps { per_principal: 2, total: 3 };
 
     #[test]
     fn one_live_approval_per_call_and_caps_per_principal_and_host() {

@@ -21,7 +21,7 @@
 //! first use: a host that never opens an approval never touches the
 //! directory.
 
-use super::{Caps, Full, NotAnswered, NotUsed, Opened, Record, Unavailable};
+use super::{Caps, Full, NotAnswered, NotUsed, Opened, Record, Unavailable, use_once};
 use crate::approval::link::LinkKey;
 use crate::approval::state_file::{StateError, StateFile};
 use crate::approval::{Answer, Approval};
@@ -203,13 +203,7 @@ impl FileStore {
             file.update(|doc: &mut Doc| {
                 doc.prune(now_ms);
                 let stored = doc.approvals.get_mut(id).ok_or(NotUsed::Unknown)?;
-                if stored.used {
-                    return Err(NotUsed::Used);
-                }
-                if !stored.answer.as_ref().is_some_and(|a| a.approved) {
-                    return Err(NotUsed::NotApproved);
-                }
-                stored.used = true;
+                use_once(stored.answer.as_ref(), &mut stored.used)?;
                 Ok(stored.approval())
             })
         })

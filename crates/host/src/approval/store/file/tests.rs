@@ -1,29 +1,5 @@
 use super::*;
-use crate::approval::{Approver, How};
-
-fn approval(id: &str, principal: &str) -> Approval {
-    Approval {
-        id: id.into(),
-        principal: principal.into(),
-        tool: "create_transfer".into(),
-        revision: "sha256:r".into(),
-        argument_digest: "sha256:a".into(),
-        call_id: "c".into(),
-        card: "card".into(),
-        reason: "why".into(),
-        approver: Approver::Caller,
-        created_ms: 0,
-        expires_ms: 1_000,
-        answer: None,
-        used: false,
-    }
-}
-
-fn answer(approved: bool) -> Answer {
-    Answer { by: "alice".into(), how: How::Page, at_ms: 10, approved }
-}
-
-const CAPS: Caps = Caps { per_principal: 2, total: 3 };
+use crate::approval::store::tests::{CAPS, answer, approval};
 
 fn store() -> (tempfile::TempDir, FileStore) {
     let dir = tempfile::tempdir().unwrap();

@@ -33,14 +33,14 @@ fn bank(audit: &std::path::Path, extra: &str) -> String {
 }
 
 /// The link in a result's text.
-fn link_in(result: &Value) -> String {
+pub(crate) fn link_in(result: &Value) -> String {
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     let start = text.find("http://").unwrap_or_else(|| panic!("no link in {result}"));
     text[start..].split_whitespace().next().unwrap_or_default().to_owned()
 }
 
 /// (origin, path and query) of a link.
-fn split(link: &str) -> (String, String) {
+pub(crate) fn split(link: &str) -> (String, String) {
     let rest = link.strip_prefix("http://").expect("an http link");
     let at = rest.find('/').expect("a path");
     (rest[..at].to_owned(), rest[at..].to_owned())

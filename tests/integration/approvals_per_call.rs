@@ -7,12 +7,13 @@
 //! process ends once nothing waits; one killed with `kill -9` is replaced by
 //! the next server.
 
-use crate::service::{audit_outcomes, binary, kind, request};
+use crate::approvals::{link_in, split};
+use crate::service::{audit_outcomes, binary, kind, piped, request};
 use crate::support::{cache_dir, fixture, repo_root, temp_dir};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Liveness bound for anything a process must eventually do.
@@ -62,17 +63,10 @@ struct Run {
 /// close stdin and wait for the process to exit, as a client that starts a
 /// server per call does.
 fn call_once(config: &Path, arguments: &Value) -> Run {
-    let mut child = Command::new(binary())
+    let mut child = piped(binary(), config.parent().expect("the config's directory"))
         .arg("--config")
         .arg(config)
         .args(["serve", "--stdio", "--principal", "alice"])
-        .current_dir(config.parent().expect("the config's directory"))
-        .env("AIRLOCK_CACHE_DIR", cache_dir())
-        .env_remove("AIRLOCK_CONFIG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("airlock runs");
     let mut stdin = child.stdin.take().expect("stdin");
@@ -120,20 +114,6 @@ fn call_once(config: &Path, arguments: &Value) -> Run {
     Run { result, stderr: text }
 }
 
-/// The link in a result's text.
-fn link_in(result: &Value) -> String {
-    let text = result["content"][0]["text"].as_str().unwrap_or_default();
-    let start = text.find("http://").unwrap_or_else(|| panic!("no link in {result}"));
-    text[start..].split_whitespace().next().unwrap_or_default().to_owned()
-}
-
-/// (host:port, path and query) of a link.
-fn split(link: &str) -> (String, String) {
-    let rest = link.strip_prefix("http://").expect("an http link");
-    let at = rest.find('/').expect("a path");
-    (rest[..at].to_owned(), rest[at..].to_owned())
-}
-
 /// The person answers on the page: opens the link, then presses Approve
 /// (`approve`) or Decline with the page's form. The one place that knows
 /// how a person proves they are there.
@@ -178,15 +158,28 @@ fn transfer() -> Value {
     json!({"to": "acc-bob", "amount": 20_000})
 }
 
-#[test]
-fn a_server_per_call_client_finishes_an_approval_and_the_call_runs_once() {
+/// A bank on a port of its own whose first transfer waits for an approval.
+struct Flow {
+    dir: tempfile::TempDir,
+    /// The page's address.
+    addr: String,
+    config: PathBuf,
+    /// The first transfer's run.
+    first: Run,
+}
+
+fn first_transfer() -> Flow {
     let dir = temp_dir();
     let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
     let config = bank(dir.path(), port);
-
     let first = call_once(&config, &transfer());
     assert_eq!(kind(&first.result), "approval_required", "{}", first.result);
+    Flow { dir, addr: format!("127.0.0.1:{port}"), config, first }
+}
+
+#[test]
+fn a_server_per_call_client_finishes_an_approval_and_the_call_runs_once() {
+    let Flow { dir, addr, config, first } = first_transfer();
     let link = link_in(&first.result);
     assert!(link.starts_with(&format!("http://{addr}/approvals/")), "{link}");
     // The server has exited; the page is still there, served by the
@@ -242,11 +235,7 @@ fn proc_is_zombie(pid: u32) -> bool {
 
 #[test]
 fn a_page_process_killed_is_replaced_by_the_next_server() {
-    let dir = temp_dir();
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let config = bank(dir.path(), port);
-    let first = call_once(&config, &transfer());
+    let Flow { dir: _dir, addr, config, first } = first_transfer();
     let link = link_in(&first.result);
     let page_pid = page_process(&first.stderr);
     let killed = Command::new("kill").args(["-KILL", &page_pid.to_string()]).status().expect("kill");

@@ -266,28 +266,35 @@ impl Approvals {
     }
 
     /// The key that signs links and the page's cookies: the host's (the
-    /// fleet's, or the state directory's once [`Approvals::serve_page_at`]
-    /// read it), else one of this process alone.
+    /// fleet's, or the state directory's once the page is served), else one
+    /// of this process alone.
+    ///
+    /// The state directory's key is read when it is first needed, not when
+    /// the page starts: a host that never opens an approval never touches
+    /// the directory. While it cannot be read, this process's key serves
+    /// (with a warning); the approvals in that directory cannot be read
+    /// either then, so no link it signs names one of them.
     pub fn key(&self) -> &LinkKey {
-        self.kept_key.get().unwrap_or(&self.key)
+        if let Some(key) = self.kept_key.get() {
+            return key;
+        }
+        if let Kept::File(file) = &self.kept
+            && self.page().is_some()
+        {
+            match file.link_key() {
+                Ok(key) => return self.kept_key.get_or_init(|| key),
+                Err(err) => tracing::warn!("the host's link key cannot be read, this process's serves: {err}"),
+            }
+        }
+        &self.key
     }
 
     /// Say where the page is served (scheme, host and port, no path); links
-    /// are made from then on, signed with the host's key from the state
-    /// directory, so that any process of the host serving the page checks
-    /// them.
-    ///
-    /// # Errors
-    ///
-    /// The state directory or the key in it cannot be used.
-    pub fn serve_page_at(&self, base: &str) -> Result<(), Unavailable> {
-        if let Kept::File(file) = &self.kept
-            && self.kept_key.get().is_none()
-        {
-            let _ = self.kept_key.set(file.link_key()?);
-        }
+    /// are made from then on, signed with the host's key (see
+    /// [`Approvals::key`]), so that any process of the host serving the page
+    /// checks them.
+    pub fn serve_page_at(&self, base: &str) {
         *self.base.write().unwrap_or_else(|e| e.into_inner()) = Some(base.trim_end_matches('/').to_owned());
-        Ok(())
     }
 
     /// Where the page is served, if it is.
@@ -573,7 +580,7 @@ mod tests {
         };
         let opened = approvals.open(new, &settings).await.unwrap();
         assert_eq!(approvals.link(&opened), None, "no page served yet");
-        approvals.serve_page_at("http://127.0.0.1:8080/").unwrap();
+        approvals.serve_page_at("http://127.0.0.1:8080/");
         let link = approvals.link(&opened).unwrap();
         assert!(link.starts_with(&format!("http://127.0.0.1:8080/approvals/{}?sig=", opened.id)), "{link}");
         let cancel = CancellationToken::new();

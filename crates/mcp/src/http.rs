@@ -168,7 +168,7 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
         Some(listen) => Some(serve_page_with(&host, bind_page(&host, listen).await?, page_jwt, stop.clone())?),
         None => {
             let base = page_base(&host, local);
-            host.approvals().serve_page_at(&base)?;
+            host.approvals().serve_page_at(&base);
             eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
             app = app.merge(approvals::routes(approvals::Page::new(host.clone(), page_jwt, base)));
             None
@@ -294,8 +294,7 @@ pub(super) async fn bind_page(host: &Host, addr: SocketAddr) -> anyhow::Result<t
 ///
 /// # Errors
 ///
-/// The bound address cannot be read, or the state directory that keeps
-/// the link key cannot be used.
+/// The bound address cannot be read.
 pub(super) fn serve_page_on(
     host: &Host,
     listener: tokio::net::TcpListener,
@@ -319,7 +318,7 @@ fn serve_page_with(
     };
     let local = listener.local_addr().context("cannot read the bound address")?;
     let base = page_base(host, local);
-    host.approvals().serve_page_at(&base)?;
+    host.approvals().serve_page_at(&base);
     eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
     let app = approvals::routes(approvals::Page::new(host.clone(), jwt, base));
     let trusted = proxy::TrustedProxies::new(&settings.http.trusted_proxies);

@@ -115,7 +115,7 @@ impl ListenPage {
             Some(lease) => *serving.lock().await = Some(serve(host, addr, Some(lease)).await?),
             None => {
                 let base = http::page_base(host, addr);
-                host.approvals().serve_page_at(&base)?;
+                host.approvals().serve_page_at(&base);
                 let by = airlock_host::transport::approval::holder(&dir)
                     .map_or_else(String::new, |holder| format!(" (process {})", holder.pid));
                 eprintln!(

@@ -11,7 +11,7 @@
 //! its retry. The passkeys are enrolled through the operator's one-time
 //! links (`airlock approvals enroll`).
 
-mod page;
+pub(crate) mod page;
 
 use crate::service::{Mcp, Served, audit_outcomes, fetch, kind, request, wait_ready};
 use crate::support::{cache_dir, fixture, repo_root, temp_dir};
@@ -51,10 +51,17 @@ fn served(extra: &str, edit: impl FnOnce(String) -> String) -> (Served, String, 
 }
 
 /// The link in a result's text.
-fn link_in(result: &Value) -> String {
+pub(crate) fn link_in(result: &Value) -> String {
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     let start = text.find("http://").unwrap_or_else(|| panic!("no link in {result}"));
     text[start..].split_whitespace().next().unwrap_or_default().to_owned()
+}
+
+/// (origin, path and query) of a link.
+pub(crate) fn split(link: &str) -> (String, String) {
+    let rest = link.strip_prefix("http://").expect("an http link");
+    let at = rest.find('/').expect("a path");
+    (rest[..at].to_owned(), rest[at..].to_owned())
 }
 
 /// A GET of `path` from `addr` naming `host` as the Host: the status line

@@ -7,6 +7,7 @@
 
 mod audit_shipping;
 mod approvals;
+mod approvals_per_call;
 mod cards;
 mod cgroup;
 mod chart;

@@ -27,6 +27,23 @@ pub(crate) fn binary() -> PathBuf {
     std::env::var_os("AIRLOCK_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_airlock")), PathBuf::from)
 }
 
+/// `exe` (airlock, or what runs it) in `cwd` as a client runs a server:
+/// stdin, stdout and stderr piped, the tests' compile cache, and no config,
+/// log format or filter from the environment.
+pub(crate) fn piped(exe: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .current_dir(cwd)
+        .env("AIRLOCK_CACHE_DIR", cache_dir())
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("AIRLOCK_LOG_FORMAT")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
 /// A running `airlock serve`, killed when dropped; its stderr collected.
 pub(crate) struct Served {
     pub(crate) child: Child,
@@ -61,21 +78,8 @@ impl Served {
         let path = dir.path().join("airlock.toml");
         std::fs::write(&path, config).expect("config");
         let (exe, before) = program.split_first().expect("a program");
-        let mut child = Command::new(exe)
-            .args(before)
-            .arg("--config")
-            .arg(&path)
-            .args(args)
-            .current_dir(dir.path())
-            .env("AIRLOCK_CACHE_DIR", cache_dir())
-            .env_remove("AIRLOCK_CONFIG")
-            .env_remove("AIRLOCK_LOG_FORMAT")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("airlock runs");
+        let mut child =
+            piped(exe, dir.path()).args(before).arg("--config").arg(&path).args(args).spawn().expect("airlock runs");
         let stderr = Arc::new(Mutex::new(String::new()));
         let pipe = child.stderr.take().expect("stderr");
         let collected = stderr.clone();

@@ -32,6 +32,7 @@
 
 pub mod link;
 pub mod passkey;
+pub mod page_lease;
 mod settings;
 pub mod state_file;
 pub mod store;
@@ -45,9 +46,10 @@ pub use airlock_policy::confirm::Approver;
 use link::LinkKey;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use std::sync::RwLock;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use store::{Caps, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
+use store::{Caps, FileStore, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
 use tokio_util::sync::CancellationToken;
 
 /// The path under which the page is served, on the MCP origin or on
@@ -218,16 +220,23 @@ pub fn eligible<'a>(
 /// Where approvals are kept.
 enum Kept {
     Local(Local),
+    File(Arc<FileStore>),
     Shared(Shared),
 }
 
-/// The host's approvals: kept for the host's life (a reload keeps them;
-/// an approval for a tool revision that is gone can no longer be used).
+/// The host's approvals: kept in its state directory, for every process of
+/// the host and beyond each one's life, or in the fleet's Redis, else for
+/// this process's life (a reload keeps them; an approval for a tool
+/// revision that is gone can no longer be used).
 pub struct Approvals {
     kept: Kept,
+    /// The key of this process alone, or the fleet's.
     key: LinkKey,
     /// The people's passkeys, kept where the approvals are.
     passkeys: passkey::store::Passkeys,
+    /// The host's key from the state directory, once a page is served:
+    /// links then check in every process of the host.
+    kept_key: OnceLock<LinkKey>,
     /// Tells named approvers (`[approvals] webhook_url`), fixed at start.
     webhook: Option<webhook::Webhook>,
     /// Where the page is served (`http://127.0.0.1:8080`), once a transport
@@ -259,26 +268,54 @@ pub fn call_key(principal: &str, tool: &str, revision: &str, argument_digest: &s
 
 impl Approvals {
     /// The approvals of a host: in Redis for a fleet (signed with a key
-    /// every replica derives from the fleet's), else in this process.
+    /// every replica derives from the fleet's), else in the state directory
+    /// (`state_dir`, see [`crate::Config::state_dir`]; opened on first use)
+    /// when there is one, else in this process.
     ///
     /// # Errors
     ///
     /// The fleet's Redis URL is not one, or there is no random source.
-    pub fn new(fleet: Option<&FleetSettings>, settings: &ApprovalSettings) -> Result<Self, String> {
+    pub fn new(
+        fleet: Option<&FleetSettings>,
+        settings: &ApprovalSettings,
+        state_dir: Option<PathBuf>,
+    ) -> Result<Self, String> {
         let (kept, key) = match fleet {
             Some(fleet) => (
                 Kept::Shared(Shared::new(&fleet.redis_url, fleet.redis_connect_timeout, fleet.redis_response_timeout)?),
                 LinkKey::from_shared(fleet.state_key.bytes()),
             ),
-            None => (Kept::Local(Local::default()), LinkKey::random()?),
+            None => match &state_dir {
+                Some(dir) => (Kept::File(Arc::new(FileStore::new(Some(dir.clone())))), LinkKey::random()?),
+                None => (Kept::Local(Local::default()), LinkKey::random()?),
+            },
         };
         let webhook = settings.webhook.clone().map(webhook::Webhook::start);
-        let passkeys = passkey::store::Passkeys::open(fleet, settings.state_dir.as_deref())?;
-        Ok(Approvals { kept, key, passkeys, webhook, base: RwLock::new(None) })
+        let passkeys = passkey::store::Passkeys::open(fleet, state_dir)?;
+        Ok(Approvals { kept, key, kept_key: OnceLock::new(), passkeys, webhook, base: RwLock::new(None) })
     }
 
-    /// The key that signs links and the page's cookies.
+    /// The key that signs links and the page's cookies: the host's (the
+    /// fleet's, or the state directory's once the page is served), else one
+    /// of this process alone.
+    ///
+    /// The state directory's key is read when it is first needed, not when
+    /// the page starts: a host that never opens an approval never touches
+    /// the directory. While it cannot be read, this process's key serves
+    /// (with a warning); the approvals in that directory cannot be read
+    /// either then, so no link it signs names one of them.
     pub fn key(&self) -> &LinkKey {
+        if let Some(key) = self.kept_key.get() {
+            return key;
+        }
+        if let Kept::File(file) = &self.kept
+            && self.page().is_some()
+        {
+            match file.link_key() {
+                Ok(key) => return self.kept_key.get_or_init(|| key),
+                Err(err) => tracing::warn!("the host's link key cannot be read, this process's serves: {err}"),
+            }
+        }
         &self.key
     }
 
@@ -288,7 +325,9 @@ impl Approvals {
     }
 
     /// Say where the page is served (scheme, host and port, no path); links
-    /// are made from then on.
+    /// are made from then on, signed with the host's key (see
+    /// [`Approvals::key`]), so that any process of the host serving the page
+    /// checks them.
     pub fn serve_page_at(&self, base: &str) {
         *self.base.write().unwrap_or_else(|e| e.into_inner()) = Some(base.trim_end_matches('/').to_owned());
     }
@@ -301,7 +340,7 @@ impl Approvals {
     /// The link to `approval`'s page, if a page is served.
     pub fn link(&self, approval: &Approval) -> Option<String> {
         let base = self.page()?;
-        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key.link_mac(approval)))
+        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key().link_mac(approval)))
     }
 
     /// Open an approval for `new` under `settings`, or find the live one
@@ -334,6 +373,10 @@ impl Approvals {
         let caps = Caps { per_principal: settings.max_pending_per_principal, total: settings.max_pending };
         let opened = match &self.kept {
             Kept::Local(local) => local.open(approval, &key, caps, now),
+            Kept::File(file) => {
+                let file = file.clone();
+                blocking(move || file.open(&approval, &key, caps, now)).await.map_err(unavailable)?
+            }
             Kept::Shared(shared) => shared.open(approval, &key, caps, now).await.map_err(unavailable)?,
         };
         match opened {
@@ -376,6 +419,10 @@ impl Approvals {
         }
         match &self.kept {
             Kept::Local(local) => Ok(local.get(id, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.get(&id, now_ms())).await
+            }
             Kept::Shared(shared) => shared.get(id, now_ms()).await,
         }
     }
@@ -388,6 +435,10 @@ impl Approvals {
     pub async fn answer(&self, id: &str, answer: Answer) -> Result<Result<Approval, NotAnswered>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.answer(id, answer, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.answer(&id, &answer, now_ms())).await
+            }
             Kept::Shared(shared) => shared.answer(id, answer, now_ms()).await,
         }
     }
@@ -400,6 +451,10 @@ impl Approvals {
     pub async fn take(&self, id: &str) -> Result<Result<Approval, NotUsed>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.take(id, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.take(&id, now_ms())).await
+            }
             Kept::Shared(shared) => shared.take(id, now_ms()).await,
         }
     }
@@ -432,6 +487,14 @@ impl Approvals {
                         () = cancel.cancelled() => return Ok(None),
                     }
                 }
+                // Another process may answer: the file is read again every
+                // FILE_POLL.
+                Kept::File(_) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(store::FILE_POLL.min(left)) => {}
+                        () = cancel.cancelled() => return Ok(None),
+                    }
+                }
                 Kept::Shared(_) => {
                     tokio::select! {
                         () = tokio::time::sleep(store::SHARED_POLL.min(left)) => {}
@@ -450,6 +513,10 @@ impl Approvals {
     pub async fn pending(&self) -> Result<Vec<Approval>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.pending(now_ms(), MAX_LISTED)),
+            Kept::File(file) => {
+                let file = file.clone();
+                blocking(move || file.pending(now_ms(), MAX_LISTED)).await
+            }
             Kept::Shared(shared) => shared.pending(now_ms(), MAX_LISTED).await,
         }
     }
@@ -460,30 +527,52 @@ fn unavailable(err: Unavailable) -> Failure {
     tracing::warn!("{err}");
     Failure::new(
         ErrorKind::Busy,
-        "this call needs an approval, and the shared store of approvals (Redis) cannot be reached; nothing was run",
+        "this call needs an approval, and the store of approvals cannot be read or written (the operator's log says \
+         why); nothing was run",
     )
+}
+
+/// `work` on the blocking pool: a state file is read, locked and synced
+/// there, never on a runtime thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Unavailable> + Send + 'static,
+) -> Result<T, Unavailable> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|err| Err(Unavailable(format!("the approvals' state could not be read: {err}"))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn approval(approver: Approver) -> Approval {
+    /// `principal`'s pending approval `id` of a call, the caller to answer
+    /// it, expiring at 1000 ms (the stores' tests use it too).
+    pub(super) fn sample(id: &str, principal: &str) -> Approval {
         Approval {
-            id: "0123456789abcdef0123456789abcdef".into(),
-            principal: "alice".into(),
+            id: id.into(),
+            principal: principal.into(),
             tool: "create_transfer".into(),
             revision: "sha256:r".into(),
             argument_digest: "sha256:a".into(),
             call_id: "c".into(),
             card: "card".into(),
             reason: "why".into(),
-            approver,
+            approver: Approver::Caller,
             created_ms: 0,
-            expires_ms: u64::MAX,
+            expires_ms: 1_000,
             answer: None,
             used: false,
         }
+    }
+
+    /// Alice's answer on the page, at 10 ms.
+    pub(super) fn answer(approved: bool) -> Answer {
+        Answer { by: "alice".into(), proof: Proof::Passkey, credential: None, at_ms: 10, approved }
+    }
+
+    fn approval(approver: Approver) -> Approval {
+        Approval { approver, expires_ms: u64::MAX, ..sample("0123456789abcdef0123456789abcdef", "alice") }
     }
 
     #[test]
@@ -511,7 +600,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_call_hears_the_answer() {
-        let approvals = Approvals::new(None, &ApprovalSettings::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let settings = ApprovalSettings { state_dir: Some(dir.path().to_owned()), ..ApprovalSettings::default() };
+        let approvals = Approvals::new(None, &settings, None).unwrap();
         let new = NewApproval {
             principal: "alice".into(),
             tool: "t".into(),
@@ -522,7 +613,7 @@ mod tests {
             reason: "why".into(),
             approver: Approver::Caller,
         };
-        let opened = approvals.open(new, &ApprovalSettings::default()).await.unwrap();
+        let opened = approvals.open(new, &settings).await.unwrap();
         assert_eq!(approvals.link(&opened), None, "no page served yet");
         approvals.serve_page_at("http://127.0.0.1:8080/");
         let link = approvals.link(&opened).unwrap();

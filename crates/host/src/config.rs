@@ -359,8 +359,7 @@ impl Config {
         let serve = ServeSettings::from_raw(raw.serve).map_err(error)?;
         let log = LogSettings::from_raw(raw.log).map_err(error)?;
         let cards = CardSettings::from_raw(raw.cards).map_err(error)?;
-        let mut approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
-        approvals.settle_state_dir(audit.as_ref().map(|a| a.file.as_path()));
+        let approvals = crate::approval::ApprovalSettings::from_raw(raw.approvals, &resolve).map_err(error)?;
         let tasks = crate::tasks::TaskSettings::from_raw(raw.tasks).map_err(error)?;
 
         Ok(Config {
@@ -386,6 +385,13 @@ impl Config {
             approvals,
             tasks,
         })
+    }
+
+    /// Where approvals and passkeys are kept: `[approvals] state_dir`, else
+    /// the directory of `[audit] file`, else nowhere (approvals live in the
+    /// process, and nobody can have a passkey).
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.approvals.state_dir_with(self.audit.as_ref().map(|a| a.file.as_path()))
     }
 
     /// The runtime's settings of a tool: from its `[tools.NAME]` section,

@@ -24,6 +24,8 @@ pub mod approval {
     pub use crate::approval::passkey::{
         Challenge, MAX_CREDENTIAL_BYTES, MAX_SEALED_BYTES, NotProven, Purpose, RelyingParty, credential_id,
     };
+    pub use crate::approval::page_lease::{Holder, PAGE_LOCK_FILE, PageLease, holder};
+    pub use crate::approval::state_file::{Generation, MAX_STATE_FILE_BYTES, StateError, StateFile};
     pub use crate::approval::store::{NotAnswered, Unavailable};
     pub use crate::approval::{
         Answer, Approval, Approvals, MAX_LISTED, NotYours, PAGE_PATH, Proof, eligible, may_answer, now_ms,

@@ -39,17 +39,33 @@ impl std::fmt::Debug for LinkKey {
 
 impl LinkKey {
     /// A key of this process alone, from the system's random source: links
-    /// end with the process, as the approvals they name do.
+    /// end with the process (the host's approvals keep theirs in the state
+    /// directory: [`LinkKey::from_bytes`] of [`LinkKey::random_bytes`], made
+    /// once).
     ///
     /// # Errors
     ///
     /// The system has no random source.
     pub fn random() -> Result<Self, String> {
-        let mut bytes = [0u8; 32];
+        Ok(Self::from_bytes(&Self::random_bytes()?))
+    }
+
+    /// 32 bytes from the system's random source, for a key to keep.
+    ///
+    /// # Errors
+    ///
+    /// The system has no random source.
+    pub fn random_bytes() -> Result<Vec<u8>, String> {
+        let mut bytes = vec![0u8; 32];
         ring::rand::SystemRandom::new()
             .fill(&mut bytes)
             .map_err(|_| "the system's random source cannot be read".to_owned())?;
-        Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, &bytes)))
+        Ok(bytes)
+    }
+
+    /// The key made of `secret` (kept by the host, at least 32 bytes).
+    pub fn from_bytes(secret: &[u8]) -> Self {
+        Self(hmac::Key::new(hmac::HMAC_SHA256, secret))
     }
 
     /// The key every replica of a fleet derives from its shared state key,

@@ -67,7 +67,7 @@ airlock_settings::section! {
             example "\"/run/secrets/airlock-webhook\"";
         /// where approvals waiting for an answer, the key that signs their links and the people's passkeys (`passkeys.json`, without `[fleet] redis_url`) are kept, for every Airlock process of the host (a stdio server's approvals outlive it there)
         state_dir: Option<PathBuf>, Restart, accepts "a path to a directory only the user running Airlock can write (made with mode 0700)",
-            unset "the directory of `[audit] file`, else `$XDG_STATE_HOME/airlock`, else `~/.local/state/airlock`",
+            unset "the directory of `[audit] file` as the server started; with neither, approvals live in the process that opened them and nobody can have a passkey",
             show |a: &ApprovalSettings| a.state_dir.as_deref().map(Value::path),
             example "\"/var/lib/airlock\"";
     }
@@ -82,8 +82,8 @@ airlock_settings::section! {
         pub public_url: Option<String> = None,
         /// Where named approvers are told an approval waits for them.
         pub webhook: Option<webhook::WebhookSettings> = None,
-        /// Where approvals and their link key are kept (`None`: nowhere
-        /// this user could use; see [`ApprovalSettings::settle_state_dir`]).
+        /// Where approvals, their link key and passkeys are kept, as written
+        /// (see [`ApprovalSettings::state_dir_with`]).
         pub state_dir: Option<PathBuf> = None;
         /// how long an approval and its link live; a call made again within it runs once after the approval
         link_ttl_secs => link_ttl: Duration = DEFAULT_LINK_TTL, Reload, range Secs 30..=86_400;
@@ -187,21 +187,14 @@ impl ApprovalSettings {
 
     /// With no `state_dir` written, the default: the directory of the audit
     /// log (`audit_file`) when there is one, so that the evidence and the
-    /// state of one host are kept together, else `$XDG_STATE_HOME/airlock`,
-    /// else `$HOME/.local/state/airlock` (left unset when neither variable
-    /// is set: approvals then say what to set).
-    pub fn settle_state_dir(&mut self, audit_file: Option<&std::path::Path>) {
-        let non_empty = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    /// state of one host are kept together (else none: approvals are kept
+    /// in the process that opened them, and nobody can have a passkey).
+    pub fn state_dir_with(&self, audit_file: Option<&std::path::Path>) -> Option<PathBuf> {
         let beside_audit = audit_file.and_then(std::path::Path::parent).map(|dir| match dir.as_os_str().is_empty() {
             true => PathBuf::from("."),
             false => dir.to_owned(),
         });
-        self.state_dir = self
-            .state_dir
-            .take()
-            .or(beside_audit)
-            .or_else(|| non_empty("XDG_STATE_HOME").map(|d| d.join("airlock")))
-            .or_else(|| non_empty("HOME").map(|d| d.join(".local/state/airlock")));
+        self.state_dir.clone().or(beside_audit)
     }
 }
 
@@ -277,13 +270,15 @@ mod tests {
 
     #[test]
     fn the_state_is_kept_where_the_operator_says_else_beside_the_audit_log() {
+        let audit = Some(std::path::Path::new("/var/log/airlock/audit.jsonl"));
         let raw: RawApprovals = toml::from_str("state_dir = \"state\"").unwrap();
-        let mut settings = ApprovalSettings::from_raw(raw, &|p| std::path::Path::new("/etc/airlock").join(p)).unwrap();
-        settings.settle_state_dir(Some(std::path::Path::new("/var/log/airlock/audit.jsonl")));
-        assert_eq!(settings.state_dir, Some(PathBuf::from("/etc/airlock/state")), "written: kept");
-        let mut settings = ApprovalSettings::default();
-        settings.settle_state_dir(Some(std::path::Path::new("/var/log/airlock/audit.jsonl")));
-        assert_eq!(settings.state_dir, Some(PathBuf::from("/var/log/airlock")));
+        let settings = ApprovalSettings::from_raw(raw, &|p| std::path::Path::new("/etc/airlock").join(p)).unwrap();
+        assert_eq!(settings.state_dir_with(audit), Some(PathBuf::from("/etc/airlock/state")), "written: kept");
+        let settings = ApprovalSettings::default();
+        assert_eq!(settings.state_dir_with(audit), Some(PathBuf::from("/var/log/airlock")));
+        assert_eq!(settings.state_dir, None, "the default is not written into the settings a reload compares");
+        assert_eq!(settings.state_dir_with(None), None, "no audit log: in the process");
+        assert_eq!(settings.state_dir_with(Some(std::path::Path::new("audit.jsonl"))), Some(PathBuf::from(".")));
     }
 
     #[test]

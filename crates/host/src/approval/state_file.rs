@@ -33,9 +33,11 @@
 //!   written: a change that would make it larger is refused
 //!   ([`StateError::TooLarge`]) and the file keeps its content.
 //! - **Damage is reported, not hidden.** A file that is not the document
-//!   (cut, edited, another version's) is an error naming it
-//!   ([`StateError::Damaged`]); nothing reads it as empty or overwrites it.
-//!   Its owner decides what to do with it, and says so.
+//!   (cut, edited, another version's, anything but a JSON object) is an
+//!   error naming it ([`StateError::Damaged`]); nothing reads it as empty or
+//!   overwrites it.
+//!   Its owner decides, and says so: [`StateFile::set_aside`] renames it to
+//!   `NAME.damaged-<unix seconds>` so that a fresh document starts beside it.
 //!
 //! # Trust
 //!
@@ -58,7 +60,7 @@ use serde::de::DeserializeOwned;
 use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The most bytes one state file may hold, read or written.
 pub const MAX_STATE_FILE_BYTES: u64 = 32 << 20;
@@ -113,6 +115,54 @@ pub enum StateError {
     },
 }
 
+/// The identity of a file's content as last written: it changes with every
+/// [`StateFile::update`] that writes (each write is a new file renamed into
+/// place), so a process can tell that another changed it with one `stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation {
+    ino: u64,
+    mtime_ns: i128,
+    len: u64,
+}
+
+/// A [`StateFile`] opened when it is first used, not when its owner is
+/// made: a host that never needs it never touches the directory (an audit
+/// log's directory that another user can write, say), and a directory that
+/// cannot be used yet is tried again at the next use.
+#[derive(Debug)]
+pub struct LazyStateFile {
+    dir: PathBuf,
+    name: &'static str,
+    opened: Mutex<Option<Arc<StateFile>>>,
+}
+
+impl LazyStateFile {
+    /// `name` in `dir`, opened by the first [`LazyStateFile::get`].
+    pub fn new(dir: PathBuf, name: &'static str) -> Self {
+        LazyStateFile { dir, name, opened: Mutex::new(None) }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file, opened now if it was not yet.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateFile::open`].
+    pub fn get(&self) -> Result<Arc<StateFile>, StateError> {
+        let mut slot = self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(file) = slot.as_ref() {
+            return Ok(file.clone());
+        }
+        let file = Arc::new(StateFile::open(&self.dir, self.name)?);
+        *slot = Some(file.clone());
+        Ok(file)
+    }
+}
+
 /// One JSON document in one file of the state directory; see the module
 /// documentation.
 pub struct StateFile {
@@ -159,36 +209,10 @@ impl StateFile {
                  not starting with '.'"
             )));
         }
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|err| dir_error(format!("cannot create it: {err}")))?;
-        // Opened for reading, so that it can be synced after a rename (a
-        // descriptor opened `O_PATH`, as cap-std opens directories, cannot);
-        // the handle everything is opened through is the same descriptor.
+        let handle = open_dir(dir)?;
+        // The handle is a path descriptor, which cannot be synced: the
+        // directory opened for reading (used for nothing else).
         let dir_file = std::fs::File::open(dir).map_err(|err| dir_error(format!("cannot open it: {err}")))?;
-        let handle =
-            Dir::from_std_file(dir_file.try_clone().map_err(|err| dir_error(format!("cannot open it: {err}")))?);
-        let meta = handle.dir_metadata().map_err(|err| dir_error(format!("cannot read it: {err}")))?;
-        if !meta.is_dir() {
-            return Err(dir_error("it is not a directory".to_owned()));
-        }
-        let mode = meta.mode();
-        if mode & 0o022 != 0 {
-            return Err(dir_error(format!(
-                "other users can write it (mode {:o}); what Airlock keeps there decides what runs: `chmod 700` it",
-                mode & 0o7777
-            )));
-        }
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(dir_error(format!(
-                "it belongs to user {}, not to the user Airlock runs as ({me}); give it to that user",
-                meta.uid()
-            )));
-        }
         let path = dir.join(name);
         let lock_name = format!("{name}.lock");
         let lock = open_private(&handle, &lock_name, false).map_err(|source| StateError::Io {
@@ -197,6 +221,11 @@ impl StateFile {
             source,
         })?;
         Ok(StateFile { dir: handle, dir_file, name: name.to_owned(), path, lock: Mutex::new(lock) })
+    }
+
+    /// The file's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The document as last written (`T::default()` when there is none
@@ -256,6 +285,49 @@ impl StateFile {
         Ok(result)
     }
 
+    /// What identifies the content as last written (`None`: no file yet, or
+    /// it cannot be read). Costs one `stat`.
+    pub fn generation(&self) -> Option<Generation> {
+        let meta = self.dir.symlink_metadata(&self.name).ok()?;
+        let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+        Some(Generation { ino: meta.ino(), mtime_ns, len: meta.len() })
+    }
+
+    /// Move a damaged file aside, to `NAME.damaged-<unix seconds>` beside
+    /// it, under the lock (a later one the same second gets a `-2`, `-3`…
+    /// suffix), and return its new path; the next change starts a new
+    /// document. Does nothing (`None`) when there is no file or it is not
+    /// damaged any more.
+    ///
+    /// # Errors
+    ///
+    /// The lock cannot be taken or the file cannot be renamed.
+    pub fn set_aside<T: DeserializeOwned + Default>(&self) -> Result<Option<PathBuf>, StateError> {
+        let lock = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        lock.lock().map_err(|source| self.io("lock", source))?;
+        let result = self.set_aside_locked::<T>();
+        let _ = lock.unlock();
+        result
+    }
+
+    fn set_aside_locked<T: DeserializeOwned + Default>(&self) -> Result<Option<PathBuf>, StateError> {
+        match self.read_bytes().and_then(|bytes| self.parse::<T>(bytes.as_deref())) {
+            Ok(_) => return Ok(None),
+            Err(StateError::Damaged { .. } | StateError::TooLarge { .. }) => {}
+            Err(err) => return Err(err),
+        }
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut aside = format!("{}.damaged-{secs}", self.name);
+        let mut n = 1u32;
+        while self.dir.symlink_metadata(&aside).is_ok() {
+            n = n.saturating_add(1);
+            aside = format!("{}.damaged-{secs}-{n}", self.name);
+        }
+        self.dir.rename(&self.name, &self.dir, &aside).map_err(|source| self.io("move aside", source))?;
+        self.dir_file.sync_all().map_err(|source| self.io("sync the directory of", source))?;
+        Ok(Some(self.path.with_file_name(aside)))
+    }
+
     /// The file's bytes, `None` when there is none; at most one byte over
     /// the cap (refused).
     fn read_bytes(&self) -> Result<Option<Vec<u8>>, StateError> {
@@ -284,15 +356,16 @@ impl StateFile {
         Ok(Some(bytes))
     }
 
+    /// The document in `bytes`: a JSON object, and nothing else (serde
+    /// would also take a struct written as an array, `[1]`, which Airlock
+    /// never writes).
     fn parse<T: DeserializeOwned + Default>(&self, bytes: Option<&[u8]>) -> Result<T, StateError> {
         let Some(bytes) = bytes else { return Ok(T::default()) };
         let damaged = |why: String| StateError::Damaged { path: self.path.clone(), why };
-        // A state document is a JSON object; serde would also take a struct
-        // from an array of its fields in order, which Airlock never writes.
-        match bytes.trim_ascii_start().first() {
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             None => return Err(damaged("it is empty".to_owned())),
             Some(b'{') => {}
-            Some(_) => return Err(damaged("not the document expected: it is not a JSON object".to_owned())),
+            Some(_) => return Err(damaged("not the document expected: a JSON object was expected".to_owned())),
         }
         serde_json::from_slice(bytes).map_err(|err| damaged(format!("not the document expected: {err}")))
     }
@@ -314,6 +387,45 @@ impl StateFile {
     }
 }
 
+/// The state directory `dir`, created (mode 0700, with its missing
+/// parents) when missing, and refused when another user can write it or it
+/// is not this user's.
+///
+/// # Ambient Authority
+///
+/// Opens `dir` by its path.
+///
+/// # Errors
+///
+/// Why the directory cannot be made, opened or used.
+pub(crate) fn open_dir(dir: &Path) -> Result<Dir, StateError> {
+    let dir_error = |why: String| StateError::Dir { dir: dir.to_owned(), why };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| dir_error(format!("cannot create it: {err}")))?;
+    let handle = Dir::open_ambient_dir(dir, cap_std::ambient_authority())
+        .map_err(|err| dir_error(format!("cannot open it: {err}")))?;
+    let meta = handle.dir_metadata().map_err(|err| dir_error(format!("cannot read it: {err}")))?;
+    let mode = meta.mode();
+    if mode & 0o022 != 0 {
+        return Err(dir_error(format!(
+            "other users can write it (mode {:o}); what Airlock keeps there decides what runs: `chmod 700` it",
+            mode & 0o7777
+        )));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(dir_error(format!(
+            "it belongs to user {}, not to the user Airlock runs as ({me}); give it to that user",
+            meta.uid()
+        )));
+    }
+    Ok(handle)
+}
+
 /// Open `name` in `dir` for reading, never through a symbolic link.
 fn open_existing(dir: &Dir, name: &str) -> io::Result<std::fs::File> {
     let mut options = OpenOptions::new();
@@ -323,7 +435,7 @@ fn open_existing(dir: &Dir, name: &str) -> io::Result<std::fs::File> {
 
 /// Open (create, mode 0600) `name` in `dir` for writing, never through a
 /// symbolic link; `truncate` empties it.
-fn open_private(dir: &Dir, name: &str, truncate: bool) -> io::Result<std::fs::File> {
+pub(crate) fn open_private(dir: &Dir, name: &str, truncate: bool) -> io::Result<std::fs::File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(truncate).mode(0o600).custom_flags(libc::O_NOFOLLOW);
     let file = dir.open_with(name, &options)?.into_std();

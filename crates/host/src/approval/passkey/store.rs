@@ -20,14 +20,14 @@
 //! Whoever can write either can enrol a passkey of their own: the
 //! book's approvals page says so.
 
-use super::super::state_file::{StateError, StateFile};
+use super::super::state_file::{LazyStateFile, StateError};
 use super::super::store::Shared;
 use super::credential_id;
 use crate::fleet::FleetSettings;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use webauthn_rs::prelude::{AuthenticationResult, Passkey, Uuid};
@@ -117,7 +117,7 @@ struct Doc {
 enum Kept {
     /// Nowhere: no state directory, no fleet. Nobody has a passkey.
     Nowhere,
-    File(Arc<StateFile>),
+    File(Arc<LazyStateFile>),
     Shared(Arc<Shared>),
 }
 
@@ -162,19 +162,20 @@ pub fn is_token(token: &str) -> bool {
 
 impl Passkeys {
     /// The passkeys of a host: in the fleet's Redis, else in
-    /// `state_dir`, else nowhere (nobody can have one).
+    /// `state_dir` (opened when first used), else nowhere (nobody can have
+    /// one).
     ///
     /// # Errors
     ///
-    /// The Redis URL is not one, or the state directory cannot be used.
-    pub fn open(fleet: Option<&FleetSettings>, state_dir: Option<&Path>) -> Result<Self, String> {
+    /// The Redis URL is not one.
+    pub fn open(fleet: Option<&FleetSettings>, state_dir: Option<PathBuf>) -> Result<Self, String> {
         let kept = match (fleet, state_dir) {
             (Some(fleet), _) => Kept::Shared(Arc::new(Shared::new(
                 &fleet.redis_url,
                 fleet.redis_connect_timeout,
                 fleet.redis_response_timeout,
             )?)),
-            (None, Some(dir)) => Kept::File(Arc::new(StateFile::open(dir, FILE_NAME).map_err(|e| e.to_string())?)),
+            (None, Some(dir)) => Kept::File(Arc::new(LazyStateFile::new(dir, FILE_NAME))),
             (None, None) => Kept::Nowhere,
         };
         Ok(Passkeys { kept })
@@ -195,7 +196,7 @@ impl Passkeys {
             Kept::Nowhere => Ok(BTreeMap::new()),
             Kept::File(file) => {
                 let file = file.clone();
-                blocking(move || Ok(file.read::<Doc>()?.people)).await
+                blocking(move || Ok(file.get()?.read::<Doc>()?.people)).await
             }
             Kept::Shared(shared) => {
                 let all = shared.hash_all(&people_key()).await.map_err(|e| Unavailable(e.0))?;
@@ -237,7 +238,7 @@ impl Passkeys {
             Kept::File(file) => {
                 let file = file.clone();
                 blocking(move || {
-                    file.update(|doc: &mut Doc| {
+                    file.get()?.update(|doc: &mut Doc| {
                         doc.enrolments.retain(|_, e| e.expires_ms > now_ms);
                         if doc.enrolments.len() >= MAX_ENROLMENT_LINKS {
                             return Err(Unavailable(format!(
@@ -276,7 +277,7 @@ impl Passkeys {
             Kept::Nowhere => Ok(None),
             Kept::File(file) => {
                 let file = file.clone();
-                let doc = blocking(move || Ok(file.read::<Doc>()?)).await?;
+                let doc = blocking(move || Ok(file.get()?.read::<Doc>()?)).await?;
                 Ok(doc.enrolments.get(&digest).filter(|e| e.expires_ms > now_ms).cloned())
             }
             Kept::Shared(shared) => {
@@ -306,7 +307,7 @@ impl Passkeys {
             Kept::File(file) => {
                 let (file, principal) = (file.clone(), principal.to_owned());
                 blocking(move || {
-                    Ok(file.update(|doc: &mut Doc| {
+                    Ok(file.get()?.update(|doc: &mut Doc| {
                         doc.enrolments.retain(|_, e| e.expires_ms > now_ms);
                         if let Some(digest) = &digest {
                             match doc.enrolments.get(digest) {
@@ -366,7 +367,7 @@ impl Passkeys {
             Kept::File(file) => {
                 let (file, principal) = (file.clone(), principal.to_owned());
                 blocking(move || {
-                    file.update(|doc: &mut Doc| doc.people.get_mut(&principal).map(touch))?;
+                    file.get()?.update(|doc: &mut Doc| doc.people.get_mut(&principal).map(touch))?;
                     Ok(())
                 })
                 .await
@@ -403,7 +404,7 @@ impl Passkeys {
             Kept::File(file) => {
                 let (file, principal) = (file.clone(), principal.to_owned());
                 blocking(move || {
-                    Ok(file.update(|doc: &mut Doc| {
+                    Ok(file.get()?.update(|doc: &mut Doc| {
                         let Some(person) = doc.people.remove(&principal) else { return Vec::new() };
                         let (left, removed) = split(person);
                         if let Some(left) = left {

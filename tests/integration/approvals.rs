@@ -57,13 +57,6 @@ pub(crate) fn link_in(result: &Value) -> String {
     text[start..].split_whitespace().next().unwrap_or_default().to_owned()
 }
 
-/// (origin, path and query) of a link.
-pub(crate) fn split(link: &str) -> (String, String) {
-    let rest = link.strip_prefix("http://").expect("an http link");
-    let at = rest.find('/').expect("a path");
-    (rest[..at].to_owned(), rest[at..].to_owned())
-}
-
 /// A GET of `path` from `addr` naming `host` as the Host: the status line
 /// and the rest of the response.
 fn raw_get(addr: &str, path: &str, host: &str) -> String {

@@ -7,9 +7,9 @@
 //! process ends once nothing waits; one killed with `kill -9` is replaced by
 //! the next server.
 
-use crate::approvals::{link_in, page, split};
+use crate::approvals::{link_in, page};
+use crate::service::{audit_outcomes, binary, fetch, kind, piped};
 use crate::softkey::SoftKey;
-use crate::service::{audit_outcomes, binary, kind, piped, request};
 use crate::support::{cache_dir, fixture, repo_root, temp_dir};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -206,14 +206,19 @@ fn a_server_per_call_client_finishes_an_approval_and_the_call_runs_once() {
     assert_eq!(kind(&again.result), "approval_required", "{}", again.result);
     let second_link = link_in(&again.result);
     assert_ne!(second_link, link, "a new approval");
-    let used = request(&addr, "GET", &split(&link).1, &[], "");
+    let used = fetch(&link, "GET", &[], "");
     assert_eq!(used.status, 409, "the used link says so: {}", used.body);
 
     // Declined, nothing waits: the page's process ends by itself.
     answer_on_page(&second_link, "decline", &mut key);
     answer_on_page(&other_link, "decline", &mut key);
     wait_listening(&addr, false);
-    assert!(!Path::new(&format!("/proc/{page_pid}")).exists() || proc_is_zombie(page_pid), "process {page_pid} ended");
+    // It closes its listener first, then exits.
+    let deadline = Instant::now() + DEADLINE;
+    while Path::new(&format!("/proc/{page_pid}")).exists() && !proc_is_zombie(page_pid) {
+        assert!(Instant::now() < deadline, "process {page_pid} did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let outcomes: Vec<String> = audit_outcomes(&dir.path().join("audit.jsonl"));
     assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 1, "{outcomes:?}");
     assert_eq!(outcomes.iter().filter(|o| *o == "approval_required").count(), 3, "{outcomes:?}");

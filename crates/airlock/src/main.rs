@@ -225,8 +225,10 @@ async fn run(cli: Cli) -> ExitCode {
         _ => {}
     }
     // The page after a stdio server keeps no audit log (the next server
-    // holds it), serves no metrics and exports no spans.
+    // holds it), serves no metrics and exports no spans; its state is the
+    // server's, wherever that was by default.
     if matches!(cli.command, Command::Page { .. }) {
+        config.approvals.state_dir = config.state_dir();
         config.audit = None;
         config.metrics.listen = None;
         config.traces = None;

@@ -17,6 +17,7 @@ pub mod access {
 /// signed link.
 pub mod approval {
     pub use crate::approval::link::LinkKey;
+    pub use crate::approval::page_lease::{Holder, PAGE_LOCK_FILE, PageLease, holder};
     pub use crate::approval::passkey::store::{
         Credential, ENROLMENT_TTL, Enrolment, MAX_PASSKEYS_PER_PRINCIPAL, NotAdded, Passkeys, Person,
         Unavailable as PasskeysUnavailable, is_token, token_digest,
@@ -24,7 +25,6 @@ pub mod approval {
     pub use crate::approval::passkey::{
         Challenge, MAX_CREDENTIAL_BYTES, MAX_SEALED_BYTES, NotProven, Purpose, RelyingParty, credential_id,
     };
-    pub use crate::approval::page_lease::{Holder, PAGE_LOCK_FILE, PageLease, holder};
     pub use crate::approval::state_file::{Generation, MAX_STATE_FILE_BYTES, StateError, StateFile};
     pub use crate::approval::store::{NotAnswered, Unavailable};
     pub use crate::approval::{

@@ -116,8 +116,7 @@ pub async fn run(config: &Config, args: &ApprovalsArgs) -> ExitCode {
 
 /// The passkeys where the server keeps them.
 fn kept(config: &Config) -> Result<Passkeys, ExitCode> {
-    let passkeys =
-        Passkeys::open(config.fleet.as_ref(), config.state_dir()).map_err(|e| failed(&e))?;
+    let passkeys = Passkeys::open(config.fleet.as_ref(), config.state_dir()).map_err(|e| failed(&e))?;
     if !passkeys.kept() {
         return Err(usage(
             "there is nowhere to keep passkeys: set [approvals] state_dir (or [fleet]) in the config the server uses",

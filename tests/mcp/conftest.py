@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,46 @@ def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     server/discover probe gives a server 10 s to answer)."""
     setup = write_config(tmp_path_factory.mktemp("warm"))
     subprocess.run([str(BIN), *setup.args(), "tools"], check=True, capture_output=True, timeout=600, env=server_env())
+
+
+@pytest.fixture(autouse=True)
+def no_page_left(tmp_path: Path) -> Iterator[None]:
+    """A stdio server that ends while approvals wait hands its approval page
+    to a process of its own (`airlock __page`), which serves it until none
+    waits: a test's page process ends with the test."""
+    yield
+    stop_page_processes(tmp_path)
+
+
+def stop_page_processes(dir: Path) -> None:
+    """Stop every `airlock __page` process whose config is under `dir`:
+    SIGTERM, then SIGKILL after 10 s."""
+    mine = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"__page" in argv and any(str(dir).encode() in arg for arg in argv):
+            mine.append(int(proc.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in mine:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while mine and time.monotonic() < deadline:
+            mine = [pid for pid in mine if Path(f"/proc/{pid}").exists() and not zombie(pid)]
+            time.sleep(0.05)
+
+
+def zombie(pid: int) -> bool:
+    """Whether `pid` has ended and only waits to be reaped."""
+    try:
+        return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def server_env() -> dict[str, str]:

@@ -14,7 +14,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,8 +53,32 @@ function track(child) {
   return child;
 }
 
+// Every config directory made here (writeConfig): a stdio server that ends
+// while approvals wait hands its approval page to a process of its own
+// (`airlock __page`), which serves it until none waits; those of these
+// configs are killed when the test process exits too.
+const configDirs = new Set();
+
+/** The `airlock __page` processes of the configs in `configDirs`. */
+function pageProcesses() {
+  const pids = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let argv;
+    try {
+      argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone already
+    }
+    if (argv.includes('__page') && argv.some((arg) => [...configDirs].some((dir) => arg.startsWith(dir)))) {
+      pids.push(Number(name));
+    }
+  }
+  return pids;
+}
+
 process.on('exit', () => {
-  for (const child of servers) {
+  for (const child of [...servers, ...pageProcesses().map((pid) => ({ kill: (signal) => process.kill(pid, signal) }))]) {
     try {
       child.kill('SIGKILL');
     } catch {
@@ -97,6 +121,7 @@ when { context.arguments has to && context.arguments.to == "mallory" };
  */
 export function writeConfig({ hostileTimeoutMs = 500, extra = '' } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'airlock-ts-'));
+  configDirs.add(dir);
   writeFileSync(path.join(dir, 'policy.cedar'), POLICY);
   const config = `
 tool_dirs = [${JSON.stringify(TOOLS_DIR)}]

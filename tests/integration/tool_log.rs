@@ -84,8 +84,7 @@ fn a_line_for_the_client_loses_well_known_credentials_and_the_operators_patterns
     assert_eq!(logged.len(), 1, "{seen:?}");
     assert_eq!(logged[0]["params"]["logger"], "hostile");
     assert_eq!(
-        logged[0]["params"]["data"],
-        "calling with [secret withheld] and [secret withheld] as asked",
+        logged[0]["params"]["data"], "calling with [secret withheld] and [secret withheld] as asked",
         "a GitHub token and the operator's own pattern are withheld"
     );
 }

@@ -219,9 +219,8 @@ mod tests {
             "a [secret withheld] and [secret withheld], not acme_XY"
         );
 
-        let err = |patterns: Vec<&str>| {
-            SecretPatterns::new(patterns.into_iter().map(str::to_owned).collect()).unwrap_err()
-        };
+        let err =
+            |patterns: Vec<&str>| SecretPatterns::new(patterns.into_iter().map(str::to_owned).collect()).unwrap_err();
         let bad = err(vec!["ok_[a-z]+", "(unclosed"]);
         assert!(bad.contains("pattern 2 (\"(unclosed\") is not accepted"), "{bad}");
         assert!(bad.contains("syntax of Rust's regex crate"), "{bad}");

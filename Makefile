@@ -185,7 +185,8 @@ $(FLEET_FILES) &:
 # The approval page's browser tests (tests/approvals): Debian's Chromium and
 # ChromeDriver, driven by Selenium (in the tests venv), and a certified
 # OpenID Provider (oidc-provider, pinned by the package-lock.json with the
-# Node 22 it needs) that people sign in at.
+# Node 22 it needs) that people sign in at; HAProxy (the fleet's package) is
+# the reverse proxy in front of the page that sends X-Forwarded-For.
 BROWSER_PACKAGES := chromium chromium-driver
 BROWSER_FILES := /usr/bin/chromium /usr/bin/chromedriver
 APPROVALS_DIR := tests/approvals
@@ -223,7 +224,7 @@ TEST_LLAMAINDEX = env $(CLIENT_ENV) $(LLAMAINDEX_PY) $(PYTEST) tests/frameworks/
 TEST_INSPECTOR = env $(CLIENT_ENV) $(INSPECTOR_NODE) $(INSPECTOR_DIR)/run.mjs
 TEST_TS = env $(CLIENT_ENV) $(NODE_TEST) $(TS_DIR)/
 TEST_CONFORMANCE = env $(CLIENT_ENV) $(CONFORMANCE_NODE) $(CONFORMANCE_DIR)/run.mjs
-TEST_FLEET = env $(CLIENT_ENV) python3 tests/fleet/fleet.py
+TEST_FLEET = env $(CLIENT_ENV) $(PY) tests/fleet/fleet.py
 # -- end of test steps ---------------------------------------------------------
 
 test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-receiver $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements $(TS_STAMP) $(CONFORMANCE_STAMP) $(INSPECTOR_STAMP) $(APPROVALS_STAMP) $(BROWSER_FILES) test-interpreters $(FLEET_FILES) $(AGENTS_STAMP) $(MCPB_STAMP) $(BUNDLE_VENV)/.bundle-requirements
@@ -247,7 +248,7 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	$(STEP) agents 1800 $(TEST_AGENTS)
 
 # The same steps alone, against what `make build` built.
-test-approvals: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES)
+test-approvals: build $(VENV)/.mcp-requirements $(APPROVALS_STAMP) $(BROWSER_FILES) /usr/sbin/haproxy
 	$(STEP) approvals 1200 $(TEST_APPROVALS)
 
 test-ts: build $(TS_STAMP)
@@ -256,7 +257,7 @@ test-ts: build $(TS_STAMP)
 test-conformance: build $(CONFORMANCE_STAMP)
 	$(STEP) conformance 1800 $(TEST_CONFORMANCE)
 
-test-fleet: build $(FLEET_FILES)
+test-fleet: build $(VENV)/.mcp-requirements $(FLEET_FILES)
 	$(STEP) fleet 1800 $(TEST_FLEET)
 
 test-frameworks: build $(FRAMEWORKS_VENV)/.frameworks-requirements $(LLAMAINDEX_VENV)/.llamaindex-requirements

@@ -1,15 +1,19 @@
-"""The bank story on Airlock's own approval page.
+"""The bank story on Airlock's own approval page, with passkeys.
 
 With `[approvals] mode = "page"` a transfer the policy asks about is not
 confirmed through the MCP client: the person it acts for (or the approver
-the policy names) opens a link, signs in at the bank's identity provider
-and answers on a page Airlock serves. The client never sees the answer, so
-software between the model and the person cannot approve.
+the policy names) opens a link and answers on a page Airlock serves, with
+their passkey (the fingerprint, face or PIN on their own device). The
+client holds the link, the page and its form, and still cannot answer:
+software between the model and the person cannot approve. No identity
+provider is configured here; the operator enrols each person's first
+passkey with a one-time link (`airlock approvals enroll NAME`).
 
-Each step is real: an OpenID Provider on loopback (`oidc-provider`), the
-built `airlock` binary, the official MCP Python SDK client, and a headless
-Chromium as each person's browser (tests/approvals/page_bank.py has the
-parts; tests/approvals/test_page.py asserts on the same behaviour).
+Each step is real: the built `airlock` binary, the official MCP Python SDK
+client, and a headless Chromium as each person's browser with WebDriver's
+virtual authenticator as their passkey device (tests/approvals/page_bank.py
+has the parts; tests/approvals/test_passkeys.py asserts on the same
+behaviour, test_page.py on the sign-in at an OpenID provider).
 
     python demo/approval_story.py AIRLOCK_BIN TEST_GUESTS_DIR
 
@@ -35,7 +39,10 @@ from bank_story import PASTED, Step  # noqa: E402
 async def story(dir: Path) -> list[Step]:
     # Imported here: page_bank reads AIRLOCK_BIN and AIRLOCK_TEST_GUESTS,
     # which main() sets from the arguments.
+    import httpx2
+
     from page_bank import Browser, Person, bank_server, call, kind_of, pending_link, session, text_of
+    from softkey import answer_form, origin_of
 
     steps: list[Step] = []
     browsers: list[Browser] = []
@@ -45,12 +52,22 @@ async def story(dir: Path) -> list[Step]:
         return browsers[-1]
 
     try:
-        with bank_server(dir) as bank:
+        with bank_server(dir, signin=False) as bank:
+            people = {name: browser() for name in ("alice", "bob", "carol")}
+            step = Step(
+                "the operator runs `airlock approvals enroll alice` (and bob, carol): a one-time link each",
+                "each opens their link; their device makes a passkey; the page says it was added",
+            )
+            said = [await anyio.to_thread.run_sync(b.enrol, bank.enrolment_link(name)) for name, b in people.items()]
+            step.got = f"{sum('answers approvals' in s for s in said)} of 3 added"
+            step.ok = all("answers approvals" in s for s in said) and all(len(b.passkeys()) == 1 for b in people.values())
+            steps.append(step)
+
             arguments = {"to": "acc-bob", "amount": 20000}
-            alice = Person(browser(), "alice", "approve")
+            alice = Person(people["alice"], "alice", "approve")
             step = Step(
                 "alice moves 20 000 to bob; her client opens Airlock's page (URL-mode elicitation)",
-                "alice signs in at the bank, sees payee and amount on the page, approves; the call runs",
+                "alice sees payee and amount on the page, approves with her passkey; the call runs",
             )
             async with session(bank, "alice", elicitation_callback=alice) as client:
                 result = await client.call_tool("create_transfer", arguments)
@@ -59,10 +76,10 @@ async def story(dir: Path) -> list[Step]:
             step.ok = not result.is_error and card.startswith("Transfer 20000 to account acc-bob")
             steps.append(step)
 
-            alice = Person(browser(), "alice", "decline")
+            alice = Person(people["alice"], "alice", "decline")
             step = Step(
                 "text pasted by alice makes the model propose a transfer to acc-mallory",
-                "the page shows acc-mallory; alice declines there; nothing runs",
+                "the page shows acc-mallory; alice declines there with her passkey; nothing runs",
             )
             step.detail["pasted"] = PASTED
             async with session(bank, "alice", elicitation_callback=alice) as client:
@@ -74,28 +91,30 @@ async def story(dir: Path) -> list[Step]:
 
             arguments = {"to": "acc-bob", "amount": 15000}
             step = Step(
-                "alice's client cannot open links; bob opens the link she was given",
-                "alice's call returns the link to relay; bob is signed in as bob and gets no Approve button",
+                "alice's client cannot open links: it holds the link, fetches the page and posts its form itself",
+                "the post answers nothing (no passkey answered) and is audited; the call still waits",
             )
             link = await pending_link(bank, "alice", arguments)
-            bob = browser()
-            bob.open(link, "bob")
-            refused = "Not yours to answer" in bob.page() and not bob.driver.find_elements("id", "approve")
+            async with httpx2.AsyncClient(timeout=30) as http:
+                page = (await http.get(link)).text
+                form = answer_form(page, "approve", None, origin_of(link))
+                posted = await http.post(link.split("?")[0], data=form, headers={"Origin": origin_of(link)})
             still = kind_of(await call(bank, "alice", arguments))
-            step.got = f"bob's page refused: {refused}; alice's call again: {still}"
-            step.ok = refused and still == "approval_required"
+            step.got = f"client's post: {posted.status_code}; alice's call again: {still}"
+            step.ok = posted.status_code == 403 and "no passkey answered" in posted.text and still == "approval_required"
             steps.append(step)
 
             arguments = {"to": "acc-bob", "amount": 60000}
             step = Step(
                 "alice moves 60 000: above 50 000 the policy names a supervisor as approver (four eyes)",
-                "alice cannot approve her own; carol (a supervisor) approves on the page; alice's call again runs",
+                "the page names who may approve (not alice); carol (a supervisor) approves with her passkey; the call "
+                "runs",
             )
             link = await pending_link(bank, "alice", arguments)
-            own = browser()
-            own.open(link, "alice")
-            barred = "someone else must approve it" in own.page()
-            carol = Person(browser(), "carol", "approve")
+            own = people["alice"]
+            await anyio.to_thread.run_sync(own.driver.get, link)
+            barred = own.text("approver") == 'a member of Airlock::Role::"supervisor" other than alice'
+            carol = Person(people["carol"], "carol", "approve")
             await anyio.to_thread.run_sync(carol.answer, link)
             result = await call(bank, "alice", arguments)
             step.got = f"alice barred: {barred}; after carol: {kind_of(result)} {text_of(result)[:60]}"
@@ -104,14 +123,21 @@ async def story(dir: Path) -> list[Step]:
 
             records = bank.audit()
             notes = [r["approval"] for r in records if r.get("approval") and r.get("outcome") != "started"]
-            approved = [(note["by"], note["how"]) for note in notes]
+            approved = [(note["by"], note["proof"]) for note in notes]
             step = Step(
                 "the audit log",
-                "each call that ran says who approved it on the page, for which tool revision",
+                "each call that ran says who approved it, with which passkey, for which tool revision; "
+                "each refused attempt is recorded",
             )
             revisions = {note["revision"] for note in notes}
-            step.got = f"approvals: {approved}; revisions: {sorted(r[:19] + '…' for r in revisions)}"
-            step.ok = approved == [("alice", "page"), ("carol", "page")] and all(r.startswith("sha256:") for r in revisions)
+            refusals = sum(1 for r in records if r.get("event") == "approval_refused")
+            step.got = f"approvals: {approved}; refused attempts: {refusals}; revisions: {sorted(r[:19] + '…' for r in revisions)}"
+            step.ok = (
+                approved == [("alice", "passkey"), ("carol", "passkey")]
+                and all(note.get("credential") for note in notes)
+                and refusals >= 1
+                and all(r.startswith("sha256:") for r in revisions)
+            )
             steps.append(step)
     finally:
         for opened in browsers:

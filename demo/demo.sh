@@ -2,7 +2,8 @@
 # `make demo`: the whole story on the bundled tools, as a terminal transcript.
 # Expects AIRLOCK (the binary), GUESTS (bundled tool components), TEST_GUESTS
 # (the bank fixtures) and PYTHON (a Python with the MCP SDK and Selenium, for
-# step 10; the approval page also needs Chromium and tests/approvals' node).
+# step 10; the approval page also needs Chromium, whose virtual authenticator
+# is each person's passkey device).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
@@ -167,7 +168,7 @@ if [ -n "${PYTHON:-}" ] && [ -n "${TEST_GUESTS:-}" ]; then
     printf '%sDEMO STEP FAILED: the bank story%s\n' "$bold" "$reset"
     failures=$((failures + 1))
   fi
-  say "With [approvals] mode = \"page\", the person approves on Airlock's own page, signed in at the bank; the client never carries the answer."
+  say "With [approvals] mode = \"page\", the person approves on Airlock's own page with their passkey (no identity provider here: the operator enrols each person with a one-time link); the client holds the link and the page, and still cannot answer."
   printf '%s$ python demo/approval_story.py%s\n' "$cyan" "$reset"
   if ! "$PYTHON" "$here/approval_story.py" "$AIRLOCK" "$TEST_GUESTS"; then
     printf '%sDEMO STEP FAILED: the bank story on the approval page%s\n' "$bold" "$reset"

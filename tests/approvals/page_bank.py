@@ -1,8 +1,10 @@
 """The bank behind an approval page, for the browser tests and the demo:
-a real OpenID Provider on loopback (`oidc-provider`, provider.mjs), the
-built `airlock` binary serving MCP and the page, the official MCP Python SDK
-client making the calls, and Debian's Chromium driven by Selenium as each
-person's browser.
+a real OpenID Provider on loopback (`oidc-provider`, provider.mjs) where
+people sign in, or none (then each person's passkey answers, enrolled
+through the operator's one-time link), the built `airlock` binary serving
+MCP and the page, the official MCP Python SDK client making the calls, and
+Debian's Chromium driven by Selenium as each person's browser, with
+WebDriver's virtual authenticator as the passkey device.
 
 Environment (as for tests/mcp): AIRLOCK_BIN, AIRLOCK_TOOLS_DIR,
 AIRLOCK_TEST_GUESTS. Every wait is bounded.
@@ -32,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp import types
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.virtual_authenticator import Protocol, Transport, VirtualAuthenticatorOptions
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
@@ -53,6 +56,9 @@ CALL_TIMEOUT = 120.0
 PAGE_TIMEOUT = 120.0
 
 CARD = "Transfer {amount} to account {to}\\nRequested by {caller.principal}"
+# The static bearer tokens of the bank's customers where no provider signs
+# them in (and of `static` principals beside one).
+STATIC_TOKEN = "page-bank-static-token-{}-0123456789"
 
 
 def free_port() -> int:
@@ -68,16 +74,26 @@ class Bank:
 
     dir: Path
     key: rsa.RSAPrivateKey
-    issuer: str
+    issuer: str | None
     base: str
+    page: str
+    static: tuple[str, ...] = ()
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def mcp(self) -> str:
         return f"{self.base}/mcp"
 
+    @property
+    def config(self) -> Path:
+        return self.dir / "airlock.toml"
+
     def token(self, principal: str) -> str:
-        """An MCP access token from the bank's identity provider."""
+        """An MCP bearer token: the principal's static token where there is
+        one (no provider, or one of `static`), else an access token from the
+        bank's identity provider."""
+        if self.issuer is None or principal in self.static:
+            return STATIC_TOKEN.format(principal)
         now = int(time.time())
         body = {"iss": self.issuer, "aud": self.mcp, "sub": principal, "iat": now, "exp": now + 600}
         return jwt.encode(body, self.key, algorithm="RS256", headers={"kid": KEY_ID})
@@ -85,6 +101,17 @@ class Bank:
     def audit(self) -> list[dict[str, Any]]:
         path = self.dir / "audit.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+    def enrolment_link(self, principal: str) -> str:
+        """The one-time link `airlock approvals enroll` makes for `principal`."""
+        out = subprocess.run(
+            [str(BIN), "--config", str(self.config), "approvals", "enroll", principal, "--url", self.page],
+            capture_output=True, text=True, timeout=START_TIMEOUT, env={"PATH": "/usr/bin:/bin"},
+        )
+        assert out.returncode == 0, out.stderr
+        match = re.search(r"http://\S+/approvals/enroll/\S+", out.stdout)
+        assert match, out.stdout
+        return match.group(0)
 
 
 def wait_for_line(path: Path, pattern: str, process: subprocess.Popen[bytes]) -> re.Match[str]:
@@ -102,21 +129,40 @@ def start(args: list[str], log: Path, env: dict[str, str] | None = None) -> subp
 
 
 @contextlib.contextmanager
-def bank_server(dir: Path, approvals: str = "") -> Iterator[Bank]:
-    """The provider and `airlock serve --http` on one free port, the page on
-    its origin; `approvals` are more `[approvals]` keys."""
+def bank_server(
+    dir: Path, approvals: str = "", signin: bool = True, static: tuple[str, ...] = (), http: str = ""
+) -> Iterator[Bank]:
+    """`airlock serve --http` on one free port, the page on its origin;
+    with `signin`, the provider people sign in at (else their passkeys
+    answer); `approvals` are more `[approvals]` keys, `http` more `[http]`
+    keys; `static` principals have static bearer tokens beside the
+    provider's."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key))
-    private.update({"kid": KEY_ID, "alg": "RS256", "use": "sig"})
-    (dir / "idp-keys.json").write_text(json.dumps({"keys": [private]}))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    page = f"http://localhost:{port}"
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        idp_log = dir / "idp.log"
-        idp = start([str(NODE), str(HERE / "provider.mjs"), str(dir / "idp-keys.json"), CLIENT_ID, f"{base}/approvals/callback"], idp_log)
-        processes.append(idp)
-        issuer = wait_for_line(idp_log, r"issuer (http://\S+)", idp).group(1)
+        issuer = None
+        jwt_section = ""
+        if signin:
+            private = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key))
+            private.update({"kid": KEY_ID, "alg": "RS256", "use": "sig"})
+            (dir / "idp-keys.json").write_text(json.dumps({"keys": [private]}))
+            idp_log = dir / "idp.log"
+            idp = start([str(NODE), str(HERE / "provider.mjs"), str(dir / "idp-keys.json"), CLIENT_ID, f"{page}/approvals/callback"], idp_log)
+            processes.append(idp)
+            issuer = wait_for_line(idp_log, r"issuer (http://\S+)", idp).group(1)
+            jwt_section = f"""
+[http.jwt]
+issuer = "{issuer}"
+audience = "{base}/mcp"
+jwks_url = "{issuer}/jwks"
+algorithms = ["RS256"]
+"""
+        people = ("alice", "bob", "carol", "mallory") if not signin else static
+        tokens = ", ".join(f'{{ token = "{STATIC_TOKEN.format(p)}", principal = "{p}" }}' for p in people)
+        http = f"\n[http]\ntokens = [{tokens}]\n{http}" if people or http else ""
         policy = ROOT / "tests/fixtures/policy"
         config = dir / "airlock.toml"
         config.write_text(
@@ -136,13 +182,7 @@ entities = "{policy / 'bank.entities.json'}"
 [audit]
 file = "audit.jsonl"
 record_arguments = true
-
-[http.jwt]
-issuer = "{issuer}"
-audience = "{base}/mcp"
-jwks_url = "{issuer}/jwks"
-algorithms = ["RS256"]
-
+{http}{jwt_section}
 [approvals]
 mode = "page"
 client_id = "{CLIENT_ID}"
@@ -158,7 +198,7 @@ client_id = "{CLIENT_ID}"
         while httpx2.get(f"{base}/readyz").status_code != 200:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        yield Bank(dir=dir, key=key, issuer=issuer, base=base, processes=processes)
+        yield Bank(dir=dir, key=key, issuer=issuer, base=base, page=page, static=static, processes=processes)
     finally:
         for process in processes:
             process.terminate()
@@ -182,7 +222,10 @@ async def session(bank: Bank, principal: str, **client_args: Any) -> AsyncIterat
 
 
 class Browser:
-    """One person's browser: a headless Chromium with a profile of its own."""
+    """One person's browser: a headless Chromium with a profile of its own,
+    and their passkey device: WebDriver's virtual authenticator (CTAP2, a
+    platform authenticator with resident keys that verifies its user, as a
+    phone or laptop with a fingerprint reader does)."""
 
     def __init__(self) -> None:
         options = webdriver.ChromeOptions()
@@ -201,6 +244,26 @@ class Browser:
         options.binary_location = str(CHROMIUM)
         self.driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)))
         self.driver.set_page_load_timeout(PAGE_TIMEOUT)
+        self.driver.add_virtual_authenticator(
+            VirtualAuthenticatorOptions(
+                protocol=Protocol.CTAP2,
+                transport=Transport.INTERNAL,
+                has_resident_key=True,
+                has_user_verification=True,
+                is_user_verified=True,
+                is_user_consenting=True,
+            )
+        )
+
+    def passkeys(self) -> list[str]:
+        """The credential ids (base64url) on this browser's device."""
+        return [c.id.rstrip("=") for c in self.driver.get_credentials()]
+
+    def enrol(self, link: str) -> str:
+        """Open an enrolment link and add a passkey: the page says so."""
+        self.driver.get(link)
+        self.wait_for(By.ID, "enrol").click()
+        return self.text("notice")
 
     def quit(self) -> None:
         self.driver.quit()

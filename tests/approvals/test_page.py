@@ -57,7 +57,7 @@ async def test_another_principal_cannot_approve_and_a_used_link_cannot_be_replay
     bob = browsers()
     bob.open(link, "bob")
     assert "Not yours to answer" in bob.page(), bob.page()
-    assert "you are signed in as bob, but this call acts for alice" in bob.page()
+    assert "you are bob (as your passkey or sign-in shows), but this call acts for alice" in bob.page()
     assert not bob.driver.find_elements(By.ID, "approve"), "no Approve button for bob"
     # Still pending: bob's visit changed nothing.
     assert kind_of(await call(bank, "alice", arguments)) == "approval_required"
@@ -90,6 +90,21 @@ async def test_a_supervisor_approves_what_the_customer_cannot(bank: Bank, browse
     assert not result.is_error, text_of(result)
     record = [r for r in bank.audit() if r.get("approval") and r["arguments"] == arguments][-1]
     assert record["approval"]["by"] == "carol", record
+
+
+async def test_a_sign_in_as_bob_cannot_approve_the_static_token_principal_bobs_call(tmp_path: Path, browsers: Any) -> None:
+    """The provider's `bob` and the static bearer token's `bob` are two
+    principals unless the operator shares them (`shared_principals`): the
+    page's sign-in keeps them apart as the MCP gate keeps access tokens."""
+    with bank_server(tmp_path, static=("bob",)) as bank:
+        arguments = {"to": "acc-alice", "amount": 24000}
+        link = await pending_link(bank, "bob", arguments)
+        browser = browsers()
+        browser.open(link, "bob")
+        page = browser.page()
+        assert "Sign-in failed" in page and "a principal of a static bearer token" in page, page
+        assert not browser.driver.find_elements(By.ID, "approve")
+        assert kind_of(await call(bank, "bob", arguments)) == "approval_required"
 
 
 @pytest.fixture

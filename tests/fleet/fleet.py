@@ -66,6 +66,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The person's passkey in `approvals_on_another_replicas_page`.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "approvals"))
+from softkey import SoftKey, answer_form, enrol_form  # noqa: E402
+
 BIN = Path(os.environ.get("AIRLOCK_BIN", "target/release/airlock")).resolve()
 TOOLS_DIR = Path(os.environ.get("AIRLOCK_TOOLS_DIR", "target/guests")).resolve()
 TEST_GUESTS = Path(os.environ.get("AIRLOCK_TEST_GUESTS", TOOLS_DIR.parent / "test-guests")).resolve()
@@ -856,6 +860,25 @@ def approval_link(result: dict[str, Any] | None) -> str:
     return match.group(0)
 
 
+def enrol_passkey(config: Path, origin: str) -> SoftKey:
+    """PRINCIPAL's passkey, enrolled through the one-time link `airlock
+    approvals enroll` makes with `config`, on the page at `origin`."""
+    out = subprocess.run(
+        [str(BIN), "--config", str(config), "approvals", "enroll", PRINCIPAL, "--url", origin],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    match = re.search(r"http://\S+/approvals/enroll/\S+", out.stdout)
+    assert match, out.stdout
+    link = match.group(0)
+    status, page = page_request(link)
+    assert status == 200, (status, page)
+    key, form = enrol_form(page, origin)
+    status, added = page_request(link, form, origin)
+    assert status == 200 and "Passkey added" in added, (status, added)
+    return key
+
+
 async def approvals_on_another_replicas_page(services: Services) -> None:
     """`[approvals] mode = "page"` on two replicas: a write held on A (a
     2026-07-28 client without URL-mode elicitation gets the link in an
@@ -863,34 +886,40 @@ async def approvals_on_another_replicas_page(services: Services) -> None:
     the approvals live in the fleet's Redis and links are signed with a key
     both derive from the state key; the same call made again on A runs
     once. The link is answered once and runs one call, on either replica,
-    and a third identical call asks again. Without `[http.jwt]` the link
-    alone is the person, from loopback."""
+    and a third identical call asks again. Without `[http.jwt]` the person
+    answers with a passkey (a software one, tests/approvals/softkey.py)."""
     a, b = list(services.ports)[:2]
     for name in (a, b):
         services.restart_replica(name, PAGE_CONFIG)
+    # A page on loopback is served as localhost: a passkey's relying party
+    # is a domain, never an address.
+    origin_a = f"http://localhost:{services.ports[a]}"
+    origin_b = f"http://localhost:{services.ports[b]}"
+    # The person's passkey, enrolled on A through the operator's one-time
+    # link: kept in the fleet's Redis, so B's page knows it too.
+    key = enrol_passkey(services.root / a / PAGE_CONFIG, origin_a)
     arguments = {"path": "/ledger/page.txt", "content": "approved on another replica's page\n", "mode": "append"}
     ledger = services.root / "ledger" / "page.txt"
     on_a = Conn(services.ports[a])
     held = result_of(await modern_call(on_a, "write_file", arguments))
     link = approval_link(held)
-    assert link.startswith(f"http://127.0.0.1:{services.ports[a]}/approvals/"), link
+    assert link.startswith(f"{origin_a}/approvals/"), link
     assert not ledger.exists(), "a held call ran"
     approval_id = urllib.parse.urlsplit(link).path.rsplit("/", 1)[-1]
 
-    # The person opens the link on B's origin and approves there.
-    origin_b = f"http://127.0.0.1:{services.ports[b]}"
+    # The person opens the link on B's origin and approves there with
+    # their passkey.
     on_b = re.sub(r"^http://[^/]+", origin_b, link)
     status, page = page_request(on_b)
     assert status == 200, (status, page)
-    fields = dict(re.findall(r'name="(sig|csrf)" value="([^"]*)"', page))
-    assert set(fields) == {"sig", "csrf"}, page
+    approve = answer_form(page, "approve", key, origin_b)
     form_b = on_b.split("?", 1)[0]
-    status, answered = page_request(form_b, {**fields, "decision": "approve"}, origin_b)
+    status, answered = page_request(form_b, approve, origin_b)
     assert status == 200 and "You approved this call" in answered, (status, answered)
-    # Answered once: A's page refuses a second answer to the same approval.
-    origin_a = f"http://127.0.0.1:{services.ports[a]}"
+    # Answered once: A's page refuses a second answer to the same approval,
+    # even one the passkey made for it.
     form_a = link.split("?", 1)[0]
-    status, again = page_request(form_a, {**fields, "decision": "decline"}, origin_a)
+    status, again = page_request(form_a, answer_form(page, "decline", key, origin_a), origin_a)
     assert status == 409 and "Already approved" in again, (status, again)
 
     # The same call made again on A runs, once.
@@ -900,7 +929,7 @@ async def approvals_on_another_replicas_page(services: Services) -> None:
     # The link is spent: a second approval of it is refused on either
     # replica, and the next identical call asks again (a new approval).
     for form, origin in ((form_a, origin_a), (form_b, origin_b)):
-        status, replayed = page_request(form, {**fields, "decision": "approve"}, origin)
+        status, replayed = page_request(form, answer_form(page, "approve", key, origin), origin)
         assert status == 409 and "cannot be used again" in replayed, (status, replayed)
     third = approval_link(result_of(await modern_call(on_a, "write_file", arguments)))
     assert third != link, "a used approval was offered again"

@@ -7,6 +7,7 @@
 
 mod audit_shipping;
 mod approvals;
+mod approvals_per_call;
 mod cards;
 mod cgroup;
 mod chart;
@@ -34,6 +35,7 @@ mod reload;
 mod revisions;
 mod sandbox;
 mod service;
+mod softkey;
 mod sessions;
 mod shared_audit;
 mod startup;

@@ -369,7 +369,7 @@ fn a_confirmation_asked_about_a_tool_that_changed_since_is_refused() {
 
 #[test]
 fn an_approval_waiting_on_the_page_for_a_tool_that_changed_since_cannot_be_given() {
-    use crate::service::{Mcp, kind, request, wait_ready};
+    use crate::service::{Mcp, fetch, kind, wait_ready};
     const TOKEN: &str = "revisions-test-alice-token-0123456789";
     let dir = temp_dir();
     let component = dir.path().join("create_transfer.wasm");
@@ -386,13 +386,15 @@ fn an_approval_waiting_on_the_page_for_a_tool_that_changed_since_cannot_be_given
     let transfer = json!({"to": "acc-bob", "amount": 20_000});
     let link_of = |result: &Value| {
         let text = result["content"][0]["text"].as_str().unwrap_or_default().to_owned();
-        let start = text.find("/approvals/").unwrap_or_else(|| panic!("no link in {result}"));
+        let start = text.find("http://").unwrap_or_else(|| panic!("no link in {result}"));
         text[start..].split_whitespace().next().unwrap_or_default().to_owned()
     };
     let asked = alice.call(1, "create_transfer", transfer.clone(), &[]);
     assert_eq!(kind(&asked), "approval_required", "{asked}");
     let path = link_of(&asked);
-    assert_eq!(request(&addr, "GET", &path, &[], "").status, 200);
+    // Nobody has a passkey here: the page says what is needed.
+    let first = fetch(&path, "GET", &[], "");
+    assert!(first.body.contains("A passkey is needed"), "{}", first.body);
     let list = |id: u64| {
         let reply = alice.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}), &[]);
         revision_in(reply.message()["result"]["tools"].as_array().unwrap(), "create_transfer")
@@ -408,7 +410,7 @@ fn an_approval_waiting_on_the_page_for_a_tool_that_changed_since_cannot_be_given
         std::thread::sleep(Duration::from_millis(100));
     }
     // The page refuses what was asked about the old tool, and says why.
-    let page = request(&addr, "GET", &path, &[], "");
+    let page = fetch(&path, "GET", &[], "");
     assert_eq!(page.status, 409, "{}", page.body);
     assert!(page.body.contains("The tool changed"), "{}", page.body);
     // The same call made again asks anew, about the tool as it is now.

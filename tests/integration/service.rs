@@ -27,6 +27,23 @@ pub(crate) fn binary() -> PathBuf {
     std::env::var_os("AIRLOCK_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_airlock")), PathBuf::from)
 }
 
+/// `exe` (airlock, or what runs it) in `cwd` as a client runs a server:
+/// stdin, stdout and stderr piped, the tests' compile cache, and no config,
+/// log format or filter from the environment.
+pub(crate) fn piped(exe: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .current_dir(cwd)
+        .env("AIRLOCK_CACHE_DIR", cache_dir())
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("AIRLOCK_LOG_FORMAT")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
 /// A running `airlock serve`, killed when dropped; its stderr collected.
 pub(crate) struct Served {
     pub(crate) child: Child,
@@ -61,21 +78,8 @@ impl Served {
         let path = dir.path().join("airlock.toml");
         std::fs::write(&path, config).expect("config");
         let (exe, before) = program.split_first().expect("a program");
-        let mut child = Command::new(exe)
-            .args(before)
-            .arg("--config")
-            .arg(&path)
-            .args(args)
-            .current_dir(dir.path())
-            .env("AIRLOCK_CACHE_DIR", cache_dir())
-            .env_remove("AIRLOCK_CONFIG")
-            .env_remove("AIRLOCK_LOG_FORMAT")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("airlock runs");
+        let mut child =
+            piped(exe, dir.path()).args(before).arg("--config").arg(&path).args(args).spawn().expect("airlock runs");
         let stderr = Arc::new(Mutex::new(String::new()));
         let pipe = child.stderr.take().expect("stderr");
         let collected = stderr.clone();
@@ -105,6 +109,11 @@ impl Served {
             assert!(Instant::now() < deadline, "the server did not announce {what:?}: {text}");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// The config file it runs with.
+    pub(crate) fn config(&self) -> PathBuf {
+        self._dir.path().join("airlock.toml")
     }
 
     /// Wait for the process to exit; its exit code.
@@ -156,7 +165,21 @@ pub(crate) fn wait_ready(addr: &str) {
 
 /// One request over a connection of its own (`Connection: close`).
 pub(crate) fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    send(addr, addr, method, path, headers, body)
+}
+
+/// A request to `url` (`http://HOST:PORT/PATH`) as a browser sends it:
+/// `Host` is the URL's (`localhost` is reached at 127.0.0.1).
+pub(crate) fn fetch(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
+    let addr = authority.replace("localhost:", "127.0.0.1:");
+    send(&addr, authority, method, path, headers, body)
+}
+
+/// `request` to `addr`, naming `host` as the `Host`.
+fn send(addr: &str, host: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

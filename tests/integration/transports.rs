@@ -14,13 +14,14 @@
 //! set small in the server's `[http]` section, which proves the keys are
 //! wired and keeps the tests cheap.
 
-use crate::support::{cache_dir, temp_dir, tool};
+use crate::service::piped;
+use crate::support::{temp_dir, tool};
 use airlock::mcp::{MAX_MESSAGE_DEPTH, MAX_STDIO_MESSAGE_BYTES};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -66,17 +67,7 @@ impl Server {
             tool("echo").display().to_string()
         );
         std::fs::write(dir.path().join("airlock.toml"), config).expect("config");
-        let child = Command::new(binary())
-            .args(args)
-            .current_dir(dir.path())
-            .env("AIRLOCK_CACHE_DIR", cache_dir())
-            .env_remove("AIRLOCK_CONFIG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("airlock runs");
+        let child = piped(binary(), dir.path()).args(args).spawn().expect("airlock runs");
         Server { child, _dir: dir, stderr: Arc::default() }
     }
 

@@ -12,71 +12,68 @@ the link and answers on the page. A client without it, and one that
 declares it but cannot open a link (Claude Code in `-p` answers `cancel`),
 gets an error result with the link, once (never the same input request
 again), and the same call made again after the approval runs once.
-Without `[http.jwt]` the link alone identifies the person, on loopback (the
-sign-in in a real browser is tested in tests/approvals)."""
+Without `[http.jwt]` only a passkey answers (here a software one, enrolled
+through the operator's one-time link; the browser's is tested in
+tests/approvals, with the sign-in): a client that fetches the page and
+posts everything its form holds approves nothing."""
 
 from __future__ import annotations
 
-import html
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
-import httpx2
+import anyio
 import pytest
 from mcp import types
 
 from conftest import BIN, CALL_TIMEOUT, Setup, connect, server_env, write_config
+from passkeys import answer_on_page as answer_in_thread, fetch, key_of, origin_of, post_form
 from rawclient import RawStdio, modern_meta
 
 from test_mcp import anyio_backend, both, generations, kind_of, text_of  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.anyio
 
-PAGE = '\n[approvals]\nmode = "page"\nlisten = "127.0.0.1:0"\n'
 TRANSFER = {"to": "acc-bob", "amount": 20000}
 CARD = 'confirm = "Transfer {amount} to {to}"\n'
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def page_setup(tmp_path: Path, transport: str) -> Setup:
     # Over HTTP the page is served on the MCP origin; a stdio server gets
     # an address of its own.
-    approvals = PAGE if transport == "stdio" else PAGE.replace('listen = "127.0.0.1:0"\n', "")
+    approvals = '\n[approvals]\nmode = "page"\n'
+    if transport == "stdio":
+        approvals += f'listen = "127.0.0.1:{free_port()}"\n'
     return write_config(tmp_path, audit=True, transfer_keys=CARD + approvals)
 
 
-async def answer_on_page(link: str, decision: str) -> str:
+async def answer_on_page(setup: Setup, link: str, decision: str) -> str:
     """What a person does at the page: open the link, read the card, press
-    Approve or Decline. Returns the card shown."""
-    origin = re.match(r"https?://[^/]+", link)
-    assert origin, link
-    async with httpx2.AsyncClient(timeout=CALL_TIMEOUT) as http:
-        page = await http.get(link)
-        assert page.status_code == 200, page.text
-        card = html.unescape(re.search(r'id="card">(.*?)</pre>', page.text, re.S).group(1))
-        fields = dict(re.findall(r'name="(sig|csrf)" value="([^"]*)"', page.text))
-        answered = await http.post(
-            link.split("?", 1)[0],
-            data={**fields, "decision": decision},
-            headers={"Origin": origin.group(0)},
-        )
-        assert answered.status_code == 200, answered.text
-    return card
+    Approve or Decline, and let their passkey answer. Returns the card."""
+    return await anyio.to_thread.run_sync(answer_in_thread, setup, link, decision)
 
 
 class Person:
     """The client's elicitation callback, as a person who opens the link it
     is shown and answers on the page."""
 
-    def __init__(self, decision: str) -> None:
-        self.decision = decision
+    def __init__(self, setup: Setup, decision: str) -> None:
+        self.setup, self.decision = setup, decision
         self.links: list[str] = []
         self.cards: list[str] = []
 
     async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert params.mode == "url", params
         self.links.append(params.url)
-        self.cards.append(await answer_on_page(params.url, self.decision))
+        self.cards.append(await answer_on_page(self.setup, params.url, self.decision))
         return types.ElicitResult(action="accept")
 
 
@@ -108,11 +105,13 @@ def link_in(text: str) -> str:
 @generations
 async def test_a_url_mode_client_sends_the_person_to_the_page_and_the_call_runs(transport: str, mode: str, tmp_path: Path) -> None:
     setup = page_setup(tmp_path, transport)
-    person = Person("approve")
+    person = Person(setup, "approve")
     async with connect(transport, mode, setup, principal="alice", elicitation_callback=person) as client:
         result = await client.call_tool("create_transfer", TRANSFER)
     assert not result.is_error, text_of(result)
     assert result.structured_content == {**TRANSFER, "status": "done"}
+    ran = [r for r in setup.audit() if r.get("approval")]
+    assert ran and ran[-1]["approval"]["by"] == "alice" and ran[-1]["approval"]["proof"] == "passkey", ran
     assert len(person.links) == 1 and "/approvals/" in person.links[0], person.links
     assert person.cards == ["Transfer 20000 to acc-bob"], person.cards
     outcomes = [(r["decision"], r["outcome"]) for r in setup.audit() if r["outcome"] != "started"]
@@ -123,7 +122,7 @@ async def test_a_url_mode_client_sends_the_person_to_the_page_and_the_call_runs(
 @generations
 async def test_declined_on_the_page_never_runs(transport: str, mode: str, tmp_path: Path) -> None:
     setup = page_setup(tmp_path, transport)
-    person = Person("decline")
+    person = Person(setup, "decline")
     async with connect(transport, mode, setup, principal="alice", elicitation_callback=person) as client:
         result = await client.call_tool("create_transfer", TRANSFER)
     assert result.is_error and kind_of(result) == "declined", text_of(result)
@@ -140,7 +139,7 @@ async def test_a_client_without_url_mode_relays_the_link_and_calls_again(transpo
         link = link_in(text_of(first))
         assert text_of(first).endswith(AFTER_APPROVAL), text_of(first)
         assert "the approval of the user" in text_of(first), text_of(first)
-        assert await answer_on_page(link, "approve") == "Transfer 20000 to acc-bob"
+        assert await answer_on_page(setup, link, "approve") == "Transfer 20000 to acc-bob"
         ran = await client.call_tool("create_transfer", TRANSFER)
         assert not ran.is_error, text_of(ran)
         once = await client.call_tool("create_transfer", TRANSFER)
@@ -150,7 +149,7 @@ async def test_a_client_without_url_mode_relays_the_link_and_calls_again(transpo
 
 async def test_a_legacy_client_hears_the_url_elicitation_is_complete(tmp_path: Path) -> None:
     setup = page_setup(tmp_path, "http")
-    person = Person("approve")
+    person = Person(setup, "approve")
     notes: list[Any] = []
 
     async def on_message(message: Any) -> None:
@@ -161,6 +160,29 @@ async def test_a_legacy_client_hears_the_url_elicitation_is_complete(tmp_path: P
     assert not result.is_error, text_of(result)
     seen = [getattr(getattr(n, "root", n), "method", None) for n in notes]
     assert "notifications/elicitation/complete" in seen, notes
+
+
+@both
+async def test_a_client_that_posts_everything_the_form_holds_approves_nothing(transport: str, tmp_path: Path) -> None:
+    """What the MCP client holds, the link, the page and its form (the
+    passkey challenge included), is not a person: without the passkey's
+    assertion the post is refused, audited, and the call still waits."""
+    setup = page_setup(tmp_path, transport)
+    async with connect(transport, "legacy", setup, principal="alice") as client:
+        first = await client.call_tool("create_transfer", TRANSFER)
+        link = link_in(text_of(first))
+        # Someone has a passkey, so the page offers its challenges.
+        await anyio.to_thread.run_sync(key_of, setup, origin_of(link), "alice")
+        status, page = await anyio.to_thread.run_sync(fetch, link)
+        assert status == 200 and 'data-get="' in page, page
+        for decision in ("approve", "decline"):
+            status, said = await anyio.to_thread.run_sync(post_form, link, page, decision, None)
+            assert status == 403 and "no passkey answered" in said, said
+        again = await client.call_tool("create_transfer", TRANSFER)
+        assert kind_of(again) == "approval_required", text_of(again)
+    refused = [r for r in setup.audit() if r.get("event") == "approval_refused"]
+    assert len(refused) == 2 and all("no passkey answered" in r["reason"] for r in refused), refused
+    assert not any("sig=" in (r.get("message") or "") for r in setup.audit()), "a working link in the audit log"
 
 
 @both
@@ -178,7 +200,7 @@ async def test_a_url_mode_client_that_cannot_open_the_link_gets_it_in_the_result
         assert "Show the user this link" in text_of(first) and text_of(first).endswith(AFTER_APPROVAL), text_of(first)
         if mode == "legacy":
             assert client_side.asked[0].elicitation_id, client_side.asked[0]
-        await answer_on_page(link, "approve")
+        await answer_on_page(setup, link, "approve")
         ran = await client.call_tool("create_transfer", TRANSFER)
         assert not ran.is_error, text_of(ran)
         assert len(client_side.asked) == 1, "an approved call asks nobody"

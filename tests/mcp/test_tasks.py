@@ -16,11 +16,8 @@ keep today's behaviour.
 
 from __future__ import annotations
 
-import html
-import http.cookiejar
 import itertools
 import json
-import re
 import subprocess
 import time
 import urllib.error
@@ -32,6 +29,7 @@ from typing import Any
 import pytest
 
 from conftest import BIN, OTHER_TOKEN, TEST_GUESTS, TOKEN, HttpServer, Setup, http_server, server_env, write_config
+from passkeys import answer_on_page
 from rawclient import MODERN, RawStdio, modern_meta
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -322,21 +320,6 @@ def test_an_older_client_sees_what_it_saw_before(tasks_setup: Setup) -> None:
         assert plain["structuredContent"] == {"seconds": 0, "label": None}, plain
 
 
-def answer_on_page(link: str, decision: str) -> None:
-    """What the person does: open the link, press Approve or Decline."""
-    browser = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-    with browser.open(link, timeout=DEADLINE_S) as page:
-        text = page.read().decode()
-    fields = {name: html.unescape(value) for name, value in re.findall(r'name="(sig|csrf)" value="([^"]*)"', text)}
-    assert set(fields) == {"sig", "csrf"}, text
-    origin = re.match(r"https?://[^/]+", link)
-    assert origin, link
-    form = urllib.parse.urlencode({**fields, "decision": decision}).encode()
-    request = urllib.request.Request(link.split("?", 1)[0], data=form, headers={"Origin": origin.group(0)})
-    with browser.open(request, timeout=DEADLINE_S) as answered:
-        assert answered.status == 200
-
-
 def test_a_task_waits_for_the_person_on_the_approval_page(tmp_path: Path) -> None:
     setup = write_config(tmp_path, tokens=True, audit=True)
     setup.config.write_text(setup.config.read_text() + TOOLS + '\n[approvals]\nmode = "page"\n')
@@ -355,7 +338,7 @@ def test_a_task_waits_for_the_person_on_the_approval_page(tmp_path: Path) -> Non
         assert sent["result"] == {"resultType": "complete"}, sent
         waiting = until(server, task_id, lambda t: t["status"] == "working", capabilities=with_urls)
         assert "approval page" in waiting.get("statusMessage", ""), waiting
-        answer_on_page(link, "approve")
+        answer_on_page(setup, link, "approve")
         done = until(server, task_id, ended, capabilities=with_urls)
         assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "deleted page.txt", done
         ran = [r for r in audited(setup, task_id, "ok") if r["outcome"] == "ok"]

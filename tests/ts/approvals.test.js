@@ -13,10 +13,12 @@
 // form mode only), and one that declines or cancels the link (Claude Code
 // in `-p` cannot open one and cancels), gets an `approval_required` result
 // with the link, once, and the same call made again after the approval
-// runs once. Without `[http.jwt]` the link alone identifies the person, on
-// loopback.
+// runs once. Without `[http.jwt]` only a passkey answers: the person's is a
+// software one (softkey.js), enrolled through the operator's one-time link.
 
 import assert from 'node:assert/strict';
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { ElicitationCompleteNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -31,6 +33,8 @@ const PAGE_LISTEN = `${PAGE}listen = "127.0.0.1:0"\n`;
 for (const transport of ['stdio', 'http']) {
   describe(`approvals on the page, TypeScript SDK over ${transport}`, () => {
     const setup = writeConfig({ extra: transport === 'stdio' ? PAGE_LISTEN : PAGE });
+    // The people's passkeys are kept with the approvals, in this test's own directory.
+    appendFileSync(setup.config, `state_dir = ${JSON.stringify(path.join(setup.dir, 'state'))}\n`);
     let server;
     const open = [];
 
@@ -61,7 +65,7 @@ for (const transport of ['stdio', 'http']) {
         elicitation: { url: {} },
         elicit: async (request) => {
           assert.equal(request.params.mode, 'url', JSON.stringify(request.params));
-          cards.push(await answerOnPage(request.params.url, decision));
+          cards.push(await answerOnPage(setup, request.params.url, decision));
           return { action: 'accept' };
         },
       });
@@ -79,7 +83,8 @@ for (const transport of ['stdio', 'http']) {
       if (transport === 'http') assert.equal(c.transport.protocolVersion, '2025-11-25');
       assert.equal(asked.length, 1, JSON.stringify(asked));
       const [{ url, elicitationId, message }] = asked;
-      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/approvals\/[^?]+\?sig=/);
+      // A page on loopback is served as localhost: a passkey's relying party is a domain.
+      assert.match(url, /^http:\/\/localhost:\d+\/approvals\/[^?]+\?sig=/);
       // The approval's id, then the elicitation's own.
       assert.match(elicitationId, /^[0-9a-f]{32}\.[0-9a-f]{32}$/, JSON.stringify(asked[0]));
       assert.ok(url.includes(`/approvals/${elicitationId.split('.')[0]}?`), JSON.stringify(asked[0]));
@@ -117,7 +122,7 @@ for (const transport of ['stdio', 'http']) {
         const link = linkIn(first);
         assert.equal(link, asked[0].url, 'the link the client was asked to open');
         assert.match(textOf(first), /Show the user this link/);
-        await answerOnPage(link, 'approve');
+        await answerOnPage(setup, link, 'approve');
         const ran = await c.callTool({ name: 'create_transfer', arguments: transfer });
         assert.equal(ran.isError, false, textOf(ran));
         assert.equal(asked.length, 1, 'an approved call does not ask again');
@@ -141,7 +146,7 @@ for (const transport of ['stdio', 'http']) {
         assert.doesNotMatch(textOf(first), /approval of local/);
         assert.equal(first.structuredContent, undefined);
         const link = linkIn(first);
-        const card = await answerOnPage(link, 'approve');
+        const card = await answerOnPage(setup, link, 'approve');
         assert.match(card, new RegExp(String(amount)));
         const ran = await c.callTool({ name: 'create_transfer', arguments: transfer });
         assert.equal(ran.isError, false, textOf(ran));

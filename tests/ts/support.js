@@ -24,6 +24,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
+import { answerForm, enrolForm, unescapeHtml } from './softkey.js';
+
 // For suites that share this support (tests/agents) and need the SDK client.
 export { Client, StdioClientTransport };
 
@@ -299,43 +301,59 @@ export function kindOf(result) {
 
 // -- the person at the approval page ------------------------------------------
 
-/** `text` with the five entities the page escapes turned back. */
-function unescapeHtml(text) {
-  return text
-    .replaceAll('&lt;', '<')
-    .replaceAll('&gt;', '>')
-    .replaceAll('&quot;', '"')
-    .replaceAll('&#39;', "'")
-    .replaceAll('&#x27;', "'")
-    .replaceAll('&amp;', '&');
+// One passkey per (config, principal): enrolled the first time it is needed,
+// through the operator's one-time link (`airlock approvals enroll`).
+const KEYS = new Map();
+
+async function fetchText(url, { form, origin } = {}) {
+  const init = { signal: AbortSignal.timeout(CALL_TIMEOUT), redirect: 'manual' };
+  if (form) {
+    init.method = 'POST';
+    init.headers = { Origin: origin, 'Content-Type': 'application/x-www-form-urlencoded' };
+    init.body = new URLSearchParams(form);
+  }
+  const response = await fetch(url, init);
+  return { status: response.status, text: await response.text() };
+}
+
+/** `principal`'s passkey for `setup`'s server at `origin`, enrolled the first time. */
+async function keyOf(setup, origin, principal) {
+  const known = KEYS.get(`${setup.config}\0${principal}`);
+  if (known) return known;
+  const out = execFileSync(BIN, ['--config', setup.config, 'approvals', 'enroll', principal, '--url', origin], {
+    env: serverEnv(),
+    encoding: 'utf8',
+    timeout: CALL_TIMEOUT,
+  });
+  const link = /http:\/\/\S+\/approvals\/enroll\/\S+/.exec(out)?.[0];
+  assert.ok(link, out);
+  const page = await fetchText(link);
+  assert.equal(page.status, 200, page.text);
+  const { key, form } = enrolForm(page.text, origin);
+  const added = await fetchText(link, { form, origin });
+  assert.equal(added.status, 200, added.text);
+  assert.match(added.text, /Passkey added/);
+  KEYS.set(`${setup.config}\0${principal}`, key);
+  return key;
 }
 
 /**
  * What a person does at the page: open the link, read the card, press
- * Approve or Decline (a form POST from the page's origin, with the link's
- * signature and the form token the page gave). Returns the card shown.
+ * Approve or Decline, and let their passkey answer (a software one, see
+ * softkey.js; `principal`'s first is enrolled through the operator's
+ * one-time link). Returns the card shown. The tests' calls act for `local`
+ * (stdio, and HTTP without a token).
  */
-export async function answerOnPage(link, decision) {
+export async function answerOnPage(setup, link, decision, principal = 'local') {
   const { origin } = new URL(link);
-  const page = await fetch(link, { signal: AbortSignal.timeout(CALL_TIMEOUT) });
-  const html = await page.text();
-  assert.equal(page.status, 200, html);
-  const card = /id="card">(.*?)<\/pre>/s.exec(html);
-  assert.ok(card, html);
-  const fields = Object.fromEntries(
-    [...html.matchAll(/name="(sig|csrf)" value="([^"]*)"/g)].map(([, name, value]) => [name, unescapeHtml(value)]),
-  );
-  assert.deepEqual(Object.keys(fields).sort(), ['csrf', 'sig'], html);
-  const answered = await fetch(link.split('?')[0], {
-    method: 'POST',
-    headers: { Origin: origin, 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...fields, decision }),
-    redirect: 'manual',
-    signal: AbortSignal.timeout(CALL_TIMEOUT),
-  });
-  const text = await answered.text();
-  assert.equal(answered.status, 200, text);
-  assert.match(text, decision === 'approve' ? /You approved this call/ : /You declined this call/);
+  const key = await keyOf(setup, origin, principal);
+  const page = await fetchText(link);
+  assert.equal(page.status, 200, page.text);
+  const card = /id="card">(.*?)<\/pre>/s.exec(page.text);
+  assert.ok(card, page.text);
+  const answered = await fetchText(link.split('?')[0], { form: answerForm(page.text, decision, key, origin), origin });
+  assert.equal(answered.status, 200, answered.text);
+  assert.match(answered.text, decision === 'approve' ? /You approved this call/ : /You declined this call/);
   return unescapeHtml(card[1]);
 }
 

@@ -96,7 +96,7 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
         /// Principal for requests without a bearer token (stdio, or HTTP with no tokens configured).
-        #[arg(long, default_value = "local")]
+        #[arg(long, default_value = "local", value_parser = cli::confirm::principal)]
         principal: String,
         /// Reload tools when the config or tool directories change.
         #[arg(long)]
@@ -106,7 +106,7 @@ enum Command {
     Config,
     /// Create a new tool project (rust, python or js) and print the command that builds it.
     New(scaffold::NewArgs),
-    /// Answer, as an approver the operator named, the approvals waiting for you on the server's page.
+    /// Passkeys that answer approvals (enroll, list, revoke), and the approvals waiting for a named approver.
     Approvals(approvals::ApprovalsArgs),
     /// Audit log tools.
     Audit {
@@ -122,6 +122,14 @@ enum Command {
     /// Print the manual page, in roff (used by `make install`).
     #[command(hide = true)]
     Man,
+    /// Serve only the approval page a stdio server handed over as it ended
+    /// with approvals waiting (started by that server; see `airlock-mcp`).
+    #[command(name = airlock::mcp::PAGE_SUBCOMMAND, hide = true)]
+    Page {
+        /// Standard output is the page's lease.
+        #[arg(long)]
+        lease: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -216,11 +224,20 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Inspect { file } => return distribution::inspect(&config, file).await,
         _ => {}
     }
+    // The page after a stdio server keeps no audit log (the next server
+    // holds it), serves no metrics and exports no spans; its state is the
+    // server's, wherever that was by default.
+    if matches!(cli.command, Command::Page { .. }) {
+        config.approvals.state_dir = config.state_dir();
+        config.audit = None;
+        config.metrics.listen = None;
+        config.traces = None;
+    }
     // `serve` answers clients at once and loads its tools in the
     // background; the one-shot commands load every tool before they act,
     // with progress on a terminal.
     let builder = match cli.command {
-        Command::Serve { .. } => Host::builder().config(config).load_in_background(true),
+        Command::Serve { .. } | Command::Page { .. } => Host::builder().config(config).load_in_background(true),
         _ => Host::builder().config(config).progress(Box::new(TerminalProgress::new())),
     };
     let host = match builder.build().await {
@@ -261,6 +278,10 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(err) => usage_error(format!("{err:#}")),
             }
         }
+        Command::Page { lease } => match airlock::mcp::serve_handed_page(host, lease).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => usage_error(format!("{err:#}")),
+        },
         Command::Audit { .. }
         | Command::Approvals(_)
         | Command::Inspect { .. }

@@ -7,8 +7,9 @@
 //! the principal, the tool and its revision, the digest of the arguments
 //! and the call id, with the operator's card rendered from them, for
 //! `[approvals] link_ttl_secs`. Its link (`link.rs`) is signed over all of
-//! that. The person opens the link, signs in, reads the card and answers
-//! once ([`Approvals::answer`], checked by [`may_answer`]); the first call
+//! that. The person opens the link, reads the card and answers once,
+//! proving they are there with a passkey (`passkey.rs`) or by signing in
+//! ([`Approvals::answer`], checked by [`may_answer`]); the first call
 //! of the same principal, tool revision and arguments then runs under it,
 //! once ([`Approvals::take`]), whether it is the call that waited or one
 //! made again after the answer. A call that finds the approval still
@@ -20,15 +21,20 @@
 //!
 //! # Trust
 //!
-//! Trusted: the operator's settings and the host's link key. Not trusted:
-//! the link a request presents (its MAC is checked against the approval as
-//! stored, in constant time), who a person says they are (the page signs
-//! them in with the issuer of `[http.jwt]`; an MCP client's bearer token is
-//! never enough, since the client holds it), and the MCP client itself
-//! (it may show the link or not, but it cannot answer).
+//! Trusted: the operator's settings, the host's link key and the passkeys
+//! kept. Not trusted: the link a request presents (its MAC is checked
+//! against the approval as stored, in constant time), who a person says
+//! they are (a passkey's assertion proves it, or the issuer of
+//! `[http.jwt]` signs them in; the link, a cookie, a form token or an MCP
+//! client's bearer token is never enough, since the client holds them),
+//! and the MCP client itself (it may show the link or not, but it cannot
+//! answer).
 
 pub mod link;
+pub mod passkey;
+pub mod page_lease;
 mod settings;
+pub mod state_file;
 pub mod store;
 pub mod webhook;
 
@@ -40,9 +46,10 @@ pub use airlock_policy::confirm::Approver;
 use link::LinkKey;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use std::sync::RwLock;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use store::{Caps, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
+use store::{Caps, FileStore, Full, Local, NotAnswered, NotUsed, Opened, Shared, Unavailable};
 use tokio_util::sync::CancellationToken;
 
 /// The path under which the page is served, on the MCP origin or on
@@ -51,33 +58,40 @@ pub const PAGE_PATH: &str = "/approvals";
 /// Pending approvals listed at most by [`Approvals::pending`].
 pub const MAX_LISTED: usize = 100;
 
-/// How an answer was given.
+/// How a person proved they were at the page when they answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum How {
-    /// On Airlock's approval page, signed in.
-    Page,
-    /// In a terminal (`airlock approvals approve`), as a named approver.
-    Terminal,
+pub enum Proof {
+    /// A passkey with user verification.
+    Passkey,
+    /// Sign-in at the issuer of `[http.jwt]`.
+    SignIn,
+    /// Both (`[approvals] require_passkey` with `[http.jwt]`).
+    SignInAndPasskey,
 }
 
-impl How {
+impl Proof {
     /// As written in audit records.
     pub fn as_str(self) -> &'static str {
         match self {
-            How::Page => "page",
-            How::Terminal => "terminal",
+            Proof::Passkey => "passkey",
+            Proof::SignIn => "sign-in",
+            Proof::SignInAndPasskey => "sign-in and passkey",
         }
     }
 }
 
-/// A person's answer to an approval.
+/// A person's answer to an approval, given on Airlock's page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
-    /// Who answered (their principal, as signed in).
+    /// Who answered: the principal who proved they were there (the
+    /// passkey's, or the signed-in one), never the link's.
     pub by: String,
-    /// Where.
-    pub how: How,
+    /// How they proved it.
+    pub proof: Proof,
+    /// The passkey that proved it (its credential id), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
     /// When, in Unix milliseconds.
     pub at_ms: u64,
     /// Approved (`true`) or declined.
@@ -160,7 +174,8 @@ impl NotYours {
     pub fn explain(&self, approval: &Approval) -> String {
         match self {
             NotYours::OtherPrincipal { person } => format!(
-                "you are signed in as {person}, but this call acts for {}: only they can approve it",
+                "you are {person} (as your passkey or sign-in shows), but this call acts for {}: only they can \
+                 approve it",
                 approval.principal
             ),
             NotYours::FourEyes => format!(
@@ -168,7 +183,7 @@ impl NotYours {
                 approval.approver.describe(&approval.principal)
             ),
             NotYours::NotApprover { person } => format!(
-                "you are signed in as {person}; this call needs the approval of {}",
+                "you are {person} (as your passkey or sign-in shows); this call needs the approval of {}",
                 approval.approver.describe(&approval.principal)
             ),
         }
@@ -192,17 +207,36 @@ pub fn may_answer(approval: &Approval, person: &str, is_member: impl Fn(&str, &s
     }
 }
 
+/// Of the principals `people` (those with passkeys), the ones who may
+/// answer `approval`, as [`may_answer`] says.
+pub fn eligible<'a>(
+    approval: &Approval,
+    people: impl IntoIterator<Item = &'a str>,
+    is_member: impl Fn(&str, &str) -> bool,
+) -> Vec<&'a str> {
+    people.into_iter().filter(|person| may_answer(approval, person, &is_member).is_ok()).collect()
+}
+
 /// Where approvals are kept.
 enum Kept {
     Local(Local),
+    File(Arc<FileStore>),
     Shared(Shared),
 }
 
-/// The host's approvals: kept for the host's life (a reload keeps them;
-/// an approval for a tool revision that is gone can no longer be used).
+/// The host's approvals: kept in its state directory, for every process of
+/// the host and beyond each one's life, or in the fleet's Redis, else for
+/// this process's life (a reload keeps them; an approval for a tool
+/// revision that is gone can no longer be used).
 pub struct Approvals {
     kept: Kept,
+    /// The key of this process alone, or the fleet's.
     key: LinkKey,
+    /// The people's passkeys, kept where the approvals are.
+    passkeys: passkey::store::Passkeys,
+    /// The host's key from the state directory, once a page is served:
+    /// links then check in every process of the host.
+    kept_key: OnceLock<LinkKey>,
     /// Tells named approvers (`[approvals] webhook_url`), fixed at start.
     webhook: Option<webhook::Webhook>,
     /// Where the page is served (`http://127.0.0.1:8080`), once a transport
@@ -234,30 +268,66 @@ pub fn call_key(principal: &str, tool: &str, revision: &str, argument_digest: &s
 
 impl Approvals {
     /// The approvals of a host: in Redis for a fleet (signed with a key
-    /// every replica derives from the fleet's), else in this process.
+    /// every replica derives from the fleet's), else in the state directory
+    /// (`state_dir`, see [`crate::Config::state_dir`]; opened on first use)
+    /// when there is one, else in this process.
     ///
     /// # Errors
     ///
     /// The fleet's Redis URL is not one, or there is no random source.
-    pub fn new(fleet: Option<&FleetSettings>, settings: &ApprovalSettings) -> Result<Self, String> {
+    pub fn new(
+        fleet: Option<&FleetSettings>,
+        settings: &ApprovalSettings,
+        state_dir: Option<PathBuf>,
+    ) -> Result<Self, String> {
         let (kept, key) = match fleet {
             Some(fleet) => (
                 Kept::Shared(Shared::new(&fleet.redis_url, fleet.redis_connect_timeout, fleet.redis_response_timeout)?),
                 LinkKey::from_shared(fleet.state_key.bytes()),
             ),
-            None => (Kept::Local(Local::default()), LinkKey::random()?),
+            None => match &state_dir {
+                Some(dir) => (Kept::File(Arc::new(FileStore::new(Some(dir.clone())))), LinkKey::random()?),
+                None => (Kept::Local(Local::default()), LinkKey::random()?),
+            },
         };
         let webhook = settings.webhook.clone().map(webhook::Webhook::start);
-        Ok(Approvals { kept, key, webhook, base: RwLock::new(None) })
+        let passkeys = passkey::store::Passkeys::open(fleet, state_dir)?;
+        Ok(Approvals { kept, key, kept_key: OnceLock::new(), passkeys, webhook, base: RwLock::new(None) })
     }
 
-    /// The key that signs links and the page's cookies.
+    /// The key that signs links and the page's cookies: the host's (the
+    /// fleet's, or the state directory's once the page is served), else one
+    /// of this process alone.
+    ///
+    /// The state directory's key is read when it is first needed, not when
+    /// the page starts: a host that never opens an approval never touches
+    /// the directory. While it cannot be read, this process's key serves
+    /// (with a warning); the approvals in that directory cannot be read
+    /// either then, so no link it signs names one of them.
     pub fn key(&self) -> &LinkKey {
+        if let Some(key) = self.kept_key.get() {
+            return key;
+        }
+        if let Kept::File(file) = &self.kept
+            && self.page().is_some()
+        {
+            match file.link_key() {
+                Ok(key) => return self.kept_key.get_or_init(|| key),
+                Err(err) => tracing::warn!("the host's link key cannot be read, this process's serves: {err}"),
+            }
+        }
         &self.key
     }
 
+    /// The people's passkeys.
+    pub fn passkeys(&self) -> &passkey::store::Passkeys {
+        &self.passkeys
+    }
+
     /// Say where the page is served (scheme, host and port, no path); links
-    /// are made from then on.
+    /// are made from then on, signed with the host's key (see
+    /// [`Approvals::key`]), so that any process of the host serving the page
+    /// checks them.
     pub fn serve_page_at(&self, base: &str) {
         *self.base.write().unwrap_or_else(|e| e.into_inner()) = Some(base.trim_end_matches('/').to_owned());
     }
@@ -270,7 +340,7 @@ impl Approvals {
     /// The link to `approval`'s page, if a page is served.
     pub fn link(&self, approval: &Approval) -> Option<String> {
         let base = self.page()?;
-        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key.link_mac(approval)))
+        Some(format!("{base}{PAGE_PATH}/{}?sig={}", approval.id, self.key().link_mac(approval)))
     }
 
     /// Open an approval for `new` under `settings`, or find the live one
@@ -303,6 +373,10 @@ impl Approvals {
         let caps = Caps { per_principal: settings.max_pending_per_principal, total: settings.max_pending };
         let opened = match &self.kept {
             Kept::Local(local) => local.open(approval, &key, caps, now),
+            Kept::File(file) => {
+                let file = file.clone();
+                blocking(move || file.open(&approval, &key, caps, now)).await.map_err(unavailable)?
+            }
             Kept::Shared(shared) => shared.open(approval, &key, caps, now).await.map_err(unavailable)?,
         };
         match opened {
@@ -345,6 +419,10 @@ impl Approvals {
         }
         match &self.kept {
             Kept::Local(local) => Ok(local.get(id, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.get(&id, now_ms())).await
+            }
             Kept::Shared(shared) => shared.get(id, now_ms()).await,
         }
     }
@@ -357,6 +435,10 @@ impl Approvals {
     pub async fn answer(&self, id: &str, answer: Answer) -> Result<Result<Approval, NotAnswered>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.answer(id, answer, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.answer(&id, &answer, now_ms())).await
+            }
             Kept::Shared(shared) => shared.answer(id, answer, now_ms()).await,
         }
     }
@@ -369,6 +451,10 @@ impl Approvals {
     pub async fn take(&self, id: &str) -> Result<Result<Approval, NotUsed>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.take(id, now_ms())),
+            Kept::File(file) => {
+                let (file, id) = (file.clone(), id.to_owned());
+                blocking(move || file.take(&id, now_ms())).await
+            }
             Kept::Shared(shared) => shared.take(id, now_ms()).await,
         }
     }
@@ -401,6 +487,14 @@ impl Approvals {
                         () = cancel.cancelled() => return Ok(None),
                     }
                 }
+                // Another process may answer: the file is read again every
+                // FILE_POLL.
+                Kept::File(_) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(store::FILE_POLL.min(left)) => {}
+                        () = cancel.cancelled() => return Ok(None),
+                    }
+                }
                 Kept::Shared(_) => {
                     tokio::select! {
                         () = tokio::time::sleep(store::SHARED_POLL.min(left)) => {}
@@ -419,6 +513,10 @@ impl Approvals {
     pub async fn pending(&self) -> Result<Vec<Approval>, Unavailable> {
         match &self.kept {
             Kept::Local(local) => Ok(local.pending(now_ms(), MAX_LISTED)),
+            Kept::File(file) => {
+                let file = file.clone();
+                blocking(move || file.pending(now_ms(), MAX_LISTED)).await
+            }
             Kept::Shared(shared) => shared.pending(now_ms(), MAX_LISTED).await,
         }
     }
@@ -429,30 +527,52 @@ fn unavailable(err: Unavailable) -> Failure {
     tracing::warn!("{err}");
     Failure::new(
         ErrorKind::Busy,
-        "this call needs an approval, and the shared store of approvals (Redis) cannot be reached; nothing was run",
+        "this call needs an approval, and the store of approvals cannot be read or written (the operator's log says \
+         why); nothing was run",
     )
+}
+
+/// `work` on the blocking pool: a state file is read, locked and synced
+/// there, never on a runtime thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Unavailable> + Send + 'static,
+) -> Result<T, Unavailable> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|err| Err(Unavailable(format!("the approvals' state could not be read: {err}"))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn approval(approver: Approver) -> Approval {
+    /// `principal`'s pending approval `id` of a call, the caller to answer
+    /// it, expiring at 1000 ms (the stores' tests use it too).
+    pub(super) fn sample(id: &str, principal: &str) -> Approval {
         Approval {
-            id: "0123456789abcdef0123456789abcdef".into(),
-            principal: "alice".into(),
+            id: id.into(),
+            principal: principal.into(),
             tool: "create_transfer".into(),
             revision: "sha256:r".into(),
             argument_digest: "sha256:a".into(),
             call_id: "c".into(),
             card: "card".into(),
             reason: "why".into(),
-            approver,
+            approver: Approver::Caller,
             created_ms: 0,
-            expires_ms: u64::MAX,
+            expires_ms: 1_000,
             answer: None,
             used: false,
         }
+    }
+
+    /// Alice's answer on the page, at 10 ms.
+    pub(super) fn answer(approved: bool) -> Answer {
+        Answer { by: "alice".into(), proof: Proof::Passkey, credential: None, at_ms: 10, approved }
+    }
+
+    fn approval(approver: Approver) -> Approval {
+        Approval { approver, expires_ms: u64::MAX, ..sample("0123456789abcdef0123456789abcdef", "alice") }
     }
 
     #[test]
@@ -480,7 +600,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_call_hears_the_answer() {
-        let approvals = Approvals::new(None, &ApprovalSettings::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let settings = ApprovalSettings { state_dir: Some(dir.path().to_owned()), ..ApprovalSettings::default() };
+        let approvals = Approvals::new(None, &settings, None).unwrap();
         let new = NewApproval {
             principal: "alice".into(),
             tool: "t".into(),
@@ -491,7 +613,7 @@ mod tests {
             reason: "why".into(),
             approver: Approver::Caller,
         };
-        let opened = approvals.open(new, &ApprovalSettings::default()).await.unwrap();
+        let opened = approvals.open(new, &settings).await.unwrap();
         assert_eq!(approvals.link(&opened), None, "no page served yet");
         approvals.serve_page_at("http://127.0.0.1:8080/");
         let link = approvals.link(&opened).unwrap();
@@ -500,7 +622,8 @@ mod tests {
         let waiting = approvals.answered(&opened.id, &cancel);
         let answering = async {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let answer = Answer { by: "alice".into(), how: How::Page, at_ms: now_ms(), approved: true };
+            let answer =
+                Answer { by: "alice".into(), proof: Proof::Passkey, credential: None, at_ms: now_ms(), approved: true };
             approvals.answer(&opened.id, answer).await.unwrap().unwrap();
         };
         let (heard, ()) = tokio::join!(waiting, answering);

@@ -25,7 +25,7 @@ use crate::fleet::{FleetSettings, RawFleet};
 use crate::quota::{Quotas, RawQuotas};
 use crate::tool_settings::{PipelineSettings, RawTool};
 use airlock_policy::audit::{AuditSettings, RawAudit};
-use airlock_policy::authorize::RawPolicy;
+use airlock_policy::authorize::{RawPolicy, principal_fault};
 use airlock_policy::card::{CardSettings, RawCards};
 use airlock_runtime::distribution::{DistributionSettings, RawDistribution};
 use airlock_runtime::tool_settings::ToolSettings;
@@ -330,6 +330,13 @@ impl Config {
         }
         let audit = raw.audit.map(|audit| AuditSettings::from_raw(audit, &resolve)).transpose().map_err(error)?;
         let http = HttpSettings::from_raw(raw.http, &resolve).map_err(error)?;
+        // A token's principal is a name as any other front end's is.
+        for (i, token) in http.tokens.iter().enumerate() {
+            let cap = "the longest principal";
+            if let Some(fault) = principal_fault(&token.principal, airlock_core::call::MAX_PRINCIPAL_LEN, cap) {
+                return Err(error(format!("[[http.tokens]] #{} principal {fault}", i + 1)));
+            }
+        }
         let quotas = Quotas::from_raw(raw.quotas).map_err(error)?;
         let fleet = raw.fleet.map(|f| FleetSettings::from_raw(f, &resolve)).transpose().map_err(error)?;
         let distribution = DistributionSettings::from_raw(raw.distribution, &resolve).map_err(error)?;
@@ -378,6 +385,13 @@ impl Config {
             approvals,
             tasks,
         })
+    }
+
+    /// Where approvals and passkeys are kept: `[approvals] state_dir`, else
+    /// the directory of `[audit] file`, else nowhere (approvals live in the
+    /// process, and nobody can have a passkey).
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.approvals.state_dir_with(self.audit.as_ref().map(|a| a.file.as_path()))
     }
 
     /// The runtime's settings of a tool: from its `[tools.NAME]` section,

@@ -116,7 +116,7 @@ impl HostBuilder {
         let runtime = Runtime::new(&config.engine).map_err(HostError::Engine)?;
         // Approvals outlive reloads; in a fleet they are kept in its Redis.
         let approvals = Arc::new(
-            crate::approval::Approvals::new(config.fleet.as_ref(), &config.approvals)
+            crate::approval::Approvals::new(config.fleet.as_ref(), &config.approvals, config.state_dir())
                 .map_err(|why| HostError::Engine(anyhow::anyhow!(why)))?,
         );
         // Tasks outlive reloads too, and share the fleet's Redis likewise.

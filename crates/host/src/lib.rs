@@ -51,7 +51,7 @@ pub mod transport;
 
 pub use airlock_core::arguments::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, RawArguments};
 pub use airlock_core::call::Captured;
-pub use airlock_core::call::{CallRequest, ToolResult};
+pub use airlock_core::call::{CallRequest, MAX_PRINCIPAL_LEN, ToolResult};
 pub use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, MAX_CALLER_ATTRIBUTES, MAX_CALLER_PARENTS};
 /// A result's content blocks (`Success::blocks`): `content::Block`,
 /// `Content`, `Summary`.
@@ -71,7 +71,7 @@ pub use airlock_policy::audit::{
     tail as audit_tail, verify as audit_verify, verify_all as audit_verify_all,
 };
 pub use airlock_policy::authorize::PolicyFiles;
-pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
+pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict, principal_fault};
 pub use airlock_policy::card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,

@@ -17,8 +17,20 @@ pub mod access {
 /// signed link.
 pub mod approval {
     pub use crate::approval::link::LinkKey;
+    pub use crate::approval::page_lease::{Holder, PAGE_LOCK_FILE, PageLease, holder};
+    pub use crate::approval::passkey::store::{
+        Credential, ENROLMENT_TTL, Enrolment, MAX_PASSKEYS_PER_PRINCIPAL, NotAdded, Passkeys, Person,
+        Unavailable as PasskeysUnavailable, is_token, token_digest,
+    };
+    pub use crate::approval::passkey::{
+        Challenge, MAX_CREDENTIAL_BYTES, MAX_SEALED_BYTES, NotProven, Purpose, RelyingParty, credential_id,
+    };
+    pub use crate::approval::state_file::{Generation, MAX_STATE_FILE_BYTES, StateError, StateFile};
     pub use crate::approval::store::{NotAnswered, Unavailable};
-    pub use crate::approval::{Answer, Approval, Approvals, How, MAX_LISTED, NotYours, PAGE_PATH, may_answer, now_ms};
+    pub use crate::approval::{
+        Answer, Approval, Approvals, MAX_LISTED, NotYours, PAGE_PATH, Proof, eligible, may_answer, now_ms,
+    };
+    pub use webauthn_rs::prelude::Uuid;
 }
 
 /// Errors a client causes, logged without letting a client fill the log.

@@ -166,12 +166,11 @@ pub async fn serve(shared: Arc<Shared>, addr: SocketAddr, principal: String) -> 
     // The approval page: on its own `[approvals] listen` address when the
     // operator gives one, else on this origin.
     let page_serving = match host.config().approvals.listen {
-        Some(listen) => Some(serve_page_with(&host, listen, page_jwt, stop.clone()).await?),
+        Some(listen) => serve_page_with(&host, bind_page(listen).await?, page_jwt, stop.clone())?,
         None => {
-            let base = host.config().approvals.public_url.unwrap_or_else(|| format!("http://{local}"));
-            host.approvals().serve_page_at(&base);
-            eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
-            app = app.merge(approvals::routes(approvals::Page::new(host.clone(), page_jwt, base)));
+            if let Some(page) = page_at(&host, page_jwt, local)? {
+                app = app.merge(approvals::routes(page));
+            }
             None
         }
     };
@@ -271,46 +270,133 @@ async fn bind_metrics(
     Ok((listener, app))
 }
 
-/// Serve the approval page alone on `[approvals] listen` (beside an HTTP
-/// server, or a stdio one, which has no origin of its own) until `stop` is
-/// cancelled; the page signs people in with `[http.jwt]` when there is one.
-pub(super) async fn serve_page(
-    host: &Host,
-    addr: SocketAddr,
-    stop: CancellationToken,
-) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
-    serve_page_with(host, addr, None, stop).await
+/// Bind `[approvals] listen` for the approval page alone (beside an HTTP
+/// server, or a stdio one, which has no origin of its own).
+///
+/// # Errors
+///
+/// It cannot be bound.
+pub(super) async fn bind_page(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} ([approvals] listen)"))
 }
 
-/// [`serve_page`] with the HTTP server's verifier (one key-set refresh).
-async fn serve_page_with(
+/// Serve the approval page alone on `listener` until `stop` is cancelled;
+/// the page signs people in with `[http.jwt]` when there is one. Links name
+/// its origin from now on. `None` when the page cannot tell who is there
+/// and nothing needs it (start-up says so).
+///
+/// # Errors
+///
+/// The bound address cannot be read, or the page cannot tell who is there
+/// and the config has calls confirmed on it.
+pub(super) fn serve_page_on(
     host: &Host,
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
+    stop: CancellationToken,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<TaskTracker>>> {
+    serve_page_with(host, listener, None, stop)
+}
+
+/// [`serve_page_on`] with the HTTP server's verifier (`jwt`, for one
+/// key-set refresh).
+fn serve_page_with(
+    host: &Host,
+    listener: tokio::net::TcpListener,
     jwt: Option<Arc<jwt::Verifier>>,
     stop: CancellationToken,
-) -> anyhow::Result<tokio::task::JoinHandle<TaskTracker>> {
+) -> anyhow::Result<Option<tokio::task::JoinHandle<TaskTracker>>> {
     let settings = host.config();
-    if !addr.ip().is_loopback() && settings.http.jwt.is_none() {
-        anyhow::bail!(
-            "refusing to serve the approval page on {addr} ([approvals] listen): it is not a loopback address and \
-             there is no [http.jwt] to sign people in; without sign-in an approval link is only accepted on the \
-             machine Airlock runs on"
-        );
-    }
     let jwt = match jwt {
         Some(jwt) => Some(jwt),
         None => settings.http.jwt.as_ref().map(jwt::Verifier::new).transpose()?.map(Arc::new),
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} ([approvals] listen)"))?;
     let local = listener.local_addr().context("cannot read the bound address")?;
-    let base = settings.approvals.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
-    host.approvals().serve_page_at(&base);
-    eprintln!("airlock: serving the approval page on {base}{}", airlock_host::transport::approval::PAGE_PATH);
-    let app = approvals::routes(approvals::Page::new(host.clone(), jwt, base));
+    let Some(page) = page_at(host, jwt, local)? else { return Ok(None) };
+    let app = approvals::routes(page);
     let trusted = proxy::TrustedProxies::new(&settings.http.trusted_proxies);
-    Ok(tokio::spawn(connections::serve(listener, app, settings.http.caps, trusted, stop)))
+    Ok(Some(tokio::spawn(connections::serve(listener, app, settings.http.caps, trusted, stop))))
+}
+
+/// The page's origin as browsers reach it: `[approvals] public_url`, else
+/// `http://localhost:PORT` for a loopback address (a passkey's relying
+/// party must be a name, and `localhost` is the one browsers trust over
+/// plain http), else the address itself.
+pub(super) fn page_base(host: &Host, local: SocketAddr) -> String {
+    match host.config().approvals.public_url {
+        Some(url) => url,
+        None if local.ip().is_loopback() => format!("http://localhost:{}", local.port()),
+        None => format!("http://{local}"),
+    }
+}
+
+/// Whether the config has calls confirmed on the page: `[approvals] mode =
+/// "page"`, or a tool on the page or with an approver of its own.
+fn page_needed(host: &Host) -> bool {
+    let config = host.config();
+    config.approvals.mode == airlock_host::ApprovalMode::Page
+        || config.tools.values().any(|tool| {
+            tool.pipeline.approvals == Some(airlock_host::ApprovalMode::Page) || tool.pipeline.approver.is_some()
+        })
+}
+
+/// The approval page served on `local`, and its links made from then on;
+/// `None` (said on stderr) when it could not tell who is there and
+/// nothing needs it.
+///
+/// # Errors
+///
+/// It could not tell who is there, and the config has calls confirmed on
+/// it: what to add.
+fn page_at(
+    host: &Host,
+    jwt: Option<Arc<jwt::Verifier>>,
+    local: SocketAddr,
+) -> anyhow::Result<Option<Arc<approvals::Page>>> {
+    let Some(page) = page_for(host, jwt, local)? else { return Ok(None) };
+    let base = page_base(host, local);
+    host.approvals().serve_page_at(&base);
+    eprintln!(
+        "airlock: serving the approval page on {base}{}; people prove they are there with {}",
+        airlock_host::transport::approval::PAGE_PATH,
+        page.presence()
+    );
+    Ok(Some(page))
+}
+
+/// Whether the approval page can be served on `local` without sign-in (a
+/// stdio server's `[approvals] listen`); `false` said on stderr.
+///
+/// # Errors
+///
+/// As [`page_at`].
+pub(super) fn page_servable(host: &Host, local: SocketAddr) -> anyhow::Result<bool> {
+    Ok(page_for(host, None, local)?.is_some())
+}
+
+/// The approval page that would be served on `local`, its links not made
+/// yet; `None` (said on stderr) when it could not tell who is there and
+/// nothing needs it.
+///
+/// # Errors
+///
+/// As [`page_at`].
+fn page_for(
+    host: &Host,
+    jwt: Option<Arc<jwt::Verifier>>,
+    local: SocketAddr,
+) -> anyhow::Result<Option<Arc<approvals::Page>>> {
+    let base = page_base(host, local);
+    match approvals::Page::new(host.clone(), jwt, base.clone()) {
+        Ok(page) => Ok(Some(page)),
+        Err(why) if page_needed(host) => anyhow::bail!(
+            "refusing to serve the approval page at {base}: {why}. A page that cannot tell who is there would \
+             take any process's answer; calls the config has approved on the page could never run"
+        ),
+        Err(why) => {
+            eprintln!("airlock: not serving the approval page at {base}: {why}");
+            Ok(None)
+        }
+    }
 }
 
 /// Serve `[metrics] listen` beside a transport that is not HTTP (stdio)

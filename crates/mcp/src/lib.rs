@@ -69,6 +69,7 @@ mod client_log;
 mod confirm;
 mod http;
 mod jsonrpc;
+mod listen_page;
 mod progress;
 mod revision;
 mod server;
@@ -91,6 +92,9 @@ use std::time::Duration;
 
 pub use http::{HEALTHZ_PATH, HTTP_SHUTDOWN_GRACE, METRICS_PATH, READYZ_PATH};
 pub use jsonrpc::MAX_MESSAGE_DEPTH;
+pub use listen_page::{
+    BIND_RETRY, PAGE_IDLE_CHECK, PAGE_LOG_FILE, PAGE_SUBCOMMAND, PAGE_TAKEOVER_POLL, serve_handed_page,
+};
 pub use stdio::{MAX_QUEUED_REPLIES, MAX_STDIO_MESSAGE_BYTES, MAX_STDIO_REQUESTS_IN_FLIGHT};
 /// How long a call waits for the user to answer a confirmation request
 /// before it is declined.
@@ -131,9 +135,10 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
         None => None,
     };
     // A stdio server has no origin: the approval page needs `[approvals]
-    // listen` of its own.
+    // listen` of its own, and outlives the server while approvals wait
+    // (see `listen_page`).
     let page = match host.config().approvals.listen {
-        Some(addr) => Some(http::serve_page(&host, addr, stop_metrics.clone()).await?),
+        Some(addr) => listen_page::ListenPage::start(&host, addr).await?,
         None => None,
     };
     let server = AirlockServer::new(shared, principal);
@@ -147,11 +152,23 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     // raced against a signal, so that SIGTERM stops a server whose client
     // never spoke.
     let running = tokio::select! {
-        running = server.clone().serve(transport) => running.context("the MCP client did not connect on stdio")?,
+        running = server.clone().serve(transport) => running.context("the MCP client did not connect on stdio"),
         () = shutdown::signal() => {
+            if let Some(page) = page {
+                page.finish().await;
+            }
             host.begin_shutdown();
             host.finish().await;
             return Ok(());
+        }
+    };
+    let running = match running {
+        Ok(running) => running,
+        Err(err) => {
+            if let Some(page) = page {
+                page.finish().await;
+            }
+            return Err(err);
         }
     };
     // The session is up: calls are answered beside rmcp's loop from now on.
@@ -183,8 +200,12 @@ pub async fn serve_stdio(host: Host, principal: String, watch: bool) -> anyhow::
     };
     tracing::info!(?reason, "MCP stdio session ended");
     stop_metrics.cancel();
-    for served in metrics.into_iter().chain(page) {
-        let Ok(open) = served.await else { continue };
+    if let Some(page) = page {
+        page.finish().await;
+    }
+    if let Some(served) = metrics
+        && let Ok(open) = served.await
+    {
         let _ = tokio::time::timeout(HTTP_SHUTDOWN_GRACE, open.wait()).await;
     }
     host.finish().await;

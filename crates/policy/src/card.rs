@@ -351,7 +351,7 @@ fn apply(value: &Value, filters: &[Filter]) -> String {
 /// Default_Ignorable_Code_Point (variation selectors, U+034F, Hangul
 /// fillers), and the blank-looking U+2800 and U+1D159. The Unicode data is
 /// ICU4X's.
-fn is_hidden(c: char) -> bool {
+pub(crate) fn is_hidden(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_control();
     }

@@ -181,6 +181,10 @@ impl Approver {
             return Err("an approver is a principal (\"carol\") or an entity (Role::\"supervisors\"), not empty".into());
         }
         if !text.contains("::") {
+            let cap = "the longest principal";
+            if let Some(fault) = crate::authorize::principal_fault(text, airlock_core::call::MAX_PRINCIPAL_LEN, cap) {
+                return Err(format!("the approver {fault}"));
+            }
             return Ok(Approver::Principal(text.to_owned()));
         }
         let Some((kind, rest)) = text.split_once("::\"") else {
@@ -221,6 +225,9 @@ mod tests {
         );
         for bad in ["", "  ", "Role::supervisors", "Role::\"\"", "Role::\"a\"b\""] {
             assert!(Approver::parse(bad).is_err(), "{bad:?}");
+        }
+        for look_alike in ["\u{430}lice", "car\u{200b}ol"] {
+            assert!(Approver::parse(look_alike).is_err(), "{look_alike:?}");
         }
     }
 }

@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 #[derive(clap::Args)]
 pub struct Who {
     /// Who is asking (as known to the policy).
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", value_parser = principal)]
     pub principal: String,
     /// Confirm every call that asks for confirmation.
     #[arg(long, conflicts_with = "no")]
@@ -16,6 +16,19 @@ pub struct Who {
     /// Decline every call that asks for confirmation.
     #[arg(long)]
     pub no: bool,
+}
+
+/// A principal given on the command line, refused as any front end
+/// refuses one that is not a name (`airlock::principal_fault`).
+///
+/// # Errors
+///
+/// What is wrong with it.
+pub fn principal(text: &str) -> Result<String, String> {
+    match airlock::principal_fault(text, airlock::MAX_PRINCIPAL_LEN, "the longest principal") {
+        Some(fault) => Err(format!("the principal {fault}")),
+        None => Ok(text.to_owned()),
+    }
 }
 
 /// Answers "ask" decisions: `--yes`/`--no`, else a prompt on the terminal,

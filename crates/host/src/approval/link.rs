@@ -39,17 +39,33 @@ impl std::fmt::Debug for LinkKey {
 
 impl LinkKey {
     /// A key of this process alone, from the system's random source: links
-    /// end with the process, as the approvals they name do.
+    /// end with the process (the host's approvals keep theirs in the state
+    /// directory: [`LinkKey::from_bytes`] of [`LinkKey::random_bytes`], made
+    /// once).
     ///
     /// # Errors
     ///
     /// The system has no random source.
     pub fn random() -> Result<Self, String> {
-        let mut bytes = [0u8; 32];
+        Ok(Self::from_bytes(&Self::random_bytes()?))
+    }
+
+    /// 32 bytes from the system's random source, for a key to keep.
+    ///
+    /// # Errors
+    ///
+    /// The system has no random source.
+    pub fn random_bytes() -> Result<Vec<u8>, String> {
+        let mut bytes = vec![0u8; 32];
         ring::rand::SystemRandom::new()
             .fill(&mut bytes)
             .map_err(|_| "the system's random source cannot be read".to_owned())?;
-        Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, &bytes)))
+        Ok(bytes)
+    }
+
+    /// The key made of `secret` (kept by the host, at least 32 bytes).
+    pub fn from_bytes(secret: &[u8]) -> Self {
+        Self(hmac::Key::new(hmac::HMAC_SHA256, secret))
     }
 
     /// The key every replica of a fleet derives from its shared state key,
@@ -74,6 +90,32 @@ impl LinkKey {
         }
         let Ok(tag) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(mac) else { return false };
         hmac::verify(&self.0, &framed(context, parts), &tag).is_ok()
+    }
+
+    /// `value` sealed under `context`: base64url JSON, a dot, its MAC. Not
+    /// secret, only unforgeable: what the page hands a browser to bring
+    /// back (a cookie, a ceremony's state).
+    pub fn seal<T: serde::Serialize>(&self, context: &[u8], value: &T) -> Option<String> {
+        use base64::Engine as _;
+        let json = serde_json::to_vec(value).ok()?;
+        let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+        let mac = self.sign(context, &[body.as_bytes()]);
+        Some(format!("{body}.{mac}"))
+    }
+
+    /// The value [`LinkKey::seal`] sealed in `text` under `context`, if
+    /// `text` is at most `max_bytes` and its MAC checks.
+    pub fn open<T: serde::de::DeserializeOwned>(&self, context: &[u8], text: &str, max_bytes: usize) -> Option<T> {
+        use base64::Engine as _;
+        if text.len() > max_bytes {
+            return None;
+        }
+        let (body, mac) = text.rsplit_once('.')?;
+        if !self.verify(context, &[body.as_bytes()], mac) {
+            return None;
+        }
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(body).ok()?;
+        serde_json::from_slice(&json).ok()
     }
 
     /// The `sig` of `approval`'s link.

@@ -25,6 +25,8 @@ pub const MAX_PENDING_CEILING: usize = 1 << 20;
 pub const DEFAULT_CLIENT_ID: &str = "airlock";
 /// Default `[approvals] page_requests_per_second`.
 pub const DEFAULT_PAGE_REQUESTS_PER_SECOND: u32 = 20;
+/// Default `[approvals] page_requests_per_second_total`.
+pub const DEFAULT_PAGE_REQUESTS_PER_SECOND_TOTAL: u32 = 200;
 /// Default `[approvals] webhook_max_attempts`.
 pub const DEFAULT_WEBHOOK_MAX_ATTEMPTS: u32 = 6;
 /// Least bytes of the webhook's secret (256 bits).
@@ -63,6 +65,11 @@ airlock_settings::section! {
             unset "not set: required with `webhook_url`",
             identity |a: &ApprovalSettings| a.webhook.as_ref().map(|w| hex::encode(&w.secret)),
             example "\"/run/secrets/airlock-webhook\"";
+        /// where approvals waiting for an answer, the key that signs their links and the people's passkeys (`passkeys.json`, without `[fleet] redis_url`) are kept, for every Airlock process of the host (a stdio server's approvals outlive it there)
+        state_dir: Option<PathBuf>, Restart, accepts "a path to a directory only the user running Airlock can write (made with mode 0700)",
+            unset "the directory of `[audit] file` as the server started; with neither, approvals live in the process that opened them and nobody can have a passkey",
+            show |a: &ApprovalSettings| a.state_dir.as_deref().map(Value::path),
+            example "\"/var/lib/airlock\"";
     }
     /// `[approvals]`: approvals on Airlock's own page.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +81,10 @@ airlock_settings::section! {
         /// The page's origin as browsers reach it.
         pub public_url: Option<String> = None,
         /// Where named approvers are told an approval waits for them.
-        pub webhook: Option<webhook::WebhookSettings> = None;
+        pub webhook: Option<webhook::WebhookSettings> = None,
+        /// Where approvals, their link key and passkeys are kept, as written
+        /// (see [`ApprovalSettings::state_dir_with`]).
+        pub state_dir: Option<PathBuf> = None;
         /// how long an approval and its link live; a call made again within it runs once after the approval
         link_ttl_secs => link_ttl: Duration = DEFAULT_LINK_TTL, Reload, range Secs 30..=86_400;
         /// approvals one principal may have waiting for an answer; past it a call is refused (`quota_exceeded`)
@@ -82,11 +92,16 @@ airlock_settings::section! {
             range Count 1..=MAX_PENDING_CEILING as u64;
         /// approvals the host keeps waiting for an answer; past it a call is refused (`busy`)
         max_pending => max_pending: usize = DEFAULT_MAX_PENDING, Reload, range Count 1..=MAX_PENDING_CEILING as u64;
+        /// whether a person signed in at the issuer of `[http.jwt]` must also answer with a passkey (without `[http.jwt]` a passkey is always needed)
+        require_passkey => require_passkey: bool = false, Restart;
         /// the OpenID Connect client id the page signs people in as, at the issuer of `[http.jwt]`
         client_id => client_id: String = DEFAULT_CLIENT_ID.to_owned(), Restart;
-        /// requests to the page one client address may make per second; past it `429`
+        /// requests to the page per second about one principal's approvals (or from one client address, before the approval is known); past it `429`
         page_requests_per_second => page_requests_per_second: u32 = DEFAULT_PAGE_REQUESTS_PER_SECOND, Restart,
             range Count 1..=10_000;
+        /// requests to the page per second in all; past it `429`
+        page_requests_per_second_total => page_requests_per_second_total: u32 =
+            DEFAULT_PAGE_REQUESTS_PER_SECOND_TOTAL, Restart, range Count 1..=100_000;
         /// attempts at delivering one webhook, with backoff from 1 s doubling to 60 s, within the approval's life
         webhook_max_attempts => webhook_max_attempts: u32 = DEFAULT_WEBHOOK_MAX_ATTEMPTS, Restart, range Count 1..=20;
     }
@@ -106,6 +121,13 @@ impl ApprovalSettings {
         if let Some(text) = &raw.mode {
             settings.mode = ApprovalMode::parse(text).map_err(|why| format!("{scope} mode = {why}"))?;
         }
+        if settings.page_requests_per_second > settings.page_requests_per_second_total {
+            return Err(format!(
+                "{scope} page_requests_per_second = {} is more than page_requests_per_second_total = {}: one \
+                 principal's share is at most the whole",
+                settings.page_requests_per_second, settings.page_requests_per_second_total
+            ));
+        }
         if settings.max_pending_per_principal > settings.max_pending {
             return Err(format!(
                 "{scope} max_pending_per_principal = {} is more than max_pending = {}: one principal's share is at \
@@ -118,6 +140,7 @@ impl ApprovalSettings {
                 format!("{scope} listen = {text:?} is not an address: accepted IP:PORT, e.g. \"127.0.0.1:8081\"")
             })?);
         }
+        settings.state_dir = raw.state_dir.as_deref().map(resolve);
         settings.public_url = match raw.public_url {
             Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
                 Some(url.trim_end_matches('/').to_owned())
@@ -160,6 +183,18 @@ impl ApprovalSettings {
             }
         };
         Ok(settings)
+    }
+
+    /// With no `state_dir` written, the default: the directory of the audit
+    /// log (`audit_file`) when there is one, so that the evidence and the
+    /// state of one host are kept together (else none: approvals are kept
+    /// in the process that opened them, and nobody can have a passkey).
+    pub fn state_dir_with(&self, audit_file: Option<&std::path::Path>) -> Option<PathBuf> {
+        let beside_audit = audit_file.and_then(std::path::Path::parent).map(|dir| match dir.as_os_str().is_empty() {
+            true => PathBuf::from("."),
+            false => dir.to_owned(),
+        });
+        self.state_dir.clone().or(beside_audit)
     }
 }
 
@@ -231,6 +266,19 @@ mod tests {
         assert_eq!(settings.mode, ApprovalMode::PageWhenPossible);
         assert_eq!(settings.listen, Some("127.0.0.1:8081".parse().unwrap()));
         assert_eq!(settings.link_ttl, DEFAULT_LINK_TTL);
+    }
+
+    #[test]
+    fn the_state_is_kept_where_the_operator_says_else_beside_the_audit_log() {
+        let audit = Some(std::path::Path::new("/var/log/airlock/audit.jsonl"));
+        let raw: RawApprovals = toml::from_str("state_dir = \"state\"").unwrap();
+        let settings = ApprovalSettings::from_raw(raw, &|p| std::path::Path::new("/etc/airlock").join(p)).unwrap();
+        assert_eq!(settings.state_dir_with(audit), Some(PathBuf::from("/etc/airlock/state")), "written: kept");
+        let settings = ApprovalSettings::default();
+        assert_eq!(settings.state_dir_with(audit), Some(PathBuf::from("/var/log/airlock")));
+        assert_eq!(settings.state_dir, None, "the default is not written into the settings a reload compares");
+        assert_eq!(settings.state_dir_with(None), None, "no audit log: in the process");
+        assert_eq!(settings.state_dir_with(Some(std::path::Path::new("audit.jsonl"))), Some(PathBuf::from(".")));
     }
 
     #[test]

@@ -1,10 +1,13 @@
-//! Where approvals are kept: in this process ([`Local`]), or, for a fleet,
-//! in the Redis the replicas already share ([`Shared`]), so that a page
-//! served by one replica answers an approval a call on another waits for,
-//! and an approval is used once across all of them.
+//! Where approvals are kept: in this process ([`Local`]), in the host's
+//! state directory ([`FileStore`], `store/file.rs`), shared by every
+//! Airlock process of the host, or, for a fleet, in the Redis the replicas
+//! already share ([`Shared`]), so that a page served by one replica answers
+//! an approval a call on another waits for, and an approval is used once
+//! across all of them.
 //!
 //! Every change of state is one atomic step: in this process under a
-//! mutex, in Redis in one Lua script. An approval is *pending* until a
+//! mutex, in the state directory under the file's exclusive lock, in Redis
+//! in one Lua script. An approval is *pending* until a
 //! person answers it (*approved* or *declined*, once), and an approved one
 //! is *used* by the first call that runs under it; each step checks the one
 //! before, so nothing is answered twice or used twice. An approval lives
@@ -14,6 +17,11 @@
 //! Redis is trusted to keep what was written to it, as the fleet's
 //! single-use `requestState`s trust it; when it cannot be reached within
 //! the fleet's timeouts the operation fails and nothing is approved or run.
+//! The same holds for a state file that cannot be read or written.
+
+mod file;
+
+pub use file::{FILE_POLL, FileStore};
 
 use super::{Answer, Approval, Approver};
 use redis::AsyncConnectionConfig;
@@ -66,10 +74,19 @@ pub enum NotUsed {
     NotApproved,
 }
 
-/// The shared store could not be asked: nothing may be approved or run.
+/// The store could not be asked (Redis cannot be reached, the state file
+/// cannot be read or written): nothing may be approved or run. The text
+/// says which store and why.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("the shared store (Redis) of approvals cannot be reached: {0}")]
+#[error("{0}")]
 pub struct Unavailable(pub String);
+
+impl Unavailable {
+    /// Redis could not be asked, for `why`.
+    fn redis(why: impl std::fmt::Display) -> Self {
+        Unavailable(format!("the shared store (Redis) of approvals cannot be reached: {why}"))
+    }
+}
 
 /// The caps an approval is opened under.
 #[derive(Debug, Clone, Copy)]
@@ -156,13 +173,7 @@ impl Local {
     pub fn take(&self, id: &str, now_ms: u64) -> Result<Approval, NotUsed> {
         let mut inner = self.lock();
         let approval = inner.by_id.get_mut(id).filter(|a| a.expires_ms > now_ms).ok_or(NotUsed::Unknown)?;
-        if approval.used {
-            return Err(NotUsed::Used);
-        }
-        if !approval.answer.as_ref().is_some_and(|a| a.approved) {
-            return Err(NotUsed::NotApproved);
-        }
-        approval.used = true;
+        use_once(approval.answer.as_ref(), &mut approval.used)?;
         Ok(approval.clone())
     }
 
@@ -182,8 +193,9 @@ impl Local {
     }
 }
 
-/// An approval as kept in Redis: its immutable part, as JSON.
-#[derive(Serialize, Deserialize)]
+/// An approval as kept in Redis or a state file: its immutable part, as
+/// JSON.
+#[derive(Clone, Serialize, Deserialize)]
 struct Record {
     id: String,
     principal: String,
@@ -312,16 +324,20 @@ impl Shared {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(Some(self.response_timeout));
-        let connection = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|e| Unavailable(e.to_string()))?;
+        let connection =
+            self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(Unavailable::redis)?;
         *slot = Some(connection.clone());
         Ok(connection)
     }
 
-    async fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Vec<Option<String>>, Unavailable> {
+    /// Run `script` with `keys` and `args` (every answer a list of
+    /// strings).
+    pub(in crate::approval) async fn eval(
+        &self,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Vec<Option<String>>, Unavailable> {
         let mut connection = self.connection().await?;
         let mut command = redis::cmd("EVAL");
         command.arg(script).arg(keys.len());
@@ -338,8 +354,32 @@ impl Shared {
             {
                 *slot = None;
             }
-            Unavailable(err.to_string())
+            Unavailable::redis(err)
         })
+    }
+
+    /// `GET key`.
+    pub(in crate::approval) async fn get_key(&self, key: &str) -> Result<Option<String>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let value: Result<Option<String>, redis::RedisError> =
+            redis::cmd("GET").arg(key).query_async(&mut connection).await;
+        value.map_err(|e| Unavailable(e.to_string()))
+    }
+
+    /// `HGET key field`.
+    pub(in crate::approval) async fn hash_get(&self, key: &str, field: &str) -> Result<Option<String>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let value: Result<Option<String>, redis::RedisError> =
+            redis::cmd("HGET").arg(key).arg(field).query_async(&mut connection).await;
+        value.map_err(|e| Unavailable(e.to_string()))
+    }
+
+    /// `HGETALL key`.
+    pub(in crate::approval) async fn hash_all(&self, key: &str) -> Result<HashMap<String, String>, Unavailable> {
+        let mut connection = self.connection().await?;
+        let value: Result<HashMap<String, String>, redis::RedisError> =
+            redis::cmd("HGETALL").arg(key).query_async(&mut connection).await;
+        value.map_err(|e| Unavailable(e.to_string()))
     }
 
     fn principal_set(principal: &str) -> String {
@@ -362,7 +402,7 @@ impl Shared {
         caps: Caps,
         now_ms: u64,
     ) -> Result<Result<Opened, Full>, Unavailable> {
-        let record = serde_json::to_string(&Record::of(&approval)).map_err(|e| Unavailable(e.to_string()))?;
+        let record = serde_json::to_string(&Record::of(&approval)).map_err(Unavailable::redis)?;
         let keys = [
             Self::hash(&approval.id),
             format!("{PREFIX}call:{key}"),
@@ -395,7 +435,7 @@ impl Shared {
         let mut connection = self.connection().await?;
         let fields: Result<HashMap<String, String>, redis::RedisError> =
             redis::cmd("HGETALL").arg(Self::hash(id)).query_async(&mut connection).await;
-        let fields = fields.map_err(|e| Unavailable(e.to_string()))?;
+        let fields = fields.map_err(Unavailable::redis)?;
         let Some(record) = fields.get("record").and_then(|r| serde_json::from_str::<Record>(r).ok()) else {
             return Ok(None);
         };
@@ -413,7 +453,7 @@ impl Shared {
         now_ms: u64,
     ) -> Result<Result<Approval, NotAnswered>, Unavailable> {
         let Some(approval) = self.get(id, now_ms).await? else { return Ok(Err(NotAnswered::Unknown)) };
-        let text = serde_json::to_string(&answer).map_err(|e| Unavailable(e.to_string()))?;
+        let text = serde_json::to_string(&answer).map_err(Unavailable::redis)?;
         let state = if answer.approved { "approved" } else { "declined" };
         let keys = [Self::hash(id), Self::principal_set(&approval.principal), Self::host_set()];
         let reply = self.eval(ANSWER, &keys, &[state.to_owned(), text, id.to_owned()]).await?;
@@ -454,7 +494,7 @@ impl Shared {
                 .arg(max)
                 .query_async(&mut connection)
                 .await;
-            ids.map_err(|e| Unavailable(e.to_string()))?
+            ids.map_err(Unavailable::redis)?
         };
         let mut list = Vec::with_capacity(ids.len());
         for id in ids {
@@ -468,34 +508,24 @@ impl Shared {
     }
 }
 
+/// Mark an approval `used` for one call, if it is approved and unused.
+fn use_once(answer: Option<&Answer>, used: &mut bool) -> Result<(), NotUsed> {
+    if *used {
+        return Err(NotUsed::Used);
+    }
+    if !answer.is_some_and(|a| a.approved) {
+        return Err(NotUsed::NotApproved);
+    }
+    *used = true;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::How;
     use super::*;
+    pub(super) use crate::approval::tests::{answer, sample as approval};
 
-    fn approval(id: &str, principal: &str) -> Approval {
-        Approval {
-            id: id.into(),
-            principal: principal.into(),
-            tool: "create_transfer".into(),
-            revision: "sha256:r".into(),
-            argument_digest: "sha256:a".into(),
-            call_id: "c".into(),
-            card: "card".into(),
-            reason: "why".into(),
-            approver: Approver::Caller,
-            created_ms: 0,
-            expires_ms: 1_000,
-            answer: None,
-            used: false,
-        }
-    }
-
-    fn answer(approved: bool) -> Answer {
-        Answer { by: "alice".into(), how: How::Page, at_ms: 10, approved }
-    }
-
-    const CAPS: Caps = Caps { per_principal: 2, total: 3 };
+    pub(super) const CAPS: Caps = Caps { per_principal: 2, total: 3 };
 
     #[test]
     fn one_live_approval_per_call_and_caps_per_principal_and_host() {

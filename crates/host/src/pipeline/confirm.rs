@@ -55,7 +55,9 @@ impl Pipeline {
             call.approval = approval.answer.as_ref().map(|answer| ApprovalNote {
                 id: approval.id.clone(),
                 by: answer.by.clone(),
-                how: answer.how.as_str(),
+                how: "page",
+                proof: answer.proof.as_str(),
+                credential: answer.credential.clone(),
                 at_ms: answer.at_ms,
                 revision: approval.revision.clone(),
             });

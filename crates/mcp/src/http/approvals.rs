@@ -4,118 +4,152 @@
 //! it, out of reach of the MCP client between the model and them
 //! (`airlock_host::approval` has the model).
 //!
+//! Presence, not possession: the link, the page's cookies and form tokens
+//! only say that someone holds them, and an MCP client holds them all. An
+//! answer counts only when the person proved they are there: with a
+//! passkey (WebAuthn with user verification, `approval/passkey.rs` in the
+//! host) where there is no `[http.jwt]`, by signing in at its issuer where
+//! there is (`signin.rs`), or both with `[approvals] require_passkey`. The
+//! answer is recorded as given by whoever proved it (the passkey's
+//! principal and credential id, or the signed-in principal), never by the
+//! link's principal. A page that could not tell who is there is not
+//! served: [`Page::new`] says why, and start-up refuses `mode = "page"`
+//! then.
+//!
 //! Routes, under `/approvals`:
 //!
 //! - `GET /approvals/<id>?sig=…`: the card, the tool and its revision, who
-//!   the call acts for and who may approve, Approve and Decline (a form; a
-//!   `GET` never answers). With `[http.jwt]` the person signs in first, at
-//!   its issuer (`signin.rs`); without it, the link alone is enough, and
-//!   only from a loopback address, and only for the caller's own approval.
-//! - `POST /approvals/<id>`: the answer, with the link's `sig` and a form
-//!   token bound to the person's session and the approval.
+//!   the call acts for and who may approve, Approve and Decline (each with
+//!   a passkey challenge of its own when a passkey answers; a `GET` never
+//!   answers). With `[http.jwt]` the person signs in first.
+//! - `POST /approvals/<id>`: the answer (a form, nothing else), with the
+//!   link's `sig`, the passkey's assertion and its sealed challenge, and,
+//!   signed in, a form token bound to the session.
+//! - `GET|POST /approvals/enroll/<token>`: a person's passkey added through
+//!   a one-time link the operator made (`airlock approvals enroll`);
+//!   `GET|POST /approvals/passkeys`: added after signing in (`enrol.rs`).
+//!   Once a principal has a passkey, one of theirs confirms a new one.
 //! - `GET /approvals/signin`, `GET /approvals/callback`: the sign-in.
-//! - `GET /approvals/api/pending`, `POST /approvals/api/<id>`: what a
-//!   named approver answers in a terminal (`airlock approvals`), with a
-//!   bearer token (`api.rs`); never the caller's own approval, since an MCP
-//!   client holds the caller's token.
+//! - `GET /approvals/api/pending`: what a named approver lists in a
+//!   terminal (`airlock approvals list`, `api.rs`); answers are given here.
+//! - `GET /approvals/page.css`, `GET /approvals/passkey.js`: the page's
+//!   stylesheet and its one script.
 //!
 //! # Trust
 //!
 //! Nothing a request sends is trusted: the link's MAC is checked against
-//! the approval as kept, the session and sign-in cookies and the form
-//! token are MACs under the host's link key, a `POST` must come from this
-//! origin (`Origin`, `Sec-Fetch-Site`), and each client address may make
-//! `[approvals] page_requests_per_second` requests (`429` past it). Every
-//! response forbids framing, caching, scripts and any resource but the
-//! page's own stylesheet. Who answered, how and for which revision goes to
-//! the audit log with the call; a refused attempt is logged with why.
+//! the approval as kept, the session and sign-in cookies, the form token
+//! and the sealed passkey challenges are MACs under the host's link key,
+//! an assertion is verified against the challenge, the page's origin and
+//! the public key kept, a `POST` must be a form from this origin
+//! (`Origin`, `Sec-Fetch-Site`). The client's address is the one the MCP
+//! gate uses (a listed proxy's PROXY header or `X-Forwarded-For`). Requests
+//! are capped per principal and in all (`limit.rs`). Every response
+//! forbids framing and caching, and any script or resource but the page's
+//! own. Who answered, how and for which revision goes to the audit log with
+//! the call; a refused attempt is logged and audited with why.
 
 mod api;
+mod enrol;
+mod limit;
 mod page;
 mod signin;
 
 use super::connections::ClientConnection;
 use super::jwt::Verifier;
-use airlock_host::Approver;
 use airlock_host::Host;
-use airlock_host::transport::approval::{Answer, Approval, How, NotAnswered, PAGE_PATH, may_answer, now_ms};
+use airlock_host::transport::approval::{
+    Answer, Approval, Challenge, NotAnswered, PAGE_PATH, Proof, Purpose, RelyingParty, credential_id, eligible,
+    may_answer, now_ms,
+};
 use airlock_policy::audit::RefusedApproval;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use limit::{Bucket, Limiter};
 use serde::Deserialize;
-use signin::{Pending, Session, SignIn};
-use std::collections::HashMap;
+use signin::{Session, SignIn};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-/// The policy every page response carries: nothing but this origin's
-/// stylesheet and forms, no frame may hold it.
-const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-/// The most client addresses whose request rate is tracked at once.
-const MAX_TRACKED_CLIENTS: usize = 4096;
-/// The most bytes of a form body read.
-const MAX_FORM_BYTES: usize = 4096;
+/// The most bytes of a form body read: a passkey's assertion and its
+/// sealed challenge, or a new passkey and its registration.
+const MAX_FORM_BYTES: usize = 128 << 10;
 
 /// The page's state.
 pub(crate) struct Page {
     host: Host,
     /// The sign-in, with `[http.jwt]`.
     signin: Option<SignIn>,
+    /// The relying party of the passkeys that must answer: without
+    /// `[http.jwt]`, or with `require_passkey`.
+    passkeys: Option<RelyingParty>,
     /// The origin browsers reach the page at.
     base: String,
     /// Whether that origin is https (cookies are then `Secure`).
     secure: bool,
+    /// The response headers' Content-Security-Policy.
+    policy: HeaderValue,
     limiter: Limiter,
 }
 
-/// Requests per client address in the current second.
-struct Limiter {
-    rate: u32,
-    seen: Mutex<HashMap<IpAddr, (Instant, u32)>>,
-}
-
-impl Limiter {
-    /// Whether `client` may make one more request now.
-    fn allow(&self, client: IpAddr) -> bool {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        if seen.len() >= MAX_TRACKED_CLIENTS {
-            seen.retain(|_, (since, _)| now.duration_since(*since).as_secs() < 1);
-        }
-        if seen.len() >= MAX_TRACKED_CLIENTS && !seen.contains_key(&client) {
-            return false;
-        }
-        let entry = seen.entry(client).or_insert((now, 0));
-        if now.duration_since(entry.0).as_secs() >= 1 {
-            *entry = (now, 0);
-        }
-        entry.1 = entry.1.saturating_add(1);
-        entry.1 <= self.rate
-    }
-}
-
 impl Page {
-    /// The page for `host`, served at `base` (scheme, host and port).
-    pub(crate) fn new(host: Host, jwt: Option<Arc<Verifier>>, base: String) -> Arc<Page> {
+    /// The page for `host`, served at `base` (scheme, host and port), with
+    /// `[http.jwt]`'s verifier when there is one.
+    ///
+    /// # Errors
+    ///
+    /// The page could not tell who is there: passkeys must answer (no
+    /// `[http.jwt]`, or `require_passkey`) and they cannot be had at
+    /// `base` or kept anywhere. The message says what to add.
+    pub(crate) fn new(host: Host, jwt: Option<Arc<Verifier>>, base: String) -> Result<Arc<Page>, String> {
         let settings = host.config().approvals;
         let signin = jwt.map(|verifier| SignIn::new(verifier, settings.client_id.clone()));
-        Arc::new(Page {
+        let passkeys = if signin.is_none() || settings.require_passkey {
+            let why = if signin.is_none() {
+                "there is no [http.jwt] to sign people in, so a passkey must prove that a person answers"
+            } else {
+                "[approvals] require_passkey asks for a passkey besides sign-in"
+            };
+            let rp = RelyingParty::for_page(&base).map_err(|err| format!("{why}, and {err}"))?;
+            if !host.approvals().passkeys().kept() {
+                return Err(format!(
+                    "{why}, and there is nowhere to keep passkeys: set [approvals] state_dir (or [fleet])"
+                ));
+            }
+            Some(rp)
+        } else {
+            None
+        };
+        let policy = format!(
+            "default-src 'none'; script-src {base}{PAGE_PATH}/passkey.js; style-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'"
+        );
+        let policy = HeaderValue::from_str(&policy).map_err(|_| format!("{base:?} cannot be written in a header"))?;
+        Ok(Arc::new(Page {
             secure: base.starts_with("https://"),
             base,
-            limiter: Limiter { rate: settings.page_requests_per_second, seen: Mutex::new(HashMap::new()) },
+            policy,
+            limiter: Limiter::new(settings.page_requests_per_second, settings.page_requests_per_second_total),
             signin,
+            passkeys,
             host,
-        })
+        }))
+    }
+
+    /// How people prove they are at the page, as start-up says it.
+    pub(crate) fn presence(&self) -> String {
+        let passkeys =
+            self.passkeys.as_ref().map(|rp| format!("passkeys for the relying party {} at {}", rp.id(), rp.origin()));
+        let signin = self.signin.as_ref().map(|s| format!("sign-in at {}", s.verifier.issuer()));
+        [signin, passkeys].into_iter().flatten().collect::<Vec<_>>().join(" and ")
     }
 }
 
 /// Refuses a request whose `Host` is not the page's own: a page reached
 /// under another name (DNS rebinding) would be that name's origin, able to
-/// read the form it is shown.
+/// read the form it is shown, and a passkey is bound to the page's name.
 async fn own_host(
     State(page): State<Arc<Page>>,
     request: axum::extract::Request,
@@ -126,19 +160,21 @@ async fn own_host(
     if sent.is_some_and(|host| host.eq_ignore_ascii_case(authority)) {
         return next.run(request).await;
     }
-    notice(StatusCode::FORBIDDEN, "Wrong address", &format!("The approval page is served at {}.", page.base))
+    notice(&page, StatusCode::FORBIDDEN, "Wrong address", &format!("The approval page is served at {}.", page.base))
 }
 
 /// The page's routes.
 pub(crate) fn routes(page: Arc<Page>) -> axum::Router {
-    use axum::routing::{get, post};
+    use axum::routing::get;
     let checked = axum::middleware::from_fn_with_state(page.clone(), own_host);
     axum::Router::new()
         .route(&format!("{PAGE_PATH}/page.css"), get(stylesheet))
-        .route(&format!("{PAGE_PATH}/signin"), get(sign_in))
-        .route(&format!("{PAGE_PATH}/callback"), get(callback))
+        .route(&format!("{PAGE_PATH}/passkey.js"), get(script))
+        .route(&format!("{PAGE_PATH}/signin"), get(signin::sign_in))
+        .route(&format!("{PAGE_PATH}/callback"), get(signin::callback))
         .route(&format!("{PAGE_PATH}/api/pending"), get(api::api_pending))
-        .route(&format!("{PAGE_PATH}/api/{{id}}"), post(api::api_answer))
+        .route(&format!("{PAGE_PATH}/enroll/{{token}}"), get(enrol::show_link).post(enrol::add_by_link))
+        .route(&format!("{PAGE_PATH}/passkeys"), get(enrol::show_signed_in).post(enrol::add_signed_in))
         .route(&format!("{PAGE_PATH}/{{id}}"), get(show).post(answer))
         .layer(checked)
         .with_state(page)
@@ -149,11 +185,11 @@ pub(crate) fn routes(page: Arc<Page>) -> axum::Router {
 /// form posted from the page still carries its origin (under
 /// `no-referrer` a browser sends `Origin: null`, which reads as another
 /// site).
-fn guarded(status: StatusCode, content_type: &'static str, body: String) -> Response {
+fn guarded(page: &Page, status: StatusCode, content_type: &'static str, body: String) -> Response {
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    headers.insert(header::CONTENT_SECURITY_POLICY, page.policy.clone());
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
@@ -161,26 +197,35 @@ fn guarded(status: StatusCode, content_type: &'static str, body: String) -> Resp
     response
 }
 
-fn html(status: StatusCode, body: String) -> Response {
-    guarded(status, "text/html; charset=utf-8", body)
+fn html(page: &Page, status: StatusCode, body: String) -> Response {
+    guarded(page, status, "text/html; charset=utf-8", body)
 }
 
-fn notice(status: StatusCode, title: &str, text: &str) -> Response {
-    html(status, page::notice(title, text))
+fn notice(page: &Page, status: StatusCode, title: &str, text: &str) -> Response {
+    html(page, status, page::notice(title, text))
 }
 
-fn json_response(status: StatusCode, value: &serde_json::Value) -> Response {
-    guarded(status, "application/json", value.to_string())
+fn json_response(page: &Page, status: StatusCode, value: &serde_json::Value) -> Response {
+    guarded(page, status, "application/json", value.to_string())
 }
 
-async fn stylesheet() -> Response {
-    guarded(StatusCode::OK, "text/css; charset=utf-8", page::STYLESHEET.to_owned())
+fn too_many(page: &Page) -> Response {
+    notice(page, StatusCode::TOO_MANY_REQUESTS, "Too many requests", "Wait a moment and try again.")
 }
 
-/// The client's address: the connection's peer, or the one a listed
-/// proxy's PROXY header gave (unknown: unspecified, never loopback).
-fn client(connected: Option<&Extension<ClientConnection>>) -> IpAddr {
-    connected.map_or(IpAddr::from([0, 0, 0, 0]), |Extension(connection)| connection.address())
+async fn stylesheet(State(page): State<Arc<Page>>) -> Response {
+    guarded(&page, StatusCode::OK, "text/css; charset=utf-8", page::STYLESHEET.to_owned())
+}
+
+async fn script(State(page): State<Arc<Page>>) -> Response {
+    guarded(&page, StatusCode::OK, "text/javascript; charset=utf-8", page::SCRIPT.to_owned())
+}
+
+/// The client's address, as the MCP gate reads it (`ClientConnection`):
+/// the peer's, or what a listed proxy says (unknown: unspecified, never
+/// loopback).
+fn client(connected: Option<&Extension<ClientConnection>>, headers: &HeaderMap) -> IpAddr {
+    connected.map_or(IpAddr::from([0, 0, 0, 0]), |Extension(connection)| connection.client(headers))
 }
 
 /// The value of cookie `name` in `headers`.
@@ -202,20 +247,14 @@ fn set_cookie(page: &Page, name: &str, value: &str, max_age_secs: u64) -> Header
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Who is answering: a signed-in person, or (without `[http.jwt]`) the
-/// holder of the link on this machine.
-enum Person {
-    SignedIn(Session),
-    Link,
-}
-
-impl Person {
-    fn session_id(&self) -> &str {
-        match self {
-            Person::SignedIn(session) => &session.id,
-            Person::Link => "link",
-        }
+/// A `303` to `location`.
+fn see_other(location: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
     }
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 #[derive(Deserialize)]
@@ -224,30 +263,45 @@ struct LinkQuery {
     sig: String,
 }
 
-/// The approval a link names, checked; else the page that says why.
-async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> {
-    let approval = match page.host.approvals().get(id).await {
-        Ok(Some(approval)) => approval,
-        Ok(None) => {
-            return Err(notice(
-                StatusCode::NOT_FOUND,
-                "No such approval",
-                "This link names no approval that is still open: it has lapsed, or it was never issued. Ask for \
-                 the call to be made again for a new link.",
-            ));
-        }
+/// The live approval `id`, or the page that says why not.
+async fn find(page: &Page, id: &str) -> Result<Approval, Response> {
+    match page.host.approvals().get(id).await {
+        Ok(Some(approval)) => Ok(approval),
+        Ok(None) => Err(notice(
+            page,
+            StatusCode::NOT_FOUND,
+            "No such approval",
+            "This link names no approval that is still open: it has lapsed, or it was never issued. Ask for the call \
+             to be made again for a new link.",
+        )),
         Err(err) => {
             tracing::warn!("{err}");
-            return Err(notice(
+            Err(notice(
+                page,
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Try again shortly",
                 "The approvals cannot be read right now (the shared store is unreachable).",
-            ));
+            ))
         }
+    }
+}
+
+/// The approval `id` a request is about, within the request rate of its
+/// principal (of the client's address while no approval is found), with
+/// its link checked; else the page that says why.
+async fn linked(page: &Page, id: &str, sig: &str, client: IpAddr) -> Result<Approval, Response> {
+    let approval = match find(page, id).await {
+        Ok(approval) => approval,
+        Err(response) if page.limiter.allow(Bucket::Address(client)) => return Err(response),
+        Err(_) => return Err(too_many(page)),
     };
+    if !page.limiter.allow(Bucket::Principal(approval.principal.clone())) {
+        return Err(too_many(page));
+    }
     if !page.host.approvals().key().link_checks(&approval, sig) {
         refused(page, &approval, None, "the link's signature does not match the approval");
         return Err(notice(
+            page,
             StatusCode::FORBIDDEN,
             "Not a valid link",
             "This link does not match the approval it names (it was altered, or made for another call).",
@@ -257,6 +311,7 @@ async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> 
     if current.as_deref() != Some(approval.revision.as_str()) {
         refused(page, &approval, None, "the tool's revision changed since the approval was asked for");
         return Err(notice(
+            page,
             StatusCode::CONFLICT,
             "The tool changed",
             "The tool this approval is for has changed since it was asked for (another component, description or \
@@ -267,8 +322,8 @@ async fn linked(page: &Page, id: &str, sig: &str) -> Result<Approval, Response> 
 }
 
 /// Log and audit a refused attempt to answer `approval` (an
-/// `approval_refused` record). The page's request rate cap bounds how many
-/// records one client address can make.
+/// `approval_refused` record). The page's request rate bounds how many
+/// records one principal's approvals can make.
 fn refused(page: &Page, approval: &Approval, person: Option<&str>, why: &str) {
     tracing::warn!(
         approval = %approval.id,
@@ -286,81 +341,101 @@ fn refused(page: &Page, approval: &Approval, person: Option<&str>, why: &str) {
     });
 }
 
-/// Who is at the page, or the response that signs them in (or refuses).
-fn person(
-    page: &Page,
-    headers: &HeaderMap,
-    client: IpAddr,
-    approval: &Approval,
-    next: &str,
-) -> Result<Person, Box<Response>> {
+/// The signed-in person, with `[http.jwt]` (`None` without it); a person
+/// not signed in yet is sent to sign in, and back to `next`.
+fn signed_in(page: &Page, headers: &HeaderMap, next: &str) -> Result<Option<Session>, Box<Response>> {
     if page.signin.is_none() {
-        // Without [http.jwt] nobody can sign in: the link stands for the
-        // caller, on this machine only, and only for their own approval.
-        if !client.is_loopback() {
-            refused(page, approval, None, "the link alone is accepted only from a loopback address");
-            return Err(Box::new(notice(
-                StatusCode::FORBIDDEN,
-                "Not from here",
-                "Without sign-in ([http.jwt]), an approval link is accepted only on the machine Airlock runs on.",
-            )));
-        }
-        if approval.approver != Approver::Caller {
-            refused(page, approval, None, "a named approver must sign in, and there is no [http.jwt]");
-            return Err(Box::new(notice(
-                StatusCode::FORBIDDEN,
-                "Sign-in needed",
-                "This call needs the approval of someone other than the person it acts for, and this server has \
-                 no sign-in ([http.jwt]) to tell who you are. The approver can answer with `airlock approvals`.",
-            )));
-        }
-        return Ok(Person::Link);
+        return Ok(None);
     }
     let session = cookie(headers, signin::SESSION_COOKIE)
         .and_then(|text| signin::open_session(page.host.approvals().key(), text, now_ms()));
     match session {
-        Some(session) => Ok(Person::SignedIn(session)),
+        Some(session) => Ok(Some(session)),
         None => {
-            let target = format!(
-                "{PAGE_PATH}/signin?next={}",
-                form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
-            );
-            let mut response = StatusCode::SEE_OTHER.into_response();
-            if let Ok(location) = HeaderValue::from_str(&target) {
-                response.headers_mut().insert(header::LOCATION, location);
-            }
-            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            Err(Box::new(response))
+            let next = form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>();
+            Err(Box::new(see_other(&format!("{PAGE_PATH}/signin?next={next}"))))
         }
     }
 }
 
-/// Whether the person may answer, by name; the page that refuses else.
-fn allowed(page: &Page, approval: &Approval, who: &Person) -> Result<String, Box<Response>> {
-    let name = match who {
-        Person::SignedIn(session) => session.principal.clone(),
-        Person::Link => approval.principal.clone(),
-    };
+/// Whether `person` may answer `approval`; the page that refuses else.
+fn allowed(page: &Page, approval: &Approval, person: &str) -> Result<(), Box<Response>> {
     let state = page.host.state();
-    match may_answer(approval, &name, |person, group| state.policy().principal_is_in(person, group)) {
-        Ok(()) => Ok(name),
+    match may_answer(approval, person, |person, group| state.policy().principal_is_in(person, group)) {
+        Ok(()) => Ok(()),
         Err(why) => {
-            refused(page, approval, Some(&name), &why.explain(approval));
-            Err(Box::new(notice(StatusCode::FORBIDDEN, "Not yours to answer", &why.explain(approval))))
+            refused(page, approval, Some(person), &why.explain(approval));
+            Err(Box::new(notice(page, StatusCode::FORBIDDEN, "Not yours to answer", &why.explain(approval))))
         }
     }
 }
 
 /// What the page says of an approval already answered or used.
-fn settled(approval: &Approval) -> Option<Response> {
+fn settled(page: &Page, approval: &Approval) -> Option<Response> {
     let answer = approval.answer.as_ref()?;
     let what = if answer.approved { "approved" } else { "declined" };
     let used = if approval.used { " A call ran under it; it cannot be used again." } else { "" };
     Some(notice(
+        page,
         StatusCode::CONFLICT,
         &format!("Already {what}"),
         &format!("{} {what} this call already.{used}", answer.by),
     ))
+}
+
+/// The passkey challenges that approve and decline `approval`, answered by
+/// a passkey of someone who may (of `only`, when signed in); or the page
+/// that says nobody who may has one.
+async fn challenges(
+    page: &Page,
+    rp: &RelyingParty,
+    approval: &Approval,
+    only: Option<&str>,
+) -> Result<(Challenge, Challenge), Response> {
+    let people = match page.host.approvals().passkeys().people().await {
+        Ok(people) => people,
+        Err(err) => {
+            tracing::warn!("{err}");
+            return Err(notice(page, StatusCode::SERVICE_UNAVAILABLE, "Try again shortly", "Passkeys cannot be read."));
+        }
+    };
+    let state = page.host.state();
+    let who = eligible(approval, people.keys().map(String::as_str).filter(|p| only.is_none_or(|o| o == *p)), |p, g| {
+        state.policy().principal_is_in(p, g)
+    });
+    let allowed: Vec<_> = who
+        .iter()
+        .filter_map(|p| people.get(*p))
+        .flat_map(|person| person.passkeys.iter().map(|c| c.passkey.clone()))
+        .collect();
+    if allowed.is_empty() {
+        let approver = approval.approver.describe(&approval.principal);
+        let how = match (only, &page.signin) {
+            (Some(_), _) | (None, Some(_)) => {
+                format!("add one at {}{PAGE_PATH}/passkeys, signed in", page.base)
+            }
+            (None, None) => "the operator makes a one-time link that adds one: `airlock approvals enroll NAME`".into(),
+        };
+        return Err(notice(
+            page,
+            StatusCode::FORBIDDEN,
+            "A passkey is needed",
+            &format!(
+                "This call needs the approval of {approver}, given with a passkey, and nobody who may approve it has \
+                 one yet: {how}. Then open this link again."
+            ),
+        ));
+    }
+    let key = page.host.approvals().key();
+    let now = now_ms();
+    let ask = |approved| rp.ask(key, Purpose::answer(approval, approved), &allowed, now);
+    match (ask(true), ask(false)) {
+        (Ok(approve), Ok(decline)) => Ok((approve, decline)),
+        (Err(err), _) | (_, Err(err)) => {
+            tracing::warn!("a passkey challenge could not be made: {err}");
+            Err(notice(page, StatusCode::INTERNAL_SERVER_ERROR, "Try again", "The challenge could not be made."))
+        }
+    }
 }
 
 async fn show(
@@ -370,15 +445,11 @@ async fn show(
     connected: Option<Extension<ClientConnection>>,
     headers: HeaderMap,
 ) -> Response {
-    let client = client(connected.as_ref());
-    if !page.limiter.allow(client) {
-        return notice(StatusCode::TOO_MANY_REQUESTS, "Too many requests", "Wait a moment and reload the page.");
-    }
-    let approval = match linked(&page, &id, &query.sig).await {
+    let approval = match linked(&page, &id, &query.sig, client(connected.as_ref(), &headers)).await {
         Ok(approval) => approval,
         Err(response) => return response,
     };
-    if let Some(response) = settled(&approval) {
+    if let Some(response) = settled(&page, &approval) {
         // Seeing an answer given is no attempt; opening a link whose call
         // ran already is a replay.
         if approval.used {
@@ -387,24 +458,33 @@ async fn show(
         return response;
     }
     let next = format!("{PAGE_PATH}/{id}?sig={}", query.sig);
-    let who = match person(&page, &headers, client, &approval, &next) {
-        Ok(who) => who,
+    let session = match signed_in(&page, &headers, &next) {
+        Ok(session) => session,
         Err(response) => return *response,
     };
-    if let Err(response) = allowed(&page, &approval, &who) {
+    if let Some(session) = &session
+        && let Err(response) = allowed(&page, &approval, &session.principal)
+    {
         return *response;
     }
-    let key = page.host.approvals().key();
-    let csrf = signin::csrf(key, who.session_id(), &approval.id);
-    let signed_in = match &who {
-        Person::SignedIn(session) => Some(session.principal.as_str()),
-        Person::Link => None,
+    let passkey = match &page.passkeys {
+        Some(rp) => match challenges(&page, rp, &approval, session.as_ref().map(|s| s.principal.as_str())).await {
+            Ok(pair) => Some(pair),
+            Err(response) => return response,
+        },
+        None => None,
     };
+    let csrf = session.as_ref().map(|s| signin::csrf(page.host.approvals().key(), &s.id, &approval.id));
     let minutes_left = approval.expires_ms.saturating_sub(now_ms()).div_ceil(60_000);
-    html(
-        StatusCode::OK,
-        page::ask(&page::Ask { approval: &approval, person: signed_in, sig: &query.sig, csrf: &csrf, minutes_left }),
-    )
+    let ask = page::Ask {
+        approval: &approval,
+        person: session.as_ref().map(|s| s.principal.as_str()),
+        sig: &query.sig,
+        csrf: csrf.as_deref(),
+        passkey: passkey.as_ref().map(|(approve, decline)| (approve, decline)),
+        minutes_left,
+    };
+    html(&page, StatusCode::OK, page::ask(&ask))
 }
 
 #[derive(Deserialize)]
@@ -415,6 +495,12 @@ struct AnswerForm {
     csrf: String,
     #[serde(default)]
     decision: String,
+    /// The passkey challenge, sealed.
+    #[serde(default)]
+    state: String,
+    /// The passkey's assertion (the browser's JSON).
+    #[serde(default)]
+    credential: String,
 }
 
 /// Whether a `POST` comes from this page's own origin: `Origin` (when the
@@ -426,6 +512,66 @@ fn same_origin(page: &Page, headers: &HeaderMap) -> bool {
     origin_ok && site_ok
 }
 
+/// A posted form: `application/x-www-form-urlencoded` within
+/// [`MAX_FORM_BYTES`] and of the shape `T`; anything else (a `text/plain`
+/// body among them) is no answer.
+fn form<T: for<'de> Deserialize<'de>>(page: &Page, headers: &HeaderMap, body: &[u8]) -> Result<T, Box<Response>> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    if !media.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+        return Err(Box::new(notice(
+            page,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Not an answer",
+            "An answer is the approval page's form (application/x-www-form-urlencoded), nothing else.",
+        )));
+    }
+    if body.len() > MAX_FORM_BYTES {
+        return Err(Box::new(notice(page, StatusCode::PAYLOAD_TOO_LARGE, "Not an answer", "The form is too large.")));
+    }
+    serde_urlencoded::from_bytes::<T>(body).map_err(|_| {
+        Box::new(notice(page, StatusCode::BAD_REQUEST, "Not an answer", "The form sent is not the approval page's."))
+    })
+}
+
+/// The principal whose passkey answered for `purpose` (checked against
+/// the sealed challenge), with the credential's id; the refusal else,
+/// audited against `approval`.
+async fn passkey_answer(
+    page: &Page,
+    rp: &RelyingParty,
+    approval: &Approval,
+    purpose: &Purpose,
+    state: &str,
+    credential: &str,
+) -> Result<(String, String), Box<Response>> {
+    let approvals = page.host.approvals();
+    let refuse = |person: Option<&str>, why: &str| {
+        refused(page, approval, person, why);
+        Box::new(notice(page, StatusCode::FORBIDDEN, "Not proven", &format!("No answer was taken: {why}.")))
+    };
+    let result = match rp.check(approvals.key(), purpose, state, credential, now_ms()) {
+        Ok(result) => result,
+        Err(why) => return Err(refuse(None, &why.0)),
+    };
+    let id = credential_id(result.cred_id());
+    let people = match approvals.passkeys().people().await {
+        Ok(people) => people,
+        Err(err) => {
+            tracing::warn!("{err}");
+            return Err(Box::new(notice(page, StatusCode::SERVICE_UNAVAILABLE, "Try again shortly", "")));
+        }
+    };
+    let Some(owner) = people.iter().find(|(_, p)| p.passkeys.iter().any(|c| c.id == id)).map(|(who, _)| who.clone())
+    else {
+        return Err(refuse(None, &format!("the passkey {id} is no one's any more (revoked)")));
+    };
+    if let Err(err) = approvals.passkeys().used(&owner, &result, now_ms()).await {
+        tracing::warn!("{err}");
+    }
+    Ok((owner, id))
+}
+
 async fn answer(
     State(page): State<Arc<Page>>,
     Path(id): Path<String>,
@@ -433,68 +579,94 @@ async fn answer(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let client = client(connected.as_ref());
-    if !page.limiter.allow(client) {
-        return notice(StatusCode::TOO_MANY_REQUESTS, "Too many requests", "Wait a moment and try again.");
-    }
-    if body.len() > MAX_FORM_BYTES {
-        return notice(StatusCode::PAYLOAD_TOO_LARGE, "Not an answer", "The form sent is too large.");
-    }
-    let Ok(form) = serde_urlencoded::from_bytes::<AnswerForm>(&body) else {
-        return notice(StatusCode::BAD_REQUEST, "Not an answer", "The form sent is not the approval page's.");
+    let form: AnswerForm = match form(&page, &headers, &body) {
+        Ok(form) => form,
+        Err(response) => {
+            tracing::warn!(approval = %id.escape_debug(), "a post to the approval page that is not its form was refused");
+            return *response;
+        }
     };
-    let approval = match linked(&page, &id, &form.sig).await {
+    let approval = match linked(&page, &id, &form.sig, client(connected.as_ref(), &headers)).await {
         Ok(approval) => approval,
         Err(response) => return response,
     };
     if !same_origin(&page, &headers) {
         refused(&page, &approval, None, "the answer was posted from another site");
         return notice(
+            &page,
             StatusCode::FORBIDDEN,
             "Not from this page",
             "An answer is only accepted from Airlock's own approval page.",
         );
     }
-    if let Some(response) = settled(&approval) {
+    if let Some(response) = settled(&page, &approval) {
         refused(&page, &approval, None, "an answer was posted for an approval answered already");
         return response;
     }
+    let approved = match form.decision.as_str() {
+        "approve" => true,
+        "decline" => false,
+        _ => return notice(&page, StatusCode::BAD_REQUEST, "Not an answer", "Choose Approve or Decline."),
+    };
     let next = format!("{PAGE_PATH}/{id}?sig={}", form.sig);
-    let who = match person(&page, &headers, client, &approval, &next) {
-        Ok(who) => who,
+    let session = match signed_in(&page, &headers, &next) {
+        Ok(session) => session,
         Err(response) => return *response,
     };
-    if !signin::csrf_checks(page.host.approvals().key(), who.session_id(), &approval.id, &form.csrf) {
-        refused(&page, &approval, None, "the form token is missing or not this session's");
+    if let Some(session) = &session
+        && !signin::csrf_checks(page.host.approvals().key(), &session.id, &approval.id, &form.csrf)
+    {
+        refused(&page, &approval, Some(&session.principal), "the form token is missing or not this session's");
         return notice(
+            &page,
             StatusCode::FORBIDDEN,
             "Not from this page",
             "This answer did not come from the approval page you were shown (its form token does not match). \
              Reload the page and answer there.",
         );
     }
-    let name = match allowed(&page, &approval, &who) {
-        Ok(name) => name,
-        Err(response) => return *response,
+    let (by, proof, credential) = match (&page.passkeys, session) {
+        (Some(rp), session) => {
+            let purpose = Purpose::answer(&approval, approved);
+            let (owner, id) = match passkey_answer(&page, rp, &approval, &purpose, &form.state, &form.credential).await
+            {
+                Ok(proven) => proven,
+                Err(response) => return *response,
+            };
+            if let Some(session) = &session
+                && session.principal != owner
+            {
+                let why = format!("the passkey is {owner}'s, and {} is signed in", session.principal);
+                refused(&page, &approval, Some(&owner), &why);
+                return notice(&page, StatusCode::FORBIDDEN, "Not yours to answer", &why);
+            }
+            let proof = if session.is_some() { Proof::SignInAndPasskey } else { Proof::Passkey };
+            (owner, proof, Some(id))
+        }
+        (None, Some(session)) => (session.principal, Proof::SignIn, None),
+        (None, None) => {
+            // `Page::new` refuses a page that has neither.
+            return notice(&page, StatusCode::FORBIDDEN, "Not proven", "This page cannot tell who you are.");
+        }
     };
-    let approved = match form.decision.as_str() {
-        "approve" => true,
-        "decline" => false,
-        _ => return notice(StatusCode::BAD_REQUEST, "Not an answer", "Choose Approve or Decline."),
-    };
-    record(&page, &approval, Answer { by: name, how: How::Page, at_ms: now_ms(), approved }).await
+    if let Err(response) = allowed(&page, &approval, &by) {
+        return *response;
+    }
+    record(&page, &approval, Answer { by, proof, credential, at_ms: now_ms(), approved }).await
 }
 
 /// Record an answer and say so.
 async fn record(page: &Page, approval: &Approval, answer: Answer) -> Response {
     let approved = answer.approved;
     let by = answer.by.clone();
+    let credential = answer.credential.clone().unwrap_or_else(|| "-".to_owned());
     match page.host.approvals().answer(&approval.id, answer).await {
         Ok(Ok(_)) => {
             tracing::info!(approval = %approval.id, tool = %approval.tool, principal = %approval.principal,
-                by = %by, approved, "an approval was answered");
+                by = %by, credential = %credential, approved, "an approval was answered");
             if approved {
                 notice(
+                    page,
                     StatusCode::OK,
                     "Approved",
                     &format!(
@@ -503,132 +675,21 @@ async fn record(page: &Page, approval: &Approval, answer: Answer) -> Response {
                     ),
                 )
             } else {
-                notice(StatusCode::OK, "Declined", "You declined this call. It will not run.")
+                notice(page, StatusCode::OK, "Declined", "You declined this call. It will not run.")
             }
         }
         Ok(Err(NotAnswered::Answered(given))) => {
+            refused(page, approval, Some(&by), "an answer was posted for an approval answered already");
             let what = if given.approved { "approved" } else { "declined" };
-            notice(StatusCode::CONFLICT, &format!("Already {what}"), &format!("{} {what} this call already.", given.by))
+            let text = format!("{} {what} this call already.", given.by);
+            notice(page, StatusCode::CONFLICT, &format!("Already {what}"), &text)
         }
-        Ok(Err(NotAnswered::Unknown)) => notice(StatusCode::NOT_FOUND, "No such approval", "This approval has lapsed."),
+        Ok(Err(NotAnswered::Unknown)) => {
+            notice(page, StatusCode::NOT_FOUND, "No such approval", "This approval has lapsed.")
+        }
         Err(err) => {
             tracing::warn!("{err}");
-            notice(StatusCode::SERVICE_UNAVAILABLE, "Try again shortly", "The answer could not be recorded.")
+            notice(page, StatusCode::SERVICE_UNAVAILABLE, "Try again shortly", "The answer could not be recorded.")
         }
     }
-}
-
-#[derive(Deserialize)]
-struct SignInQuery {
-    #[serde(default)]
-    next: String,
-}
-
-async fn sign_in(
-    State(page): State<Arc<Page>>,
-    Query(query): Query<SignInQuery>,
-    connected: Option<Extension<ClientConnection>>,
-) -> Response {
-    if !page.limiter.allow(client(connected.as_ref())) {
-        return notice(StatusCode::TOO_MANY_REQUESTS, "Too many requests", "Wait a moment and reload the page.");
-    }
-    let Some(signin) = &page.signin else {
-        return notice(StatusCode::NOT_FOUND, "No sign-in", "This server has no sign-in ([http.jwt]).");
-    };
-    // Only back to an approval page: never a redirect elsewhere.
-    let next = if query.next.starts_with(&format!("{PAGE_PATH}/")) && !query.next.contains("//") {
-        query.next
-    } else {
-        PAGE_PATH.to_owned()
-    };
-    let endpoints = match signin.endpoints().await {
-        Ok(endpoints) => endpoints,
-        Err(err) => {
-            tracing::warn!("{err}");
-            return notice(StatusCode::BAD_GATEWAY, "Sign-in unavailable", "The sign-in service cannot be reached.");
-        }
-    };
-    let (Some(verifier), Some(state), Some(nonce)) = (signin::random(48), signin::random(24), signin::random(24))
-    else {
-        return notice(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in unavailable", "No random source.");
-    };
-    let pending = Pending { verifier, state, nonce, next, expires_ms: now_ms().saturating_add(signin::SIGNIN_TTL_MS) };
-    let Some(sealed) = signin::seal_pending(page.host.approvals().key(), &pending) else {
-        return notice(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in unavailable", "The sign-in could not be started.");
-    };
-    let query = form_urlencoded::Serializer::new(String::new())
-        .append_pair("response_type", "code")
-        .append_pair("client_id", &signin.client_id)
-        .append_pair("redirect_uri", &format!("{}{PAGE_PATH}/callback", page.base))
-        .append_pair("scope", "openid")
-        .append_pair("state", &pending.state)
-        .append_pair("nonce", &pending.nonce)
-        .append_pair("code_challenge", &signin::challenge(&pending.verifier))
-        .append_pair("code_challenge_method", "S256")
-        .finish();
-    let separator = if endpoints.authorization_endpoint.contains('?') { '&' } else { '?' };
-    let location = format!("{}{separator}{query}", endpoints.authorization_endpoint);
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let headers = response.headers_mut();
-    if let Ok(location) = HeaderValue::from_str(&location) {
-        headers.insert(header::LOCATION, location);
-    }
-    headers.insert(header::SET_COOKIE, set_cookie(&page, signin::SIGNIN_COOKIE, &sealed, signin::SIGNIN_TTL_MS / 1000));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-#[derive(Deserialize)]
-struct CallbackQuery {
-    #[serde(default)]
-    code: String,
-    #[serde(default)]
-    state: String,
-}
-
-async fn callback(
-    State(page): State<Arc<Page>>,
-    Query(query): Query<CallbackQuery>,
-    connected: Option<Extension<ClientConnection>>,
-    headers: HeaderMap,
-) -> Response {
-    if !page.limiter.allow(client(connected.as_ref())) {
-        return notice(StatusCode::TOO_MANY_REQUESTS, "Too many requests", "Wait a moment and sign in again.");
-    }
-    let Some(signin) = &page.signin else {
-        return notice(StatusCode::NOT_FOUND, "No sign-in", "This server has no sign-in ([http.jwt]).");
-    };
-    let key = page.host.approvals().key();
-    let pending = cookie(&headers, signin::SIGNIN_COOKIE).and_then(|text| signin::open_pending(key, text, now_ms()));
-    let Some(pending) = pending.filter(|p| !query.state.is_empty() && p.state == query.state) else {
-        return notice(
-            StatusCode::BAD_REQUEST,
-            "Sign-in not recognised",
-            "This sign-in was not started here, or it took too long. Open the approval link again.",
-        );
-    };
-    let redirect_uri = format!("{}{PAGE_PATH}/callback", page.base);
-    let principal = match signin.finish(&query.code, &redirect_uri, &pending).await {
-        Ok(principal) => principal,
-        Err(why) => {
-            tracing::warn!("an approval page sign-in failed: {why}");
-            return notice(StatusCode::FORBIDDEN, "Sign-in failed", &why);
-        }
-    };
-    let Some(id) = signin::random(24) else {
-        return notice(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in failed", "No random source.");
-    };
-    let session = Session { principal, id, expires_ms: now_ms().saturating_add(signin::SESSION_TTL_MS) };
-    let Some(sealed) = signin::seal_session(key, &session) else {
-        return notice(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in failed", "The session could not be made.");
-    };
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let out = response.headers_mut();
-    if let Ok(location) = HeaderValue::from_str(&pending.next) {
-        out.insert(header::LOCATION, location);
-    }
-    out.append(header::SET_COOKIE, set_cookie(&page, signin::SESSION_COOKIE, &sealed, signin::SESSION_TTL_MS / 1000));
-    out.append(header::SET_COOKIE, set_cookie(&page, signin::SIGNIN_COOKIE, "", 0));
-    out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
 }

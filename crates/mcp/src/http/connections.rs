@@ -194,10 +194,12 @@ pub(super) struct ClientConnection {
 }
 
 impl ClientConnection {
-    /// The client's address: the peer's, or the one a listed proxy's
-    /// PROXY header gave.
-    pub(super) fn address(&self) -> IpAddr {
-        self.address
+    /// The address of the client that sent `headers` on this connection:
+    /// the peer's, or the one a listed proxy's PROXY header gave, or, from
+    /// a listed proxy, the one its `X-Forwarded-For` names (`proxy.rs`).
+    /// The gate and the approval page both ask here.
+    pub(super) fn client(&self, headers: &HeaderMap) -> IpAddr {
+        self.trusted.forwarded_client(self.address, headers)
     }
 
     /// A request on this connection passed the gate: count the connection
@@ -209,8 +211,7 @@ impl ClientConnection {
     /// The authenticated caps are reached (which one, naming its key); the
     /// request is answered `503` and the connection closed.
     pub(super) fn authenticated(&self, headers: &HeaderMap) -> Result<(), String> {
-        let client = self.trusted.forwarded_client(self.address, headers);
-        self.ticket.promote(client)
+        self.ticket.promote(self.client(headers))
     }
 }
 

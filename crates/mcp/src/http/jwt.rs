@@ -11,9 +11,9 @@
 //! never serve as an HMAC secret and `none` is never accepted), and the key
 //! must be of that algorithm's type. Then `iss`, `aud` and `exp` must be
 //! present and right, `exp`/`nbf` with `leeway_secs` of clock skew, and
-//! the principal claim a string of 1 to `max_principal_bytes` bytes with no
-//! control character, format character (bidirectional controls, invisible
-//! marks) or line or paragraph separator (see [`principal_fault`]): a
+//! the principal claim a string of 1 to `max_principal_bytes` bytes that
+//! is a principal's name ([`principal_fault`]: no control, format or
+//! invisible character, no space at either end, no word mixing scripts): a
 //! principal is written into audit records and logs, matched by policies
 //! and shown on confirmation cards, where such a character could forge a
 //! line or hide what the name is. A refusal names the code point as
@@ -55,6 +55,7 @@ use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use airlock_host::transport::access::Access;
 use airlock_host::transport::outbound::Outbound;
 use airlock_host::{JwksSource, JwtSettings};
+use airlock_policy::authorize::principal_fault;
 use airlock_settings::http::JwtCaps;
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -69,6 +70,9 @@ use tokio::sync::watch;
 /// Where the protected-resource metadata document is served (RFC 9728);
 /// also at this path followed by the MCP path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The key a principal's length is capped by, as a refusal names it.
+const MAX_PRINCIPAL_BYTES_KEY: &str = "[http.jwt] max_principal_bytes";
 
 /// A verification key from the JWKS.
 struct Key {
@@ -218,18 +222,28 @@ impl Verifier {
         access: &Access,
         verified: (String, TokenAttributes),
     ) -> Result<(String, TokenAttributes), Rejection> {
-        let principal = &verified.0;
-        if self.settings.shared_principals || !access.names_principal(principal) {
-            return Ok(verified);
+        match self.static_principal(access, &verified.0, "an access token") {
+            None => Ok(verified),
+            Some(why) => Err(Rejection::Invalid(why)),
         }
-        // The principal holds no control or format character (see
-        // `principal_fault`); `escape_debug` quotes it as written.
-        Err(Rejection::Invalid(format!(
-            "the token's {} claim names \"{}\", a principal of a static bearer token ([[http.tokens]]); an access \
-             token cannot act as one unless the operator sets [http.jwt] shared_principals = true",
+    }
+
+    /// Why `principal`, named by a token (`what`: an access token, an ID
+    /// token), cannot act: it is a principal a static token of `access`
+    /// names, and the operator has not shared the two namespaces (`None`:
+    /// it can).
+    fn static_principal(&self, access: &Access, principal: &str, what: &str) -> Option<String> {
+        if self.settings.shared_principals || !access.names_principal(principal) {
+            return None;
+        }
+        // The principal is a name (see `principal_fault`); `escape_debug`
+        // quotes it as written.
+        Some(format!(
+            "the token's {} claim names \"{}\", a principal of a static bearer token ([[http.tokens]]); {what} \
+             cannot act as one unless the operator sets [http.jwt] shared_principals = true",
             self.settings.principal_claim,
             principal.escape_debug()
-        )))
+        ))
     }
 
     /// The principal `token` names and its `attribute_claims`, once it is
@@ -277,7 +291,7 @@ impl Verifier {
         let Some(principal) = data.claims.get(claim).and_then(Value::as_str) else {
             return Err(invalid(format!("the token has no string {claim} claim to name the principal")));
         };
-        if let Some(fault) = principal_fault(principal, caps.max_principal_bytes) {
+        if let Some(fault) = principal_fault(principal, caps.max_principal_bytes, MAX_PRINCIPAL_BYTES_KEY) {
             return Err(invalid(format!("the token's {claim} claim {fault}")));
         }
         let attributes =
@@ -290,12 +304,19 @@ impl Verifier {
     /// key set with an accepted algorithm, `iss` the issuer of
     /// `[http.jwt]`, `aud` the page's `client_id`, not expired, its `nonce`
     /// the one the sign-in sent; the principal read from the same claim,
-    /// with the same checks, as an access token's.
+    /// with the same checks, as an access token's, and kept apart from the
+    /// principals of `access`'s static tokens as an access token's is.
     ///
     /// # Errors
     ///
     /// Why the token is not accepted, in words for the person signing in.
-    pub(crate) async fn verify_id_token(&self, token: &str, client_id: &str, nonce: &str) -> Result<String, String> {
+    pub(crate) async fn verify_id_token(
+        &self,
+        token: &str,
+        client_id: &str,
+        nonce: &str,
+        access: &Access,
+    ) -> Result<String, String> {
         let caps = &self.settings.caps;
         if token.len() > caps.max_token_bytes {
             return Err(format!("the ID token is over {} bytes ([http.jwt] max_token_bytes)", caps.max_token_bytes));
@@ -322,8 +343,11 @@ impl Verifier {
         let Some(principal) = data.claims.get(claim).and_then(Value::as_str) else {
             return Err(format!("the ID token has no string {claim} claim to name you"));
         };
-        if let Some(fault) = principal_fault(principal, caps.max_principal_bytes) {
+        if let Some(fault) = principal_fault(principal, caps.max_principal_bytes, MAX_PRINCIPAL_BYTES_KEY) {
             return Err(format!("the ID token's {claim} claim {fault}"));
+        }
+        if let Some(why) = self.static_principal(access, principal, "a person signed in with an ID token") {
+            return Err(why);
         }
         Ok(principal.to_owned())
     }
@@ -467,45 +491,6 @@ fn claim_attributes(
         }
     }
     attributes.into()
-}
-
-/// What is wrong with `principal` as a principal's name, said without
-/// repeating a character that is wrong (as `U+XXXX` instead), or `None`
-/// when it is 1 to `max_bytes` bytes of characters none of which is a
-/// control (Unicode category Cc: NUL, line feeds, escapes), a format
-/// character (Cf: bidirectional controls and isolates, zero-width and
-/// other invisible marks, tag characters), or a line or paragraph
-/// separator (Zl, Zp).
-fn principal_fault(principal: &str, max_bytes: usize) -> Option<String> {
-    use unicode_general_category::{GeneralCategory, get_general_category};
-    if principal.is_empty() || principal.len() > max_bytes {
-        return Some(format!(
-            "is {} bytes: accepted 1 to {max_bytes} bytes ([http.jwt] max_principal_bytes)",
-            principal.len()
-        ));
-    }
-    let (at, c, what) = principal.chars().enumerate().find_map(|(at, c)| {
-        let what = match c {
-            '\0' => "NUL",
-            '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => "a line break",
-            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
-                "a bidirectional control"
-            }
-            c => match get_general_category(c) {
-                GeneralCategory::Control => "a control character",
-                GeneralCategory::Format => "an invisible format character",
-                GeneralCategory::LineSeparator | GeneralCategory::ParagraphSeparator => "a line break",
-                _ => return None,
-            },
-        };
-        Some((at, c, what))
-    })?;
-    Some(format!(
-        "holds U+{:04X}, {what}, at character {}: a principal may not hold control characters, format characters \
-         (bidirectional controls, invisible marks) or line breaks",
-        u32::from(c),
-        at + 1
-    ))
 }
 
 /// `text` with only the characters a quoted `error_description` may hold

@@ -37,9 +37,11 @@ impl Event {
         }
     }
 
-    /// The record's `message`: the failure as the model read it.
+    /// The record's `message`: the failure as the model read it, with the
+    /// signature of an approval link taken out (the approval's id stays):
+    /// whoever reads the log does not hold the link.
     pub fn message(&self) -> Option<String> {
-        self.failure().map(render::failure_text)
+        self.failure().map(|failure| without_link_signatures(&render::failure_text(failure)))
     }
 
     /// The record's `blame`: who has to act on the failure; `None` when
@@ -63,17 +65,40 @@ impl Event {
     }
 }
 
-/// Who approved a call, how, when, and for which revision of its tool:
-/// the record's `approval` member, `{"id", "by", "how", "at", "revision"}`
-/// (`at` in Unix milliseconds; strings capped like every other).
+/// `text` with every approval link's `?sig=…` (its MAC, base64url) taken
+/// out.
+fn without_link_signatures(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("?sig=") {
+        let (before, after) = rest.split_at(at);
+        out.push_str(before);
+        let signature = after.get("?sig=".len()..).unwrap_or_default();
+        let end =
+            signature.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).unwrap_or(signature.len());
+        rest = signature.get(end..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Who approved a call, how they proved they were there, when, and for
+/// which revision of its tool: the record's `approval` member, `{"id",
+/// "by", "how", "proof", "credential", "at", "revision"}` (`credential`
+/// only when a passkey proved it; `at` in Unix milliseconds; strings capped
+/// like every other).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalNote {
     /// The approval's id.
     pub id: String,
-    /// Who approved it.
+    /// Who approved it: the principal who proved they were there.
     pub by: String,
-    /// Where: `page` or `terminal`.
+    /// Where: `page`.
     pub how: &'static str,
+    /// How they proved it: `passkey`, `sign-in`, `sign-in and passkey`.
+    pub proof: &'static str,
+    /// The id of the passkey that proved it, when one did.
+    pub credential: Option<String>,
     /// When, in Unix milliseconds.
     pub at_ms: u64,
     /// The tool revision it was given for.
@@ -167,4 +192,22 @@ pub struct RefusedApproval {
     pub person: Option<String>,
     /// Why it was refused.
     pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_approval_link_is_recorded_without_its_signature() {
+        let text = "ask them to open http://localhost:8080/approvals/0123abcd?sig=AbC-_9x and approve it (in 10 \
+                    minutes); again: http://h/approvals/ff?sig=Z.";
+        assert_eq!(
+            without_link_signatures(text),
+            "ask them to open http://localhost:8080/approvals/0123abcd and approve it (in 10 minutes); again: \
+             http://h/approvals/ff."
+        );
+        assert_eq!(without_link_signatures("no link"), "no link");
+        assert_eq!(without_link_signatures("ends ?sig="), "ends ");
+    }
 }

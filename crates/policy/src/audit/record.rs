@@ -63,13 +63,17 @@ impl AuditLog {
         body.push(("decision", json_string(entry.event.decision().as_str())));
         body.push(("policy", optional(&entry.policy, MAX_FIELD_BYTES)));
         if let Some(approval) = &entry.approval {
-            let note = serde_json::json!({
+            let mut note = serde_json::json!({
                 "id": cap(&approval.id, MAX_FIELD_BYTES),
                 "by": cap(&approval.by, MAX_FIELD_BYTES),
                 "how": approval.how,
+                "proof": approval.proof,
                 "at": approval.at_ms,
                 "revision": cap(&approval.revision, MAX_FIELD_BYTES),
             });
+            if let (Some(credential), Some(fields)) = (&approval.credential, note.as_object_mut()) {
+                fields.insert("credential".into(), cap(credential, MAX_FIELD_BYTES).into());
+            }
             body.push(("approval", canonical(&note)));
         }
         body.push(("outcome", json_string(entry.event.outcome())));

@@ -1,24 +1,25 @@
-//! The terminal's API of the approval page: `GET /approvals/api/pending`
-//! and `POST /approvals/api/<id>`, what a named approver lists and answers
-//! with `airlock approvals`.
+//! The terminal's API of the approval page: `GET /approvals/api/pending`,
+//! what a named approver lists with `airlock approvals list`: the
+//! approvals waiting for them, each with its link. A terminal lists; it
+//! does not answer: a bearer token proves only that its holder has it (an
+//! MCP client may hold the approver's), so answers are given on the page,
+//! where the approver proves they are there.
 //!
 //! # Trust
 //!
 //! The bearer token a request presents is checked as the MCP gate checks
 //! it (a static token of the state in force, or a JWT with `[http.jwt]`),
-//! and names the person answering; a terminal never answers the caller's
-//! own approval, since an MCP client holds the caller's token. Each client
-//! address shares the page's request rate.
+//! and names whose approvals are listed; never the caller's own, which
+//! only they approve. Each client address shares the page's request rate.
 
-use super::{Page, client, json_response, refused};
+use super::{Bucket, Page, client, json_response};
 use crate::http::connections::ClientConnection;
 use airlock_host::Approver;
-use airlock_host::transport::approval::{Answer, Approval, How, NotAnswered, NotYours, may_answer, now_ms};
+use airlock_host::transport::approval::{Approval, may_answer, now_ms};
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -36,8 +37,8 @@ async fn bearer(page: &Page, headers: &HeaderMap) -> Option<String> {
     signin.verifier.authenticate(&with, &access).await.ok().map(|(principal, _)| principal)
 }
 
-/// An approval as the terminal lists it.
-fn listed(approval: &Approval) -> serde_json::Value {
+/// An approval as the terminal lists it, with the link that answers it.
+fn listed(page: &Page, approval: &Approval) -> serde_json::Value {
     json!({
         "id": approval.id,
         "principal": approval.principal,
@@ -47,22 +48,15 @@ fn listed(approval: &Approval) -> serde_json::Value {
         "reason": approval.reason,
         "approver": approval.approver.describe(&approval.principal),
         "expires_in_secs": approval.expires_ms.saturating_sub(now_ms()) / 1000,
+        "link": page.host.approvals().link(approval),
     })
 }
 
-/// Whether the terminal's principal may answer `approval`: a named
-/// approver only (the caller's own approval needs the page).
-fn terminal_may_answer(page: &Page, approval: &Approval, principal: &str) -> Result<(), String> {
-    if approval.approver == Approver::Caller {
-        return Err(
-            "this call acts for its own approver: it is approved on the page, signed in, never with a token an MCP \
-             client may hold"
-                .into(),
-        );
-    }
+/// Whether `principal` is a named approver who may answer `approval`.
+fn named_approver(page: &Page, approval: &Approval, principal: &str) -> bool {
     let state = page.host.state();
-    may_answer(approval, principal, |person, group| state.policy().principal_is_in(person, group))
-        .map_err(|why: NotYours| why.explain(approval))
+    approval.approver != Approver::Caller
+        && may_answer(approval, principal, |person, group| state.policy().principal_is_in(person, group)).is_ok()
 }
 
 pub(super) async fn api_pending(
@@ -70,71 +64,22 @@ pub(super) async fn api_pending(
     connected: Option<Extension<ClientConnection>>,
     headers: HeaderMap,
 ) -> Response {
-    if !page.limiter.allow(client(connected.as_ref())) {
-        return json_response(StatusCode::TOO_MANY_REQUESTS, &json!({"error": "too many requests"}));
+    if !page.limiter.allow(Bucket::Address(client(connected.as_ref(), &headers))) {
+        return json_response(&page, StatusCode::TOO_MANY_REQUESTS, &json!({"error": "too many requests"}));
     }
     let Some(principal) = bearer(&page, &headers).await else {
-        return json_response(StatusCode::UNAUTHORIZED, &json!({"error": "send a bearer token of the approver"}));
+        return json_response(
+            &page,
+            StatusCode::UNAUTHORIZED,
+            &json!({"error": "send a bearer token of the approver"}),
+        );
     };
     match page.host.approvals().pending().await {
         Ok(list) => {
             let mine: Vec<serde_json::Value> =
-                list.iter().filter(|a| terminal_may_answer(&page, a, &principal).is_ok()).map(listed).collect();
-            json_response(StatusCode::OK, &json!({"principal": principal, "pending": mine}))
+                list.iter().filter(|a| named_approver(&page, a, &principal)).map(|a| listed(&page, a)).collect();
+            json_response(&page, StatusCode::OK, &json!({"principal": principal, "pending": mine}))
         }
-        Err(err) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
-    }
-}
-
-#[derive(Deserialize)]
-struct ApiAnswer {
-    decision: String,
-}
-
-pub(super) async fn api_answer(
-    State(page): State<Arc<Page>>,
-    Path(id): Path<String>,
-    connected: Option<Extension<ClientConnection>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    if !page.limiter.allow(client(connected.as_ref())) {
-        return json_response(StatusCode::TOO_MANY_REQUESTS, &json!({"error": "too many requests"}));
-    }
-    let Some(principal) = bearer(&page, &headers).await else {
-        return json_response(StatusCode::UNAUTHORIZED, &json!({"error": "send a bearer token of the approver"}));
-    };
-    let approved = match serde_json::from_slice::<ApiAnswer>(&body).map(|a| a.decision) {
-        Ok(decision) if decision == "approve" => true,
-        Ok(decision) if decision == "decline" => false,
-        _ => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "send {\"decision\": \"approve\"|\"decline\"}"}),
-            );
-        }
-    };
-    let approval = match page.host.approvals().get(&id).await {
-        Ok(Some(approval)) => approval,
-        Ok(None) => {
-            return json_response(StatusCode::NOT_FOUND, &json!({"error": "no such approval (lapsed or unknown)"}));
-        }
-        Err(err) => return json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
-    };
-    if let Err(why) = terminal_may_answer(&page, &approval, &principal) {
-        refused(&page, &approval, Some(&principal), &why);
-        return json_response(StatusCode::FORBIDDEN, &json!({"error": why}));
-    }
-    let answer = Answer { by: principal, how: How::Terminal, at_ms: now_ms(), approved };
-    match page.host.approvals().answer(&approval.id, answer).await {
-        Ok(Ok(answered)) => {
-            json_response(StatusCode::OK, &json!({"answered": listed(&answered), "approved": approved}))
-        }
-        Ok(Err(NotAnswered::Answered(given))) => json_response(
-            StatusCode::CONFLICT,
-            &json!({"error": format!("already {} by {}", if given.approved { "approved" } else { "declined" }, given.by)}),
-        ),
-        Ok(Err(NotAnswered::Unknown)) => json_response(StatusCode::NOT_FOUND, &json!({"error": "lapsed"})),
-        Err(err) => json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
+        Err(err) => json_response(&page, StatusCode::SERVICE_UNAVAILABLE, &json!({"error": err.to_string()})),
     }
 }

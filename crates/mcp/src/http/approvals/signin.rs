@@ -15,8 +15,14 @@
 //! cookie's, the token response is capped.
 
 use super::super::jwt::Verifier;
-use airlock_host::transport::approval::LinkKey;
+use super::{Bucket, ClientConnection, Page, client, cookie, notice, set_cookie, too_many};
+use airlock_host::transport::access::Access;
+use airlock_host::transport::approval::{LinkKey, PAGE_PATH, now_ms};
 use airlock_host::transport::outbound::Outbound;
+use axum::Extension;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use ring::rand::SecureRandom as _;
 use serde::{Deserialize, Serialize};
@@ -70,45 +76,24 @@ pub(super) struct Session {
     pub(super) expires_ms: u64,
 }
 
-/// `value` as cookie text: base64url JSON, a dot, its MAC.
-pub(super) fn seal<T: Serialize>(key: &LinkKey, context: &[u8], value: &T) -> Option<String> {
-    let json = serde_json::to_vec(value).ok()?;
-    let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
-    let mac = key.sign(context, &[body.as_bytes()]);
-    Some(format!("{body}.{mac}"))
-}
-
-/// The value sealed in `text`, if its MAC checks.
-pub(super) fn open<T: for<'de> Deserialize<'de>>(key: &LinkKey, context: &[u8], text: &str) -> Option<T> {
-    if text.len() > MAX_COOKIE_BYTES {
-        return None;
-    }
-    let (body, mac) = text.rsplit_once('.')?;
-    if !key.verify(context, &[body.as_bytes()], mac) {
-        return None;
-    }
-    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(body).ok()?;
-    serde_json::from_slice(&json).ok()
-}
-
 /// Seal a sign-in in progress.
 pub(super) fn seal_pending(key: &LinkKey, pending: &Pending) -> Option<String> {
-    seal(key, SIGNIN_CONTEXT, pending)
+    key.seal(SIGNIN_CONTEXT, pending)
 }
 
 /// The sign-in in progress `text` seals, if it checks and has not lapsed.
 pub(super) fn open_pending(key: &LinkKey, text: &str, now_ms: u64) -> Option<Pending> {
-    open::<Pending>(key, SIGNIN_CONTEXT, text).filter(|p| p.expires_ms > now_ms)
+    key.open::<Pending>(SIGNIN_CONTEXT, text, MAX_COOKIE_BYTES).filter(|p| p.expires_ms > now_ms)
 }
 
 /// Seal a session.
 pub(super) fn seal_session(key: &LinkKey, session: &Session) -> Option<String> {
-    seal(key, SESSION_CONTEXT, session)
+    key.seal(SESSION_CONTEXT, session)
 }
 
 /// The session `text` seals, if it checks and has not lapsed.
 pub(super) fn open_session(key: &LinkKey, text: &str, now_ms: u64) -> Option<Session> {
-    open::<Session>(key, SESSION_CONTEXT, text).filter(|s| s.expires_ms > now_ms)
+    key.open::<Session>(SESSION_CONTEXT, text, MAX_COOKIE_BYTES).filter(|s| s.expires_ms > now_ms)
 }
 
 /// The form token of `approval` for the session `session` (`"link"` when
@@ -183,7 +168,13 @@ impl SignIn {
 
     /// Exchange the callback's `code` for an ID token and verify it: the
     /// principal it names.
-    pub(super) async fn finish(&self, code: &str, redirect_uri: &str, pending: &Pending) -> Result<String, String> {
+    pub(super) async fn finish(
+        &self,
+        code: &str,
+        redirect_uri: &str,
+        pending: &Pending,
+        access: &Access,
+    ) -> Result<String, String> {
         let endpoints = self.endpoints().await?;
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("grant_type", "authorization_code")
@@ -210,8 +201,135 @@ impl SignIn {
         }
         let tokens: Tokens =
             serde_json::from_slice(&response.body).map_err(|_| "the issuer's answer has no ID token".to_owned())?;
-        self.verifier.verify_id_token(&tokens.id_token, &self.client_id, &pending.nonce).await
+        self.verifier.verify_id_token(&tokens.id_token, &self.client_id, &pending.nonce, access).await
     }
+}
+
+#[derive(Deserialize)]
+pub(super) struct SignInQuery {
+    #[serde(default)]
+    next: String,
+}
+
+pub(super) async fn sign_in(
+    State(page): State<Arc<Page>>,
+    Query(query): Query<SignInQuery>,
+    connected: Option<Extension<ClientConnection>>,
+    headers: HeaderMap,
+) -> Response {
+    if !page.limiter.allow(Bucket::Address(client(connected.as_ref(), &headers))) {
+        return too_many(&page);
+    }
+    let Some(signin) = &page.signin else {
+        return notice(&page, StatusCode::NOT_FOUND, "No sign-in", "This server has no sign-in ([http.jwt]).");
+    };
+    // Only back to an approval page: never a redirect elsewhere.
+    let next = if query.next.starts_with(&format!("{PAGE_PATH}/")) && !query.next.contains("//") {
+        query.next
+    } else {
+        PAGE_PATH.to_owned()
+    };
+    let endpoints = match signin.endpoints().await {
+        Ok(endpoints) => endpoints,
+        Err(err) => {
+            tracing::warn!("{err}");
+            return notice(
+                &page,
+                StatusCode::BAD_GATEWAY,
+                "Sign-in unavailable",
+                "The sign-in service cannot be reached.",
+            );
+        }
+    };
+    let (Some(verifier), Some(state), Some(nonce)) = (random(48), random(24), random(24)) else {
+        return notice(&page, StatusCode::INTERNAL_SERVER_ERROR, "Sign-in unavailable", "No random source.");
+    };
+    let pending = Pending { verifier, state, nonce, next, expires_ms: now_ms().saturating_add(SIGNIN_TTL_MS) };
+    let Some(sealed) = seal_pending(page.host.approvals().key(), &pending) else {
+        return notice(
+            &page,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Sign-in unavailable",
+            "The sign-in could not be started.",
+        );
+    };
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("response_type", "code")
+        .append_pair("client_id", &signin.client_id)
+        .append_pair("redirect_uri", &format!("{}{PAGE_PATH}/callback", page.base))
+        .append_pair("scope", "openid")
+        .append_pair("state", &pending.state)
+        .append_pair("nonce", &pending.nonce)
+        .append_pair("code_challenge", &challenge(&pending.verifier))
+        .append_pair("code_challenge_method", "S256")
+        .finish();
+    let separator = if endpoints.authorization_endpoint.contains('?') { '&' } else { '?' };
+    let location = format!("{}{separator}{query}", endpoints.authorization_endpoint);
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    if let Ok(location) = HeaderValue::from_str(&location) {
+        headers.insert(header::LOCATION, location);
+    }
+    headers.insert(header::SET_COOKIE, set_cookie(&page, SIGNIN_COOKIE, &sealed, SIGNIN_TTL_MS / 1000));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[derive(Deserialize)]
+pub(super) struct CallbackQuery {
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    state: String,
+}
+
+pub(super) async fn callback(
+    State(page): State<Arc<Page>>,
+    Query(query): Query<CallbackQuery>,
+    connected: Option<Extension<ClientConnection>>,
+    headers: HeaderMap,
+) -> Response {
+    if !page.limiter.allow(Bucket::Address(client(connected.as_ref(), &headers))) {
+        return too_many(&page);
+    }
+    let Some(signin) = &page.signin else {
+        return notice(&page, StatusCode::NOT_FOUND, "No sign-in", "This server has no sign-in ([http.jwt]).");
+    };
+    let key = page.host.approvals().key();
+    let pending = cookie(&headers, SIGNIN_COOKIE).and_then(|text| open_pending(key, text, now_ms()));
+    let Some(pending) = pending.filter(|p| !query.state.is_empty() && p.state == query.state) else {
+        return notice(
+            &page,
+            StatusCode::BAD_REQUEST,
+            "Sign-in not recognised",
+            "This sign-in was not started here, or it took too long. Open the approval link again.",
+        );
+    };
+    let redirect_uri = format!("{}{PAGE_PATH}/callback", page.base);
+    let access = page.host.state().access().clone();
+    let principal = match signin.finish(&query.code, &redirect_uri, &pending, &access).await {
+        Ok(principal) => principal,
+        Err(why) => {
+            tracing::warn!("an approval page sign-in failed: {why}");
+            return notice(&page, StatusCode::FORBIDDEN, "Sign-in failed", &why);
+        }
+    };
+    let Some(id) = random(24) else {
+        return notice(&page, StatusCode::INTERNAL_SERVER_ERROR, "Sign-in failed", "No random source.");
+    };
+    let session = Session { principal, id, expires_ms: now_ms().saturating_add(SESSION_TTL_MS) };
+    let Some(sealed) = seal_session(key, &session) else {
+        return notice(&page, StatusCode::INTERNAL_SERVER_ERROR, "Sign-in failed", "The session could not be made.");
+    };
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let out = response.headers_mut();
+    if let Ok(location) = HeaderValue::from_str(&pending.next) {
+        out.insert(header::LOCATION, location);
+    }
+    out.append(header::SET_COOKIE, set_cookie(&page, SESSION_COOKIE, &sealed, SESSION_TTL_MS / 1000));
+    out.append(header::SET_COOKIE, set_cookie(&page, SIGNIN_COOKIE, "", 0));
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 #[cfg(test)]

@@ -255,7 +255,7 @@ async fn a_principal_with_control_or_format_characters_is_refused_naming_the_cod
     for (sub, expected) in [
         ("alice\nbob", "holds U+000A, a line break, at character 6"),
         ("alice\r", "holds U+000D, a line break, at character 6"),
-        ("al\0ice", "holds U+0000, NUL, at character 3"),
+        ("al\0ice", "holds U+0000, a control character, at character 3"),
         ("alice\u{2028}", "holds U+2028, a line break"),
         ("alice\u{85}", "holds U+0085, a line break"),
         ("\u{202e}ecila", "holds U+202E, a bidirectional control, at character 1"),
@@ -290,28 +290,6 @@ async fn a_principal_with_control_or_format_characters_is_refused_naming_the_cod
         let accepted = verifier.principal(&sign(&claims(sub, 0))).await;
         assert_eq!(accepted.map(|(p, _)| p).ok().as_deref(), Some(sub));
     }
-}
-
-#[test]
-fn principal_faults_are_found_in_every_category_refused() {
-    use unicode_general_category::{GeneralCategory, get_general_category};
-    // Every code point of the refused categories is refused, and the
-    // first of every other category is accepted.
-    let mut refused = 0;
-    for c in (0..=0x10_ffff_u32).filter_map(char::from_u32) {
-        let category = get_general_category(c);
-        let expected = matches!(
-            category,
-            GeneralCategory::Control
-                | GeneralCategory::Format
-                | GeneralCategory::LineSeparator
-                | GeneralCategory::ParagraphSeparator
-        );
-        let name = format!("a{c}");
-        assert_eq!(principal_fault(&name, 256).is_some(), expected, "U+{:04X} ({category:?})", u32::from(c));
-        refused += usize::from(expected);
-    }
-    assert!(refused > 65 + 150, "Cc and Cf hold hundreds of code points, {refused} refused");
 }
 
 #[tokio::test]

@@ -127,6 +127,8 @@ fn an_approval_is_recorded_and_verifies() {
         id: "0123456789abcdef0123456789abcdef".into(),
         by: "alice".into(),
         how: "page",
+        proof: "passkey",
+        credential: Some("cred-1".into()),
         at_ms: 1_733_356_800_000,
         revision: "sha256:r".into(),
     };
@@ -136,8 +138,8 @@ fn an_approval_is_recorded_and_verifies() {
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(
         first["approval"],
-        json!({"id": "0123456789abcdef0123456789abcdef", "by": "alice", "how": "page",
-                           "at": 1_733_356_800_000u64, "revision": "sha256:r"})
+        json!({"id": "0123456789abcdef0123456789abcdef", "by": "alice", "how": "page", "proof": "passkey",
+               "credential": "cred-1", "at": 1_733_356_800_000u64, "revision": "sha256:r"})
     );
     let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
     assert!(second.get("approval").is_none(), "only a call run under an approval has the member");

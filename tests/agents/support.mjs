@@ -191,14 +191,16 @@ function freePort() {
  * page (`[approvals] mode = "page"`). Over HTTP the page is on the MCP
  * origin; with `listen`, a stdio server serves it on a loopback port of
  * this config's own, shared by all its servers (the page outlives a server
- * that ends while an approval waits). The approvals, the people's passkeys
- * and the page's lease are kept in `state`; the audit log is `audit`.
+ * that ends while an approval waits; its origin, as links name it, is
+ * `page`). The approvals, the people's passkeys and the page's lease are
+ * kept in `state`; the audit log is `audit`.
  */
 export async function approvalConfig({ listen }) {
   const setup = writeConfig();
   const state = path.join(setup.dir, 'state');
   const audit = path.join(setup.dir, 'audit.jsonl');
-  const address = listen ? `listen = "127.0.0.1:${await freePort()}"\n` : '';
+  const port = listen ? await freePort() : undefined;
+  const address = listen ? `listen = "127.0.0.1:${port}"\n` : '';
   appendFileSync(setup.config, `
 [approvals]
 mode = "page"
@@ -207,7 +209,7 @@ ${address}state_dir = ${JSON.stringify(state)}
 [audit]
 file = ${JSON.stringify(audit)}
 `);
-  return { ...setup, state, audit };
+  return { ...setup, state, audit, page: listen ? `http://localhost:${port}` : undefined };
 }
 
 /** The outcomes of `tool`'s calls in `setup`'s audit log, in order (what ended them, not their start). */

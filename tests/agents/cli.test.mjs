@@ -3,7 +3,15 @@
 // on HTTP), `mcp list` reports it connected, and then one print-mode
 // session against a stand-in model (tests/agents/model.mjs) shows what the
 // CLI hands the model: Airlock's tools in the tool list, the results of
-// `echo` and `run_python`, and a refused call's text.
+// `echo` and `run_python`, a refused call's text, and a call that needs a
+// person's approval on Airlock's page (`[approvals] mode = "page"`: on the
+// MCP origin over HTTP, on `[approvals] listen` on stdio). That call's
+// result hands the model the link and tells it to show it to the user;
+// the person (the test, with a software passkey: tests/ts/softkey.js)
+// approves on the page, and the same call made again runs, once (the
+// audit log says so). A CLI that declares URL elicitation and cancels it
+// (Claude Code in print mode cannot open a link) gets the same result with
+// the link.
 //
 // `make test-agents` runs them, with the Node 22 that package.json
 // installs: AIRLOCK_BIN=target/release/airlock AIRLOCK_TOOLS_DIR=target/guests
@@ -12,9 +20,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { BIN, startHttp, writeConfig } from '../ts/support.js';
+import { BIN, answerOnPage, linkInText, startHttp } from '../ts/support.js';
 import { startModel, toolName } from './model.mjs';
-import { claude, gemini, scratch, serverCommand } from './support.mjs';
+import { approvalConfig, auditOutcomes, claude, gemini, scratch, serverCommand, stopPageProcess } from './support.mjs';
 
 /** The one text of a turn's tool results (each step makes one call). */
 function resultOf(turn) {
@@ -22,11 +30,16 @@ function resultOf(turn) {
   return turn.results[0];
 }
 
+// A transfer the policy asks a person about.
+const TRANSFER = { to: 'bob', amount: 20001 };
+
 /**
- * The scripted model: echo, run_python, then a call the policy refuses.
- * Returns what the CLI handed the model at each step.
+ * The scripted model: echo, run_python, a call the policy refuses, then a
+ * transfer that needs approval; the person approves it on the page at the
+ * link the model was handed (`setup`'s), and the model makes the same call
+ * again. Returns what the CLI handed the model at each step.
  */
-function script(model) {
+function script(model, setup) {
   const seen = {};
   model.script([
     (turn) => {
@@ -43,6 +56,15 @@ function script(model) {
     },
     (turn) => {
       seen.refused = resultOf(turn);
+      return { call: 'create_transfer', input: TRANSFER };
+    },
+    async (turn) => {
+      seen.pending = resultOf(turn);
+      seen.card = await answerOnPage(setup, linkInText(seen.pending.text), 'approve');
+      return { call: 'create_transfer', input: TRANSFER };
+    },
+    (turn) => {
+      seen.approved = resultOf(turn);
       return { text: 'Done.' };
     },
   ]);
@@ -56,8 +78,8 @@ for (const [name, make, sessions] of CLIS) {
   describe(name, () => {
     for (const transport of ['stdio', 'http']) {
       const session = sessions.includes(transport);
-      test(`over ${transport}: mcp add, connected${session ? ', and a session that sees the tools, results and a refusal' : ''}`, async () => {
-        const setup = writeConfig();
+      test(`over ${transport}: mcp add, connected${session ? ', and a session that sees the tools, results, a refusal and an approval on the page' : ''}`, async () => {
+        const setup = await approvalConfig({ listen: transport === 'stdio' });
         const model = await startModel();
         let server;
         try {
@@ -72,7 +94,7 @@ for (const [name, make, sessions] of CLIS) {
           assert.match(`${listed.stdout}${listed.stderr}`, /airlock.*Connected/i, 'mcp list reports Airlock connected');
 
           if (!session) return;
-          const seen = script(model);
+          const seen = script(model, setup);
           const ran = await cli.prompt('Use the airlock tools as the task needs.');
           const transcript = `${ran.stdout}\n${ran.stderr}\nmodel errors: ${model.errors.join('\n')}`;
           assert.deepEqual(model.errors, [], transcript);
@@ -90,9 +112,29 @@ for (const [name, make, sessions] of CLIS) {
           assert.match(seen.python.text, /\b42\b/);
           assert.match(seen.refused.text, /denied/);
           assert.match(seen.refused.text, /mallory/);
+
+          // The model was handed the link to show the user; the person
+          // approved there, and the call made again ran, once.
+          assert.match(seen.pending.text, /needs the approval of .* on Airlock's approval page/s);
+          assert.match(seen.pending.text, /Show the user this link/);
+          // A page on loopback is served as localhost (a passkey's relying party is a name).
+          const page = transport === 'stdio' ? setup.page : new URL(server.url).origin.replace('127.0.0.1', 'localhost');
+          assert.ok(linkInText(seen.pending.text).startsWith(`${page}/approvals/`), seen.pending.text);
+          assert.match(seen.card, /create_transfer/);
+          assert.match(seen.card, /20001/);
+          assert.equal(seen.approved.isError, false, seen.approved.text);
+          assert.match(seen.approved.text, /done/);
+          // A CLI that declares URL elicitation on the 2026-07-28 revision is
+          // first handed the link as an input request; it cancels (print
+          // mode cannot open a link) and makes the call again, which returns
+          // the link: one approval_required more, and still one transfer.
+          const outcomes = auditOutcomes(setup, 'create_transfer').join(' ');
+          assert.match(outcomes, /^denied (approval_required ){1,2}ok$/, `the transfer ran once, after the approval: ${outcomes}`);
         } finally {
           await model.close();
           await server?.stop();
+          // A stdio server that ended while the approval waited handed its page on.
+          await stopPageProcess(setup);
         }
       });
     }

@@ -8,10 +8,11 @@
 //
 // A script is a list of steps. Each agent turn (a request that offers
 // tools) runs the next step with what the CLI sent, as `{ tools, results,
-// request }` (`tools`: the names offered; `results`: the tool results in
-// the request's last message, `{ name, text, isError }`); a step returns
+// request }` (`tools`: the names offered; `results`: the tool results sent
+// since the model's last answer, `{ name, text, isError }`); a step returns
 // `{ call: 'echo', input: {...} }` (resolved to the CLI's name for the tool,
-// e.g. `mcp__airlock__echo`) or `{ text }` (the model ends its turn).
+// e.g. `mcp__airlock__echo`) or `{ text }` (the model ends its turn). A
+// step may take its time (a person approving a call on a page meanwhile).
 // Requests without tools (titles, summaries, classifiers) get a short
 // answer that fits the JSON schema they ask for, and are kept apart.
 
@@ -141,14 +142,17 @@ async function anthropic(model, request, res) {
     model.side.push({ api: 'anthropic', request });
     answer = { text: 'ok' };
   } else {
-    const last = request.messages?.at(-1);
+    const messages = request.messages ?? [];
+    // The tool results follow the model's last answer (Claude Code may add
+    // a reminder of its own after them).
+    const since = messages.slice(messages.findLastIndex((message) => message.role === 'assistant') + 1);
     const uses = new Map();
-    for (const message of request.messages ?? []) {
+    for (const message of messages) {
       for (const block of Array.isArray(message.content) ? message.content : []) {
         if (block.type === 'tool_use') uses.set(block.id, block.name);
       }
     }
-    const results = (Array.isArray(last?.content) ? last.content : [])
+    const results = since.flatMap((message) => (Array.isArray(message.content) ? message.content : []))
       .filter((block) => block.type === 'tool_result')
       .map((block) => ({ name: uses.get(block.tool_use_id), text: anthropicText(block.content), isError: block.is_error === true }));
     answer = await nextAction(model, {
@@ -210,8 +214,9 @@ async function googleGenerate(model, request, res, stream, modelName) {
     model.side.push({ api: 'gemini', model: modelName, request });
     answer = { text: schema ? JSON.stringify(instanceOf(schema)) : 'ok' };
   } else {
-    const last = request.contents?.at(-1);
-    const results = (last?.parts ?? [])
+    const contents = request.contents ?? [];
+    const since = contents.slice(contents.findLastIndex((content) => content.role === 'model') + 1);
+    const results = since.flatMap((content) => content.parts ?? [])
       .filter((part) => part.functionResponse)
       .map(({ functionResponse }) => ({
         name: functionResponse.name,

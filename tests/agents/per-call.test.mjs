@@ -4,14 +4,24 @@
 // client and LangChain's `get_tools()` do). Each lists the tools, calls
 // `echo` and `run_python`, and gets a refused call's text, every request
 // from a server process of its own.
+//
+// And a call that needs a person's approval on Airlock's page (`[approvals]
+// mode = "page"`, served on `[approvals] listen`): the result hands the
+// link over, the server exits, and the page is still served, by the
+// process the server handed it to (`airlock __page`, which keeps its state
+// in `[approvals] state_dir`). The person (the test, with a software
+// passkey: tests/ts/softkey.js) approves there; the same call made again,
+// in a new server, runs once (the audit log says so), and the page's
+// process ends by itself once nothing waits.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import {
-  BIN, CALL_TIMEOUT, Client, StdioClientTransport, serverEnv, textOf, trackStdio, writeConfig,
+  BIN, CALL_TIMEOUT, Client, StdioClientTransport, answerOnPage, kindOf, linkInText, serverEnv, textOf, trackStdio,
+  writeConfig,
 } from '../ts/support.js';
-import { INSPECTOR, NODE, run, scratch } from './support.mjs';
+import { INSPECTOR, NODE, approvalConfig, auditOutcomes, pageProcessRuns, run, scratch, stopPageProcess } from './support.mjs';
 
 /** The Inspector CLI, one process per call, in a scratch HOME. */
 function inspector(setup) {
@@ -76,6 +86,35 @@ for (const [name, make] of [['MCP Inspector CLI', inspector], ['an SDK client wi
       const refused = await client.call('create_transfer', { to: 'mallory', amount: 1 });
       assert.equal(refused.isError, true, JSON.stringify(refused));
       assert.match(textOf(refused), /denied.*mallory/s);
+    });
+
+    test('a call that needs approval: the link, approved on the page after the server ended, the call made again runs once', async () => {
+      const setup = await approvalConfig({ listen: true });
+      const client = make(setup);
+      try {
+        const transfer = { to: 'bob', amount: 20001 };
+        const first = await client.call('create_transfer', transfer);
+        assert.equal(first.isError, true, JSON.stringify(first));
+        assert.equal(kindOf(first), 'approval_required', textOf(first));
+        assert.match(textOf(first), /Show the user this link/);
+        const link = linkInText(textOf(first));
+        assert.match(link, /^http:\/\/localhost:\d+\/approvals\//);
+
+        // The server that opened the approval ends: the page is served by
+        // the process it handed it to.
+        assert.ok(await pageProcessRuns(setup, true), 'no process serves the page after the server ended');
+        const card = await answerOnPage(setup, link, 'approve');
+        assert.match(card, /create_transfer/);
+        assert.match(card, /20001/);
+
+        const ran = await client.call('create_transfer', transfer);
+        assert.notEqual(ran.isError, true, JSON.stringify(ran));
+        assert.deepEqual(ran.structuredContent, { ...transfer, status: 'done' });
+        assert.deepEqual(auditOutcomes(setup, 'create_transfer'), ['approval_required', 'ok'], 'the transfer ran once');
+        assert.ok(await pageProcessRuns(setup, false), "the page's process did not end once nothing waited");
+      } finally {
+        await stopPageProcess(setup);
+      }
     });
   });
 }

@@ -4,14 +4,19 @@
 // killed whatever becomes of the run (the CLI and any stdio server it
 // started).
 //
-// Airlock's side (configs, servers) is the TypeScript client tests'
-// support (tests/ts/support.js).
+// Airlock's side (configs, servers, the person at the approval page) is
+// the TypeScript client tests' support (tests/ts/support.js); here, a
+// config whose calls wait for an approval on Airlock's page, its audit
+// log, and the page's own process that outlives a stdio server.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { CALL_TIMEOUT, writeConfig } from '../ts/support.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODULES = path.join(HERE, 'node_modules');
@@ -164,4 +169,105 @@ export function gemini(place, model) {
     list: () => cli('mcp', 'list'),
     prompt: (text) => cli('-p', text, '--output-format', 'json'),
   };
+}
+
+// -- approvals on Airlock's page --------------------------------------------------
+
+/** A loopback port nobody listens on now. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A `writeConfig` config (create_transfer asks; transfers to mallory are
+ * forbidden) whose asked calls wait for a person's approval on Airlock's
+ * page (`[approvals] mode = "page"`). Over HTTP the page is on the MCP
+ * origin; with `listen`, a stdio server serves it on a loopback port of
+ * this config's own, shared by all its servers (the page outlives a server
+ * that ends while an approval waits; its origin, as links name it, is
+ * `page`). The approvals, the people's passkeys and the page's lease are
+ * kept in `state`; the audit log is `audit`.
+ */
+export async function approvalConfig({ listen }) {
+  const setup = writeConfig();
+  const state = path.join(setup.dir, 'state');
+  const audit = path.join(setup.dir, 'audit.jsonl');
+  const port = listen ? await freePort() : undefined;
+  const address = listen ? `listen = "127.0.0.1:${port}"\n` : '';
+  appendFileSync(setup.config, `
+[approvals]
+mode = "page"
+${address}state_dir = ${JSON.stringify(state)}
+
+[audit]
+file = ${JSON.stringify(audit)}
+`);
+  return { ...setup, state, audit, page: listen ? `http://localhost:${port}` : undefined };
+}
+
+/** The outcomes of `tool`'s calls in `setup`'s audit log, in order (what ended them, not their start). */
+export function auditOutcomes(setup, tool) {
+  if (!existsSync(setup.audit)) return [];
+  return readFileSync(setup.audit, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
+    .filter((record) => record.tool === tool && record.outcome !== 'started')
+    .map((record) => record.outcome);
+}
+
+/**
+ * The process that serves the page after the stdio server that handed it
+ * on ended (`airlock __page`, in a process group of its own), as the
+ * page's lease names it; `undefined` when none does.
+ */
+function pageProcess(setup) {
+  let holder;
+  try {
+    const note = readFileSync(path.join(setup.state, 'page.lock'), 'utf8');
+    holder = note ? JSON.parse(note) : undefined;
+  } catch {
+    return undefined;
+  }
+  if (!holder?.handed_over) return undefined;
+  try {
+    // The note outlives a process killed with -9: only a live page process counts.
+    const command = readFileSync(`/proc/${holder.pid}/cmdline`, 'utf8').split('\0');
+    const stat = readFileSync(`/proc/${holder.pid}/stat`, 'utf8');
+    if (!command.includes('__page') || /^\S+ \(.*\) Z/.test(stat)) return undefined;
+  } catch {
+    return undefined;
+  }
+  return holder.pid;
+}
+
+/**
+ * Wait until a process serves `setup`'s page after the stdio server that
+ * handed it on ended (`served`), or until none does: it ends by itself once
+ * no approval waits for an answer. Resolves to whether that came to be
+ * within the bound.
+ */
+export async function pageProcessRuns(setup, served) {
+  const deadline = Date.now() + CALL_TIMEOUT;
+  while ((pageProcess(setup) !== undefined) !== served) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}
+
+/**
+ * Stop the process that serves `setup`'s page, if one does (as when a test
+ * fails while an approval waits): SIGTERM, then SIGKILL if it has not
+ * ended by the bound.
+ */
+export async function stopPageProcess(setup) {
+  const pid = pageProcess(setup);
+  if (pid === undefined) return;
+  process.kill(pid, 'SIGTERM');
+  if (!(await pageProcessRuns(setup, false))) process.kill(pid, 'SIGKILL');
 }

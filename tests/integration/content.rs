@@ -131,6 +131,31 @@ async fn a_refused_block_fails_the_call_whatever_the_tool_returns() {
 }
 
 #[tokio::test]
+async fn a_link_a_client_should_not_open_fails_the_call_saying_what_a_link_may_be() {
+    let host = host_with("").await;
+    let link = |uri: &'static str| json!({"attack": "link_to", "content": uri});
+    let rule = "a resource link must be an https: or http: URL of a public host";
+    let file = call(&host, "hostile", link("file:///etc/passwd")).await;
+    assert_failed(&file, "invalid_output", "content block 1 (resource_link) has a URI of scheme \"file\"");
+    assert!(file.text().contains(rule), "{}", file.text());
+    assert!(file.result().is_err(), "no block of the call is returned");
+    let metadata = call(&host, "hostile", link("http://169.254.169.254/latest/meta-data/")).await;
+    assert_failed(&metadata, "invalid_output", "whose host 169.254.169.254 is a cloud metadata address");
+    assert!(metadata.text().contains(rule), "{}", metadata.text());
+    for (uri, why) in [
+        ("http://127.0.0.1:8080/admin", "is a loopback address"),
+        ("http://[::ffff:192.168.0.1]/", "is a private-network address"),
+        ("http://localhost/", "whose host is localhost"),
+        ("https://user:pass@example.com/", "a user name or password before its host"),
+    ] {
+        assert_failed(&call(&host, "hostile", link(uri)).await, "invalid_output", why);
+    }
+    let public = call(&host, "hostile", link("https://example.com/report.pdf")).await;
+    let Some(Content::Link(kept)) = blocks(&public).into_iter().next() else { panic!("a link: {}", public.text()) };
+    assert_eq!(kept.uri, "https://example.com/report.pdf");
+}
+
+#[tokio::test]
 async fn a_call_that_fails_after_attaching_returns_no_blocks() {
     let dir = temp_dir();
     let audit = dir.path().join("audit.jsonl");

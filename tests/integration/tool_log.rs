@@ -2,13 +2,16 @@
 //! for the operator reaches the operator's log under the target
 //! `airlock::tool_log`, tagged with the tool, the call id and the
 //! principal, each line cleaned and cut, a call's lines past its cap
-//! counted once at the end; none of it reaches the model.
+//! counted once at the end; none of it reaches the model unless the
+//! operator turned `client_log` on, and then with secrets withheld as from
+//! a result.
 
 use crate::cli::json_out;
-use crate::service::binary;
+use crate::service::{Served, binary, kind, stdio_initialize, stdout_lines, write_line};
 use crate::support::{fixture, guests, temp_dir};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::process::Command;
+use std::time::Duration;
 
 #[test]
 fn a_log_flood_writes_the_capped_lines_and_one_count_of_the_rest() {
@@ -51,4 +54,37 @@ fn a_log_flood_writes_the_capped_lines_and_one_count_of_the_rest() {
     assert_eq!(counts.len(), 1, "the rest is counted once: {stderr}");
     assert_eq!(counts[0]["dropped"], 99_990);
     assert!(counts[0]["message"].as_str().unwrap_or_default().contains("99990 more lines dropped"), "{}", counts[0]);
+}
+
+#[test]
+fn a_line_for_the_client_loses_well_known_credentials_and_the_operators_patterns() {
+    let config = format!(
+        "builtin_settings = false\n[tools.hostile]\ncomponent = {:?}\nside_effect = false\nclient_log = true\n\
+         secret_patterns = [\"acme_[a-z0-9]{{8}}\"]\n",
+        fixture("hostile").display().to_string()
+    );
+    let mut server = Served::start(&config, &["serve", "--stdio"]);
+    let lines = stdout_lines(&mut server);
+    let mut stdin = server.child.stdin.take().expect("stdin");
+    stdio_initialize(&mut stdin, &lines);
+    let line = "calling with ghp_0123456789abcdefghijABCDEFGHIJ012345 and acme_abcd1234 as asked";
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params":
+        {"name": "hostile", "arguments": {"attack": "log_line", "content": line}}});
+    write_line(&mut stdin, &call.to_string());
+    let mut seen = Vec::new();
+    let result = loop {
+        let message = lines.recv_timeout(Duration::from_secs(60)).expect("an answer");
+        if message["id"] == 1 {
+            break message["result"].clone();
+        }
+        seen.push(message);
+    };
+    assert_eq!(kind(&result), "ok", "{result}");
+    let logged: Vec<&Value> = seen.iter().filter(|m| m["method"] == "notifications/message").collect();
+    assert_eq!(logged.len(), 1, "{seen:?}");
+    assert_eq!(logged[0]["params"]["logger"], "hostile");
+    assert_eq!(
+        logged[0]["params"]["data"], "calling with [secret withheld] and [secret withheld] as asked",
+        "a GitHub token and the operator's own pattern are withheld"
+    );
 }

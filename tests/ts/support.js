@@ -387,9 +387,12 @@ export function linkIn(result) {
   return linkInText(textOf(result));
 }
 
-/** The page's link in a text (a result's, or what a model was handed). */
+/**
+ * The page's link in a text (a result's, or what a model was handed, which
+ * may quote the result as JSON: a link holds no backslash).
+ */
 export function linkInText(text) {
-  const match = /https?:\/\/[^\s"'<>)\]]+\/approvals\/[^\s"'<>)\]]+/.exec(text);
+  const match = /https?:\/\/[^\s"'<>)\]\\]+\/approvals\/[^\s"'<>)\]\\]+/.exec(text);
   assert.ok(match, `no approval link in: ${text}`);
   return match[0];
 }

@@ -16,11 +16,13 @@
 //! counted in `budget.rs`.
 //!
 //! This module owns the grant keys of `[tools.NAME]` (`dirs`, `env`,
-//! `env_from_host`, and `network` through [`crate::network`]):
+//! `env_from_host`, and `network` through [`crate::network`]) and carries
+//! `secret_patterns` (checked by [`crate::secrets`]) to the sandbox:
 //! [`Grants::from_raw`] checks them once, when the config is loaded.
 
 use crate::capture::CapturedOutput;
 use crate::network::{NetworkGrant, RawNetwork};
+use crate::secrets::{Scrubber, SecretPatterns};
 use airlock_settings::limits::MAX_RANDOM_BYTES;
 use anyhow::Context as _;
 use serde::Deserialize;
@@ -68,6 +70,10 @@ pub struct Grants {
     pub env: Vec<EnvGrant>,
     /// Outbound HTTP; `None` refuses every request.
     pub network: Option<Arc<NetworkGrant>>,
+    /// The operator's own patterns of secrets withheld from what the tool
+    /// hands back (`secret_patterns`, [`crate::secrets`]): a restriction,
+    /// not a grant.
+    pub secret_patterns: Option<Arc<SecretPatterns>>,
 }
 
 /// One entry of `[tools.NAME] dirs` as written.
@@ -98,6 +104,8 @@ pub struct RawGrants {
     pub env_from_host: Vec<String>,
     /// `[tools.NAME.network]`.
     pub network: Option<RawNetwork>,
+    /// `secret_patterns`: regular expressions of the operator's secrets.
+    pub secret_patterns: Vec<String>,
 }
 
 impl Grants {
@@ -146,7 +154,17 @@ impl Grants {
         if let Some(network) = raw.network {
             grants.network = Some(Arc::new(NetworkGrant::from_raw(network, resolve)?));
         }
+        if !raw.secret_patterns.is_empty() {
+            grants.secret_patterns = Some(Arc::new(SecretPatterns::new(raw.secret_patterns)?));
+        }
         Ok(grants)
+    }
+
+    /// What the host withholds from the texts of these grants' calls: the
+    /// network grant's secret values and the operator's patterns, besides
+    /// well-known credentials.
+    pub fn scrubber(&self) -> Scrubber {
+        Scrubber::new(self.network.clone(), self.secret_patterns.clone())
     }
 
     /// True when nothing is granted.
@@ -231,6 +249,7 @@ mod tests {
             dirs: vec![DirGrant { host_path: "/tmp".into(), guest_path: "/data".into(), access: DirAccess::ReadOnly }],
             env: vec![EnvGrant { name: "LANG".into(), value: "C".into() }],
             network: None,
+            secret_patterns: None,
         };
         assert_eq!(grants.summary(), "/data (ro), env LANG");
     }
@@ -245,6 +264,7 @@ mod tests {
             }],
             env: vec![],
             network: None,
+            secret_patterns: None,
         };
         let Err(err) = grants.wasi_ctx(CapturedOutput::new(1), CapturedOutput::new(1)) else {
             panic!("opened a missing directory")

@@ -35,6 +35,7 @@ pub mod network;
 pub mod revision;
 pub mod sandbox;
 pub mod schema_portable;
+pub mod secrets;
 pub mod strict;
 pub mod tls;
 pub mod tool_settings;

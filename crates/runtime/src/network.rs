@@ -23,6 +23,7 @@ pub mod send;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use address::{Restricted, restricted};
 pub use grant::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RawNetwork, RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,

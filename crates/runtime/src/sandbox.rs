@@ -20,7 +20,7 @@
 //! the instance is [`Spent`] and must be dropped.
 
 use crate::grants::Grants;
-use crate::network::NetworkGrant;
+use crate::secrets::Scrubber;
 use airlock_core::call::Captured;
 use airlock_core::caller::Caller;
 use airlock_core::outcome::{ErrorKind, Failure};
@@ -134,8 +134,10 @@ pub enum Spent {
 pub struct LiveInstance {
     store: Store<CallCtx>,
     tool: Option<Tool>,
-    /// The network grant, whose secrets are scrubbed from every result.
-    network: Option<Arc<NetworkGrant>>,
+    /// What every result and every log line for the client lose: the
+    /// network grant's secret values, well-known credentials and the
+    /// operator's patterns.
+    secrets: Scrubber,
 }
 
 impl LiveInstance {
@@ -155,7 +157,7 @@ impl LiveInstance {
         // of strings can point at the same bytes many times over.
         store.set_hostcall_fuel(limits.hostcall_bytes());
         store.set_max_component_handles(limits.max_host_resources().saturating_mul(HANDLES_PER_RESOURCE));
-        Ok(Self { store, tool: None, network: grants.network.clone() })
+        Ok(Self { store, tool: None, secrets: grants.scrubber() })
     }
 
     /// Set up the next call: every capability renewed (empty captures, a
@@ -402,9 +404,8 @@ async fn call_within(
         }
         None => (None, None),
     };
-    // Lines for the client lose the operator's secrets the way the result
-    // does.
-    let network = live.network.clone();
+    // Lines for the client lose the secrets the way the result does.
+    let secrets = live.secrets.clone();
     // Tells the forwarders that the guest is done; only made for a call
     // that has one (a token is an allocation and a lock per call).
     let ended = (forwarding.is_some() || logging.is_some()).then(CancellationToken::new);
@@ -426,7 +427,7 @@ async fn call_within(
     };
     let forward_log = async {
         if let (Some((receiver, sink)), Some(ended)) = (logging, &ended) {
-            tool_log::forward(receiver, sink.as_ref(), invocation.tool, network.as_deref(), ended.clone()).await;
+            tool_log::forward(receiver, sink.as_ref(), invocation.tool, &secrets, ended.clone()).await;
         }
     };
     let (mut execution, spent) = match ended {
@@ -435,32 +436,28 @@ async fn call_within(
         None => run.await,
         Some(_) => tokio::join!(run, forward, forward_log).0,
     };
-    if let Some(network) = live.network.as_deref() {
-        scrub_secrets(network, &mut execution);
-    }
+    scrub_secrets(&live.secrets, &mut execution);
     (execution, spent)
 }
 
-/// Remove the operator's secret header values from everything the guest
-/// returns, in case a server echoed one back to it.
-fn scrub_secrets(network: &NetworkGrant, execution: &mut Execution) {
-    if network.secrets.is_empty() {
-        return;
-    }
+/// Remove secrets from everything the guest returns: the operator's
+/// secret header values (a server may echo one back), well-known
+/// credentials and the operator's patterns ([`crate::secrets`]).
+fn scrub_secrets(secrets: &Scrubber, execution: &mut Execution) {
     match &mut execution.result {
-        Ok(text) => crate::network::scrub(network, text),
+        Ok(text) => secrets.scrub(text),
         Err(failure) => {
-            crate::network::scrub(network, &mut failure.message);
+            secrets.scrub(&mut failure.message);
             if let Some(code) = &mut failure.code {
-                crate::network::scrub(network, code);
+                secrets.scrub(code);
                 // A code with a secret withheld is no longer a valid code.
                 *code = airlock_core::outcome::tool_code(code);
             }
         }
     }
-    crate::network::scrub(network, &mut execution.stdout.text);
-    crate::network::scrub(network, &mut execution.stderr.text);
-    content::scrub(&mut execution.content.blocks, |text| crate::network::scrub(network, text));
+    secrets.scrub(&mut execution.stdout.text);
+    secrets.scrub(&mut execution.stderr.text);
+    content::scrub(&mut execution.content.blocks, |text| secrets.scrub(text));
 }
 
 /// The raw metadata a component declares about itself.

@@ -87,6 +87,9 @@ airlock_settings::section! {
         /// outbound HTTP: the origins, methods, private addresses and secret headers allowed (`[tools.NAME.network]`, book/src/operator/network.md)
         network: Option<RawNetwork>, Reload, accepts "a table (see the network grant rules)",
             unset "not set: every request is refused", example "{ allow = [\"https://api.github.com\"] }";
+        /// secrets of the operator's own, as regular expressions (Rust's regex syntax): withheld, like secret header values and well-known credentials, from the tool's result, output, content blocks and the log lines its client receives
+        secret_patterns: Option<Vec<String>>, Reload, accepts "an array of at most 64 regular expressions of at most 1024 bytes, none matching empty text",
+            unset "`[]`: secret header values and well-known credentials only", example "[\"acme_[a-z0-9]{32}\"]";
     }
 }
 
@@ -137,6 +140,7 @@ impl ToolConfig {
                 env: raw.env.unwrap_or_default(),
                 env_from_host: raw.env_from_host.unwrap_or_default(),
                 network: raw.network,
+                secret_patterns: raw.secret_patterns.unwrap_or_default(),
             },
             resolve,
         )

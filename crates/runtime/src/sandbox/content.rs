@@ -157,9 +157,9 @@ impl ContentSlot {
             wit::Block::Image(media) => Content::Image(self.media(what, media, &IMAGE_TYPES)?),
             wit::Block::Audio(media) => Content::Audio(self.media(what, media, &AUDIO_TYPES)?),
             wit::Block::ResourceLink(link) => {
-                self.uri(what, &link.uri)?;
+                let uri = self.link(what, &link.uri)?;
                 Content::Link(Link {
-                    uri: link.uri,
+                    uri,
                     name: clean_line(&link.name),
                     title: link.title.as_deref().map(clean_line),
                     description: link.description.as_deref().map(clean_text),
@@ -223,27 +223,66 @@ impl ContentSlot {
         }
     }
 
-    /// A URI whose scheme and length are accepted.
+    /// An embedded resource's URI, if accepted ([`uri::check`]).
     fn uri(&self, what: &str, uri: &str) -> Result<(), Failure> {
+        uri::check(uri, self.caps.uri_bytes).map_err(|refused| self.refused_uri(what, refused, Target::Embedded))
+    }
+
+    /// A resource link's URI as the client gets it, if accepted
+    /// ([`uri::check_link`]).
+    fn link(&self, what: &str, uri: &str) -> Result<String, Failure> {
+        uri::check_link(uri, self.caps.uri_bytes).map_err(|refused| self.refused_uri(what, refused, Target::Link))
+    }
+
+    /// Why a URI of `target` was refused, and what is accepted.
+    fn refused_uri(&self, what: &str, refused: uri::Refused, target: Target) -> Failure {
         let max = self.caps.uri_bytes;
-        let (kind, why) = match uri::check(uri, max) {
-            Ok(()) => return Ok(()),
-            Err(uri::Refused::TooLong(len)) => (
+        let (kind, why) = match refused {
+            uri::Refused::TooLong(len) => (
                 ErrorKind::OutputTooLarge,
                 format!("has a URI of {len} bytes, more than the {max} bytes a URI may have (max_uri_bytes = {max})"),
             ),
-            Err(uri::Refused::NoScheme) => {
+            uri::Refused::NoScheme => {
                 (ErrorKind::InvalidOutput, "has a URI without a scheme (e.g. `https:`), or with a malformed one".into())
             }
-            Err(uri::Refused::Scheme(scheme)) => (ErrorKind::InvalidOutput, format!("has a URI of scheme {scheme:?}")),
-            Err(uri::Refused::Characters) => (
+            uri::Refused::Scheme(scheme) => (ErrorKind::InvalidOutput, format!("has a URI of scheme {scheme:?}")),
+            uri::Refused::Characters => (
                 ErrorKind::InvalidOutput,
                 "has a URI with whitespace, control or bidirectional formatting characters (percent-encode them)"
                     .into(),
             ),
+            uri::Refused::Malformed(reason) => {
+                (ErrorKind::InvalidOutput, format!("has a URL that does not parse ({reason})"))
+            }
+            uri::Refused::Userinfo => (
+                ErrorKind::InvalidOutput,
+                "has a URL with a user name or password before its host, which can hide the real host or carry a \
+                 credential"
+                    .into(),
+            ),
+            uri::Refused::Localhost => (
+                ErrorKind::InvalidOutput,
+                "has a URL whose host is localhost, the machine of whoever opens the link".into(),
+            ),
+            uri::Refused::Address(ip, class) => (
+                ErrorKind::InvalidOutput,
+                format!("has a URL whose host {ip} is {}, not a public address", class.describe()),
+            ),
         };
-        Err(refusal(kind, format!("{what} {why}; accepted: URIs of scheme {}", uri::URI_SCHEMES.join(", "))))
+        let accepted = match target {
+            Target::Link => uri::LINK_RULE.to_owned(),
+            Target::Embedded => format!("accepted: URIs of scheme {}", uri::URI_SCHEMES.join(", ")),
+        };
+        refusal(kind, format!("{what} {why}; {accepted}"))
     }
+}
+
+/// Whose URI is checked: a link's, which a client may open or fetch, or
+/// an embedded resource's, which names the bytes it carries.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Link,
+    Embedded,
 }
 
 /// Apply `scrub` to every string of `blocks` that is text (text blocks,
@@ -494,7 +533,23 @@ mod tests {
             "{}",
             data.message
         );
-        assert!(data.message.contains("accepted: URIs of scheme https, http, file, airlock"), "{}", data.message);
+        assert!(data.message.contains(uri::LINK_RULE), "{}", data.message);
+
+        let passwd = refused(&mut slot(Limits::default()), link("file:///etc/passwd"));
+        assert!(passwd.message.contains("has a URI of scheme \"file\"; a resource link must be"), "{}", passwd.message);
+        let metadata = refused(&mut slot(Limits::default()), link("http://169.254.169.254/latest/meta-data/"));
+        assert_eq!(metadata.kind, ErrorKind::InvalidOutput);
+        assert!(
+            metadata.message.contains("has a URL whose host 169.254.169.254 is a cloud metadata address, not a public"),
+            "{}",
+            metadata.message
+        );
+        let userinfo = refused(&mut slot(Limits::default()), link("https://example.com@evil.example/"));
+        assert!(userinfo.message.contains("a user name or password before its host"), "{}", userinfo.message);
+        let local = refused(&mut slot(Limits::default()), link("http://localhost:8080/"));
+        assert!(local.message.contains("whose host is localhost"), "{}", local.message);
+        let mapped = refused(&mut slot(Limits::default()), link("http://[::ffff:10.0.0.1]/"));
+        assert!(mapped.message.contains("is a private-network address"), "{}", mapped.message);
 
         let limits = Limits { max_uri_bytes: 10, ..Limits::default() };
         let long = refused(&mut slot(limits), link("https://example.com"));

@@ -4,8 +4,9 @@
 //! principal. By default they never reach the client or the model: only
 //! a call whose front end handed over a [`LogSink`] (which the pipeline
 //! does only for a tool whose operator turned `client_log` on) also sends
-//! each line, as logged, to that sink, with the operator's secret header
-//! values taken out; an MCP client gets them as `notifications/message`
+//! each line, as logged, to that sink, with secrets withheld as they are
+//! from the result (`secrets.rs`: secret header values, well-known
+//! credentials, the operator's `secret_patterns`); an MCP client gets them as `notifications/message`
 //! and may show them to its model. [`forward`] sends them in order, the
 //! last before the call's result, while the guest goes on: a slow client
 //! never blocks the guest, and what waits for it is bounded by the
@@ -20,7 +21,7 @@
 //! the same lines as the operator's log: cleaned, cut and within
 //! `max_log_lines`, never the count of the dropped ones.
 
-use crate::network::NetworkGrant;
+use crate::secrets::Scrubber;
 use airlock_core::caller::Caller;
 use airlock_core::content::clean_line;
 use airlock_core::tool_log::{LogLevel, LogSink};
@@ -150,13 +151,13 @@ pub(crate) fn channel() -> (Sender, mpsc::UnboundedReceiver<(LogLevel, String)>)
 }
 
 /// Send the lines arriving on `lines` to `sink`, in order, each with the
-/// secrets of `network` taken out, until the channel closes (the call is
+/// secrets `secrets` finds withheld (as from the result), until the channel closes (the call is
 /// over) or, once `ended` fires, no line is left waiting.
 pub(crate) async fn forward(
     mut lines: mpsc::UnboundedReceiver<(LogLevel, String)>,
     sink: &dyn LogSink,
     tool: &str,
-    network: Option<&NetworkGrant>,
+    secrets: &Scrubber,
     ended: CancellationToken,
 ) {
     loop {
@@ -166,9 +167,7 @@ pub(crate) async fn forward(
             () = ended.cancelled() => lines.try_recv().ok(),
         };
         let Some((level, mut text)) = next else { return };
-        if let Some(network) = network {
-            crate::network::scrub(network, &mut text);
-        }
+        secrets.scrub(&mut text);
         sink.line(tool, level, text).await;
     }
 }
@@ -226,8 +225,23 @@ mod tests {
         // returns without `ended`.
         let sink = Lines::default();
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
-        runtime.block_on(forward(receiver, &sink, "t", None, CancellationToken::new()));
+        runtime.block_on(forward(receiver, &sink, "t", &Scrubber::default(), CancellationToken::new()));
         let seen = sink.0.lock().map(|lines| lines.clone()).unwrap_or_default();
         assert_eq!(seen, vec![(LogLevel::Error, "x y".to_owned()); 2], "the sink sees the lines as logged");
+    }
+
+    #[test]
+    fn lines_for_the_client_lose_secrets_as_the_result_does() {
+        let own = crate::secrets::SecretPatterns::new(vec!["acme_[a-z0-9]{8}".into()]).expect("a pattern");
+        let secrets = Scrubber::new(None, Some(Arc::new(own)));
+        let (sender, receiver) = channel();
+        let line = "key AKIAIOSFODNN7EXAMPLE, acme_abcd1234, plain";
+        sender.send((LogLevel::Info, line.into())).expect("the channel is open");
+        drop(sender);
+        let sink = Lines::default();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        runtime.block_on(forward(receiver, &sink, "t", &secrets, CancellationToken::new()));
+        let seen = sink.0.lock().map(|lines| lines.clone()).unwrap_or_default();
+        assert_eq!(seen, vec![(LogLevel::Info, "key [secret withheld], [secret withheld], plain".to_owned())]);
     }
 }

@@ -6,7 +6,8 @@
 //! `sleep`), ends badly (`panic`, `tool_error`, `bad_output`), floods the
 //! host (`huge_result`, `stdout_flood`, `progress_flood`, `log_flood`),
 //! hands it content blocks it must refuse (`huge_image`, `fake_png`,
-//! `png_bomb`, `many_blocks`, `attach_then_error`) or probes authority the
+//! `png_bomb`, `many_blocks`, `attach_then_error`, `link_to`), writes what
+//! the host must withhold from a client (`log_line`) or probes authority the
 //! operator did not grant (`read_path`, `write_path`, `list_path`, `env`,
 //! `socket`). `ok` returns at once, so a test can check that the host still
 //! serves the next call after an attack.
@@ -115,6 +116,11 @@ pub enum Attack {
     ManyBlocks,
     /// Attach a valid 1 × 1 PNG, then return a tool error.
     AttachThenError,
+    /// Attach a resource link to the URI `content`, then return
+    /// `{"value": 1}`.
+    LinkTo,
+    /// Write `content` as one line at `info`, then return `{"value": 1}`.
+    LogLine,
 }
 
 /// Arguments of `hostile`. Only `attack` is required; each attack reads the
@@ -137,7 +143,8 @@ pub struct Args {
     /// `read_path`, `write_path`, `list_path`: the guest path to touch.
     #[serde(default)]
     pub path: Option<String>,
-    /// `write_path`: what to write.
+    /// `write_path`: what to write; `link_to`: the link's URI; `log_line`:
+    /// the line.
     #[serde(default)]
     pub content: Option<String>,
     /// `env`: the variable to look up.
@@ -302,6 +309,14 @@ pub fn hostile(args: Args) -> Result<Out, ToolError> {
                 }
             }
             Ok(Out { value: Some(Value::from(accepted)), ..Out::default() })
+        }
+        Attack::LinkTo => {
+            content::attach(Content::link(required(args.content, "content")?, "link"))?;
+            Ok(Out { value: Some(Value::from(1)), ..Out::default() })
+        }
+        Attack::LogLine => {
+            log::info(&required(args.content, "content")?);
+            Ok(Out { value: Some(Value::from(1)), ..Out::default() })
         }
         Attack::AttachThenError => {
             content::attach(Content::image("image/png", PIXEL.to_vec()))?;

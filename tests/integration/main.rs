@@ -14,6 +14,7 @@ mod cli;
 mod compile;
 mod content;
 mod crash;
+mod deployments;
 mod distribution;
 mod examples;
 mod host_limits;

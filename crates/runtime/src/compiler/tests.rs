@@ -12,6 +12,7 @@ fn the_cpu_allowed_grows_with_the_size_up_to_the_timeout() {
         memory_mib: 4096,
         configured_memory_mib: 4096,
         budget_mib: 8192,
+        share_percent: 50,
         wasm_stack_bytes: 1 << 20,
     };
     let default = meter(300, 4);

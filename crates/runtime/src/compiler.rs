@@ -29,6 +29,7 @@ pub use child::child_main;
 use crate::memory_budget::{Holder, MemoryBudget, Refusal, share_of};
 use airlock_settings::engine::{
     COMPILE_BASE_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_SECS_PER_MIB, MAX_COMPILE_TIMEOUT_SECS,
+    MIN_COMPILE_MEMORY_MIB,
 };
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -123,7 +124,8 @@ pub(crate) struct Meter {
     pub(crate) secs_per_mib: u64,
     /// The address space of one compiler process, in MiB:
     /// `[engine] compile_memory_mib`, or the compilations' share of the
-    /// host memory budget when that is smaller. A compilation reserves it
+    /// host memory budget when that is smaller (but never below
+    /// `MIN_COMPILE_MEMORY_MIB` nor above the whole budget). A compilation reserves it
     /// from the budget before it starts: at most the share, it fits beside
     /// an idle session or a long call, where the whole budget would wait
     /// for every one of them to end.
@@ -149,7 +151,10 @@ impl Meter {
             exe: settings.compiler.clone(),
             timeout_secs: settings.compile_timeout_secs,
             secs_per_mib: settings.compile_secs_per_mib,
-            memory_mib: settings.compile_memory_mib.min(share_mib).max(1),
+            // Never below the least `compile_memory_mib` accepted (a small
+            // budget's share would leave the compiler too little to start),
+            // and never more than the whole budget.
+            memory_mib: settings.compile_memory_mib.min(share_mib.max(MIN_COMPILE_MEMORY_MIB)).min(budget_mib).max(1),
             configured_memory_mib: settings.compile_memory_mib,
             budget_mib,
             share_percent: settings.memory_share_percent.clamp(1, 100),
@@ -160,7 +165,13 @@ impl Meter {
     /// The address-space limit of a compiler process and where it comes
     /// from, naming the keys.
     pub(crate) fn memory_limit(&self) -> String {
-        if self.memory_mib < self.configured_memory_mib {
+        if self.memory_mib < self.configured_memory_mib && self.memory_mib == self.budget_mib {
+            format!(
+                "{} MiB of address space (the whole host memory budget, `[engine] memory_budget_mib` = {} MiB, \
+                 which is below `[engine] compile_memory_mib = {}`)",
+                self.memory_mib, self.budget_mib, self.configured_memory_mib
+            )
+        } else if self.memory_mib < self.configured_memory_mib {
             format!(
                 "{} MiB of address space (the compilations' share of the host memory budget: `[engine] \
                  memory_share_percent` = {} % of `memory_budget_mib` = {} MiB, which is below `compile_memory_mib` \
@@ -254,7 +265,9 @@ impl Meter {
     }
 
     fn memory_refusal(&self) -> String {
-        let raise = if self.memory_mib < self.configured_memory_mib {
+        let raise = if self.memory_mib < self.configured_memory_mib && self.memory_mib == self.budget_mib {
+            "raise memory_budget_mib"
+        } else if self.memory_mib < self.configured_memory_mib {
             "raise memory_budget_mib or memory_share_percent"
         } else {
             "raise compile_memory_mib"

@@ -356,17 +356,24 @@ fn a_compilation_with_the_cache_off_leaves_nothing_behind() {
 }
 
 #[tokio::test]
-async fn a_budget_below_compile_memory_mib_is_the_compilers_address_space() {
+async fn the_compilations_share_of_the_budget_is_the_compilers_address_space() {
     let dir = temp_dir();
     let file = dir.path().join("big.wasm");
     // Reaches 256 MiB of address space within a tenth of a second of CPU.
     std::fs::write(&file, within_the_caps()).expect("write");
-    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 256").await;
+    // Half of a 512 MiB budget, below compile_memory_mib's 4096: a
+    // compilation reserves no more than the compilations' share, so it
+    // fits beside what calls and sessions hold, and is refused past it.
+    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512").await;
     assert!(
-        err.contains("more than 256 MiB of address space (the whole host memory budget, `[engine] memory_budget_mib` = 256 MiB, which is below `[engine] compile_memory_mib = 4096`)"),
+        err.contains(
+            "more than 256 MiB of address space (the compilations' share of the host memory budget: `[engine] \
+             memory_share_percent` = 50 % of `memory_budget_mib` = 512 MiB, which is below `compile_memory_mib` = \
+             4096)"
+        ),
         "{err}"
     );
-    assert!(err.contains("raise memory_budget_mib"), "{err}");
+    assert!(err.contains("raise memory_budget_mib or memory_share_percent"), "{err}");
 }
 
 #[tokio::test]

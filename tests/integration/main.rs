@@ -15,6 +15,7 @@ mod cli;
 mod compile;
 mod content;
 mod crash;
+mod deployments;
 mod distribution;
 mod examples;
 mod host_limits;

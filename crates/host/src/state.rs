@@ -64,6 +64,23 @@ pub enum HostError {
     Refused(std::net::SocketAddr),
 }
 
+impl HostError {
+    /// Whether the host failed to start or reload only because it was
+    /// busy: every tool that failed, failed because the memory budget had
+    /// no room to compile it in time (calls, sessions and other
+    /// compilations held it). The same files can load later; any other
+    /// error is one of the files' own and fails again until they change.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            HostError::Load(errors) => {
+                !errors.is_empty()
+                    && errors.iter().all(|err| matches!(err, RegistryError::Load(load) if load.is_busy()))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// What the host runs, built from one config. Cheap to share
 /// ([`Host::state`](crate::Host::state) hands out an `Arc`).
 #[derive(Debug)]

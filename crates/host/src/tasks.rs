@@ -71,7 +71,7 @@ airlock_settings::section! {
             range Count 1..=MAX_TASKS_CEILING as u64;
         /// tasks the host holds, all principals; past it a call that would be a task is refused (`busy`)
         max_tasks => max_tasks: usize = DEFAULT_MAX_TASKS, Reload, range Count 1..=MAX_TASKS_CEILING as u64;
-        /// result bytes one principal's tasks may reserve: each reserves twice its tool's `max_output_bytes` (the text and the structured result) and 16 KiB until it ends, then what its result takes
+        /// result bytes one principal's tasks may reserve: each reserves twice its tool's `max_output_bytes` (the text and the structured result), its `max_content_bytes` in base64 for a tool that can attach content blocks, and 16 KiB until it ends, then what its result takes (with the defaults about 12.7 MiB: 10 running tasks of such a tool at 128 MiB)
         max_result_mib_per_principal => max_result_bytes_per_principal: usize = DEFAULT_MAX_RESULT_BYTES_PER_PRINCIPAL,
             Reload, range MibBytes 1..=MAX_RESULT_MIB_CEILING;
         /// result bytes all tasks may reserve together

@@ -106,6 +106,14 @@ pub const RELOAD_DEBOUNCE: Duration = Duration::from_millis(100);
 /// Longest time from the first change of a burst to its reload
 /// (`--watch`), however often the watched files keep changing.
 pub const RELOAD_MAX_WAIT: Duration = Duration::from_millis(300);
+/// The first wait before a reload that failed only because the host was
+/// busy (no room in the memory budget to compile a component in time) is
+/// tried again (`--watch`); each later wait is twice the one before.
+pub const RELOAD_RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two tries of a reload that keeps failing only
+/// because the host is busy: it is tried until it loads or fails for a
+/// reason of its own.
+pub const RELOAD_RETRY_MAX: Duration = Duration::from_secs(60);
 /// Tools that become ready within this time of each other during start-up
 /// are announced with one `notifications/tools/list_changed`.
 pub const STARTUP_NOTICE_COALESCE: Duration = Duration::from_millis(100);

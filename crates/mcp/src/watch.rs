@@ -12,10 +12,15 @@
 //! out the change that matters. Changes are coalesced: a reload follows
 //! [`RELOAD_DEBOUNCE`] of quiet, and never later than [`RELOAD_MAX_WAIT`]
 //! after the first change, however often the files keep changing. After
-//! each reload the watch set is recomputed from the state in force.
+//! each reload the watch set is recomputed from the state in force. A
+//! reload that failed only because the host was busy (the memory budget
+//! had no room to compile a component in time: calls and sessions held
+//! it) is tried again after [`RELOAD_RETRY_FIRST`], the wait doubling up
+//! to [`RELOAD_RETRY_MAX`], until it loads or fails for a reason of its
+//! own; a new change reloads at once as always.
 
 use super::server::Shared;
-use super::{RELOAD_DEBOUNCE, RELOAD_MAX_WAIT};
+use super::{RELOAD_DEBOUNCE, RELOAD_MAX_WAIT, RELOAD_RETRY_FIRST, RELOAD_RETRY_MAX};
 use airlock_host::Config;
 use airlock_host::Format;
 use airlock_host::Sources;
@@ -132,18 +137,47 @@ pub fn spawn(shared: Arc<Shared>) -> anyhow::Result<WatchTask> {
     rewatch(&mut watcher, &mut watched, &targets.read().unwrap_or_else(PoisonError::into_inner).dirs);
     tracing::info!(dirs = ?watched, "watching for changes to the config and the files it names");
     let task = tokio::spawn(async move {
-        while rx.recv().await.is_some() {
-            if !settle(&mut rx, RELOAD_DEBOUNCE, RELOAD_MAX_WAIT).await {
+        // The wait before a busy reload is tried again, while one is due.
+        let mut retry: Option<Duration> = None;
+        loop {
+            // A change, or the time to try a busy reload again.
+            let changed = match retry {
+                None => rx.recv().await.map(|()| true),
+                Some(wait) => tokio::select! {
+                    changed = rx.recv() => changed.map(|()| true),
+                    () = tokio::time::sleep(wait) => Some(false),
+                },
+            };
+            let Some(changed) = changed else { return };
+            if changed && !settle(&mut rx, RELOAD_DEBOUNCE, RELOAD_MAX_WAIT).await {
                 return;
             }
-            let ok = reload(&shared).await;
+            let outcome = reload(&shared).await;
+            retry = match outcome {
+                // A change starts the waits again from the first.
+                Reloaded::Busy => Some(backoff(retry.filter(|_| !changed))),
+                Reloaded::Yes | Reloaded::Failed => None,
+            };
+            if let Some(wait) = retry {
+                tracing::warn!(
+                    retry_in_ms = wait.as_millis() as u64,
+                    "the reload is tried again later: the host has no room to compile now"
+                );
+            }
             // The config may name other files and directories now.
-            let next = Targets::now(&shared, !ok);
+            let next = Targets::now(&shared, outcome != Reloaded::Yes);
             rewatch(&mut watcher, &mut watched, &next.dirs);
             *targets.write().unwrap_or_else(PoisonError::into_inner) = next;
         }
     });
     Ok(WatchTask(task))
+}
+
+/// The wait before a busy reload is tried again, after `previous` (none
+/// for the first try again): [`RELOAD_RETRY_FIRST`], then doubling up to
+/// [`RELOAD_RETRY_MAX`].
+fn backoff(previous: Option<Duration>) -> Duration {
+    previous.map_or(RELOAD_RETRY_FIRST, |wait| wait.saturating_mul(2).min(RELOAD_RETRY_MAX))
 }
 
 /// Watch exactly `dirs`: stop watching the others, start the new ones.
@@ -177,10 +211,21 @@ async fn settle(rx: &mut mpsc::Receiver<()>, quiet: Duration, max_wait: Duration
     }
 }
 
+/// How a reload went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reloaded {
+    /// The new state is in force.
+    Yes,
+    /// It failed only because the host was busy: the same files can load
+    /// later.
+    Busy,
+    /// It failed for a reason of the files' own.
+    Failed,
+}
+
 /// Reload the host; tell clients if the tool list changed. On failure the
-/// old state keeps serving and the log says why. `true` when the reload
-/// was put in force.
-async fn reload(shared: &Shared) -> bool {
+/// old state keeps serving and the log says why.
+async fn reload(shared: &Shared) -> Reloaded {
     let before = shared.host.schemas(Format::Mcp, false);
     match shared.host.reload(None).await {
         Ok(count) => {
@@ -191,11 +236,15 @@ async fn reload(shared: &Shared) -> bool {
                 tracing::info!("reloaded the config and {count} tool(s); telling clients the tool list changed");
                 shared.changes.notify();
             }
-            true
+            Reloaded::Yes
+        }
+        Err(err) if err.is_busy() => {
+            tracing::warn!("reload not done yet, the previous config, policy and tools keep serving: {err}");
+            Reloaded::Busy
         }
         Err(err) => {
             tracing::error!("reload failed, the previous config, policy and tools keep serving: {err}");
-            false
+            Reloaded::Failed
         }
     }
 }
@@ -262,6 +311,19 @@ mod tests {
         assert_eq!(targets.dirs, [root.clone(), root.join("secrets")].into_iter().collect());
         assert!(targets.files.contains(&root.join("secrets/token")));
         assert!(targets.tool_dirs.is_empty(), "a missing tool directory is not watched (and said so)");
+    }
+
+    #[test]
+    fn a_busy_reload_is_tried_again_ever_less_often_up_to_the_longest_wait() {
+        let mut waits = vec![backoff(None)];
+        for _ in 0..10 {
+            let last = waits.last().copied();
+            waits.push(backoff(last));
+        }
+        assert_eq!(waits.first(), Some(&RELOAD_RETRY_FIRST));
+        assert_eq!(waits.get(1), Some(&(RELOAD_RETRY_FIRST * 2)));
+        assert!(waits.windows(2).all(|w| w[0] <= w[1]), "{waits:?}");
+        assert_eq!(waits.last(), Some(&RELOAD_RETRY_MAX), "{waits:?}");
     }
 
     #[tokio::test]

@@ -26,9 +26,10 @@ mod shape;
 
 pub use child::child_main;
 
-use crate::memory_budget::{Holder, MemoryBudget, Refusal};
+use crate::memory_budget::{Holder, MemoryBudget, Refusal, share_of};
 use airlock_settings::engine::{
     COMPILE_BASE_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_SECS_PER_MIB, MAX_COMPILE_TIMEOUT_SECS,
+    MIN_COMPILE_MEMORY_MIB,
 };
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -122,14 +123,19 @@ pub(crate) struct Meter {
     /// `[engine] compile_secs_per_mib`.
     pub(crate) secs_per_mib: u64,
     /// The address space of one compiler process, in MiB:
-    /// `[engine] compile_memory_mib`, or the whole host memory budget when
-    /// that is smaller (a compilation reserves it from the budget before
-    /// it starts, so it can never be more).
+    /// `[engine] compile_memory_mib`, or the compilations' share of the
+    /// host memory budget when that is smaller (but never below
+    /// `MIN_COMPILE_MEMORY_MIB` nor above the whole budget). A compilation reserves it
+    /// from the budget before it starts: at most the share, it fits beside
+    /// an idle session or a long call, where the whole budget would wait
+    /// for every one of them to end.
     pub(crate) memory_mib: u64,
     /// `[engine] compile_memory_mib` as the operator set it, for messages.
     pub(crate) configured_memory_mib: u64,
     /// `[engine] memory_budget_mib` in force (set or derived), in MiB.
     pub(crate) budget_mib: u64,
+    /// `[engine] memory_share_percent` in force.
+    pub(crate) share_percent: u8,
     /// `[engine] wasm_stack_kib`, in bytes (part of the engine
     /// configuration, so of the artifact's compatibility).
     pub(crate) wasm_stack_bytes: usize,
@@ -140,25 +146,37 @@ impl Meter {
     /// `budget_bytes`.
     pub(crate) fn new(settings: &EngineSettings, budget_bytes: u64) -> Self {
         let budget_mib = budget_bytes / MIB;
+        let share_mib = share_of(budget_bytes, settings.memory_share_percent) / MIB;
         Meter {
             exe: settings.compiler.clone(),
             timeout_secs: settings.compile_timeout_secs,
             secs_per_mib: settings.compile_secs_per_mib,
-            memory_mib: settings.compile_memory_mib.min(budget_mib),
+            // Never below the least `compile_memory_mib` accepted (a small
+            // budget's share would leave the compiler too little to start),
+            // and never more than the whole budget.
+            memory_mib: settings.compile_memory_mib.min(share_mib.max(MIN_COMPILE_MEMORY_MIB)).min(budget_mib).max(1),
             configured_memory_mib: settings.compile_memory_mib,
             budget_mib,
+            share_percent: settings.memory_share_percent.clamp(1, 100),
             wasm_stack_bytes: settings.wasm_stack_bytes,
         }
     }
 
     /// The address-space limit of a compiler process and where it comes
     /// from, naming the keys.
-    fn memory_limit(&self) -> String {
-        if self.memory_mib < self.configured_memory_mib {
+    pub(crate) fn memory_limit(&self) -> String {
+        if self.memory_mib < self.configured_memory_mib && self.memory_mib == self.budget_mib {
             format!(
                 "{} MiB of address space (the whole host memory budget, `[engine] memory_budget_mib` = {} MiB, \
                  which is below `[engine] compile_memory_mib = {}`)",
                 self.memory_mib, self.budget_mib, self.configured_memory_mib
+            )
+        } else if self.memory_mib < self.configured_memory_mib {
+            format!(
+                "{} MiB of address space (the compilations' share of the host memory budget: `[engine] \
+                 memory_share_percent` = {} % of `memory_budget_mib` = {} MiB, which is below `compile_memory_mib` \
+                 = {})",
+                self.memory_mib, self.share_percent, self.budget_mib, self.configured_memory_mib
             )
         } else {
             format!("`[engine] compile_memory_mib = {}` MiB of address space", self.memory_mib)
@@ -247,8 +265,10 @@ impl Meter {
     }
 
     fn memory_refusal(&self) -> String {
-        let raise = if self.memory_mib < self.configured_memory_mib {
+        let raise = if self.memory_mib < self.configured_memory_mib && self.memory_mib == self.budget_mib {
             "raise memory_budget_mib"
+        } else if self.memory_mib < self.configured_memory_mib {
+            "raise memory_budget_mib or memory_share_percent"
         } else {
             "raise compile_memory_mib"
         };
@@ -271,11 +291,11 @@ impl Meter {
             Refusal::QueueFull => "too many calls and compilations are waiting for room already".to_owned(),
             _ => format!("no room came within {} s", waited.as_secs()),
         };
-        CompileFailure::Refused(format!(
+        CompileFailure::Busy(format!(
             "a compilation reserves its address space, {} MiB, from the host memory budget (`[engine] \
              memory_budget_mib` = {} MiB, of which the host's compilations hold at most `memory_share_percent` \
-             beyond the first) before it starts, and {why}: calls and other compilations held it. The component is \
-             compiled again at the next load",
+             beyond the first) before it starts, and {why}: calls, sessions and other compilations held it. The \
+             component is compiled again at the next load",
             self.memory_mib, self.budget_mib
         ))
     }
@@ -298,6 +318,10 @@ pub(crate) enum CompileFailure {
     /// next time (the wall clock on a busy machine, no compiler, I/O, a
     /// signal from outside): the message says which.
     Refused(String),
+    /// The host memory budget had no room for the compiler process within
+    /// its wait: calls, sessions and other compilations held it. Nothing is
+    /// wrong with the component; a later load compiles it.
+    Busy(String),
     /// An earlier compilation of the same bytes under the same limits was
     /// refused, and the compile cache remembers why: the reason then, as a
     /// load error shows it after the file ([`CompileFailure::reason`]).
@@ -318,9 +342,10 @@ impl CompileFailure {
         match self {
             CompileFailure::Invalid(why) => format!("invalid component: {why}"),
             CompileFailure::WrongWorld(why) => format!("not an airlock:tool component: {why}"),
-            CompileFailure::OverLimit(why) | CompileFailure::Refused(why) | CompileFailure::Remembered(why) => {
-                why.clone()
-            }
+            CompileFailure::OverLimit(why)
+            | CompileFailure::Refused(why)
+            | CompileFailure::Busy(why)
+            | CompileFailure::Remembered(why) => why.clone(),
         }
     }
 
@@ -332,7 +357,7 @@ impl CompileFailure {
             CompileFailure::Invalid(why) => (REMEMBERED_INVALID, why),
             CompileFailure::WrongWorld(why) => (REMEMBERED_WRONG_WORLD, why),
             CompileFailure::OverLimit(why) => (REMEMBERED_OVER_LIMIT, why),
-            CompileFailure::Refused(_) | CompileFailure::Remembered(_) => return None,
+            CompileFailure::Refused(_) | CompileFailure::Busy(_) | CompileFailure::Remembered(_) => return None,
         };
         Some(format!("{kind}\n{why}"))
     }

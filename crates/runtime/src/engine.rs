@@ -79,11 +79,21 @@ impl Runtime {
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone())?;
         let memory = MemoryBudget::new(settings);
+        let meter = Meter::new(settings, memory.total());
+        tracing::info!(
+            "host memory budget: {} MiB (from {}); one principal, or the host's compilations, holds at most \
+             `[engine] memory_share_percent` = {} % of it beyond its first reservation; each compilation \
+             reserves {}",
+            memory.total() >> 20,
+            memory.source(),
+            memory.share_percent(),
+            meter.memory_limit()
+        );
         Ok(Self {
             engine,
             linker,
             cache_dir: settings.cache_dir.clone(),
-            meter: Meter::new(settings, memory.total()),
+            meter,
             memory,
             validator: Validator::new(settings.cache_dir.clone()),
             ticker_stop,

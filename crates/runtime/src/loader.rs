@@ -164,6 +164,16 @@ pub enum LoadError {
         /// Which limit, and how to raise it.
         why: String,
     },
+    /// The host memory budget had no room to compile the component in time
+    /// (calls, sessions and other compilations held it): nothing is wrong
+    /// with it, and a later load compiles it ([`LoadError::is_busy`]).
+    #[error("{path}: {why}")]
+    Busy {
+        /// The file.
+        path: PathBuf,
+        /// What was held, naming the keys.
+        why: String,
+    },
     /// An earlier load refused these bytes (not a component, not of the
     /// tool world, over a cap or a compile limit) under the same compile
     /// limits and engine, and the compile cache remembers why: they are not
@@ -230,6 +240,15 @@ pub enum LoadError {
         /// What is wrong and what is accepted.
         why: String,
     },
+}
+
+impl LoadError {
+    /// Whether the load failed only because the host was busy (the memory
+    /// budget had no room to compile the component in time), not for a
+    /// reason of the component's own: a later load can succeed.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, LoadError::Busy { .. })
+    }
 }
 
 /// Read, check, compile and describe the component at `path`.
@@ -331,6 +350,7 @@ impl CompileFailure {
                 LoadError::Compile { path: path.to_owned(), why }
             }
             CompileFailure::Remembered(why) => LoadError::Remembered { path: path.to_owned(), why },
+            CompileFailure::Busy(why) => LoadError::Busy { path: path.to_owned(), why },
         }
     }
 }

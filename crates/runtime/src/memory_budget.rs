@@ -21,7 +21,12 @@
 //! are granted poorest holder first (the one holding the least, then in
 //! order of arrival), and a reservation never overtakes a waiting one of a
 //! holder that holds as little or less: a principal whose calls are large
-//! is not starved by another's stream of small ones.
+//! is not starved by another's stream of small ones. The host's
+//! compilations are the one exception: one waiting for room blocks no
+//! call behind it (a deployment may be delayed by calls and sessions, but
+//! it never makes another principal's call `busy`); each compilation
+//! reserves at most the compilations' share, so it fits beside what
+//! principals hold whenever they hold less than the rest.
 //!
 //! # Where the number comes from
 //!
@@ -253,7 +258,7 @@ impl MemoryBudget {
     /// `share_percent` beyond its first reservation.
     pub fn with_total(total: u64, share_percent: u8, source: Source) -> Self {
         let share_percent = share_percent.clamp(1, 100);
-        let share = u64::try_from(u128::from(total) * u128::from(share_percent) / 100).unwrap_or(total);
+        let share = share_of(total, share_percent);
         let ledger = Ledger { free: total, ..Ledger::default() };
         MemoryBudget { inner: Arc::new(Inner { total, share, share_percent, source, ledger: Mutex::new(ledger) }) }
     }
@@ -391,6 +396,13 @@ impl MemoryBudget {
     }
 }
 
+/// What one holder may hold of `total` bytes beyond its first reservation
+/// under `[engine] memory_share_percent` = `share_percent` (taken as 1..=100).
+pub fn share_of(total: u64, share_percent: u8) -> u64 {
+    let percent = u128::from(share_percent.clamp(1, 100));
+    u64::try_from(u128::from(total) * percent / 100).unwrap_or(total)
+}
+
 enum Placed<R> {
     Now(Reservation),
     Queued(u64, R),
@@ -472,6 +484,11 @@ fn grant_waiters(
                     chosen = Some(at);
                     break;
                 }
+                // A compilation waiting for room blocks nobody: it waits
+                // its turn, and a call of any principal behind it is
+                // granted whatever fits meanwhile. A compilation that finds
+                // no room in time fails its load, which is tried again.
+                Fit::NoRoom if waiter.holder == Holder::Compiler => {}
                 Fit::NoRoom => blocked_from = Some(held),
                 Fit::OverShare => {}
             }

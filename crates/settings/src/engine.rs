@@ -98,7 +98,7 @@ crate::section! {
         /// seconds of CPU a component may take to compile per MiB of its size, on top of 5 s and up to `compile_timeout_secs`
         compile_secs_per_mib => compile_secs_per_mib: u64 = DEFAULT_COMPILE_SECS_PER_MIB, Restart,
             range Secs 1..=MAX_COMPILE_SECS_PER_MIB;
-        /// address space of the process compiling one component (the compiler itself needs about 200 MiB)
+        /// address space of the process compiling one component (the compiler itself needs about 200 MiB), reserved from `memory_budget_mib` while it runs; at most `memory_share_percent` of the budget, so a compilation fits beside idle sessions and long calls
         compile_memory_mib => compile_memory_mib: u64 = DEFAULT_COMPILE_MEMORY_MIB, Restart,
             range Mib MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB;
         /// memory all calls, argument checks, sessions and compilations reserve from together before they run; a call finding no room waits within its deadline, then is `busy`

@@ -12,6 +12,7 @@ fn the_cpu_allowed_grows_with_the_size_up_to_the_timeout() {
         memory_mib: 4096,
         configured_memory_mib: 4096,
         budget_mib: 8192,
+        share_percent: 50,
         wasm_stack_bytes: 1 << 20,
     };
     let default = meter(300, 4);
@@ -64,4 +65,22 @@ fn a_private_directory_steps_over_names_left_behind() {
     assert!(!taken.contains(&made), "{} was taken", made.display());
     assert!(made.is_dir());
     std::fs::remove_dir(&made).unwrap();
+}
+
+#[test]
+fn a_compilation_reserves_at_most_the_compilations_share_of_the_budget() {
+    let settings = EngineSettings::default();
+    let mib = |budget_mib: u64| Meter::new(&settings, budget_mib << 20).memory_mib;
+    // A 4 GiB container's 3072 MiB: half of it, not the whole.
+    assert_eq!(mib(3072), 1536);
+    let meter = Meter::new(&settings, 3072 << 20);
+    assert!(meter.memory_limit().contains("`[engine] memory_share_percent` = 50 % of `memory_budget_mib` = 3072 MiB"));
+    assert!(meter.memory_refusal().contains("raise memory_budget_mib or memory_share_percent"));
+    // A large budget: compile_memory_mib.
+    assert_eq!(mib(16 << 10), 4096);
+    // A small one: never below the least compile_memory_mib accepted, nor
+    // above the whole budget.
+    assert_eq!(mib(400), MIN_COMPILE_MEMORY_MIB);
+    assert_eq!(mib(200), 200);
+    assert!(Meter::new(&settings, 200 << 20).memory_limit().contains("the whole host memory budget"));
 }

@@ -100,6 +100,33 @@ async fn a_poorer_principal_is_not_overtaken() {
 }
 
 #[tokio::test]
+async fn a_waiting_compilation_blocks_no_call_behind_it() {
+    // A principal's idle session holds 30 of 100; a compilation asking for
+    // 80 waits. Calls of every principal behind it are granted what fits
+    // meanwhile, and the compilation gets its turn once the room is free.
+    let budget = budget(100, 100);
+    let never = CancellationToken::new();
+    let session = budget.reserve(&p("alice"), 30 * M, soon(), &never).await.unwrap();
+    let compiling = {
+        let budget = budget.clone();
+        std::thread::spawn(move || {
+            budget.reserve_blocking(&Holder::Compiler, 80 * M, Duration::from_secs(60)).map(|r| r.bytes())
+        })
+    };
+    while budget.snapshot().waiting == 0 {
+        tokio::task::yield_now().await;
+    }
+    for who in ["bob", "carol", "alice"] {
+        let call = budget.reserve(&p(who), 10 * M, soon(), &never).await;
+        assert_eq!(call.map(|r| r.bytes()), Ok(10 * M), "{who}'s call behind the compilation");
+    }
+    assert_eq!(budget.snapshot().waiting, 1, "the compilation still waits");
+    drop(session);
+    assert_eq!(compiling.join().unwrap(), Ok(80 * M));
+    assert_eq!(budget.snapshot().reserved, 0);
+}
+
+#[tokio::test]
 async fn a_cancelled_wait_leaves_the_queue() {
     let budget = budget(10, 100);
     let never = CancellationToken::new();

@@ -71,12 +71,13 @@ pub use airlock_policy::audit::{
     tail as audit_tail, verify as audit_verify, verify_all as audit_verify_all,
 };
 pub use airlock_policy::authorize::PolicyFiles;
-pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict, principal_fault};
+pub use airlock_policy::authorize::{Policy, PolicyError, ToolFacts, Verdict};
 pub use airlock_policy::card::{
     CardSettings, DEFAULT_MAX_CARD_BYTES, DEFAULT_MAX_CARD_VALUE_BYTES, DEFAULT_MAX_PRESENTED_BYTES,
     MAX_TEMPLATE_BYTES, Template,
 };
 pub use airlock_policy::confirm::{ApprovalMode, Approver, ConfirmRequest, Confirmer, FixedConfirmer, FnConfirmer};
+pub use airlock_policy::principal::principal_fault;
 pub use airlock_runtime::bindings::Contract;
 pub use airlock_runtime::compile_cache::digest;
 pub use airlock_runtime::compiler::{MAX_COMPONENT_BYTES, NotAComponent, check_header};

@@ -39,7 +39,6 @@ use serde_json::Value;
 mod cache;
 mod load;
 mod principal;
-pub use principal::principal_fault;
 mod request;
 
 use cache::{Annotations, DecisionKey};

@@ -182,7 +182,7 @@ impl Approver {
         }
         if !text.contains("::") {
             let cap = "the longest principal";
-            if let Some(fault) = crate::authorize::principal_fault(text, airlock_core::call::MAX_PRINCIPAL_LEN, cap) {
+            if let Some(fault) = crate::principal::principal_fault(text, airlock_core::call::MAX_PRINCIPAL_LEN, cap) {
                 return Err(format!("the approver {fault}"));
             }
             return Ok(Approver::Principal(text.to_owned()));

@@ -55,7 +55,7 @@ use airlock_core::caller::{MAX_CALLER_ATTRIBUTE_BYTES, TokenAttributes};
 use airlock_host::transport::access::Access;
 use airlock_host::transport::outbound::Outbound;
 use airlock_host::{JwksSource, JwtSettings};
-use airlock_policy::authorize::principal_fault;
+use airlock_policy::principal::principal_fault;
 use airlock_settings::http::JwtCaps;
 use anyhow::Context as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

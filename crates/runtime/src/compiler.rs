@@ -165,21 +165,30 @@ impl Meter {
     /// The address-space limit of a compiler process and where it comes
     /// from, naming the keys.
     pub(crate) fn memory_limit(&self) -> String {
-        if self.memory_mib < self.configured_memory_mib && self.memory_mib == self.budget_mib {
-            format!(
+        match self.memory_set_by() {
+            MemorySetBy::Budget => format!(
                 "{} MiB of address space (the whole host memory budget, `[engine] memory_budget_mib` = {} MiB, \
                  which is below `[engine] compile_memory_mib = {}`)",
                 self.memory_mib, self.budget_mib, self.configured_memory_mib
-            )
-        } else if self.memory_mib < self.configured_memory_mib {
-            format!(
+            ),
+            MemorySetBy::Share => format!(
                 "{} MiB of address space (the compilations' share of the host memory budget: `[engine] \
                  memory_share_percent` = {} % of `memory_budget_mib` = {} MiB, which is below `compile_memory_mib` \
                  = {})",
                 self.memory_mib, self.share_percent, self.budget_mib, self.configured_memory_mib
-            )
+            ),
+            MemorySetBy::Key => format!("`[engine] compile_memory_mib = {}` MiB of address space", self.memory_mib),
+        }
+    }
+
+    /// Which setting the compiler's address space comes from.
+    fn memory_set_by(&self) -> MemorySetBy {
+        if self.memory_mib >= self.configured_memory_mib {
+            MemorySetBy::Key
+        } else if self.memory_mib == self.budget_mib {
+            MemorySetBy::Budget
         } else {
-            format!("`[engine] compile_memory_mib = {}` MiB of address space", self.memory_mib)
+            MemorySetBy::Share
         }
     }
 
@@ -265,12 +274,10 @@ impl Meter {
     }
 
     fn memory_refusal(&self) -> String {
-        let raise = if self.memory_mib < self.configured_memory_mib && self.memory_mib == self.budget_mib {
-            "raise memory_budget_mib"
-        } else if self.memory_mib < self.configured_memory_mib {
-            "raise memory_budget_mib or memory_share_percent"
-        } else {
-            "raise compile_memory_mib"
+        let raise = match self.memory_set_by() {
+            MemorySetBy::Budget => "raise memory_budget_mib",
+            MemorySetBy::Share => "raise memory_budget_mib or memory_share_percent",
+            MemorySetBy::Key => "raise compile_memory_mib",
         };
         format!(
             "compiling it needed more than {}; the component is refused ({raise}, compile_memory_mib at most \
@@ -299,6 +306,16 @@ impl Meter {
             self.memory_mib, self.budget_mib
         ))
     }
+}
+
+/// Where a compiler's address space comes from ([`Meter::memory_limit`]).
+enum MemorySetBy {
+    /// `[engine] compile_memory_mib`.
+    Key,
+    /// The whole host memory budget, below it.
+    Budget,
+    /// The compilations' share of the budget, below it.
+    Share,
 }
 
 /// Why a component was not compiled.

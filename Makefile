@@ -14,10 +14,10 @@ WASM_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/release
 VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 
-# The host's crates, layer by layer (crates/*, the airlock package last): built, tested
+# The host's crates, layer by layer (host/*, the airlock package last): built, tested
 # and linted together, so shared dependencies are compiled once with one
 # set of features.
-HOST_PACKAGES := -p airlock-core -p airlock-settings -p airlock-policy -p airlock-runtime -p airlock-host -p airlock-mcp -p airlock
+HOST_PACKAGES := -p airlock-core -p airlock-settings -p airlock-policy -p airlock-runtime -p airlock-pipeline -p airlock-mcp -p airlock
 
 # Bundled tools (loaded by default) and hostile/test fixtures (tests only).
 TOOLS := echo read_file list_dir write_file search_files json_query http_fetch chart

@@ -254,7 +254,7 @@ class ContentProgressLogTests(unittest.TestCase):
 
 
 class ScaffoldTests(unittest.TestCase):
-    """The app `airlock new --lang python` writes (crates/airlock/src/cli/scaffold/app.py.in)."""
+    """The app `airlock new --lang python` writes (host/airlock/src/cli/scaffold/app.py.in)."""
 
     def test_the_python_template_is_a_working_tool(self):
         template = pathlib.Path(__file__).parents[2] / "crates" / "airlock" / "src" / "cli" / "scaffold" / "app.py.in"

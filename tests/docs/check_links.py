@@ -300,7 +300,7 @@ class Checker:
 
     def check_named_paths(self, page):
         """Every path `page` names in a code span that starts at a
-        top-level entry of the repository (`crates/host/src/state.rs`,
+        top-level entry of the repository (`host/pipeline/src/state.rs`,
         `tests/fleet/`, `Makefile`) exists; `{a,b}` alternatives and `*`
         globs must each match something. Paths relative to a module named
         nearby (`audit/files.rs`) are not checked."""

@@ -1,7 +1,7 @@
 //! A memory cgroup (v1) for one server under test, made when the process
 //! runs as root on a machine with the memory controller mounted; removed
 //! when dropped. Used by the memory budget tests and by the attack bench
-//! (`crates/airlock/benches/pipeline/attacks.rs` includes this file), which
+//! (`host/airlock/benches/pipeline/attacks.rs` includes this file), which
 //! run a server in it to see that its budget follows the cgroup's limit
 //! and that the OOM killer never fires.
 

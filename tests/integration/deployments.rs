@@ -4,7 +4,7 @@
 //! at most the compilations' share of the host memory budget (not the
 //! whole of it), waits for room without blocking the calls behind it, and
 //! a reload that found no room is tried again (the budget's own tests, in
-//! `crates/runtime/src/memory_budget/tests.rs`, hold a waiting compilation
+//! `host/runtime/src/memory_budget/tests.rs`, hold a waiting compilation
 //! and the calls behind it).
 
 use crate::service::{Mcp, Served, kind, request};

@@ -1,6 +1,6 @@
 //! Components built to be expensive to compile, written byte by byte (no
 //! assembler needed): used by the compile tests and by the attack bench
-//! (`crates/airlock/benches/pipeline/attacks.rs` includes this file). Each is cheap
+//! (`host/airlock/benches/pipeline/attacks.rs` includes this file). Each is cheap
 //! to write and, before the compiler process checked a component's shape,
 //! was dear to refuse.
 

@@ -1,7 +1,7 @@
 //! Signing keys and key servers for JWT tests: keys generated with ring,
 //! their JWKs, tokens signed with jsonwebtoken, and a loopback JWKS server
 //! that holds its fetches. Used by the JWT tests and by the attack bench
-//! (`crates/airlock/benches/pipeline/attacks.rs` includes this file).
+//! (`host/airlock/benches/pipeline/attacks.rs` includes this file).
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;

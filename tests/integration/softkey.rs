@@ -2,7 +2,7 @@
 //! `navigator.credentials.create()` and `.get()` (ES256, user present and
 //! verified, `none` attestation), built by hand from the WebAuthn spec so
 //! that the host checks it as it checks a browser's. Also compiled into
-//! `airlock-host`'s unit tests (`#[path]`): one soft authenticator.
+//! `airlock-pipeline`'s unit tests (`#[path]`): one soft authenticator.
 
 use base64::Engine as _;
 use ring::rand::SystemRandom;

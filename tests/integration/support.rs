@@ -4,7 +4,7 @@ use airlock::{CallRequest, Config, Host, ToolResult};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The workspace's root: the `airlock` package is `crates/airlock`.
+/// The workspace's root: the `airlock` package is `host/airlock`.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).map(Path::to_path_buf).unwrap_or_default()
 }

@@ -827,6 +827,19 @@ def check_shipped(services: Services) -> int:
     return sum(expected.values())
 
 
+def library_ships(services: Services) -> None:
+    """The library's own shipping test (`tests/integration/audit_shipping.rs`)
+    against this PostgreSQL: a host built in a program, with no transport,
+    ships its log as `serve` does. Run here because here is the server."""
+    env = {**os.environ, "AIRLOCK_TEST_POSTGRES_URL": services.pg_url, "AIRLOCK_GUESTS": str(TOOLS_DIR)}
+    test = [os.environ.get("CARGO", "cargo"), "test", "--release", "-q", "-p", "airlock", "--test", "integration",
+            "audit_shipping", "--", "--nocapture"]
+    run = subprocess.run(test, env=env, capture_output=True, text=True, timeout=600)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "skipped" not in output and "1 passed" in output, output
+
+
 def audit_verify(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN), "audit", "verify", *args], capture_output=True, text=True)
 
@@ -1093,6 +1106,8 @@ def main() -> int:
         for name in services.ports:
             local = audit_verify(str(services.root / name / "audit.jsonl"))
             assert local.returncode == 0, local.stdout + local.stderr
+        library_ships(services)
+        log("a host built by a program, with no transport, shipped its log to the same PostgreSQL")
         executed = services.psql(
             "SELECT count(*) FROM airlock_audit WHERE record::jsonb->>'tool' = 'write_file' "
             "AND record::jsonb->>'decision' = 'ask:confirmed' AND record::jsonb->>'outcome' = 'ok'"

@@ -1,10 +1,10 @@
 //! A host built with `[audit.postgres]` ships its audit log by itself: a
 //! program that calls the library directly ships as `airlock serve` does.
 //!
-//! It needs a PostgreSQL to ship to, named by `AIRLOCK_TEST_POSTGRES_URL`
-//! (a loopback URL, such as the server `tests/fleet/fleet.py` starts);
-//! without it the test says so on stderr and passes: the fleet test is
-//! where shipping is tested against a server of its own.
+//! It needs a PostgreSQL to ship to, named by `AIRLOCK_TEST_POSTGRES_URL`.
+//! `make test` runs it from `tests/fleet/fleet.py`, against the server that
+//! test starts, and fails there if it was skipped; in a plain `cargo test`
+//! without the variable it says so on stderr and passes.
 
 use crate::support::{call, config, tool};
 use airlock::{Host, audit_verify_postgres};

@@ -238,31 +238,39 @@ async fn dispatch_keeps_the_proposed_order() {
 }
 
 /// Two calls of a tool that is not concurrency-safe never overlap; calls of
-/// a safe one do. Each call sleeps `ms` inside the guest, so calls run one
-/// at a time cannot finish before the sum of their sleeps, whatever the
-/// machine's speed: a batch finishing before that sum overlapped, one
-/// finishing at or after it did not.
+/// a safe one do. Each call leaves a marker in one shared directory and
+/// waits for all four markers: calls that run together all see four (and
+/// stop waiting), a call that runs alone sees the directory unchanged
+/// for the whole of its wait. Neither depends on the machine's speed.
 #[tokio::test]
 async fn exclusive_tools_never_overlap_and_safe_tools_do() {
     let hostile = fixture("hostile").display().to_string();
     const CALLS: u64 = 4;
-    for (safe, ms) in [(false, 150u64), (true, 1500)] {
+    // A safe call waits for the others as long as it must; an exclusive
+    // one waits long enough that an overlapping call would be seen.
+    for (safe, ms) in [(false, 200u64), (true, 20_000)] {
+        let dir = temp_dir();
         let host = host(&format!(
-            "[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = {safe}\n"
+            "[tools.hostile]\ncomponent = {hostile:?}\nside_effect = false\nconcurrency_safe = {safe}\n\
+             dirs = [{{ host = {:?}, guest = \"/meet\", access = \"rw\" }}]\n",
+            dir.path().display().to_string()
         ))
         .await;
         let requests = (0..CALLS).map(|i| {
-            CallRequest::new("t", "hostile", json!({"attack": "sleep", "ms": ms})).with_call_id(i.to_string())
+            let args =
+                json!({"attack": "meet", "path": "/meet", "content": format!("call-{i}"), "count": CALLS, "ms": ms});
+            CallRequest::new("t", "hostile", args).with_call_id(i.to_string())
         });
-        let started = std::time::Instant::now();
         let results = host.dispatch(requests.collect(), None, &airlock::CancellationToken::new()).await;
-        let elapsed = started.elapsed();
-        assert!(results.iter().all(|r| !r.is_error()), "{results:?}");
-        let serial = std::time::Duration::from_millis(CALLS * ms);
-        if safe {
-            assert!(elapsed < serial, "safe calls overlap: {elapsed:?} against {serial:?} one at a time");
-        } else {
-            assert!(elapsed >= serial, "exclusive calls run one at a time: {elapsed:?} against {serial:?}");
+        for result in &results {
+            assert!(!result.is_error(), "{results:?}");
+            let value = result.value().unwrap();
+            let (first, last) = (value["done"].as_u64().unwrap(), value["names"].as_array().unwrap().len() as u64);
+            if safe {
+                assert_eq!(last, CALLS, "safe calls run together and meet: {results:?}");
+            } else {
+                assert_eq!(first, last, "an exclusive call runs alone, nothing changes while it waits: {results:?}");
+            }
         }
     }
 }

@@ -121,6 +121,13 @@ pub enum Attack {
     LinkTo,
     /// Write `content` as one line at `info`, then return `{"value": 1}`.
     LogLine,
+    /// Write a marker file named `content` into the directory `path`, then
+    /// list `path` every 10 ms until it holds `count` names or `ms`
+    /// milliseconds have passed; return how many names it held just after
+    /// the marker was written (`done`) and the last listing (`names`).
+    /// Calls that run at the same time see each other's markers; a call
+    /// that runs alone sees the directory unchanged while it waits.
+    Meet,
 }
 
 /// Arguments of `hostile`. Only `attack` is required; each attack reads the
@@ -140,11 +147,12 @@ pub struct Args {
     /// `panic`: text to put in the panic message.
     #[serde(default)]
     pub marker: Option<String>,
-    /// `read_path`, `write_path`, `list_path`: the guest path to touch.
+    /// `read_path`, `write_path`, `list_path`, `meet`: the guest path to
+    /// touch.
     #[serde(default)]
     pub path: Option<String>,
     /// `write_path`: what to write; `link_to`: the link's URI; `log_line`:
-    /// the line.
+    /// the line; `meet`: the marker's name.
     #[serde(default)]
     pub content: Option<String>,
     /// `env`: the variable to look up.
@@ -153,11 +161,13 @@ pub struct Args {
     /// `socket`: the address to connect to.
     #[serde(default)]
     pub addr: Option<String>,
-    /// `sleep`: how long to sleep, in milliseconds.
+    /// `sleep`: how long to sleep; `meet`: how long to wait at most; in
+    /// milliseconds.
     #[serde(default)]
     pub ms: Option<u64>,
     /// `many_values`: how many empty objects to return; `progress_flood`:
-    /// reports; `log_flood`: lines; `many_blocks`: blocks.
+    /// reports; `log_flood`: lines; `many_blocks`: blocks; `meet`: the
+    /// markers to wait for.
     #[serde(default)]
     pub count: Option<u64>,
 }
@@ -192,7 +202,7 @@ pub struct Out {
     /// `read_path`: the file's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    /// `list_path`: the names in the directory, sorted.
+    /// `list_path`, `meet`: the names in the directory, sorted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub names: Option<Vec<String>>,
     /// `env`: every environment variable the guest sees.
@@ -210,7 +220,8 @@ pub struct Out {
     /// `sleep`: how long the guest slept, if it ever wakes up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slept_ms: Option<u64>,
-    /// `progress_flood`: reports made; `log_flood`: lines written.
+    /// `progress_flood`: reports made; `log_flood`: lines written; `meet`:
+    /// names in the directory just after its own marker was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub done: Option<u64>,
 }
@@ -259,6 +270,12 @@ pub fn hostile(args: Args) -> Result<Out, ToolError> {
             std::thread::sleep(Duration::from_millis(ms));
             Ok(Out { slept_ms: Some(ms), ..Out::default() })
         }
+        Attack::Meet => meet(
+            &required(args.path, "path")?,
+            &required(args.content, "content")?,
+            args.count.unwrap_or(1),
+            args.ms.unwrap_or(DEFAULT_SLEEP_MS),
+        ),
         Attack::ToolError => Err(ToolError::with_code("not_found", "the thing was not found")),
         Attack::BadOutput => Ok(Out { value: Some(Value::from("not a number")), ..Out::default() }),
         Attack::Ok => Ok(Out { value: Some(Value::from(1)), ..Out::default() }),
@@ -378,6 +395,28 @@ impl Serialize for Empties {
 /// An optional argument this attack needs.
 fn required(value: Option<String>, name: &str) -> Result<String, ToolError> {
     value.ok_or_else(|| ToolError::with_code("invalid_arguments", format!("`{name}` is required")))
+}
+
+/// `meet`: see [`Attack::Meet`].
+fn meet(dir: &str, marker: &str, count: u64, ms: u64) -> Result<Out, ToolError> {
+    let list = || -> Result<Vec<String>, ToolError> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(io)? {
+            names.push(entry.map_err(io)?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    };
+    std::fs::write(std::path::Path::new(dir).join(marker), b"").map_err(io)?;
+    let first = list()?.len() as u64;
+    let mut waited = 0;
+    let mut names = list()?;
+    while (names.len() as u64) < count && waited < ms {
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 10;
+        names = list()?;
+    }
+    Ok(Out { done: Some(first), names: Some(names), ..Out::default() })
 }
 
 /// An I/O failure as the `io` tool error the host tests look for.

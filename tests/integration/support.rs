@@ -130,6 +130,19 @@ impl Redis {
         }
         Some(Redis { child, port })
     }
+
+    /// The `[fleet]` of replicas sharing this Redis, its state key written
+    /// in `dir`.
+    pub fn fleet(&self, dir: &Path) -> airlock::FleetSettings {
+        let key = dir.join("state.key");
+        std::fs::write(&key, "ab".repeat(32)).unwrap();
+        let text = format!(
+            "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://127.0.0.1:{}/0\"\n",
+            key.display().to_string(),
+            self.port
+        );
+        config(&text).fleet.expect("[fleet]")
+    }
 }
 
 impl Drop for Redis {

@@ -165,14 +165,7 @@ fn over_stdio_a_task_is_created_read_and_cancelled() {
 async fn in_a_fleet_tasks_are_kept_in_redis_for_every_replica() {
     let dir = temp_dir();
     let Some(redis) = Redis::start(dir.path()) else { return };
-    let key = dir.path().join("state.key");
-    std::fs::write(&key, "ab".repeat(32)).unwrap();
-    let text = format!(
-        "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://127.0.0.1:{}/0\"\n",
-        key.display().to_string(),
-        redis.port
-    );
-    let fleet = config(&text).fleet.expect("[fleet]");
+    let fleet = redis.fleet(dir.path());
     // Two replicas: two stores on one Redis.
     let (one, two) = (Tasks::new(Some(&fleet)).unwrap(), Tasks::new(Some(&fleet)).unwrap());
     assert!(one.shared());

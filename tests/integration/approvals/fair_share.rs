@@ -7,10 +7,10 @@
 
 use super::{ALICE, BOB, link_in, records, served, transfer, verifies};
 use crate::service::{Mcp, fetch, kind};
-use crate::support::{Redis, config, temp_dir};
+use crate::support::{Redis, temp_dir};
 use airlock::ApprovalSettings;
 use airlock::transport::approval::{Approvals, NewApproval, Opening};
-use airlock::{Approver, ErrorKind};
+use airlock::{Approver, ErrorKind, Failure};
 use std::time::Duration;
 
 #[test]
@@ -27,7 +27,9 @@ fn bobs_call_gets_a_link_when_alice_filled_max_pending_and_her_oldest_is_withdra
     let bob = Mcp::connect(&addr, Some(BOB));
     let asked = bob.call(4, "create_transfer", transfer(30_000), &[]);
     assert_eq!(kind(&asked), "approval_required", "bob still gets a link: {asked}");
-    assert_eq!(fetch(&link_in(&asked), "GET", &[], "").status, 200);
+    // Its page names an open approval (bob has no passkey yet, so it asks
+    // for one: not the 404 of a link naming nothing).
+    assert_ne!(fetch(&link_in(&asked), "GET", &[], "").status, 404);
     // alice's oldest was withdrawn, and the audit log says so.
     let oldest = id_of(&links[0]);
     let withdrawn: Vec<_> = records(&audit).into_iter().filter(|r| r["event"] == "approval_withdrawn").collect();
@@ -44,7 +46,7 @@ fn bobs_call_gets_a_link_when_alice_filled_max_pending_and_her_oldest_is_withdra
     let gone = fetch(&links[0], "GET", &[], "");
     assert_eq!(gone.status, 404, "{}", gone.body);
     assert!(gone.body.contains("no approval that is still open"), "{}", gone.body);
-    assert_eq!(fetch(&links[1], "GET", &[], "").status, 200, "her others stay");
+    assert_ne!(fetch(&links[1], "GET", &[], "").status, 404, "her others stay");
     // alice's call made again asks for a new approval: she holds two, above
     // her share of 3 / 2, so it is refused, saying why.
     let again = alice.call(5, "create_transfer", transfer(20_001), &[]);
@@ -63,47 +65,22 @@ fn id_of(link: &str) -> &str {
 async fn in_a_fleet_max_pending_is_shared_fairly_in_redis_across_replicas() {
     let dir = temp_dir();
     let Some(redis) = Redis::start(dir.path()) else { return };
-    let key = dir.path().join("state.key");
-    std::fs::write(&key, "ab".repeat(32)).unwrap();
-    let text = format!(
-        "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://127.0.0.1:{}/0\"\n",
-        key.display().to_string(),
-        redis.port
-    );
-    let fleet = config(&text).fleet.expect("[fleet]");
+    let fleet = redis.fleet(dir.path());
     let settings = ApprovalSettings { max_pending: 3, max_pending_per_principal: 3, ..ApprovalSettings::default() };
     // Two replicas: two stores on one Redis.
     let (one, two) = (
         Approvals::new(Some(&fleet), &settings, None).unwrap(),
         Approvals::new(Some(&fleet), &settings, None).unwrap(),
     );
-    let open = |replica: &Approvals, principal: &str, call: &str| {
-        let new = NewApproval {
-            principal: principal.into(),
-            tool: "create_transfer".into(),
-            revision: "sha256:r".into(),
-            argument_digest: format!("sha256:{call}"),
-            call_id: call.into(),
-            card: "card".into(),
-            reason: "why".into(),
-            approver: Approver::Caller,
-        };
-        let opened = replica.open(new, &settings);
-        async {
-            // Each opened a millisecond apart at least: the oldest is known.
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            opened.await
-        }
-    };
     let mut alices = Vec::new();
     for (n, replica) in [&one, &two, &one].into_iter().enumerate() {
-        let Opening { approval, withdrawn } = open(replica, "alice", &format!("a{n}")).await.unwrap();
+        let Opening { approval, withdrawn } = open_on(replica, &settings, "alice", &format!("a{n}")).await.unwrap();
         assert_eq!(withdrawn, None);
         alices.push(approval.id);
     }
     // bob, below his share: alice's oldest is withdrawn, atomically in
     // Redis, and is gone for every replica.
-    let bobs = open(&two, "bob", "b1").await.unwrap();
+    let bobs = open_on(&two, &settings, "bob", "b1").await.unwrap();
     assert_eq!(bobs.withdrawn.map(|a| (a.id, a.principal)), Some((alices[0].clone(), "alice".to_owned())));
     assert_eq!(one.get(&alices[0]).await.unwrap(), None);
     assert!(one.get(&alices[1]).await.unwrap().is_some());
@@ -111,15 +88,37 @@ async fn in_a_fleet_max_pending_is_shared_fairly_in_redis_across_replicas() {
     // bob at his share, and alice above hers (her withdrawn call made
     // again), are refused.
     for (principal, call) in [("bob", "b2"), ("alice", "a0")] {
-        let refused = open(&one, principal, call).await.unwrap_err();
+        let refused = open_on(&one, &settings, principal, call).await.unwrap_err();
         assert_eq!(refused.kind, ErrorKind::Busy, "{}", refused.message);
         assert!(refused.message.contains("`[approvals] max_pending = 3`"), "{}", refused.message);
         assert!(refused.message.contains("its fair share"), "{}", refused.message);
     }
     // carol: alice is still above the share of 3 / 3; her next oldest goes.
-    let carols = open(&one, "carol", "c1").await.unwrap();
+    let carols = open_on(&one, &settings, "carol", "c1").await.unwrap();
     assert_eq!(carols.withdrawn.map(|a| a.id), Some(alices[1].clone()));
     // One each: nobody above the share, so dave is refused.
-    let refused = open(&two, "dave", "d1").await.unwrap_err();
+    let refused = open_on(&two, &settings, "dave", "d1").await.unwrap_err();
     assert!(refused.message.contains("no principal holds more than its fair share (1"), "{}", refused.message);
+}
+
+/// `principal`'s approval of `call` opened on `replica`, a millisecond
+/// after the one before at least, so that the oldest is known.
+async fn open_on(
+    replica: &Approvals,
+    settings: &ApprovalSettings,
+    principal: &str,
+    call: &str,
+) -> Result<Opening, Failure> {
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    let new = NewApproval {
+        principal: principal.into(),
+        tool: "create_transfer".into(),
+        revision: "sha256:r".into(),
+        argument_digest: format!("sha256:{call}"),
+        call_id: call.into(),
+        card: "card".into(),
+        reason: "why".into(),
+        approver: Approver::Caller,
+    };
+    replica.open(new, settings).await
 }

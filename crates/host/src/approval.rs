@@ -391,7 +391,7 @@ impl Approvals {
                 {
                     webhook.notify(webhook::payload(&approval, &link), approval.expires_ms);
                 }
-                Ok(Opening { approval, withdrawn })
+                Ok(Opening { approval, withdrawn: withdrawn.map(|gone| *gone) })
             }
             Ok(Opened::Existing(approval)) => Ok(Opening { approval, withdrawn: None }),
             Err(Full::Principal(cap)) => Err(Failure::new(

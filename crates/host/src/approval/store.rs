@@ -69,7 +69,7 @@ pub enum Opened {
         /// The new approval.
         approval: Approval,
         /// The approval withdrawn for it.
-        withdrawn: Option<Approval>,
+        withdrawn: Option<Box<Approval>>,
     },
     /// A live approval for the same call (principal, tool revision,
     /// arguments) that is not used yet: answered or still pending.
@@ -166,7 +166,7 @@ impl Local {
         }
         let holders = by_id.values().filter(pending).map(|a| (a.principal.as_str(), a.id.as_str(), a.created_ms));
         let victim = make_room(holders, &approval.principal, caps)?;
-        let withdrawn = victim.and_then(|id| by_id.remove(&id));
+        let withdrawn = victim.and_then(|id| by_id.remove(&id)).map(Box::new);
         if let Some(withdrawn) = &withdrawn {
             by_key.retain(|_, id| *id != withdrawn.id);
         }
@@ -549,7 +549,7 @@ impl Shared {
             (Some("host"), _) => Err(full()),
             _ => {
                 let withdrawn = word(2).and_then(|r| serde_json::from_str::<Record>(&r).ok());
-                Ok(Opened::New { approval, withdrawn: withdrawn.map(|r| r.into_approval(None, false)) })
+                Ok(Opened::New { approval, withdrawn: withdrawn.map(|r| Box::new(r.into_approval(None, false))) })
             }
         })
     }

@@ -151,7 +151,7 @@ impl FileStore {
                 let holders =
                     pending.iter().map(|a| (a.record.principal.as_str(), a.record.id.as_str(), a.record.created_ms));
                 let victim = make_room(holders, &approval.principal, caps)?;
-                let withdrawn = victim.and_then(|id| doc.approvals.remove(&id)).map(|gone| gone.approval());
+                let withdrawn = victim.and_then(|id| doc.approvals.remove(&id)).map(|gone| Box::new(gone.approval()));
                 let stored = Stored { record: Record::of(approval), key: key.to_owned(), answer: None, used: false };
                 doc.approvals.insert(approval.id.clone(), stored);
                 Ok(Opened::New { approval: approval.clone(), withdrawn })

@@ -11,6 +11,7 @@
 //! its retry. The passkeys are enrolled through the operator's one-time
 //! links (`airlock approvals enroll`).
 
+mod fair_share;
 pub(crate) mod page;
 
 use crate::service::{Mcp, Served, audit_outcomes, fetch, kind, request, wait_ready};

@@ -1,8 +1,11 @@
-//! Shared helpers: where the guests are, and hosts built from config text.
+//! Shared helpers: where the guests are, hosts built from config text, and
+//! a Redis of a test's own.
 
 use airlock::{CallRequest, Config, Host, ToolResult};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The workspace's root: the `airlock` package is `host/airlock`.
 pub fn repo_root() -> PathBuf {
@@ -94,5 +97,57 @@ pub fn temp_dir() -> tempfile::TempDir {
     match tempfile::tempdir() {
         Ok(dir) => dir,
         Err(err) => panic!("cannot create a temp dir: {err}"),
+    }
+}
+
+/// A Redis of its own on loopback, stopped when dropped.
+pub struct Redis {
+    child: std::process::Child,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl Redis {
+    /// `None` (the test is skipped, saying so) when `redis-server` is not
+    /// installed; `make test` installs it for the fleet test.
+    pub fn start(dir: &std::path::Path) -> Option<Redis> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(child) = child else {
+            eprintln!("skipped: redis-server is not installed (make test-fleet installs it)");
+            return None;
+        };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(30), "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Redis { child, port })
+    }
+
+    /// The `[fleet]` of replicas sharing this Redis, its state key written
+    /// in `dir`.
+    pub fn fleet(&self, dir: &Path) -> airlock::FleetSettings {
+        let key = dir.join("state.key");
+        std::fs::write(&key, "ab".repeat(32)).unwrap();
+        let text = format!(
+            "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://127.0.0.1:{}/0\"\n",
+            key.display().to_string(),
+            self.port
+        );
+        config(&text).fleet.expect("[fleet]")
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -5,7 +5,7 @@
 //! (the guest stops); in a fleet, tasks are kept in Redis for every
 //! replica.
 
-use crate::support::{config, fixture, host, temp_dir};
+use crate::support::{Redis, config, fixture, host, temp_dir};
 use airlock::TaskSettings;
 use airlock::transport::tasks::{Finished, Input, NewTask, Status, Tasks};
 use airlock::{CallRequest, CancellationToken, Host};
@@ -161,56 +161,11 @@ fn over_stdio_a_task_is_created_read_and_cancelled() {
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
 
-/// A Redis of its own on loopback, stopped when dropped.
-struct Redis {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Redis {
-    /// `None` (the test is skipped, saying so) when `redis-server` is not
-    /// installed; `make test` installs it for the fleet test.
-    fn start(dir: &std::path::Path) -> Option<Redis> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = child else {
-            eprintln!("skipped: redis-server is not installed (make test-fleet installs it)");
-            return None;
-        };
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(Redis { child, port })
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn in_a_fleet_tasks_are_kept_in_redis_for_every_replica() {
     let dir = temp_dir();
     let Some(redis) = Redis::start(dir.path()) else { return };
-    let key = dir.path().join("state.key");
-    std::fs::write(&key, "ab".repeat(32)).unwrap();
-    let text = format!(
-        "[fleet]\nstate_key_file = {:?}\nredis_url = \"redis://127.0.0.1:{}/0\"\n",
-        key.display().to_string(),
-        redis.port
-    );
-    let fleet = config(&text).fleet.expect("[fleet]");
+    let fleet = redis.fleet(dir.path());
     // Two replicas: two stores on one Redis.
     let (one, two) = (Tasks::new(Some(&fleet)).unwrap(), Tasks::new(Some(&fleet)).unwrap());
     assert!(one.shared());

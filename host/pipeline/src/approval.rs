@@ -41,7 +41,7 @@ pub mod webhook;
 pub use settings::{APPROVALS, ApprovalSettings, RawApprovals};
 
 use crate::fleet::FleetSettings;
-use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
 pub use airlock_policy::confirm::Approver;
 use link::LinkKey;
 use serde::{Deserialize, Serialize};
@@ -344,13 +344,17 @@ impl Approvals {
     }
 
     /// Open an approval for `new` under `settings`, or find the live one
-    /// of the same call.
+    /// of the same call. When the host keeps `[approvals] max_pending`
+    /// already and the principal holds fewer than its fair share of them,
+    /// the oldest pending approval of the principal holding the most above
+    /// its share is withdrawn to make room (returned, for the audit log).
     ///
     /// # Errors
     ///
-    /// A failure for the caller: the principal's or the host's cap of
-    /// pending approvals, the shared store unreachable, no random source.
-    pub async fn open(&self, new: NewApproval, settings: &ApprovalSettings) -> Result<Approval, Failure> {
+    /// A failure for the caller: the principal's cap of pending approvals
+    /// or its fair share of the host's, the shared store unreachable, no
+    /// random source.
+    pub async fn open(&self, new: NewApproval, settings: &ApprovalSettings) -> Result<Opening, Failure> {
         let now = now_ms();
         let key = call_key(&new.principal, &new.tool, &new.revision, &new.argument_digest);
         let id = link::new_id().map_err(|why| Failure::new(ErrorKind::Internal, why))?;
@@ -380,16 +384,16 @@ impl Approvals {
             Kept::Shared(shared) => shared.open(approval, &key, caps, now).await.map_err(unavailable)?,
         };
         match opened {
-            Ok(Opened::New(approval)) => {
+            Ok(Opened::New { approval, withdrawn }) => {
                 // A named approver hears of it; the caller is at the page.
                 if let (Some(webhook), Some(link)) = (&self.webhook, self.link(&approval))
                     && approval.approver != Approver::Caller
                 {
                     webhook.notify(webhook::payload(&approval, &link), approval.expires_ms);
                 }
-                Ok(approval)
+                Ok(Opening { approval, withdrawn: withdrawn.map(|gone| *gone) })
             }
-            Ok(Opened::Existing(approval)) => Ok(approval),
+            Ok(Opened::Existing(approval)) => Ok(Opening { approval, withdrawn: None }),
             Err(Full::Principal(cap)) => Err(Failure::new(
                 ErrorKind::QuotaExceeded,
                 format!(
@@ -398,13 +402,7 @@ impl Approvals {
                      nothing was run"
                 ),
             )),
-            Err(Full::Host(cap)) => Err(Failure::new(
-                ErrorKind::Busy,
-                format!(
-                    "this call needs an approval, and the host already keeps {cap} waiting for an answer, the most \
-                     `[approvals] max_pending` allows; nothing was run"
-                ),
-            )),
+            Err(Full::Host { cap, held, share }) => Err(host_full(cap, held, share)),
         }
     }
 
@@ -522,6 +520,50 @@ impl Approvals {
     }
 }
 
+/// An approval [`Approvals::open`] opened or found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opening {
+    /// The approval of the call.
+    pub approval: Approval,
+    /// Another principal's pending approval withdrawn to make room for it,
+    /// by the fair share of `[approvals] max_pending`.
+    pub withdrawn: Option<Approval>,
+}
+
+/// Why an approval was withdrawn ([`Opening::withdrawn`]), as the audit log
+/// records it, under `[approvals] max_pending = max_pending`.
+pub fn withdrawal_reason(max_pending: usize) -> String {
+    format!(
+        "withdrawn to make room for another principal's (fair share of max_pending = {max_pending}): the host kept \
+         the most approvals waiting for an answer that `[approvals] max_pending` allows, and this principal held the \
+         most above its fair share; its link no longer answers, and the call made again opens a new one"
+    )
+}
+
+/// The refusal of an approval when the host keeps `cap` waiting and none
+/// can be withdrawn: the principal holds `held`, its fair share `share` or
+/// more, or nobody holds more than theirs.
+fn host_full(cap: usize, held: usize, share: usize) -> Failure {
+    let why = if held >= share {
+        format!(
+            "this principal already holds {held} of them, its fair share ({share}: max_pending divided between the \
+             principals with approvals waiting)"
+        )
+    } else {
+        format!("no principal holds more than its fair share ({share}: max_pending divided between them)")
+    };
+    Failure::new(
+        ErrorKind::Busy,
+        format!(
+            "this call needs an approval, and the host already keeps {cap} waiting for an answer, the most \
+             `[approvals] max_pending = {cap}` allows, and none is withdrawn for this one: {why}; nothing was run. \
+             Answer or let lapse one of those waiting, then make the call again"
+        ),
+    )
+    .blame(Blame::Host)
+    .retry(Retry::Later)
+}
+
 /// The failure of a call whose approval could not be kept.
 fn unavailable(err: Unavailable) -> Failure {
     tracing::warn!("{err}");
@@ -613,7 +655,7 @@ mod tests {
             reason: "why".into(),
             approver: Approver::Caller,
         };
-        let opened = approvals.open(new, &settings).await.unwrap();
+        let opened = approvals.open(new, &settings).await.unwrap().approval;
         assert_eq!(approvals.link(&opened), None, "no page served yet");
         approvals.serve_page_at("http://127.0.0.1:8080/");
         let link = approvals.link(&opened).unwrap();

@@ -29,6 +29,7 @@ mod approval;
 pub mod bench;
 mod client_log;
 mod config;
+mod fair_share;
 mod fleet;
 mod formats;
 mod api;

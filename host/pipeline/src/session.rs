@@ -47,6 +47,7 @@
 //!   component, same settings) and drops the others; a session created for
 //!   a tool version that has since been replaced is never reused.
 
+use crate::fair_share;
 use crate::quota::raise_hint;
 use crate::registry::Registry;
 use crate::reservation::{self, Purpose};
@@ -75,7 +76,7 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 pub const MAX_REMEMBERED_EVICTIONS: usize = 4096;
 
 /// A session id as the model gave it, checked.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SessionId(String);
 
 impl SessionId {
@@ -254,7 +255,7 @@ pub struct SessionRun {
     pub reset: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Key {
     principal: String,
     tool: String,
@@ -477,17 +478,19 @@ impl Sessions {
         }
         let live = table.keys().filter(|k| k.tool == key.tool).count();
         if live >= settings.max_live {
-            let holdings: Vec<Holding<'_>> = table
+            let holdings: Vec<fair_share::Holding<'_, &Key, Instant>> = table
                 .iter()
                 .filter(|(k, _)| k.tool == key.tool)
-                .map(|(k, session)| Holding {
+                .map(|(k, session)| fair_share::Holding {
+                    principal: &k.principal,
                     key: k,
                     // A session in a call holds its slot; a call is never cut.
-                    idle: session.slot.try_lock().is_ok(),
-                    last_used: *session.last_used.lock().unwrap_or_else(PoisonError::into_inner),
+                    evictable: session.slot.try_lock().is_ok(),
+                    since: *session.last_used.lock().unwrap_or_else(PoisonError::into_inner),
                 })
                 .collect();
-            let victim = fair_share_victim(&holdings, key, settings.max_live, held)
+            let victim = fair_share::victim(&holdings, &key.principal, settings.max_live)
+                .map(|victim| (*victim).clone())
                 .map_err(|share| full(key, settings, sessions_per_tool, live, held, share))?;
             drop(holdings);
             table.remove(&victim);
@@ -571,55 +574,6 @@ impl Sessions {
             }
         });
     }
-}
-
-/// The share of a tool's `max_live` sessions each principal holding
-/// sessions of it may keep when it is full: `max_live / principals`,
-/// rounded down, at least 1.
-fn fair_share(max_live: usize, principals: usize) -> usize {
-    (max_live / principals.max(1)).max(1)
-}
-
-/// One live session of a tool, as the fair-share rule sees it.
-struct Holding<'a> {
-    key: &'a Key,
-    /// Not in a call: it may be closed.
-    idle: bool,
-    last_used: Instant,
-}
-
-/// Which session to close so that `key`'s principal, holding `held`
-/// sessions of the tool, can open one at `max_live`, out of `sessions`
-/// (every live session of the tool): an idle session of the principal
-/// holding the most sessions above the fair share, its least recently
-/// used. `Err` carries the fair share when there is none: the principal
-/// asking already holds its share, or every session above a share is in a
-/// call.
-fn fair_share_victim(sessions: &[Holding<'_>], key: &Key, max_live: usize, held: usize) -> Result<Key, usize> {
-    let mut per_principal: HashMap<&str, usize> = HashMap::new();
-    for holding in sessions {
-        *per_principal.entry(holding.key.principal.as_str()).or_default() += 1;
-    }
-    let principals = per_principal.len() + usize::from(held == 0);
-    let share = fair_share(max_live, principals);
-    if held >= share {
-        return Err(share);
-    }
-    sessions
-        .iter()
-        .filter(|holding| holding.idle && holding.key.principal != key.principal)
-        .filter_map(|holding| {
-            let count = per_principal.get(holding.key.principal.as_str()).copied().unwrap_or_default();
-            (count > share).then_some((count, std::cmp::Reverse(holding.last_used), holding.key))
-        })
-        .max_by(|a, b| {
-            (a.0, a.1)
-                .cmp(&(b.0, b.1))
-                .then_with(|| b.2.principal.cmp(&a.2.principal))
-                .then_with(|| b.2.id.as_str().cmp(a.2.id.as_str()))
-        })
-        .map(|(_, _, victim)| victim.clone())
-        .ok_or(share)
 }
 
 /// The refusal of a new session when the tool is at `max_live` and no

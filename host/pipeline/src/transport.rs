@@ -28,7 +28,8 @@ pub mod approval {
     pub use crate::approval::state_file::{Generation, MAX_STATE_FILE_BYTES, StateError, StateFile};
     pub use crate::approval::store::{NotAnswered, Unavailable};
     pub use crate::approval::{
-        Answer, Approval, Approvals, MAX_LISTED, NotYours, PAGE_PATH, Proof, eligible, may_answer, now_ms,
+        Answer, Approval, Approvals, MAX_LISTED, NewApproval, NotYours, Opening, PAGE_PATH, Proof, eligible,
+        may_answer, now_ms,
     };
     pub use webauthn_rs::prelude::Uuid;
 }

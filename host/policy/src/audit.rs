@@ -38,7 +38,8 @@ mod recover;
 pub use recover::{Recovery, torn_path};
 mod settings;
 pub mod ship;
-pub use entry::{ApprovalNote, AuditEntry, Event, RefusedApproval, ToolChange};
+use entry::APPROVAL_WITHDRAWN_FIELDS;
+pub use entry::{APPROVAL_WITHDRAWN, ApprovalNote, AuditEntry, Event, RefusedApproval, ToolChange, WithdrawnApproval};
 pub use settings::{AUDIT, AuditSettings, MAX_REPLICA_ID_BYTES, POSTGRES, PostgresSettings, RawAudit};
 mod siblings;
 pub use siblings::{
@@ -51,7 +52,7 @@ use files::{
     read_last_lines, sync_parent_dir, try_lock,
 };
 pub use record::{argument_digest, redact};
-use record::{change_body, record_hash, record_line, refusal_body, short};
+use record::{change_body, record_hash, record_line, refusal_body, short, withdrawal_body};
 pub use verify::{tail, verify};
 
 /// Cap of `call_id`, `principal`, `tool`, `component_digest`, `policy` and
@@ -536,6 +537,16 @@ impl AuditLog {
     /// As [`AuditLog::append`].
     pub fn append_approval_refused(&self, refusal: &RefusedApproval) -> Result<(), AuditError> {
         self.append_body(self.durability, refusal_body(refusal))
+    }
+
+    /// Appends an `approval_withdrawn` record: an approval waiting for an
+    /// answer was withdrawn to make room for another principal's.
+    ///
+    /// # Errors
+    ///
+    /// As [`AuditLog::append`].
+    pub fn append_approval_withdrawn(&self, withdrawn: &WithdrawnApproval) -> Result<(), AuditError> {
+        self.append_body(self.durability, withdrawal_body(withdrawn))
     }
 
     /// Appends a record made of `body` (every member but `seq`, `time`,

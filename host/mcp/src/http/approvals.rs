@@ -271,8 +271,9 @@ async fn find(page: &Page, id: &str) -> Result<Approval, Response> {
             page,
             StatusCode::NOT_FOUND,
             "No such approval",
-            "This link names no approval that is still open: it has lapsed, or it was never issued. Ask for the call \
-             to be made again for a new link.",
+            "This link names no approval that is still open: it has lapsed, it was withdrawn to make room for \
+             another's (the host keeps only so many waiting), or it was never issued. Ask for the call to be made \
+             again for a new link.",
         )),
         Err(err) => {
             tracing::warn!("{err}");

@@ -90,7 +90,7 @@ airlock_settings::section! {
         /// approvals one principal may have waiting for an answer; past it a call is refused (`quota_exceeded`)
         max_pending_per_principal => max_pending_per_principal: usize = DEFAULT_MAX_PENDING_PER_PRINCIPAL, Reload,
             range Count 1..=MAX_PENDING_CEILING as u64;
-        /// approvals the host keeps waiting for an answer; past it a call is refused (`busy`)
+        /// approvals the host keeps waiting for an answer; past it a principal below its fair share (`max_pending` / principals with approvals waiting) gets one, and the oldest waiting approval of the principal most above its share is withdrawn; anyone else is refused (`busy`)
         max_pending => max_pending: usize = DEFAULT_MAX_PENDING, Reload, range Count 1..=MAX_PENDING_CEILING as u64;
         /// whether a person signed in at the issuer of `[http.jwt]` must also answer with a passkey (without `[http.jwt]` a passkey is always needed)
         require_passkey => require_passkey: bool = false, Restart;

@@ -14,6 +14,12 @@
 //! until its expiry, used or not, so that a replayed link is told it was
 //! used rather than that it never existed.
 //!
+//! Opening one is capped twice: a principal's pending approvals
+//! (`max_pending_per_principal`), and the host's (`max_pending`), shared
+//! fairly: when the host is full, one principal's pending approval may be
+//! withdrawn for another's ([`make_room`]), in the same atomic step as the
+//! opening. A withdrawn approval is gone as if it had lapsed.
+//!
 //! Redis is trusted to keep what was written to it, as the fleet's
 //! single-use `requestState`s trust it; when it cannot be reached within
 //! the fleet's timeouts the operation fails and nothing is approved or run.
@@ -24,6 +30,7 @@ mod file;
 pub use file::{FILE_POLL, FileStore};
 
 use super::{Answer, Approval, Approver};
+use crate::fair_share;
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -40,15 +47,30 @@ pub const SHARED_POLL: Duration = Duration::from_millis(200);
 pub enum Full {
     /// The principal has this many pending approvals, its cap.
     Principal(usize),
-    /// The host keeps this many, its cap.
-    Host(usize),
+    /// The host keeps `cap`, its cap, and none can be withdrawn for this
+    /// one: the principal holds `held`, at or above its fair share
+    /// (`share`), or no principal holds more than its share.
+    Host {
+        /// `[approvals] max_pending`.
+        cap: usize,
+        /// The principal's pending approvals.
+        held: usize,
+        /// The fair share of `cap` when it is full.
+        share: usize,
+    },
 }
 
 /// What opening an approval found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Opened {
-    /// A new pending approval.
-    New(Approval),
+    /// A new pending approval, and the pending approval of another
+    /// principal withdrawn to make room for it, if the host was full.
+    New {
+        /// The new approval.
+        approval: Approval,
+        /// The approval withdrawn for it.
+        withdrawn: Option<Box<Approval>>,
+    },
     /// A live approval for the same call (principal, tool revision,
     /// arguments) that is not used yet: answered or still pending.
     Existing(Approval),
@@ -127,7 +149,9 @@ impl Local {
     }
 
     /// Open `approval` under `key`, unless a live one of the same key is
-    /// there (then that one), within `caps`.
+    /// there (then that one), within `caps`, withdrawing one of another
+    /// principal's by the fair share of `caps.total` when the host is full
+    /// ([`make_room`]).
     pub fn open(&self, approval: Approval, key: &str, caps: Caps, now_ms: u64) -> Result<Opened, Full> {
         let mut inner = self.lock();
         inner.by_id.retain(|_, a| a.expires_ms > now_ms);
@@ -140,14 +164,17 @@ impl Local {
         if by_id.values().filter(pending).filter(|a| a.principal == approval.principal).count() >= caps.per_principal {
             return Err(Full::Principal(caps.per_principal));
         }
-        if by_id.values().filter(pending).count() >= caps.total {
-            return Err(Full::Host(caps.total));
+        let holders = by_id.values().filter(pending).map(|a| (a.principal.as_str(), a.id.as_str(), a.created_ms));
+        let victim = make_room(holders, &approval.principal, caps)?;
+        let withdrawn = victim.and_then(|id| by_id.remove(&id)).map(Box::new);
+        if let Some(withdrawn) = &withdrawn {
+            by_key.retain(|_, id| *id != withdrawn.id);
         }
         by_key.insert(key.to_owned(), approval.id.clone());
         by_id.insert(approval.id.clone(), approval.clone());
         drop(inner);
         self.bump();
-        Ok(Opened::New(approval))
+        Ok(Opened::New { approval, withdrawn })
     }
 
     /// The live approval `id`.
@@ -190,6 +217,42 @@ impl Local {
     /// A receiver that changes whenever an approval does.
     pub fn watch(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+}
+
+/// Which pending approval to withdraw so that `principal` may open one, of
+/// `pending` (each pending approval's principal, id and creation time):
+/// none while fewer than `caps.total` are pending; else, by the fair share
+/// of `[approvals] max_pending` (`fair_share.rs`), the oldest of the
+/// principal holding the most above its share. Only approvals waiting for
+/// an answer count and are withdrawn: an answered one, waiting for its call
+/// to be made again, holds no place and is never withdrawn. The Lua of
+/// [`OPEN`] is the same rule for Redis.
+///
+/// # Errors
+///
+/// [`Full::Host`]: `principal` holds its share already, or nobody holds
+/// more than theirs.
+fn make_room<'a>(
+    pending: impl Iterator<Item = (&'a str, &'a str, u64)>,
+    principal: &str,
+    caps: Caps,
+) -> Result<Option<String>, Full> {
+    let holdings: Vec<fair_share::Holding<'a, &'a str, u64>> = pending
+        .map(|(principal, id, created_ms)| fair_share::Holding {
+            principal,
+            key: id,
+            evictable: true,
+            since: created_ms,
+        })
+        .collect();
+    if holdings.len() < caps.total {
+        return Ok(None);
+    }
+    let held = holdings.iter().filter(|h| h.principal == principal).count();
+    match fair_share::victim(&holdings, principal, caps.total) {
+        Ok(id) => Ok(Some((*id).to_owned())),
+        Err(share) => Err(Full::Host { cap: caps.total, held, share }),
     }
 }
 
@@ -251,8 +314,18 @@ const PREFIX: &str = "airlock:approval:";
 
 /// Opens an approval: `KEYS` = the approval's hash, the call key, the
 /// principal's pending set, the host's pending set; `ARGV` = the record,
-/// the id, now, the expiry, the caps (principal, host). Returns
-/// `{"new"}`, `{"existing", id}`, `{"principal"}` or `{"host"}`.
+/// the id, now, the expiry, the caps (principal, host), the principal, its
+/// creation time. Returns `{"new"}`, `{"new", withdrawn id, its record}`,
+/// `{"existing", id}`, `{"principal"}` or `{"host", share, held}`.
+///
+/// When the host is full it withdraws a pending approval by the rule of
+/// [`make_room`] (`fair_share.rs`), written again here because it must run
+/// inside the script to be atomic: counts per principal of the host's
+/// pending set, the share `max(floor(cap / P), 1)`, then the oldest
+/// approval of the principal holding the most above it (ties: the smaller
+/// principal, then the smaller id). The withdrawn approval's hash and its
+/// places in the pending sets go; its call key may stay until it expires,
+/// since a call key naming no approval opens a new one.
 const OPEN: &str = r#"
 local existing = redis.call('GET', KEYS[2])
 if existing then
@@ -262,15 +335,58 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[3])
 if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then return {'principal'} end
-if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[6]) then return {'host'} end
+local cap = tonumber(ARGV[6])
+local reply = {'new'}
+local ids = redis.call('ZRANGE', KEYS[4], 0, -1)
+if #ids >= cap then
+  local count, holder, since, principals = {}, {}, {}, 0
+  for _, id in ipairs(ids) do
+    local fields = redis.call('HMGET', 'airlock:approval:' .. id, 'principal', 'created', 'record')
+    local principal, created = fields[1], tonumber(fields[2])
+    if not principal and fields[3] then
+      local record = cjson.decode(fields[3])
+      principal, created = record.principal, tonumber(record.created_ms)
+    end
+    if principal then
+      if not count[principal] then
+        count[principal] = 0
+        principals = principals + 1
+      end
+      count[principal] = count[principal] + 1
+      holder[id], since[id] = principal, created or 0
+    end
+  end
+  local held = count[ARGV[7]] or 0
+  if held == 0 then principals = principals + 1 end
+  local share = math.max(math.floor(cap / math.max(principals, 1)), 1)
+  if held >= share then return {'host', tostring(share), tostring(held)} end
+  local victim, most, oldest, whose
+  for _, id in ipairs(ids) do
+    local principal = holder[id]
+    if principal and principal ~= ARGV[7] and count[principal] > share then
+      local n, at = count[principal], since[id]
+      if not victim or n > most or (n == most and (at < oldest or (at == oldest
+          and (principal < whose or (principal == whose and id < victim))))) then
+        victim, most, oldest, whose = id, n, at, principal
+      end
+    end
+  end
+  if not victim then return {'host', tostring(share), tostring(held)} end
+  local hex = whose:gsub('.', function(c) return string.format('%02x', string.byte(c)) end)
+  reply = {'new', victim, redis.call('HGET', 'airlock:approval:' .. victim, 'record')}
+  redis.call('DEL', 'airlock:approval:' .. victim)
+  redis.call('ZREM', 'airlock:approval:pending-of:' .. hex, victim)
+  redis.call('ZREM', KEYS[4], victim)
+end
 local ttl = tonumber(ARGV[4]) - tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'record', ARGV[1], 'state', 'pending', 'used', '0')
+redis.call('HSET', KEYS[1], 'record', ARGV[1], 'state', 'pending', 'used', '0', 'principal', ARGV[7],
+  'created', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ttl)
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[2])
-return {'new'}
+return reply
 "#;
 
 /// Answers an approval: `KEYS` = its hash, the principal's pending set,
@@ -416,17 +532,25 @@ impl Shared {
             approval.expires_ms.to_string(),
             caps.per_principal.to_string(),
             caps.total.to_string(),
+            approval.principal.clone(),
+            approval.created_ms.to_string(),
         ];
         let answer = self.eval(OPEN, &keys, &args).await?;
-        Ok(match (answer.first().cloned().flatten().as_deref(), answer.get(1).cloned().flatten()) {
+        let word = |i: usize| answer.get(i).cloned().flatten();
+        let number = |i: usize| word(i).and_then(|n| n.parse().ok()).unwrap_or_default();
+        let full = || Full::Host { cap: caps.total, held: number(2), share: number(1) };
+        Ok(match (word(0).as_deref(), word(1)) {
             (Some("existing"), Some(id)) => match self.get(&id, now_ms).await? {
                 Some(existing) => Ok(Opened::Existing(existing)),
                 // Expired between the two steps: a new one is opened next time.
-                None => Err(Full::Host(caps.total)),
+                None => Err(full()),
             },
             (Some("principal"), _) => Err(Full::Principal(caps.per_principal)),
-            (Some("host"), _) => Err(Full::Host(caps.total)),
-            _ => Ok(Opened::New(approval)),
+            (Some("host"), _) => Err(full()),
+            _ => {
+                let withdrawn = word(2).and_then(|r| serde_json::from_str::<Record>(&r).ok());
+                Ok(Opened::New { approval, withdrawn: withdrawn.map(|r| Box::new(r.into_approval(None, false))) })
+            }
         })
     }
 
@@ -521,63 +645,4 @@ fn use_once(answer: Option<&Answer>, used: &mut bool) -> Result<(), NotUsed> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    pub(super) use crate::approval::tests::{answer, sample as approval};
-
-    pub(super) const CAPS: Caps = Caps { per_principal: 2, total: 3 };
-
-    #[test]
-    fn one_live_approval_per_call_and_caps_per_principal_and_host() {
-        let store = Local::default();
-        assert!(matches!(store.open(approval("a", "alice"), "k1", CAPS, 0), Ok(Opened::New(_))));
-        let again = store.open(approval("b", "alice"), "k1", CAPS, 0);
-        assert!(matches!(again, Ok(Opened::Existing(a)) if a.id == "a"), "the same call finds its approval");
-        assert!(matches!(store.open(approval("c", "alice"), "k2", CAPS, 0), Ok(Opened::New(_))));
-        assert_eq!(store.open(approval("d", "alice"), "k3", CAPS, 0), Err(Full::Principal(2)));
-        assert!(matches!(store.open(approval("e", "bob"), "k4", CAPS, 0), Ok(Opened::New(_))));
-        assert_eq!(store.open(approval("f", "carol"), "k5", CAPS, 0), Err(Full::Host(3)));
-        // Expired approvals free their places.
-        assert!(matches!(store.open(approval("g", "alice"), "k3", CAPS, 1_000), Ok(Opened::New(_))));
-        assert_eq!(store.get("a", 1_000), None);
-    }
-
-    #[test]
-    fn an_approval_is_answered_once_and_used_once() {
-        let store = Local::default();
-        let _ = store.open(approval("a", "alice"), "k", CAPS, 0);
-        assert_eq!(store.take("a", 1), Err(NotUsed::NotApproved));
-        assert!(store.answer("a", answer(true), 1).is_ok());
-        assert_eq!(store.answer("a", answer(false), 2), Err(NotAnswered::Answered(answer(true))));
-        assert!(store.take("a", 3).is_ok());
-        assert_eq!(store.take("a", 3), Err(NotUsed::Used));
-        assert_eq!(store.answer("nope", answer(true), 3), Err(NotAnswered::Unknown));
-        // A used approval no longer answers for its call: the next call
-        // opens another.
-        assert!(matches!(store.open(approval("b", "alice"), "k", CAPS, 4), Ok(Opened::New(_))));
-        // Nor is an expired one used.
-        let _ = store.answer("b", answer(true), 5);
-        assert_eq!(store.take("b", 1_000), Err(NotUsed::Unknown));
-    }
-
-    #[test]
-    fn a_declined_approval_is_never_used() {
-        let store = Local::default();
-        let _ = store.open(approval("a", "alice"), "k", CAPS, 0);
-        assert!(store.answer("a", answer(false), 1).is_ok());
-        assert_eq!(store.take("a", 2), Err(NotUsed::NotApproved));
-        assert!(matches!(store.open(approval("b", "alice"), "k", CAPS, 3), Ok(Opened::Existing(a)) if a.id == "a"));
-    }
-
-    #[test]
-    fn pending_lists_unanswered_approvals_soonest_first() {
-        let store = Local::default();
-        let _ = store.open(Approval { expires_ms: 900, ..approval("a", "alice") }, "k1", CAPS, 0);
-        let _ = store.open(Approval { expires_ms: 800, ..approval("b", "bob") }, "k2", CAPS, 0);
-        let _ = store.open(approval("c", "carol"), "k3", CAPS, 0);
-        let _ = store.answer("c", answer(true), 1);
-        let ids: Vec<String> = store.pending(1, 10).into_iter().map(|a| a.id).collect();
-        assert_eq!(ids, ["b", "a"]);
-        assert_eq!(store.pending(850, 10).len(), 1);
-    }
-}
+mod tests;

@@ -12,14 +12,36 @@
 //! that ended the call), into the [`ToolResult`].
 
 use super::{Call, Pipeline, Stop};
+use crate::approval::{Approval, withdrawal_reason};
 use airlock_core::call::ToolResult;
 use airlock_core::content::Block;
 use airlock_core::outcome::{Authority, Blame, CallOutcome, ErrorKind, Failure, Refusal, Success};
 use airlock_core::timeline::Stage;
-use airlock_policy::audit::{AuditEntry, Event};
+use airlock_policy::audit::{AuditEntry, Event, WithdrawnApproval};
 use airlock_runtime::loader::LoadedTool;
 
 impl Pipeline {
+    /// Record `withdrawn`, a pending approval withdrawn to make room for
+    /// this call's (the fair share of `[approvals] max_pending`): an
+    /// `approval_withdrawn` record and a line in the log. A record that
+    /// cannot be written is logged: nothing runs under a withdrawn
+    /// approval, so nothing waits on it.
+    pub(super) fn audit_withdrawn(&self, call: &Call<'_>, withdrawn: &Approval) {
+        let reason = withdrawal_reason(call.state.config().approvals.max_pending);
+        tracing::info!(approval = %withdrawn.id, principal = %withdrawn.principal, tool = %withdrawn.tool, "{reason}");
+        let Some(log) = call.state.audit() else { return };
+        let record = WithdrawnApproval {
+            approval_id: withdrawn.id.clone(),
+            tool: withdrawn.tool.clone(),
+            principal: withdrawn.principal.clone(),
+            reason,
+        };
+        if let Err(err) = log.append_approval_withdrawn(&record) {
+            self.telemetry.metrics.audit_failed();
+            tracing::error!(path = %log.path().display(), approval = %withdrawn.id, "cannot write the approval_withdrawn audit record: {err}");
+        }
+    }
+
     /// The write-ahead record of a call to a tool with side effects
     /// ([`Event::Started`]), durable as the log's durability says before
     /// the tool runs. When it cannot be written the call stops

@@ -8,7 +8,7 @@
 //! spent waiting does not count against the tool's deadline.
 
 use super::{Call, Pipeline, Stop};
-use crate::approval::{Approval, NewApproval};
+use crate::approval::{Approval, NewApproval, Opening};
 use airlock_core::outcome::{Authority, Blame, ErrorKind, Failure, Refusal, Retry};
 use airlock_core::timeline::Stage;
 use airlock_policy::audit::ApprovalNote;
@@ -111,7 +111,12 @@ impl Pipeline {
         };
         let opened = self.approvals.open(new, &call.state.config().approvals).await;
         let approval = match opened {
-            Ok(approval) => approval,
+            Ok(Opening { approval, withdrawn }) => {
+                if let Some(withdrawn) = withdrawn {
+                    self.audit_withdrawn(call, &withdrawn);
+                }
+                approval
+            }
             Err(failure) => return refuse(Refusal::Pending, failure),
         };
         let who = approver_for_model(&approval.approver, &approval.principal);

@@ -54,42 +54,6 @@ fn key(principal: &str, id: &str) -> Key {
 }
 
 #[test]
-fn the_fair_share_divides_max_live_between_principals() {
-    assert_eq!(fair_share(8, 2), 4);
-    assert_eq!(fair_share(8, 3), 2);
-    assert_eq!(fair_share(1, 2), 1, "at least one");
-    assert_eq!(fair_share(8, 0), 8);
-}
-
-#[test]
-fn a_principal_below_its_share_takes_an_idle_session_of_the_largest_holder() {
-    let start = Instant::now();
-    let keys: Vec<Key> = ["a1", "a2", "a3", "a4", "a5", "b1", "b2", "b3"]
-        .iter()
-        .map(|id| key(if id.starts_with('a') { "alice" } else { "bob" }, id))
-        .collect();
-    // alice holds 5, bob 3; every session idle, a1 the least recently used
-    // of alice's but a2 older than it is busy.
-    let at = |i: usize| start + Duration::from_millis(u64::try_from(i).unwrap() * 10);
-    let holdings: Vec<Holding<'_>> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| Holding { key: k, idle: k.id.as_str() != "a1", last_used: at(i) })
-        .collect();
-    let carol = key("carol", "c1");
-    // Three principals with carol: a share of 8 / 3 = 2; alice (5) holds
-    // the most above it; a1 is in a call, so a2 (the next oldest) closes.
-    assert_eq!(fair_share_victim(&holdings, &carol, 8, 0), Ok(key("alice", "a2")));
-    // bob, holding 3 of a share of 4 (two principals), takes from alice.
-    assert_eq!(fair_share_victim(&holdings, &key("bob", "b4"), 8, 3), Ok(key("alice", "a2")));
-    // alice asks: she holds more than her share, so nothing is closed.
-    assert_eq!(fair_share_victim(&holdings, &key("alice", "a6"), 8, 5), Err(4));
-    // Every session above the share in a call: refused, naming the share.
-    let busy: Vec<Holding<'_>> = keys.iter().map(|k| Holding { key: k, idle: false, last_used: start }).collect();
-    assert_eq!(fair_share_victim(&busy, &carol, 8, 0), Err(2));
-}
-
-#[test]
 fn the_refusal_names_the_keys() {
     let settings = SessionSettings { max_live: 8, idle: DEFAULT_IDLE, memory_bytes: 64 << 20 };
     let refusal = full(&key("carol", "c1"), settings, 4, 8, 0, 2);

@@ -1,7 +1,9 @@
 //! What a record says: the call the pipeline reports ([`AuditEntry`], its
 //! [`Event`] and the [`ApprovalNote`] of a call approved on the page), a
-//! tool that changed under a reload ([`ToolChange`]) and a refused attempt
-//! to answer an approval ([`RefusedApproval`]). The log (`audit.rs`) caps
+//! tool that changed under a reload ([`ToolChange`]), a refused attempt
+//! to answer an approval ([`RefusedApproval`]) and an approval withdrawn
+//! to make room for another principal's ([`WithdrawnApproval`]). The log
+//! (`audit.rs`) caps
 //! and writes them; `record.rs` turns them into members.
 
 use super::STARTED;
@@ -191,6 +193,30 @@ pub struct RefusedApproval {
     /// Who tried to answer, when they were signed in.
     pub person: Option<String>,
     /// Why it was refused.
+    pub reason: String,
+}
+
+/// The `event` of the record of an approval withdrawn
+/// ([`WithdrawnApproval`]).
+pub const APPROVAL_WITHDRAWN: &str = "approval_withdrawn";
+/// The members of an `approval_withdrawn` record, in the order they are
+/// written; every one is present.
+pub(super) const APPROVAL_WITHDRAWN_FIELDS: [&str; 9] =
+    ["seq", "time", "event", "approval_id", "tool", "principal", "reason", "prev", "hash"];
+
+/// An approval still waiting for an answer was withdrawn (to make room for
+/// another principal's, by the fair share of the host's cap): what the
+/// `approval_withdrawn` record says. Its link no longer answers. Every
+/// member is capped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithdrawnApproval {
+    /// The approval's id.
+    pub approval_id: String,
+    /// The tool of the call it was for.
+    pub tool: String,
+    /// The principal the call acts for.
+    pub principal: String,
+    /// Why it was withdrawn.
     pub reason: String,
 }
 

@@ -118,16 +118,36 @@ fn content_member(blocks: &[Summary]) -> String {
 /// The members of an `approval_refused` record from `event` to `reason`,
 /// encoded, in record order.
 pub(super) fn refusal_body(refusal: &RefusedApproval) -> Vec<(&'static str, String)> {
-    let capped = |s: &str| json_string(&cap(s, MAX_FIELD_BYTES));
     let RefusedApproval { approval_id, tool, principal, person, reason } = refusal;
-    vec![
-        ("event", json_string(APPROVAL_REFUSED)),
+    let person = person.as_deref().map_or_else(|| "null".to_owned(), |p| json_string(&cap(p, MAX_FIELD_BYTES)));
+    approval_body(APPROVAL_REFUSED, [approval_id, tool, principal], Some(person), reason)
+}
+
+/// The members of an `approval_withdrawn` record from `event` to `reason`,
+/// encoded, in record order.
+pub(super) fn withdrawal_body(withdrawn: &WithdrawnApproval) -> Vec<(&'static str, String)> {
+    let WithdrawnApproval { approval_id, tool, principal, reason } = withdrawn;
+    approval_body(APPROVAL_WITHDRAWN, [approval_id, tool, principal], None, reason)
+}
+
+/// The members of a record of an approval's `event`: its id, tool and
+/// principal, `person` (encoded) when the event has one, and `reason`.
+fn approval_body(
+    event: &str,
+    [approval_id, tool, principal]: [&String; 3],
+    person: Option<String>,
+    reason: &str,
+) -> Vec<(&'static str, String)> {
+    let capped = |s: &str| json_string(&cap(s, MAX_FIELD_BYTES));
+    let mut body = vec![
+        ("event", json_string(event)),
         ("approval_id", capped(approval_id)),
         ("tool", capped(tool)),
         ("principal", capped(principal)),
-        ("person", person.as_deref().map_or_else(|| "null".to_owned(), capped)),
-        ("reason", json_string(&cap(reason, MAX_MESSAGE_BYTES))),
-    ]
+    ];
+    body.extend(person.map(|person| ("person", person)));
+    body.push(("reason", json_string(&cap(reason, MAX_MESSAGE_BYTES))));
+    body
 }
 
 /// The members of a `tool_changed` record from `event` to

@@ -223,7 +223,7 @@ pub(super) struct Checked {
     pub(super) started: bool,
     /// The call it records: its principal, call id and tool, as written;
     /// `None` for a record of another event (`tool_changed`,
-    /// `approval_refused`, `recovered`).
+    /// `approval_refused`, `approval_withdrawn`, `recovered`).
     pub(super) call: Option<String>,
     /// Whether this is a `recovered` record.
     pub(super) recovered: bool,
@@ -243,6 +243,7 @@ pub(super) fn check_line(line: &[u8]) -> Result<Checked, String> {
         None => (&FIELDS, &OPTIONAL_FIELDS),
         Some(Value::String(event)) if event == TOOL_CHANGED => (&TOOL_CHANGED_FIELDS, &[]),
         Some(Value::String(event)) if event == APPROVAL_REFUSED => (&APPROVAL_REFUSED_FIELDS, &[]),
+        Some(Value::String(event)) if event == APPROVAL_WITHDRAWN => (&APPROVAL_WITHDRAWN_FIELDS, &[]),
         Some(Value::String(event)) if event == RECOVERED => (&RECOVERED_FIELDS, &[]),
         Some(other) => return Err(format!("unknown \"event\" {}", cap(&other.to_string(), 64))),
     };

@@ -21,7 +21,7 @@
 //! first use: a host that never opens an approval never touches the
 //! directory.
 
-use super::{Caps, Full, NotAnswered, NotUsed, Opened, Record, Unavailable, use_once};
+use super::{Caps, Full, NotAnswered, NotUsed, Opened, Record, Unavailable, make_room, use_once};
 use crate::approval::link::LinkKey;
 use crate::approval::state_file::{LazyStateFile, StateError, StateFile};
 use crate::approval::{Answer, Approval};
@@ -123,7 +123,9 @@ impl FileStore {
     }
 
     /// As the fleet's `open`: the live unused approval of `key`, or
-    /// `approval` opened within `caps`.
+    /// `approval` opened within `caps`, withdrawing another principal's
+    /// pending approval by the fair share when the host is full (see
+    /// `make_room`), under the file's lock as every change is.
     ///
     /// # Errors
     ///
@@ -146,12 +148,13 @@ impl FileStore {
                 if pending.iter().filter(|a| a.record.principal == approval.principal).count() >= caps.per_principal {
                     return Err(Full::Principal(caps.per_principal));
                 }
-                if pending.len() >= caps.total {
-                    return Err(Full::Host(caps.total));
-                }
+                let holders =
+                    pending.iter().map(|a| (a.record.principal.as_str(), a.record.id.as_str(), a.record.created_ms));
+                let victim = make_room(holders, &approval.principal, caps)?;
+                let withdrawn = victim.and_then(|id| doc.approvals.remove(&id)).map(|gone| Box::new(gone.approval()));
                 let stored = Stored { record: Record::of(approval), key: key.to_owned(), answer: None, used: false };
                 doc.approvals.insert(approval.id.clone(), stored);
-                Ok(Opened::New(approval.clone()))
+                Ok(Opened::New { approval: approval.clone(), withdrawn })
             })
         })
     }

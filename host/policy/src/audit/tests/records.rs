@@ -1,5 +1,5 @@
 //! What a record holds: its members in order, and the records of a changed
-//! tool, a session, an approval and a refused approval, each continuing the
+//! tool, a session, an approval and a refused or withdrawn approval, each continuing the
 //! chain.
 
 use super::*;
@@ -147,7 +147,7 @@ fn an_approval_is_recorded_and_verifies() {
 }
 
 #[test]
-fn an_approval_refused_record_continues_the_chain_and_verifies() {
+fn approval_refused_and_withdrawn_records_continue_the_chain_and_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
     let log = AuditLog::open(settings(&path)).unwrap();
@@ -160,11 +160,14 @@ fn an_approval_refused_record_continues_the_chain_and_verifies() {
         reason: "bob is not the principal the call acts for".into(),
     };
     log.append_approval_refused(&refusal).unwrap();
-    log.append_approval_refused(&RefusedApproval { person: None, ..refusal }).unwrap();
+    log.append_approval_refused(&RefusedApproval { person: None, ..refusal.clone() }).unwrap();
+    let reason = "withdrawn to make room for another principal's (fair share of max_pending = 3)".to_owned();
+    let RefusedApproval { approval_id, tool, principal, .. } = refusal;
+    log.append_approval_withdrawn(&WithdrawnApproval { approval_id, tool, principal, reason }).unwrap();
     log.append(&entry(1)).unwrap();
     drop(log);
     let report = verify(&path).unwrap();
-    assert_eq!((report.records, report.unfinished), (4, 0));
+    assert_eq!((report.records, report.unfinished), (5, 0));
     let l = lines(&path);
     assert!(
         l[1].contains(
@@ -175,6 +178,14 @@ fn an_approval_refused_record_continues_the_chain_and_verifies() {
         l[1]
     );
     assert!(l[2].contains("\"person\":null"), "{}", l[2]);
+    assert!(
+        l[3].contains(
+            "\"event\":\"approval_withdrawn\",\"approval_id\":\"0123456789abcdef0123456789abcdef\",\
+             \"tool\":\"create_transfer\",\"principal\":\"alice\",\"reason\":\"withdrawn to make room"
+        ),
+        "{}",
+        l[3]
+    );
     let mut edited = l.clone();
     edited[2] = edited[2].replace("\"person\":null,", "");
     write_lines(&path, &edited);

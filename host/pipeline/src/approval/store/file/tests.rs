@@ -1,5 +1,5 @@
 use super::*;
-use crate::approval::store::tests::{CAPS, answer, approval};
+use crate::approval::store::tests::{CAPS, FILLED, Steps, answer, approval, the_fair_share_of_max_pending};
 
 fn store() -> (tempfile::TempDir, FileStore) {
     let dir = tempfile::tempdir().unwrap();
@@ -14,15 +14,15 @@ fn open(store: &FileStore, approval: Approval, key: &str, now: u64) -> Result<Op
 #[test]
 fn one_live_approval_per_call_and_caps_per_principal_and_host() {
     let (_dir, store) = store();
-    assert!(matches!(open(&store, approval("a", "alice"), "k1", 0), Ok(Opened::New(_))));
+    assert!(matches!(open(&store, approval("a", "alice"), "k1", 0), Ok(Opened::New { .. })));
     let again = open(&store, approval("b", "alice"), "k1", 0);
     assert!(matches!(again, Ok(Opened::Existing(a)) if a.id == "a"), "the same call finds its approval");
-    assert!(matches!(open(&store, approval("c", "alice"), "k2", 0), Ok(Opened::New(_))));
+    assert!(matches!(open(&store, approval("c", "alice"), "k2", 0), Ok(Opened::New { .. })));
     assert_eq!(open(&store, approval("d", "alice"), "k3", 0), Err(Full::Principal(2)));
-    assert!(matches!(open(&store, approval("e", "bob"), "k4", 0), Ok(Opened::New(_))));
-    assert_eq!(open(&store, approval("f", "carol"), "k5", 0), Err(Full::Host(3)));
+    assert!(matches!(open(&store, approval("e", "bob"), "k4", 0), Ok(Opened::New { .. })));
+    assert_eq!(open(&store, approval("f", "bob"), "k5", 0), Err(Full::Host { cap: 3, held: 1, share: 1 }));
     // Expired approvals free their places.
-    assert!(matches!(open(&store, approval("g", "alice"), "k3", 1_000), Ok(Opened::New(_))));
+    assert!(matches!(open(&store, approval("g", "alice"), "k3", 1_000), Ok(Opened::New { .. })));
     assert_eq!(store.get("a", 1_000).unwrap(), None);
 }
 
@@ -38,7 +38,7 @@ fn an_approval_is_answered_once_and_used_once() {
     assert_eq!(store.answer("nope", &answer(true), 3).unwrap(), Err(NotAnswered::Unknown));
     // A used approval no longer answers for its call: the next call opens
     // another.
-    assert!(matches!(open(&store, approval("b", "alice"), "k", 4), Ok(Opened::New(_))));
+    assert!(matches!(open(&store, approval("b", "alice"), "k", 4), Ok(Opened::New { .. })));
     // Nor is an expired one used.
     let _ = store.answer("b", &answer(true), 5);
     assert_eq!(store.take("b", 1_000).unwrap(), Err(NotUsed::Unknown));
@@ -101,7 +101,7 @@ fn a_damaged_file_is_set_aside_and_a_new_one_started() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("approvals.json.damaged-"))
         .collect();
     assert_eq!(kept.len(), 1, "the damaged file is kept beside");
-    assert!(matches!(open(&store, approval("b", "alice"), "k", 1), Ok(Opened::New(_))));
+    assert!(matches!(open(&store, approval("b", "alice"), "k", 1), Ok(Opened::New { .. })));
 }
 
 #[test]
@@ -121,4 +121,26 @@ fn without_a_directory_approvals_say_what_to_set() {
     let store = FileStore::new(None);
     let err = store.pending(0, 1).unwrap_err().to_string();
     assert!(err.contains("set [approvals] state_dir"), "{err}");
+}
+
+impl Steps for FileStore {
+    fn opens(&self, approval: Approval, key: &str) -> Result<Opened, Full> {
+        self.open(&approval, key, FILLED, 0).unwrap()
+    }
+    fn lookup(&self, id: &str) -> Option<Approval> {
+        self.get(id, 0).unwrap()
+    }
+    fn approve(&self, id: &str) {
+        self.answer(id, &answer(true), 0).unwrap().unwrap();
+    }
+}
+
+#[test]
+fn max_pending_is_shared_fairly_between_principals_and_processes() {
+    let (dir, store) = store();
+    the_fair_share_of_max_pending(&store);
+    // Another process finds what was withdrawn gone.
+    let other = FileStore::new(Some(dir.path().join("state")));
+    assert_eq!(other.get("a2", 0).unwrap(), None);
+    assert_eq!(other.pending(0, 10).unwrap().len(), 3);
 }

@@ -174,6 +174,12 @@ impl Runtime {
         self.upgrades.pending()
     }
 
+    /// How many tools were served by their baseline build at load, and
+    /// handed over for their optimized build.
+    pub fn upgrades_started(&self) -> usize {
+        self.upgrades.started()
+    }
+
     /// Compile a component in a metered child process, or load it from the
     /// cache when an artifact for the same bytes and the same engine
     /// configuration exists. Returns the component and whether it came

@@ -81,6 +81,7 @@ pub(crate) struct Job {
 pub(crate) struct Upgrades {
     queue: Mutex<Option<std::sync::mpsc::Sender<Job>>>,
     pending: Arc<AtomicUsize>,
+    started: AtomicUsize,
 }
 
 impl Upgrades {
@@ -108,10 +109,16 @@ impl Upgrades {
             *queue = Some(tx);
         }
         self.pending.fetch_add(1, Ordering::AcqRel);
+        self.started.fetch_add(1, Ordering::AcqRel);
         if let Some(Err(err)) = queue.as_ref().map(|tx| tx.send(job)) {
             self.pending.fetch_sub(1, Ordering::AcqRel);
             tracing::warn!(tool = %err.0.name, "the compiler of optimized builds stopped; the tool keeps its baseline build");
         }
+    }
+
+    /// Tools handed over for their optimized build so far.
+    pub(crate) fn started(&self) -> usize {
+        self.started.load(Ordering::Acquire)
     }
 
     /// Tools waiting for their optimized build (queued or compiling).

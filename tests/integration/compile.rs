@@ -19,6 +19,8 @@ async fn load_error(file: &Path, cache: &Path, engine: &str) -> (String, Duratio
 }
 
 /// [`load_error`] with the compiler executable `compiler`.
+/// (`baseline_compile = false` in `engine` for a component Winch compiles
+/// within a limit Cranelift does not: the limit is then Cranelift's.)
 async fn load_error_with(file: &Path, cache: &Path, engine: &str, compiler: &Path) -> (String, Duration) {
     let text = format!(
         "[engine]\ncache_dir = {:?}\n{engine}\n[tools.hostile]\ncomponent = {:?}\n",
@@ -134,7 +136,7 @@ async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
     let file = dir.path().join("slow.wasm");
     std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
-    let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1").await;
+    let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1\nbaseline_compile = false").await;
     assert!(err.contains("slow.wasm") && err.contains("[engine] compile_timeout_secs = 1"), "{err}");
     // 1 s of CPU; the wall-clock backstop is 3 × 1 + 10 s. Wide margin.
     assert!(took < Duration::from_secs(30), "refused after {took:?}");
@@ -147,7 +149,7 @@ async fn a_small_component_may_take_seconds_of_cpu_to_compile_not_the_whole_time
     let file = dir.path().join("small.wasm");
     let bytes = within_the_caps();
     std::fs::write(&file, &bytes).expect("write");
-    let (err, took) = load_error(&file, &dir.path().join("cache"), "").await;
+    let (err, took) = load_error(&file, &dir.path().join("cache"), "baseline_compile = false").await;
     eprintln!("{} bytes: refused in {took:?}: {err}", bytes.len());
     // 5 s + 4 s per MiB of its 0.03 MiB, rounded up: 6 s, not 300.
     assert!(err.contains("more than the 6 s of CPU"), "{err}");
@@ -162,7 +164,7 @@ async fn a_component_over_the_compile_memory_limit_is_refused() {
     // Reaches 256 MiB of address space within a tenth of a second of CPU.
     std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
-    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256").await;
+    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256\nbaseline_compile = false").await;
     assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 256"), "{err}");
     assert!(took < Duration::from_secs(300), "refused after {took:?}");
     assert_eq!(not_remembered(&cache), Vec::<String>::new());
@@ -369,7 +371,7 @@ async fn the_compilations_share_of_the_budget_is_the_compilers_address_space() {
     // Half of a 512 MiB budget, below compile_memory_mib's 4096: a
     // compilation reserves no more than the compilations' share, so it
     // fits beside what calls and sessions hold, and is refused past it.
-    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512").await;
+    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512\nbaseline_compile = false").await;
     assert!(
         err.contains(
             "more than 256 MiB of address space (the compilations' share of the host memory budget: `[engine] \
@@ -399,7 +401,7 @@ async fn compilations_reserve_their_address_space_from_the_host_memory_budget() 
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let names = ["echo", "read_file", "list_dir", "search_files"];
     let mut text = format!(
-        "[engine]\ncache_dir = {:?}\nmemory_budget_mib = 2048\ncompile_memory_mib = 1024\n",
+        "[engine]\ncache_dir = {:?}\nmemory_budget_mib = 2048\ncompile_memory_mib = 1024\nbaseline_compile = false\n",
         dir.path().join("cache").display().to_string()
     );
     for name in names {

@@ -371,7 +371,8 @@ async fn the_compilations_share_of_the_budget_is_the_compilers_address_space() {
     // Half of a 512 MiB budget, below compile_memory_mib's 4096: a
     // compilation reserves no more than the compilations' share, so it
     // fits beside what calls and sessions hold, and is refused past it.
-    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512\nbaseline_compile = false").await;
+    let (err, _) =
+        load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512\nbaseline_compile = false").await;
     assert!(
         err.contains(
             "more than 256 MiB of address space (the compilations' share of the host memory budget: `[engine] \

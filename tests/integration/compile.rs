@@ -19,6 +19,8 @@ async fn load_error(file: &Path, cache: &Path, engine: &str) -> (String, Duratio
 }
 
 /// [`load_error`] with the compiler executable `compiler`.
+/// (`baseline_compile = false` in `engine` for a component Winch compiles
+/// within a limit Cranelift does not: the limit is then Cranelift's.)
 async fn load_error_with(file: &Path, cache: &Path, engine: &str, compiler: &Path) -> (String, Duration) {
     let text = format!(
         "[engine]\ncache_dir = {:?}\n{engine}\n[tools.hostile]\ncomponent = {:?}\n",
@@ -134,7 +136,7 @@ async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
     let file = dir.path().join("slow.wasm");
     std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
-    let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1").await;
+    let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1\nbaseline_compile = false").await;
     assert!(err.contains("slow.wasm") && err.contains("[engine] compile_timeout_secs = 1"), "{err}");
     // 1 s of CPU; the wall-clock backstop is 3 × 1 + 10 s. Wide margin.
     assert!(took < Duration::from_secs(30), "refused after {took:?}");
@@ -147,7 +149,7 @@ async fn a_small_component_may_take_seconds_of_cpu_to_compile_not_the_whole_time
     let file = dir.path().join("small.wasm");
     let bytes = within_the_caps();
     std::fs::write(&file, &bytes).expect("write");
-    let (err, took) = load_error(&file, &dir.path().join("cache"), "").await;
+    let (err, took) = load_error(&file, &dir.path().join("cache"), "baseline_compile = false").await;
     eprintln!("{} bytes: refused in {took:?}: {err}", bytes.len());
     // 5 s + 4 s per MiB of its 0.03 MiB, rounded up: 6 s, not 300.
     assert!(err.contains("more than the 6 s of CPU"), "{err}");
@@ -162,7 +164,7 @@ async fn a_component_over_the_compile_memory_limit_is_refused() {
     // Reaches 256 MiB of address space within a tenth of a second of CPU.
     std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
-    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256").await;
+    let (err, took) = load_error(&file, &cache, "compile_memory_mib = 256\nbaseline_compile = false").await;
     assert!(err.contains("big.wasm") && err.contains("[engine] compile_memory_mib = 256"), "{err}");
     assert!(took < Duration::from_secs(300), "refused after {took:?}");
     assert_eq!(not_remembered(&cache), Vec::<String>::new());
@@ -184,8 +186,9 @@ async fn a_component_refused_after_compiling_is_not_cached_and_an_accepted_one_i
 
     // The compiler process's artifact loads into the host's engine and is
     // kept once accepted.
+    // (Cranelift's build alone: `tiers.rs` follows a baseline build.)
     let text = format!(
-        "[engine]\ncache_dir = {:?}\n[tools.echo]\ncomponent = {:?}\n",
+        "[engine]\ncache_dir = {:?}\nbaseline_compile = false\n[tools.echo]\ncomponent = {:?}\n",
         cache.display().to_string(),
         tool("echo").display().to_string()
     );
@@ -212,7 +215,10 @@ async fn a_refusal_is_remembered_and_not_paid_for_again_until_the_limits_change(
         std::fs::write(&file, &bytes).expect("write");
         let cache = dir.path().join("cache");
         let counting = CountingCompiler::new(dir.path());
-        let limits = "compile_timeout_secs = 1";
+        // Winch compiles the slow component within the CPU Cranelift runs
+        // out of: its refusal is Cranelift's.
+        let only_cranelift = if name == "slow.wasm" { "\nbaseline_compile = false" } else { "" };
+        let limits = &format!("compile_timeout_secs = 1{only_cranelift}");
         let (first, _) = load_error_with(&file, &cache, limits, &counting.script).await;
         assert!(first.contains(reason) && !first.contains("refused earlier"), "{name}: {first}");
         assert_eq!(counting.starts(), 1, "{name}");
@@ -232,7 +238,8 @@ async fn a_refusal_is_remembered_and_not_paid_for_again_until_the_limits_change(
         assert_eq!(counting.starts(), 1, "{name}: no compiler was started for a remembered refusal");
 
         // Other compile limits: checked again.
-        let (other, _) = load_error_with(&file, &cache, "compile_timeout_secs = 2", &counting.script).await;
+        let other_limits = format!("compile_timeout_secs = 2{only_cranelift}");
+        let (other, _) = load_error_with(&file, &cache, &other_limits, &counting.script).await;
         assert!(!other.contains("refused earlier"), "{name}: {other}");
         assert_eq!(counting.starts(), 2, "{name}: a change of the compile limits tries again");
     }
@@ -364,7 +371,8 @@ async fn the_compilations_share_of_the_budget_is_the_compilers_address_space() {
     // Half of a 512 MiB budget, below compile_memory_mib's 4096: a
     // compilation reserves no more than the compilations' share, so it
     // fits beside what calls and sessions hold, and is refused past it.
-    let (err, _) = load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512").await;
+    let (err, _) =
+        load_error(&file, &dir.path().join("cache"), "memory_budget_mib = 512\nbaseline_compile = false").await;
     assert!(
         err.contains(
             "more than 256 MiB of address space (the compilations' share of the host memory budget: `[engine] \
@@ -394,7 +402,7 @@ async fn compilations_reserve_their_address_space_from_the_host_memory_budget() 
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let names = ["echo", "read_file", "list_dir", "search_files"];
     let mut text = format!(
-        "[engine]\ncache_dir = {:?}\nmemory_budget_mib = 2048\ncompile_memory_mib = 1024\n",
+        "[engine]\ncache_dir = {:?}\nmemory_budget_mib = 2048\ncompile_memory_mib = 1024\nbaseline_compile = false\n",
         dir.path().join("cache").display().to_string()
     );
     for name in names {

@@ -43,6 +43,7 @@ mod startup;
 mod strict_schemas;
 mod support;
 mod tasks;
+mod tiers;
 mod tool_log;
 mod traces;
 mod transports;

@@ -98,6 +98,7 @@ pub use airlock_runtime::network::{
 pub use airlock_runtime::sandbox::{Execution, TOOL_LOG_TARGET};
 pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
 pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
+pub use airlock_runtime::wasmtime_config::Tier;
 pub use airlock_settings::engine::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB,
     MAX_COMPILE_TIMEOUT_SECS, MIN_COMPILE_MEMORY_MIB,

@@ -177,7 +177,10 @@ pub(crate) async fn load_planned(
         let outcome = load_one(runtime, config, &planned, once, progress)
             .await
             .and_then(|t| check_pin(config, lock, t))
-            .map(|loaded| {
+            .map(|mut loaded| {
+                // Accepted: a tool served by its baseline build gets its
+                // optimized build in the background.
+                loaded.start_upgrade(runtime);
                 let pipeline = config.pipeline_for(&loaded.name);
                 Tool::new(loaded, pipeline)
             });

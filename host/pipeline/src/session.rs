@@ -389,7 +389,7 @@ impl Sessions {
                         return refused(failure);
                     }
                 };
-                match sandbox::fresh(&tool.pre, &limits, &tool.settings.grants.for_principal(&caller.principal)) {
+                match sandbox::fresh(&tool.pre(), &limits, &tool.settings.grants.for_principal(&caller.principal)) {
                     Ok(live) => {
                         slot.memory = Some(memory);
                         live
@@ -403,8 +403,7 @@ impl Sessions {
             }
         };
         slot.used = true;
-        let (mut execution, spent) =
-            sandbox::call_on(&mut live, &tool.pre, &limits, invocation, arguments, cancel).await;
+        let (mut execution, spent) = sandbox::call_on(&mut live, &limits, invocation, arguments, cancel).await;
         session.touch();
         let mut reset = None;
         match spent {

@@ -13,6 +13,7 @@
 //! (`validator.rs`), both keep their artifacts here.
 
 use crate::compiler::{CompileFailure, MAX_CHILD_STDERR_BYTES, Meter};
+use crate::wasmtime_config::Tier;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -103,6 +104,18 @@ pub(crate) fn artifact_path(engine: &Engine, dir: &Path, name: &str) -> PathBuf 
     dir.join(format!("{name}-{:016x}.cwasm", hasher.finish()))
 }
 
+/// The name the compile cache keeps the `tier` build of the component
+/// with this digest under: the optimized build under the digest itself
+/// (as before builds had tiers), the baseline one under a name of its own,
+/// so that the two are never taken for each other (their engines'
+/// compatibility hashes differ too).
+pub(crate) fn tier_name(digest: &str, tier: Tier) -> String {
+    match tier {
+        Tier::Optimized => digest.to_owned(),
+        Tier::Baseline => format!("{digest}-baseline"),
+    }
+}
+
 /// The artifact at `path` of the compile cache, if there is a usable one
 /// (mapped, not compiled); an unusable one is logged and ignored.
 pub(crate) fn cached_artifact(engine: &Engine, path: &Path) -> Option<Component> {
@@ -172,7 +185,7 @@ mod tests {
     #[test]
     fn a_refusal_is_keyed_by_the_compile_limits() {
         let settings = EngineSettings::default();
-        let engine = crate::wasmtime_config::compile_only_engine(&settings).unwrap();
+        let engine = crate::wasmtime_config::compile_only_engine(&settings, Tier::Optimized).unwrap();
         let path =
             |settings: &EngineSettings| refusal_path(&engine, Path::new("/c"), "d", &Meter::new(settings, 16 << 30));
         let base = path(&settings);
@@ -191,6 +204,26 @@ mod tests {
         assert_ne!(clamped, base);
         // Where the compiler is does not decide a refusal.
         assert_eq!(path(&EngineSettings { compiler: Some("/elsewhere".into()), ..settings.clone() }), base);
+    }
+
+    #[test]
+    fn the_two_builds_of_a_component_are_kept_apart() {
+        let settings = EngineSettings::default();
+        let dir = Path::new("/c");
+        let optimized = crate::wasmtime_config::compile_only_engine(&settings, Tier::Optimized).unwrap();
+        let baseline = crate::wasmtime_config::compile_only_engine(&settings, Tier::Baseline).unwrap();
+        let hash = |engine: &Engine| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            engine.precompile_compatibility_hash().hash(&mut hasher);
+            hasher.finish()
+        };
+        assert_ne!(hash(&optimized), hash(&baseline), "an artifact of one tier never loads into the other's engine");
+        let paths = [
+            artifact_path(&optimized, dir, &tier_name("d", Tier::Optimized)),
+            artifact_path(&baseline, dir, &tier_name("d", Tier::Baseline)),
+        ];
+        assert_ne!(paths[0], paths[1]);
+        assert!(paths[1].to_string_lossy().contains("d-baseline-"), "{paths:?}");
     }
 
     #[test]

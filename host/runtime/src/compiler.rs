@@ -112,6 +112,20 @@ const EXIT_OVER_CAP: u8 = 13;
 /// The child's exit code for a component that cannot be of the
 /// `airlock:tool` world (its exports or imports), refused before compiling.
 const EXIT_WRONG_WORLD: u8 = 14;
+/// The child's exit code for a component the baseline compiler (Winch)
+/// does not compile (a proposal it does not support): the optimizing
+/// compiler is asked instead.
+const EXIT_BASELINE_UNSUPPORTED: u8 = 15;
+
+/// Which compiler a compilation uses, and whether it runs in the
+/// background (at a lower CPU priority, behind calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct How {
+    /// The compiler.
+    pub(crate) tier: crate::wasmtime_config::Tier,
+    /// An optimized build replacing a baseline one that already serves.
+    pub(crate) background: bool,
+}
 
 /// The meter of compilations and the executable that runs them.
 #[derive(Debug, Clone)]
@@ -460,6 +474,7 @@ pub(crate) fn compile(
     budget: &MemoryBudget,
     bytes: &[u8],
     target: Option<PathBuf>,
+    how: How,
 ) -> Result<Artifact, CompileFailure> {
     let Some(exe) = &meter.exe else {
         return Err(CompileFailure::Refused(
@@ -485,7 +500,7 @@ pub(crate) fn compile(
     let _reserved = budget
         .reserve_blocking(&Holder::Compiler, meter.memory_mib.saturating_mul(MIB), wait)
         .map_err(|refusal| meter.budget_refusal(&refusal, wait))?;
-    run_child(meter, exe, bytes, &temp, artifact.target.as_deref())?;
+    run_child(meter, exe, bytes, &temp, artifact.target.as_deref(), how)?;
     Ok(artifact)
 }
 
@@ -540,6 +555,7 @@ fn run_child(
     bytes: &[u8],
     out: &Path,
     keep_as: Option<&Path>,
+    how: How,
 ) -> Result<(), CompileFailure> {
     let started = Instant::now();
     let size = bytes.len() as u64;
@@ -550,6 +566,7 @@ fn run_child(
         .arg(cpu_secs.to_string())
         .arg(meter.memory_mib.to_string())
         .arg(meter.wasm_stack_bytes.to_string())
+        .arg(if how.background { format!("{}-background", how.tier.arg()) } else { how.tier.arg().to_owned() })
         .arg(out);
     // With a cache, a compilation outlives a host that exits meanwhile
     // (a client that starts a server per call and closes it at once) and
@@ -652,6 +669,9 @@ fn run_child(
         Some(EXIT_INVALID) => Err(CompileFailure::Invalid(message.to_owned())),
         Some(EXIT_WRONG_WORLD) => Err(CompileFailure::WrongWorld(message.to_owned())),
         Some(EXIT_OVER_CAP) => Err(CompileFailure::OverLimit(message.to_owned())),
+        Some(EXIT_BASELINE_UNSUPPORTED) => {
+            Err(CompileFailure::Refused(format!("the baseline compiler (Winch) does not compile it: {message}")))
+        }
         Some(EXIT_OUT_OF_MEMORY) => Err(CompileFailure::OverLimit(meter.memory_refusal())),
         _ if message.contains("memory allocation of") => Err(CompileFailure::OverLimit(meter.memory_refusal())),
         _ => Err(CompileFailure::Refused(format!(

@@ -15,13 +15,14 @@
 //! a change of the compile limits or of the engine tries again.
 
 use crate::compile_cache::{
-    Lookup, artifact_path, cached_artifact, refusal_path, remember_refusal, remembered_refusal,
+    Lookup, artifact_path, cached_artifact, refusal_path, remember_refusal, remembered_refusal, tier_name,
 };
 use crate::compiler::{Artifact, CompileFailure, Meter};
 use crate::memory_budget::MemoryBudget;
 use crate::sandbox::CallCtx;
+use crate::upgrade::Upgrades;
 use crate::validator::Validator;
-use crate::wasmtime_config::wasmtime_config;
+use crate::wasmtime_config::{Tier, wasmtime_config};
 use airlock_settings::engine::EngineSettings;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
@@ -38,8 +39,17 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// The engine, the linker of the sandbox's capabilities, the
 /// compiled-artifact cache and the metered schema validator.
 pub struct Runtime {
+    /// The engine of optimized (Cranelift) builds.
     engine: Engine,
     linker: Linker<CallCtx>,
+    /// The engine and linker of baseline (Winch) builds; `None` with
+    /// `[engine] baseline_compile = false`. Without the pooling allocator:
+    /// a baseline build serves only until its optimized build replaces it,
+    /// and a second pool would reserve as much address space again.
+    baseline: Option<(Engine, Linker<CallCtx>)>,
+    /// Optimized builds compiled in the background for tools served by
+    /// their baseline builds.
+    upgrades: Upgrades,
     cache_dir: Option<PathBuf>,
     meter: Meter,
     memory: MemoryBudget,
@@ -66,18 +76,25 @@ impl Runtime {
     /// The pooling allocator cannot reserve its address space, or the cache
     /// directory cannot be created.
     pub fn new(settings: &EngineSettings) -> anyhow::Result<Self> {
-        let engine = Engine::new(&wasmtime_config(settings, true))
+        let engine = Engine::new(&wasmtime_config(settings, true, Tier::Optimized))
             .map_err(anyhow::Error::from)
             .context("configuring the wasmtime engine")?;
-        let mut linker = Linker::new(&engine);
-        // Every capability of the sandbox links its own interface, in the
-        // order of the one list of them (`sandbox/capability.rs`).
-        crate::sandbox::add_to_linker(&mut linker)?;
+        let linker = new_linker(&engine)?;
+        let baseline = if settings.baseline_compile {
+            let engine = Engine::new(&wasmtime_config(settings, false, Tier::Baseline))
+                .map_err(anyhow::Error::from)
+                .context("configuring the wasmtime engine of baseline builds")?;
+            let linker = new_linker(&engine)?;
+            Some((engine, linker))
+        } else {
+            None
+        };
         if let Some(dir) = &settings.cache_dir {
             std::fs::create_dir_all(dir).with_context(|| format!("creating cache directory {}", dir.display()))?;
         }
         let ticker_stop = Arc::new(AtomicBool::new(false));
-        spawn_ticker(engine.clone(), ticker_stop.clone())?;
+        let engines = std::iter::once(engine.clone()).chain(baseline.as_ref().map(|(e, _)| e.clone())).collect();
+        spawn_ticker(engines, ticker_stop.clone())?;
         let memory = MemoryBudget::new(settings);
         let meter = Meter::new(settings, memory.total());
         tracing::info!(
@@ -89,9 +106,12 @@ impl Runtime {
             memory.share_percent(),
             meter.memory_limit()
         );
+        let upgrades = Upgrades::default();
         Ok(Self {
             engine,
             linker,
+            baseline,
+            upgrades,
             cache_dir: settings.cache_dir.clone(),
             meter,
             memory,
@@ -106,7 +126,7 @@ impl Runtime {
         &self.validator
     }
 
-    /// The engine.
+    /// The engine of optimized builds.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -122,10 +142,42 @@ impl Runtime {
         self.cache_dir.as_deref()
     }
 
-    /// The linker every tool is instantiated against: every capability of
-    /// the sandbox, linked once.
+    /// The linker every optimized build is instantiated against: every
+    /// capability of the sandbox, linked once.
     pub fn linker(&self) -> &Linker<CallCtx> {
         &self.linker
+    }
+
+    /// The linker of the engine of `tier` (the same capabilities).
+    pub(crate) fn linker_for(&self, tier: Tier) -> &Linker<CallCtx> {
+        match (&self.baseline, tier) {
+            (Some((_, linker)), Tier::Baseline) => linker,
+            _ => &self.linker,
+        }
+    }
+
+    /// Whether a component the cache does not hold is compiled first by
+    /// the baseline compiler (`[engine] baseline_compile`).
+    pub(crate) fn baseline_first(&self) -> bool {
+        self.baseline.is_some()
+    }
+
+    /// The optimized builds compiled in the background.
+    pub(crate) fn upgrades(&self) -> &Upgrades {
+        &self.upgrades
+    }
+
+    /// How many tools are served by their baseline build while their
+    /// optimized build is compiled or waits to be (0 once every tool runs
+    /// its optimized build).
+    pub fn upgrades_pending(&self) -> usize {
+        self.upgrades.pending()
+    }
+
+    /// How many tools were served by their baseline build at load, and
+    /// handed over for their optimized build.
+    pub fn upgrades_started(&self) -> usize {
+        self.upgrades.started()
     }
 
     /// Compile a component in a metered child process, or load it from the
@@ -143,7 +195,7 @@ impl Runtime {
     /// bytes under the same limits, or no compiler is set
     /// ([`EngineSettings::compiler`]).
     pub fn compile(&self, bytes: &[u8], digest: &str) -> anyhow::Result<(Component, bool)> {
-        let compiler = self.compiler();
+        let compiler = self.compiler(Tier::Optimized);
         let failure = match compiler.lookup(digest) {
             Lookup::Artifact(component) => return Ok((component, true)),
             Lookup::Refused(failure) => failure,
@@ -161,15 +213,33 @@ impl Runtime {
         }
     }
 
-    /// The part of the runtime that compiles, to hand to a blocking task.
-    pub(crate) fn compiler(&self) -> Compiler {
+    /// The part of the runtime that compiles builds of `tier`, to hand to a
+    /// blocking task (the optimized tier's when there is no baseline
+    /// engine).
+    pub(crate) fn compiler(&self, tier: Tier) -> Compiler {
+        let (engine, tier) = match (&self.baseline, tier) {
+            (Some((engine, _)), Tier::Baseline) => (engine.clone(), Tier::Baseline),
+            _ => (self.engine.clone(), Tier::Optimized),
+        };
         Compiler {
-            engine: self.engine.clone(),
+            engine,
+            optimized_engine: self.engine.clone(),
+            tier,
+            background: false,
             cache_dir: self.cache_dir.clone(),
             meter: self.meter.clone(),
             memory: self.memory.clone(),
         }
     }
+}
+
+/// A linker of `engine` with every capability of the sandbox, each
+/// linking its own interface in the order of the one list of them
+/// (`sandbox/capability.rs`).
+fn new_linker(engine: &Engine) -> anyhow::Result<Linker<CallCtx>> {
+    let mut linker = Linker::new(engine);
+    crate::sandbox::add_to_linker(&mut linker)?;
+    Ok(linker)
 }
 
 /// A component compiled just now: its artifact waits in a temporary file
@@ -184,6 +254,18 @@ pub(crate) struct Fresh {
 #[derive(Clone)]
 pub(crate) struct Compiler {
     engine: Engine,
+    /// The engine of optimized builds, whose compatibility hash keys the
+    /// refusals remembered for either tier: what the bytes are (not a
+    /// component, not of the tool world, over a cap or a compile limit) is
+    /// the same to both compilers (Winch never takes more CPU or memory
+    /// than Cranelift), and a refusal by Winch of what it does not support
+    /// is not remembered ([`CompileFailure::Refused`]).
+    optimized_engine: Engine,
+    /// Which compiler builds (and which engine loads) its artifacts.
+    pub(crate) tier: Tier,
+    /// Compiling in the background (an optimized build replacing a
+    /// baseline one): the compiler process runs at a lower CPU priority.
+    pub(crate) background: bool,
     cache_dir: Option<PathBuf>,
     meter: Meter,
     /// The host memory budget each compiler process reserves its address
@@ -192,17 +274,28 @@ pub(crate) struct Compiler {
 }
 
 impl Compiler {
+    /// This compiler, compiling behind calls (at a lower CPU priority).
+    pub(crate) fn in_background(self) -> Self {
+        Compiler { background: true, ..self }
+    }
+
     /// The cached artifact of the component with this digest, if there is a
     /// usable one, else the refusal the cache remembers for it under these
     /// limits, if any. Fast (files are mapped or read, nothing compiled).
     pub(crate) fn lookup(&self, digest: &str) -> Lookup {
-        if let Some(component) = self.cache_path(digest).and_then(|path| cached_artifact(&self.engine, &path)) {
+        if let Some(component) = self.lookup_artifact(digest) {
             return Lookup::Artifact(component);
         }
         match self.refusal_path(digest).and_then(|path| remembered_refusal(&path)) {
             Some(failure) => Lookup::Refused(failure),
             None => Lookup::Miss,
         }
+    }
+
+    /// The cached artifact of this tier's build of the component with this
+    /// digest, if there is a usable one.
+    pub(crate) fn lookup_artifact(&self, digest: &str) -> Option<Component> {
+        self.cache_path(digest).and_then(|path| cached_artifact(&self.engine, &path))
     }
 
     /// Compile a component in a metered child process (slow: seconds for a
@@ -224,7 +317,8 @@ impl Compiler {
     }
 
     fn compile_unremembered(&self, bytes: &[u8], digest: &str) -> Result<Fresh, CompileFailure> {
-        let artifact = crate::compiler::compile(&self.meter, &self.memory, bytes, self.cache_path(digest))?;
+        let how = crate::compiler::How { tier: self.tier, background: self.background };
+        let artifact = crate::compiler::compile(&self.meter, &self.memory, bytes, self.cache_path(digest), how)?;
         let Some(path) = artifact.temp_path() else {
             return Err(CompileFailure::Refused("the compiled artifact is gone".into()));
         };
@@ -238,22 +332,26 @@ impl Compiler {
         Ok(Fresh { component, artifact })
     }
 
-    fn cache_path(&self, digest: &str) -> Option<PathBuf> {
-        Some(artifact_path(&self.engine, self.cache_dir.as_ref()?, digest))
+    /// Where the cache keeps this tier's build of the component with this
+    /// digest.
+    pub(crate) fn cache_path(&self, digest: &str) -> Option<PathBuf> {
+        Some(artifact_path(&self.engine, self.cache_dir.as_ref()?, &tier_name(digest, self.tier)))
     }
 
     fn refusal_path(&self, digest: &str) -> Option<PathBuf> {
-        Some(refusal_path(&self.engine, self.cache_dir.as_ref()?, digest, &self.meter))
+        Some(refusal_path(&self.optimized_engine, self.cache_dir.as_ref()?, digest, &self.meter))
     }
 }
 
-fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+fn spawn_ticker(engines: Vec<Engine>, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
     std::thread::Builder::new()
         .name("airlock-epoch".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
+                for engine in &engines {
+                    engine.increment_epoch();
+                }
             }
         })
         .context("starting the epoch ticker thread")?;

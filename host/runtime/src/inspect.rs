@@ -120,9 +120,10 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
             return report;
         }
     };
-    let ty = built.component.component_type();
-    report.imports = ty.imports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
-    report.exports = ty.exports(runtime.engine()).map(|(name, _)| name.to_owned()).collect();
+    let ty = built.component().component_type();
+    let engine = built.component().engine();
+    report.imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    report.exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
     // Each export names its version (`airlock:tool/handler@0.2.0`); the
     // newest version whose interfaces are all exported is the world the
     // component targets.

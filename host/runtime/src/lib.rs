@@ -1,7 +1,8 @@
 //! Where a tool's component is fetched, compiled, loaded and run.
 //!
 //! - The component layer: the wasmtime [`engine`] and its [`compile_cache`],
-//!   the metered [`compiler`] process, the OCI [`distribution`] of
+//!   the metered [`compiler`] process, a tool's [`upgrade`] from its
+//!   baseline build to its optimized one, the OCI [`distribution`] of
 //!   components, the WIT [`bindings`], [`loader`] (reading, checking and
 //!   describing a component) with the metered schema [`validator`], a
 //!   tool's [`revision`] (what it is, as one digest, and what changed
@@ -39,5 +40,6 @@ pub mod secrets;
 pub mod strict;
 pub mod tls;
 pub mod tool_settings;
+pub mod upgrade;
 pub mod validator;
 pub mod wasmtime_config;

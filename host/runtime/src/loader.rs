@@ -12,11 +12,13 @@
 use crate::bindings::Contract;
 use crate::compile_cache::{Lookup, digest};
 use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
-use crate::engine::Runtime;
+use crate::engine::{Fresh, Runtime};
 use crate::revision::{self, Definition, PinnedBy, PinnedTool};
 use crate::sandbox::{self, RawMetadata, ToolPre};
 use crate::tool_settings::{ToolSettings, check_name};
+use crate::upgrade::{Build, Job};
 use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped, Validator};
+use crate::wasmtime_config::Tier;
 use airlock_core::outcome::{ErrorKind, Failure};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -78,21 +80,46 @@ pub struct LoadedTool {
     pub size: u64,
     /// The compiled artifact came from the on-disk cache.
     pub from_cache: bool,
+    /// The component's bytes, while its optimized build is still to be
+    /// compiled in the background; `None` once handed over or not needed.
+    upgrade: Option<Arc<Vec<u8>>>,
     /// Operator settings.
     pub settings: ToolSettings,
     /// The registry it was pulled from, its manifest digest and verified
     /// signer; `None` for a local file.
     pub origin: Option<crate::distribution::Origin>,
-    /// The component pre-instantiated for its contract version: each call
-    /// instantiates it in a fresh store.
-    pub pre: ToolPre,
+    /// The component pre-instantiated for its contract version, in the
+    /// build that runs now: each call instantiates it in a fresh store
+    /// ([`LoadedTool::pre`]). A baseline build is replaced by the optimized
+    /// one in place, under the same revision (`upgrade.rs`).
+    pub build: Build,
 }
 
 impl LoadedTool {
     /// The contract version the component targets (`airlock:tool@0.1.0`
     /// or `@0.2.0`), found from the interfaces it exports.
     pub fn contract(&self) -> Contract {
-        self.pre.contract()
+        self.build.pre().contract()
+    }
+
+    /// The pre-instantiated component a call instantiates now.
+    pub fn pre(&self) -> ToolPre {
+        self.build.pre()
+    }
+
+    /// Which compiler built what calls run now.
+    pub fn tier(&self) -> Tier {
+        self.build.tier()
+    }
+
+    /// Compile the optimized build of a tool served by its baseline build,
+    /// in the background (once: a copy of the tool, or the tool given other
+    /// settings, shares its build). Call it once the tool is accepted.
+    pub fn start_upgrade(&mut self, runtime: &Runtime) {
+        if let Some(bytes) = self.upgrade.take() {
+            let job = Job { bytes, digest: self.digest.clone(), name: self.name.clone(), build: self.build.clone() };
+            runtime.upgrades().submit(runtime, job);
+        }
     }
 
     /// The definition as the component declared it: what the definition
@@ -258,7 +285,9 @@ impl LoadError {
 /// See [`LoadError`]: anything that is not a component of the
 /// `airlock:tool` world with a valid name and valid schemas is refused.
 pub async fn load(runtime: &Runtime, path: &Path, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
-    load_shared(runtime, path, settings, &CompileOnce::default(), &|| {}).await
+    let mut tool = load_shared(runtime, path, settings, &CompileOnce::default(), &|| {}).await?;
+    tool.start_upgrade(runtime);
+    Ok(tool)
 }
 
 /// Give a loaded tool other operator settings, checking its sha256 pin.
@@ -323,20 +352,27 @@ pub(crate) async fn compile_bytes(
         return Err(LoadError::PinMismatch { path: path_buf, expected: expected.clone(), actual: digest });
     }
     let outcome = CompileOnce::default().get(runtime, Arc::new(bytes.to_vec()), &digest, &|| {}).await;
-    let (component, from_cache, artifact) = outcome.map_err(|failure| failure.into_load_error(path))?;
-    Ok(Built { component, from_cache, artifact, digest, size })
+    let compiled = outcome.map_err(|failure| failure.into_load_error(path))?;
+    Ok(Built { compiled, upgrade: None, digest, size })
 }
 
 /// A compiled component and what is known of its bytes.
 pub(crate) struct Built {
-    /// The compiled component.
-    pub(crate) component: Component,
-    from_cache: bool,
-    /// The artifact of a component compiled just now, kept in the cache
-    /// only if the load accepts the component.
-    artifact: Option<Arc<Artifact>>,
+    /// The compiled component, its tier, whether it came from the cache and
+    /// the artifact of one compiled just now (kept in the cache only if the
+    /// load accepts the component).
+    compiled: Compiled,
+    /// The bytes, for a baseline build whose optimized one is to follow.
+    upgrade: Option<Arc<Vec<u8>>>,
     digest: String,
     size: u64,
+}
+
+impl Built {
+    /// The compiled component.
+    pub(crate) fn component(&self) -> &Component {
+        &self.compiled.component
+    }
 }
 
 impl CompileFailure {
@@ -363,8 +399,8 @@ pub(crate) async fn describe(
     compiled: Built,
     settings: ToolSettings,
 ) -> Result<LoadedTool, LoadError> {
-    let Built { component, from_cache, artifact, digest, size } = compiled;
-    let instance_pre = runtime.linker().instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
+    let Built { compiled: Compiled { component, tier, from_cache, artifact, .. }, upgrade, digest, size } = compiled;
+    let instance_pre = runtime.linker_for(tier).instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
         path: path_buf.clone(),
         why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
     })?;
@@ -422,13 +458,42 @@ pub(crate) async fn describe(
         from_cache,
         settings,
         origin: None,
-        pre,
+        upgrade,
+        build: Build::new(pre, tier),
     })
 }
 
-/// What compiling one digest gave: the component, whether it came from
-/// the cache and the artifact waiting to be kept, or why it was refused.
-type CompileOutcome = Result<(Component, bool, Option<Arc<Artifact>>), CompileFailure>;
+/// What compiling one digest gave, or why it was refused.
+type CompileOutcome = Result<Compiled, CompileFailure>;
+
+/// A component compiled for one digest.
+#[derive(Clone)]
+struct Compiled {
+    component: Component,
+    tier: Tier,
+    from_cache: bool,
+    /// The artifact of a component compiled just now, waiting to be kept.
+    artifact: Option<Arc<Artifact>>,
+    /// A baseline build whose optimized one is still to be compiled.
+    upgrade: bool,
+}
+
+impl Compiled {
+    fn cached(component: Component, tier: Tier, upgrade: bool) -> Self {
+        Compiled { component, tier, from_cache: true, artifact: None, upgrade }
+    }
+
+    fn fresh(fresh: Fresh, tier: Tier) -> Self {
+        let upgrade = tier == Tier::Baseline;
+        Compiled {
+            component: fresh.component,
+            tier,
+            from_cache: false,
+            artifact: Some(Arc::new(fresh.artifact)),
+            upgrade,
+        }
+    }
+}
 
 /// Compiled components by digest, shared by the loads of one registry
 /// build: files with the same bytes are compiled once, even when their
@@ -453,28 +518,65 @@ impl CompileOnce {
             let mut cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
             cells.entry(digest.to_owned()).or_default().clone()
         };
-        let outcome = cell
-            .get_or_init(|| async {
-                let compiler = runtime.compiler();
-                let (cache, key) = (compiler.clone(), digest.to_owned());
-                // Mapping a cached artifact is file I/O: off the async threads
-                // too. A refusal the cache remembers is not paid for again.
-                match tokio::task::spawn_blocking(move || cache.lookup(&key)).await {
-                    Ok(Lookup::Artifact(component)) => return Ok((component, true, None)),
-                    Ok(Lookup::Refused(failure)) => return Err(failure),
-                    Ok(Lookup::Miss) => {}
-                    Err(err) => return Err(CompileFailure::Refused(format!("the cache lookup stopped: {err}"))),
-                }
-                compiling();
-                let key = digest.to_owned();
-                match tokio::task::spawn_blocking(move || compiler.compile(&bytes, &key)).await {
-                    Ok(Ok(fresh)) => Ok((fresh.component, false, Some(Arc::new(fresh.artifact)))),
-                    Ok(Err(failure)) => Err(failure),
-                    Err(err) => Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
-                }
-            })
-            .await;
+        let outcome = cell.get_or_init(|| compile_tiered(runtime, bytes, digest.to_owned(), compiling)).await;
         outcome.clone()
+    }
+}
+
+/// The component with this digest from the cache (its optimized build, else
+/// its baseline one), or compiled now: by the baseline compiler first when
+/// the runtime has one (the optimized build follows in the background),
+/// else, or when Winch does not compile it, by the optimizing compiler.
+async fn compile_tiered(
+    runtime: &Runtime,
+    bytes: Arc<Vec<u8>>,
+    digest: String,
+    compiling: &(dyn Fn() + Send + Sync),
+) -> CompileOutcome {
+    let optimized = runtime.compiler(Tier::Optimized);
+    let baseline = runtime.baseline_first().then(|| runtime.compiler(Tier::Baseline));
+    // Mapping a cached artifact is file I/O: off the async threads too. A
+    // refusal the cache remembers is not paid for again.
+    let (cache, key, tiers) = (optimized.clone(), digest.clone(), baseline.clone());
+    let looked = tokio::task::spawn_blocking(move || {
+        let first = cache.lookup(&key);
+        let second = match (&first, &tiers) {
+            (Lookup::Artifact(_), _) | (_, None) => None,
+            (_, Some(baseline)) => Some(baseline.lookup_artifact(&key)),
+        };
+        (first, second)
+    })
+    .await;
+    match looked {
+        Ok((Lookup::Artifact(component), _)) => return Ok(Compiled::cached(component, Tier::Optimized, false)),
+        // Cranelift refused it earlier (over a compile limit Winch was
+        // within): its baseline build serves, and is not upgraded.
+        Ok((Lookup::Refused(_), Some(Some(component)))) => {
+            return Ok(Compiled::cached(component, Tier::Baseline, false));
+        }
+        Ok((Lookup::Refused(failure), _)) => return Err(failure),
+        Ok((Lookup::Miss, Some(Some(component)))) => return Ok(Compiled::cached(component, Tier::Baseline, true)),
+        Ok((Lookup::Miss, _)) => {}
+        Err(err) => return Err(CompileFailure::Refused(format!("the cache lookup stopped: {err}"))),
+    }
+    compiling();
+    if let Some(baseline) = baseline {
+        let (bytes, key) = (bytes.clone(), digest.clone());
+        match tokio::task::spawn_blocking(move || baseline.compile(&bytes, &key)).await {
+            Ok(Ok(fresh)) => return Ok(Compiled::fresh(fresh, Tier::Baseline)),
+            // Winch does not compile it (or could not run): Cranelift decides.
+            Ok(Err(CompileFailure::Refused(why))) => {
+                tracing::debug!(digest = %digest, "compiling with Cranelift: {why}");
+            }
+            // What the bytes are, or no room in the budget: the same for both.
+            Ok(Err(failure)) => return Err(failure),
+            Err(err) => return Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
+        }
+    }
+    match tokio::task::spawn_blocking(move || optimized.compile(&bytes, &digest)).await {
+        Ok(Ok(fresh)) => Ok(Compiled::fresh(fresh, Tier::Optimized)),
+        Ok(Err(failure)) => Err(failure),
+        Err(err) => Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
     }
 }
 
@@ -504,9 +606,10 @@ pub async fn load_shared(
         return Err(LoadError::PinMismatch { path: path.to_owned(), expected: expected.clone(), actual: digest });
     }
     let size = bytes.len() as u64;
-    let (component, from_cache, artifact) =
-        once.get(runtime, bytes, &digest, compiling).await.map_err(|failure| failure.into_load_error(path))?;
-    describe(runtime, path.to_owned(), Built { component, from_cache, artifact, digest, size }, settings).await
+    let compiled =
+        once.get(runtime, bytes.clone(), &digest, compiling).await.map_err(|failure| failure.into_load_error(path))?;
+    let upgrade = compiled.upgrade.then_some(bytes);
+    describe(runtime, path.to_owned(), Built { compiled, upgrade, digest, size }, settings).await
 }
 
 /// Read a component file under [`MAX_COMPONENT_BYTES`], check its header

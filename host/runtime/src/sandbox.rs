@@ -133,6 +133,9 @@ pub enum Spent {
 /// frees the instance and its pool slot.
 pub struct LiveInstance {
     store: Store<CallCtx>,
+    /// The build the store is of: a session's instance stays on it when
+    /// the tool's baseline build is replaced by its optimized one.
+    pre: ToolPre,
     tool: Option<Tool>,
     /// What every result and every log line for the client lose: the
     /// network grant's secret values, well-known credentials and the
@@ -157,7 +160,7 @@ impl LiveInstance {
         // of strings can point at the same bytes many times over.
         store.set_hostcall_fuel(limits.hostcall_bytes());
         store.set_max_component_handles(limits.max_host_resources().saturating_mul(HANDLES_PER_RESOURCE));
-        Ok(Self { store, tool: None, secrets: grants.scrubber() })
+        Ok(Self { store, pre: pre.clone(), tool: None, secrets: grants.scrubber() })
     }
 
     /// Set up the next call: every capability renewed (empty captures, a
@@ -212,7 +215,7 @@ pub fn fresh(pre: &ToolPre, limits: &Limits, grants: &Grants) -> Result<LiveInst
     LiveInstance::new(pre, limits, grants).map_err(|err| unprepared(&err))
 }
 
-/// Run `work` on `live` (instantiating `pre` first if needed) under
+/// Run `work` on `live` (instantiating its build first if needed) under
 /// `limits` until it finishes, the deadline passes or `cancel` fires. Also
 /// says whether the instance is spent. Every guest call, in a fresh
 /// instance or a session's, runs here. `stated` is the deadline as the
@@ -221,7 +224,6 @@ pub fn fresh(pre: &ToolPre, limits: &Limits, grants: &Grants) -> Result<LiveInst
 /// it.
 async fn run_on<R, F>(
     live: &mut LiveInstance,
-    pre: &ToolPre,
     limits: &Limits,
     stated: Duration,
     serving: Option<Serving<'_>>,
@@ -240,7 +242,7 @@ where
         let failure = unprepared(&err);
         return (Execution::failed(failure, started), Some(Spent::Failed(ErrorKind::Internal)));
     }
-    let (execution, spent) = guest_work(live, pre, limits, stated, cancel, started, work).await;
+    let (execution, spent) = guest_work(live, limits, stated, cancel, started, work).await;
     let content = live.disarm();
     (Execution { content, ..execution }, spent)
 }
@@ -249,7 +251,6 @@ where
 /// ended.
 async fn guest_work<R, F>(
     live: &mut LiveInstance,
-    pre: &ToolPre,
     limits: &Limits,
     stated: Duration,
     cancel: &CancellationToken,
@@ -262,7 +263,7 @@ where
         &'a mut Store<CallCtx>,
     ) -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<R, Failure>>> + Send + 'a>>,
 {
-    let LiveInstance { store, tool, .. } = live;
+    let LiveInstance { store, pre, tool, .. } = live;
     let ended = {
         let call = async {
             let instance = match tool {
@@ -331,7 +332,7 @@ where
         Ok(live) => live,
         Err(failure) => return Execution::failed(failure, started),
     };
-    let (mut execution, _) = run_on(&mut live, pre, limits, limits.timeout, serving, cancel, work).await;
+    let (mut execution, _) = run_on(&mut live, limits, limits.timeout, serving, cancel, work).await;
     drop(live);
     execution.duration = started.elapsed();
     execution
@@ -356,7 +357,7 @@ pub async fn call(
         Ok(live) => live,
         Err(failure) => return Execution::failed(failure, started),
     };
-    let (mut execution, _) = call_within(&mut live, pre, limits, stated, invocation, arguments, cancel).await;
+    let (mut execution, _) = call_within(&mut live, limits, stated, invocation, arguments, cancel).await;
     drop(live);
     execution.duration = started.elapsed();
     execution
@@ -364,17 +365,16 @@ pub async fn call(
 
 /// Call the tool's handler on `live`, an instance kept by a session, under
 /// `limits` (fuel and deadline are renewed for this call; the memory cap is
-/// the one `live` was created with). When the result says the instance is
-/// [`Spent`], the caller must drop it.
+/// the one `live` was created with), in the build `live` was made for.
+/// When the result says the instance is [`Spent`], the caller must drop it.
 pub async fn call_on(
     live: &mut LiveInstance,
-    pre: &ToolPre,
     limits: &Limits,
     invocation: &Invocation<'_>,
     arguments: &str,
     cancel: &CancellationToken,
 ) -> (Execution, Option<Spent>) {
-    call_within(live, pre, limits, limits.timeout, invocation, arguments, cancel).await
+    call_within(live, limits, limits.timeout, invocation, arguments, cancel).await
 }
 
 /// [`call_on`] within `limits.timeout`, naming `stated` in a timeout. The
@@ -382,7 +382,6 @@ pub async fn call_on(
 /// before this returns.
 async fn call_within(
     live: &mut LiveInstance,
-    pre: &ToolPre,
     limits: &Limits,
     stated: Duration,
     invocation: &Invocation<'_>,
@@ -411,7 +410,7 @@ async fn call_within(
     let ended = (forwarding.is_some() || logging.is_some()).then(CancellationToken::new);
     let serving = Serving { invocation, progress: sender, log };
     let run = async {
-        let ran = run_on(live, pre, limits, stated, Some(serving), cancel, move |tool, store| {
+        let ran = run_on(live, limits, stated, Some(serving), cancel, move |tool, store| {
             Box::pin(async move { tool.call(store, &arguments).await })
         })
         .await;

@@ -24,6 +24,7 @@
 //! instances warm ([`MAX_IDLE`], small ones only: [`KEEP_WARM_BYTES`]), so
 //! a call pays for a check, not for compiling the schema again.
 
+use crate::wasmtime_config::Tier;
 use airlock_core::outcome::{ErrorKind, Failure};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
@@ -247,12 +248,31 @@ impl Validator {
 
 impl Meter {
     fn new(cache_dir: Option<&Path>) -> anyhow::Result<Meter> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.parallel_compilation(true);
-        let engine = Engine::new(&config).map_err(anyhow::Error::from).context("configuring the validator engine")?;
-        let component = compile(&engine, cache_dir)?;
+        let optimized = validator_engine(Tier::Optimized)?;
+        // On an empty cache the validator is compiled by Winch (well under
+        // a second, where Cranelift takes seconds and every tool's schemas
+        // wait for it), and Cranelift's build is compiled in the background
+        // for the next start (once per process).
+        let (engine, component) = match cache_dir {
+            Some(dir) if !compiled_before(&optimized, dir) => {
+                let baseline = validator_engine(Tier::Baseline)?;
+                let component = compile(&baseline, Some(dir))?;
+                let dir = dir.to_owned();
+                let spawned = std::thread::Builder::new().name("airlock-validator-compile".into()).spawn(move || {
+                    if let Err(err) = compile(&optimized, Some(&dir)) {
+                        tracing::warn!("cannot compile the schema validator's optimized build: {err:#}");
+                    }
+                });
+                if let Err(err) = spawned {
+                    tracing::warn!("cannot compile the schema validator's optimized build: {err}");
+                }
+                (baseline, component)
+            }
+            _ => {
+                let component = compile(&optimized, cache_dir)?;
+                (optimized, component)
+            }
+        };
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
@@ -276,7 +296,43 @@ impl Meter {
     }
 }
 
-/// The validator's artifact as this process compiled it, serialized, with
+/// The engine of the validator's builds of `tier`.
+fn validator_engine(tier: Tier) -> anyhow::Result<Engine> {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.parallel_compilation(true);
+    if tier == Tier::Baseline {
+        config.strategy(wasmtime::Strategy::Winch);
+    }
+    Engine::new(&config).map_err(anyhow::Error::from).context("configuring the validator engine")
+}
+
+/// Whether the validator's build for `engine` is in the cache in `dir` or
+/// was compiled by this process before (loading it is then fast).
+fn compiled_before(engine: &Engine, dir: &Path) -> bool {
+    let path = crate::compile_cache::artifact_path(engine, dir, &format!("validator-{COMPONENT_DIGEST}"));
+    path.is_file() || memo(engine).is_some()
+}
+
+/// What this process compiled before for `engine`'s compatibility hash.
+fn memo(engine: &Engine) -> Option<Vec<u8>> {
+    let hash = compatibility(engine);
+    COMPILED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|(h, _)| *h == hash)
+        .map(|(_, b)| b.clone())
+}
+
+fn compatibility(engine: &Engine) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+    std::hash::Hasher::finish(&hasher)
+}
+
+/// The validator's artifacts as this process compiled them, serialized, with
 /// the compatibility hash of the engine it was compiled for. Compiling is
 /// a pure function of the component (a constant of the build) and of the
 /// validator engine's configuration (the same for every validator), and
@@ -285,7 +341,7 @@ impl Meter {
 /// test suite) loads these bytes instead. It is data only: each validator
 /// still has its own engine, ticker and cache directory, and the artifact
 /// is written into that directory as if it had been compiled there.
-static COMPILED: OnceLock<(u64, Vec<u8>)> = OnceLock::new();
+static COMPILED: Mutex<Vec<(u64, Vec<u8>)>> = Mutex::new(Vec::new());
 
 /// The validator compiled for `engine`: from the cache when an artifact of
 /// these bytes for this engine is there, else from what this process
@@ -297,31 +353,27 @@ fn compile(engine: &Engine, cache_dir: Option<&Path>) -> anyhow::Result<Componen
     if let Some(component) = path.as_deref().and_then(|path| crate::compile_cache::cached_artifact(engine, path)) {
         return Ok(component);
     }
-    let compatible = {
-        let mut hasher = std::hash::DefaultHasher::new();
-        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
-        std::hash::Hasher::finish(&hasher)
-    };
-    let earlier = COMPILED.get().filter(|(hash, _)| *hash == compatible).and_then(|(_, bytes)| {
+    let compatible = compatibility(engine);
+    let earlier = memo(engine).and_then(|bytes| {
         // SAFETY: the bytes were serialized by this process from the
         // validator compiled for an engine with the same compatibility
         // hash, and never left its memory; wasmtime checks their header.
-        unsafe { Component::deserialize(engine, bytes) }
+        unsafe { Component::deserialize(engine, &bytes) }
             .map_err(|err| tracing::warn!("cannot load the validator compiled earlier: {err:#}"))
             .ok()
-            .map(|component| (component, bytes.as_slice()))
+            .map(|component| (component, bytes))
     });
     let (component, serialized) = match earlier {
-        Some((component, bytes)) => (component, Some(std::borrow::Cow::Borrowed(bytes))),
+        Some((component, bytes)) => (component, Some(bytes)),
         None => {
             let component = Component::new(engine, COMPONENT)
                 .map_err(anyhow::Error::from)
                 .context("compiling the schema validator")?;
             let bytes = component.serialize().map_err(anyhow::Error::from);
             if let Ok(bytes) = &bytes {
-                let _ = COMPILED.set((compatible, bytes.clone()));
+                COMPILED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((compatible, bytes.clone()));
             }
-            (component, bytes.ok().map(std::borrow::Cow::Owned))
+            (component, bytes.ok())
         }
     };
     if let Some(path) = &path {

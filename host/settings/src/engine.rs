@@ -101,6 +101,8 @@ crate::section! {
         /// address space of the process compiling one component (the compiler itself needs about 200 MiB), reserved from `memory_budget_mib` while it runs; at most `memory_share_percent` of the budget, so a compilation fits beside idle sessions and long calls
         compile_memory_mib => compile_memory_mib: u64 = DEFAULT_COMPILE_MEMORY_MIB, Restart,
             range Mib MIN_COMPILE_MEMORY_MIB..=MAX_COMPILE_MEMORY_MIB;
+        /// compile a component the cache does not hold first with wasmtime's baseline compiler (Winch: several times faster, slower code) and serve it at once, then replace it with the optimizing compiler's (Cranelift's) build in the background, under the same revision; `false` compiles with Cranelift only
+        baseline_compile => baseline_compile: bool = true, Restart;
         /// memory all calls, argument checks, sessions and compilations reserve from together before they run; a call finding no room waits within its deadline, then is `busy`
         memory_budget_mib => memory_budget_mib: Option<u64> = None, Restart,
             range Mib MIN_MEMORY_BUDGET_MIB..=MAX_MEMORY_BUDGET_MIB,

@@ -628,23 +628,38 @@ pub fn run(setup: &Setup, report: &mut Report) {
     let empty = setup.scratch.join("empty-cache");
     let _ = std::fs::remove_dir_all(&empty);
     let (cold_init, cold_ready) = start_once(setup, None, bundled, Some(&empty));
+    // The same with Cranelift only (`[engine] baseline_compile = false`):
+    // every tool waits for its optimized build.
+    let cranelift = write_config(
+        setup,
+        "cranelift.toml",
+        &format!("tool_dirs = [{:?}]\n[engine]\nbaseline_compile = false\n", setup.guests.display().to_string()),
+    );
+    let _ = std::fs::remove_dir_all(&empty);
+    let (_, cranelift_ready) = start_once(setup, Some(&cranelift), bundled, Some(&empty));
+    let _ = std::fs::remove_dir_all(&empty);
     let one_run = |d: Duration| stats::stats(vec![d]);
     report.startup = format!(
         "Process start → answer to `initialize`, and → a `tools/list` with every tool (`airlock serve --stdio`; \
          `initialize` is answered at once, the tools load in the background, in parallel, each read in a fresh \
-         instance; warmed cache unless said):\n\n{HEADER_MS}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n\n",
+         instance; warmed cache unless said; on an empty cache each tool is served by its baseline (Winch) \
+         build until its optimized (Cranelift) one replaces it, unless `baseline_compile = false`):\n\n\
+         {HEADER_MS}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n\n",
         row_ms("`initialize`, 1 cached tool (echo)", &init_one),
         row_ms("every tool listed, 1 cached tool (echo)", &ready_one),
         row_ms(&format!("`initialize`, bundled tools ({bundled})"), &init_bundled),
         row_ms(&format!("every tool listed, bundled tools ({bundled})"), &ready_bundled),
         row_ms("every tool listed, 20 tools (compute guest under 20 names)", &ready_twenty),
         row_ms("`initialize`, bundled tools, empty cache (1 run)", &one_run(cold_init)),
-        row_ms("every tool listed, bundled tools, empty cache (1 run)", &one_run(cold_ready)),
+        row_ms("every tool listed, bundled tools, empty cache, Winch first (1 run)", &one_run(cold_ready)),
+        row_ms("every tool listed, bundled tools, empty cache, Cranelift only (1 run)", &one_run(cranelift_ready)),
     );
     report.figure("ready_one_ms", ready_one.p50.as_secs_f64() * 1e3);
     report.figure("ready_twenty_ms", ready_twenty.p50.as_secs_f64() * 1e3);
     report.figure("ready_bundled_ms", ready_bundled.p50.as_secs_f64() * 1e3);
     report.figure("cold_init_ms", cold_init.as_secs_f64() * 1e3);
+    report.figure("cold_ready_ms", cold_ready.as_secs_f64() * 1e3);
+    report.figure("cold_ready_cranelift_ms", cranelift_ready.as_secs_f64() * 1e3);
 
     let (idle, before, peak, took) = memory(setup);
     s += &format!(

@@ -1,5 +1,6 @@
-//! Load progress on a terminal while `tools`, `call` and the other one-shot
-//! commands wait for their components to compile.
+//! Load progress on stderr while `tools`, `call` and the other one-shot
+//! commands wait for their components to compile: a redrawn line on a
+//! terminal, one line per component on a pipe or a log file.
 
 use airlock::LoadProgress;
 use std::io::{IsTerminal, Write};
@@ -7,11 +8,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Per-component progress on stderr while the tools load, for a person at
+/// Per-component progress on stderr while the tools load. For a person at
 /// a terminal: how many components are done and which are compiling, each
-/// with its elapsed time, redrawn every [`PROGRESS_REDRAW`]. Nothing is
-/// drawn on a pipe, nor before [`PROGRESS_AFTER`] (a warm cache has loaded
-/// everything by then).
+/// with its elapsed time, redrawn every [`PROGRESS_REDRAW`], nothing before
+/// [`PROGRESS_AFTER`] (a warm cache has loaded everything by then). On a
+/// pipe (a client or a script reading stderr): one line for each component
+/// still compiling after [`ANNOUNCE_AFTER`], saying what the wait is.
 pub struct TerminalProgress {
     state: Option<Arc<Mutex<ProgressState>>>,
 }
@@ -22,19 +24,68 @@ const PROGRESS_AFTER: Duration = Duration::from_millis(300);
 const PROGRESS_REDRAW: Duration = Duration::from_millis(200);
 /// At most this many compiling components are named on the line.
 const PROGRESS_NAMES: usize = 3;
+/// On a pipe, a component still compiling after this long is announced.
+const ANNOUNCE_AFTER: Duration = Duration::from_secs(1);
 
 struct ProgressState {
     began: Instant,
     total: usize,
     done: usize,
     compiling: Vec<(String, Instant)>,
+    /// Not a terminal: announce each long compilation on a line of its own.
+    plain: bool,
+    /// The components announced so far (plain).
+    announced: Vec<String>,
     drawn: bool,
     stopped: bool,
 }
 
 impl ProgressState {
+    fn new(plain: bool) -> Self {
+        ProgressState {
+            began: Instant::now(),
+            total: 0,
+            done: 0,
+            compiling: Vec::new(),
+            plain,
+            announced: Vec::new(),
+            drawn: false,
+            stopped: false,
+        }
+    }
+
+    /// The lines announcing the components compiling for
+    /// [`ANNOUNCE_AFTER`] or longer at `now` and not announced yet; each
+    /// is announced once.
+    fn announcements(&mut self, now: Instant) -> Vec<String> {
+        let due: Vec<String> = self
+            .compiling
+            .iter()
+            .filter(|(name, since)| {
+                now.saturating_duration_since(*since) >= ANNOUNCE_AFTER && !self.announced.contains(name)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.announced.extend(due.iter().cloned());
+        due.iter().map(|name| format!("compiling {name} (first use on this machine)…")).collect()
+    }
+
     fn draw(&mut self) {
-        if self.stopped || self.began.elapsed() < PROGRESS_AFTER || self.total == 0 {
+        if self.stopped {
+            return;
+        }
+        if self.plain {
+            let lines = self.announcements(Instant::now());
+            if !lines.is_empty() {
+                let mut err = std::io::stderr().lock();
+                for line in lines {
+                    let _ = writeln!(err, "{line}");
+                }
+                let _ = err.flush();
+            }
+            return;
+        }
+        if self.began.elapsed() < PROGRESS_AFTER || self.total == 0 {
             return;
         }
         let mut line = format!("[{}/{}] loading tools", self.done, self.total);
@@ -67,24 +118,17 @@ impl ProgressState {
     }
 }
 
+/// A component as progress names it: its file's stem (`run_python` for
+/// `run_python.wasm`, the name of a bundled tool).
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 impl TerminalProgress {
-    /// Progress on stderr if it is a terminal, else nothing.
+    /// Progress on stderr: redrawn on a terminal, a line per long
+    /// compilation elsewhere.
     pub fn new() -> Self {
-        if !std::io::stderr().is_terminal() {
-            return TerminalProgress { state: None };
-        }
-        let state = Arc::new(Mutex::new(ProgressState {
-            began: Instant::now(),
-            total: 0,
-            done: 0,
-            compiling: Vec::new(),
-            drawn: false,
-            stopped: false,
-        }));
+        let state = Arc::new(Mutex::new(ProgressState::new(!std::io::stderr().is_terminal())));
         let ticking = Arc::downgrade(&state);
         // Redraws the elapsed times; it ends once the progress is dropped.
         let started = std::thread::Builder::new().name("airlock-progress".into()).spawn(move || {
@@ -144,5 +188,29 @@ impl LoadProgress for TerminalProgress {
                 state.compiling.remove(at);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compilation_longer_than_a_second_is_announced_once_on_a_pipe() {
+        let mut state = ProgressState::new(true);
+        let since = Instant::now();
+        state.compiling.push(("run_python".into(), since));
+        state.compiling.push(("echo".into(), since + Duration::from_millis(900)));
+        assert_eq!(state.announcements(since + Duration::from_millis(999)), Vec::<String>::new());
+        assert_eq!(
+            state.announcements(since + ANNOUNCE_AFTER),
+            vec!["compiling run_python (first use on this machine)…".to_owned()]
+        );
+        assert_eq!(
+            state.announcements(since + Duration::from_secs(5)),
+            vec!["compiling echo (first use on this machine)…".to_owned()]
+        );
+        assert_eq!(state.announcements(since + Duration::from_secs(9)), Vec::<String>::new(), "each once");
+        assert_eq!(file_name(Path::new("/t/run_python.wasm")), "run_python");
     }
 }

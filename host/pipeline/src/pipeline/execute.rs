@@ -91,7 +91,7 @@ impl Pipeline {
                 let arguments = &call.arguments.text;
                 let grants = &settings.grants;
                 let execution =
-                    sandbox::call(&tool.pre, &limits, stated, grants, &invocation, arguments, call.cancel).await;
+                    sandbox::call(&tool.pre(), &limits, stated, grants, &invocation, arguments, call.cancel).await;
                 (execution, None)
             }
         };

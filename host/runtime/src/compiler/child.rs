@@ -8,23 +8,27 @@
 //! are the whole answer.
 
 use super::{
-    COMPILE_SUBCOMMAND, EXIT_INVALID, EXIT_OTHER, EXIT_OUT_OF_MEMORY, EXIT_OVER_CAP, EXIT_WRONG_WORLD,
-    MAX_COMPONENT_BYTES, check_header, shape,
+    COMPILE_SUBCOMMAND, EXIT_BASELINE_UNSUPPORTED, EXIT_INVALID, EXIT_OTHER, EXIT_OUT_OF_MEMORY, EXIT_OVER_CAP,
+    EXIT_WRONG_WORLD, MAX_COMPONENT_BYTES, check_header, shape,
 };
+use crate::wasmtime_config::Tier;
 use airlock_settings::engine::EngineSettings;
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
-/// The child: `airlock __compile CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT
-/// [KEEP_AS]` with the component's bytes on stdin. Sets its own limits
+/// The child: `airlock __compile CPU_SECS MEMORY_MIB WASM_STACK_BYTES TIER
+/// OUT [KEEP_AS]` with the component's bytes on stdin; `TIER` is
+/// `baseline` or `optimized`, with `-background` for a compilation that
+/// runs behind calls (at a lower CPU priority). Sets its own limits
 /// before it reads or compiles anything, checks the component's shape, then
 /// writes the artifact to `OUT` (a new file). Without `KEEP_AS` it dies with
 /// the host; with it (the artifact's place in the compile cache) it
 /// outlives the host, within its CPU and memory limits, and if the host is
 /// gone when the artifact is written, moves it to `KEEP_AS` itself. Exit codes: 0 compiled, 10 not a
 /// component, 11 out of memory, 12 anything else, 13 over a cap of its
-/// shape, 14 not of the tool world; the reason is on stderr.
+/// shape, 14 not of the tool world, 15 not compiled by the baseline
+/// compiler (a proposal it does not support); the reason is on stderr.
 pub fn child_main(args: &[OsString]) -> ExitCode {
     match child(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -39,14 +43,23 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
     let usage = || {
         (
             EXIT_OTHER,
-            format!("usage: airlock {COMPILE_SUBCOMMAND} CPU_SECS MEMORY_MIB WASM_STACK_BYTES OUT (bytes on stdin)"),
+            format!(
+                "usage: airlock {COMPILE_SUBCOMMAND} CPU_SECS MEMORY_MIB WASM_STACK_BYTES TIER OUT [KEEP_AS] (bytes on \
+                 stdin)"
+            ),
         )
     };
-    let (cpu, memory, stack, out, keep_as) = match args {
-        [cpu, memory, stack, out] => (cpu, memory, stack, out, None),
-        [cpu, memory, stack, out, keep_as] => (cpu, memory, stack, out, Some(keep_as)),
+    let (cpu, memory, stack, tier, out, keep_as) = match args {
+        [cpu, memory, stack, tier, out] => (cpu, memory, stack, tier, out, None),
+        [cpu, memory, stack, tier, out, keep_as] => (cpu, memory, stack, tier, out, Some(keep_as)),
         _ => return Err(usage()),
     };
+    let tier = tier.to_str().ok_or_else(usage)?;
+    let (tier, background) = match tier.strip_suffix("-background") {
+        Some(tier) => (tier, true),
+        None => (tier, false),
+    };
+    let tier = Tier::from_arg(tier).ok_or_else(usage)?;
     #[cfg(unix)]
     let host = std::os::unix::process::parent_id();
     let number = |arg: &OsString| arg.to_str().and_then(|s| s.parse::<u64>().ok()).ok_or_else(usage);
@@ -54,6 +67,9 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
     let stack_bytes = usize::try_from(stack_bytes).map_err(|_| usage())?;
     set_limits(cpu_secs, memory_mib, keep_as.is_none())
         .map_err(|err| (EXIT_OTHER, format!("cannot set the compiler's limits: {err}")))?;
+    if background {
+        lower_priority();
+    }
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_COMPONENT_BYTES.saturating_add(1))
@@ -85,11 +101,17 @@ fn child(args: &[OsString]) -> Result<(), (u8, String)> {
         shape::Refusal::Invalid(why) => (EXIT_INVALID, why),
     })?;
     let settings = EngineSettings { wasm_stack_bytes: stack_bytes, ..EngineSettings::default() };
-    let engine = crate::wasmtime_config::compile_only_engine(&settings)
+    let engine = crate::wasmtime_config::compile_only_engine(&settings, tier)
         .map_err(|err| (classify(&err), format!("configuring the compiler: {err:#}")))?;
-    let component = wasmtime::component::Component::new(&engine, &bytes)
-        .map_err(anyhow::Error::from)
-        .map_err(|err| (classify(&err), format!("{err:#}")))?;
+    let component =
+        wasmtime::component::Component::new(&engine, &bytes).map_err(anyhow::Error::from).map_err(|err| {
+            match (classify(&err), tier) {
+                // What Winch refuses (a proposal it does not support), Cranelift
+                // may compile: the parent asks it instead.
+                (EXIT_INVALID, Tier::Baseline) => (EXIT_BASELINE_UNSUPPORTED, format!("{err:#}")),
+                (code, _) => (code, format!("{err:#}")),
+            }
+        })?;
     let artifact =
         component.serialize().map_err(anyhow::Error::from).map_err(|err| (classify(&err), format!("{err:#}")))?;
     let mut options = std::fs::OpenOptions::new();
@@ -155,6 +177,25 @@ fn set_limits(cpu_secs: u64, memory_mib: u64, die_with_host: bool) -> std::io::R
     }
     Ok(())
 }
+
+/// Run behind the host's calls: a compilation in the background (an
+/// optimized build replacing a baseline one that already serves) takes
+/// only the CPU calls leave.
+#[cfg(unix)]
+fn lower_priority() {
+    // SAFETY: `setpriority` changes only this process's nice value; a
+    // failure leaves it as it was, which is only slower for calls.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
+    }
+}
+
+#[cfg(not(unix))]
+fn lower_priority() {}
+
+/// The nice value of a compilation in the background.
+#[cfg(unix)]
+const BACKGROUND_NICE: libc::c_int = 10;
 
 /// Elsewhere the limits are not available: refuse rather than compile
 /// unmetered.

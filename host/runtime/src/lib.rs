@@ -38,6 +38,7 @@ pub mod sandbox;
 pub mod schema_portable;
 pub mod secrets;
 pub mod strict;
+pub mod tier_compiler;
 pub mod tls;
 pub mod tool_settings;
 pub mod upgrade;

@@ -12,9 +12,10 @@
 use crate::bindings::Contract;
 use crate::compile_cache::{Lookup, digest};
 use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
-use crate::engine::{Fresh, Runtime};
+use crate::engine::Runtime;
 use crate::revision::{self, Definition, PinnedBy, PinnedTool};
 use crate::sandbox::{self, RawMetadata, ToolPre};
+use crate::tier_compiler::Fresh;
 use crate::tool_settings::{ToolSettings, check_name};
 use crate::upgrade::{Build, Job};
 use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped, Validator};
@@ -118,7 +119,9 @@ impl LoadedTool {
     pub fn start_upgrade(&mut self, runtime: &Runtime) {
         if let Some(bytes) = self.upgrade.take() {
             let job = Job { bytes, digest: self.digest.clone(), name: self.name.clone(), build: self.build.clone() };
-            runtime.upgrades().submit(runtime, job);
+            let compilers =
+                || (runtime.compiler(Tier::Optimized), runtime.compiler(Tier::Baseline), runtime.linker().clone());
+            runtime.upgrades().submit(compilers, job);
         }
     }
 

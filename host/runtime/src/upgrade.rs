@@ -23,8 +23,8 @@
 
 use crate::compile_cache::Lookup;
 use crate::compiler::CompileFailure;
-use crate::engine::{Compiler, Runtime};
 use crate::sandbox::{CallCtx, ToolPre};
+use crate::tier_compiler::Compiler;
 use crate::wasmtime_config::Tier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -85,17 +85,16 @@ pub(crate) struct Upgrades {
 }
 
 impl Upgrades {
-    /// Compile `job`'s optimized build in the background.
-    pub(crate) fn submit(&self, runtime: &Runtime, job: Job) {
+    /// Compile `job`'s optimized build in the background; `compilers`
+    /// gives the optimized and the baseline compilers and the linker, when
+    /// the first job starts the worker.
+    pub(crate) fn submit(&self, compilers: impl FnOnce() -> (Compiler, Compiler, Linker<CallCtx>), job: Job) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if queue.is_none() {
             let (tx, rx) = std::sync::mpsc::channel();
-            let worker = Worker {
-                optimized: runtime.compiler(Tier::Optimized).in_background(),
-                baseline: runtime.compiler(Tier::Baseline),
-                linker: runtime.linker().clone(),
-                pending: self.pending.clone(),
-            };
+            let (optimized, baseline, linker) = compilers();
+            let worker =
+                Worker { optimized: optimized.in_background(), baseline, linker, pending: self.pending.clone() };
             let spawned = std::thread::Builder::new().name("airlock-upgrade".into()).spawn(move || {
                 for job in rx {
                     worker.upgrade(&job);

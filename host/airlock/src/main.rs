@@ -259,7 +259,16 @@ async fn run(cli: Cli) -> ExitCode {
         eprintln!("airlock: no tools are loaded: {}", host.config().no_tools_hint());
     }
     match cli.command {
-        Command::Tools => finish(commands::tools(&host)),
+        Command::Tools => {
+            let listed = commands::tools(&host);
+            // `airlock tools` is also how a cache is warmed (`make install`):
+            // it returns once every tool's optimized build is in the cache,
+            // not only the baseline build it was first served from.
+            while host.runtime().upgrades_pending() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            finish(listed)
+        }
         Command::Lock => finish(commands::lock(&host)),
         Command::Schema { format, strict } => finish(commands::schema(&host, format, strict)),
         Command::Call { tool, args, content_dir, who } => {

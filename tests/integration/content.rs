@@ -257,9 +257,19 @@ fn mcp_clients_get_each_block_after_the_text_and_a_100_mb_image_costs_the_host_n
     assert!(peak < 200 * MIB, "peak RSS {} MiB: the host copied the image", peak / MIB);
     let after = mcp.call(3, "hostile", json!({"attack": "ok"}), &[]);
     assert_eq!(kind(&after), "ok", "the host still serves: {after}");
-    let metrics = crate::service::request(&addr, "GET", "/metrics", &[], "").body;
-    let reserved = metrics.lines().find(|l| l.starts_with("airlock_memory_reserved_bytes ")).unwrap_or_default();
-    assert_eq!(reserved, "airlock_memory_reserved_bytes 0", "every reservation was given back");
+    // A tool first served from its baseline build may still be compiling
+    // its optimized build in the background, which holds a compile
+    // reservation until it ends: wait for that, not for a time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let metrics = crate::service::request(&addr, "GET", "/metrics", &[], "").body;
+        let reserved = metrics.lines().find(|l| l.starts_with("airlock_memory_reserved_bytes ")).unwrap_or_default();
+        if reserved == "airlock_memory_reserved_bytes 0" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "every reservation was given back: {reserved}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 /// The peak resident memory of process `pid` (`VmHWM`), in bytes.

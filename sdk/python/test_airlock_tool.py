@@ -257,7 +257,7 @@ class ScaffoldTests(unittest.TestCase):
     """The app `airlock new --lang python` writes (host/airlock/src/cli/scaffold/app.py.in)."""
 
     def test_the_python_template_is_a_working_tool(self):
-        template = pathlib.Path(__file__).parents[2] / "crates" / "airlock" / "src" / "cli" / "scaffold" / "app.py.in"
+        template = pathlib.Path(__file__).parents[2] / "host" / "airlock" / "src" / "cli" / "scaffold" / "app.py.in"
         module = types.ModuleType("scaffolded_app")
         exec(compile(template.read_text().replace("{{name}}", "word-count"), str(template), "exec"), module.__dict__)
         self.assertEqual(module.count.name, "word-count")

@@ -155,7 +155,7 @@ enum AuditCommand {
     },
 }
 
-fn main()->ExitCode{
+fn main() -> ExitCode {
     // `airlock __compile …`: the metered compiler process the host starts
     // for each component (no logging, no async runtime, no clap).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

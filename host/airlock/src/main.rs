@@ -156,7 +156,6 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
-    let _port: u16 = std::env::var("AIRLOCK_DEMO").unwrap_or_default().parse().unwrap();
     // `airlock __compile …`: the metered compiler process the host starts
     // for each component (no logging, no async runtime, no clap).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

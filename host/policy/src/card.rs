@@ -47,6 +47,7 @@
 //! marked with `…` ([`CardSettings`]). Templates are host-only: they never
 //! reach a model.
 
+use airlock_core::text::cap;
 use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory, Script};
 use icu_properties::{CodePointMapData, CodePointSetData};
 use serde_json::Value;
@@ -262,11 +263,11 @@ impl Template {
             }
         }
         if !hidden {
-            return cut(&out, max);
+            return cap(&out, max).into_owned();
         }
         let separator = if self.one_line { " — " } else { "\n" };
-        let body = cut(&out, max.saturating_sub(separator.len() + HIDDEN_WARNING.len()));
-        cut(&format!("{body}{separator}{HIDDEN_WARNING}"), max)
+        let body = cap(&out, max.saturating_sub(separator.len() + HIDDEN_WARNING.len()));
+        cap(&format!("{body}{separator}{HIDDEN_WARNING}"), max).into_owned()
     }
 }
 
@@ -490,18 +491,6 @@ enum Shown {
     Short,
     /// As `\u{XXXX}`.
     Hex,
-}
-
-/// `text` cut at `max` bytes on a character boundary, the cut marked `…`.
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !text.is_char_boundary(end) {
-        end = end.saturating_sub(1);
-    }
-    format!("{}…", text.get(..end).unwrap_or_default())
 }
 
 /// The caller as templates read it: `{"principal": ..., "attributes": {...}}`.

@@ -28,7 +28,7 @@ pub(crate) mod uri;
 
 use crate::bindings::v0_3::airlock::tool::content as wit;
 use airlock_core::content::{Block, Body, Content, Embedded, Kind, Link, Media, clean_line, clean_text};
-use airlock_core::outcome::{ErrorKind, Failure};
+use airlock_core::outcome::{Blame, ErrorKind, Failure, Retry};
 use airlock_settings::limits::Limits;
 use media::{AUDIO_TYPES, Format, IMAGE_TYPES, Sniffed};
 use sha2::{Digest, Sha256};
@@ -342,16 +342,17 @@ fn media_type(what: &str, media_type: Option<String>) -> Result<Option<String>, 
     }
 }
 
-/// The refusal of a block: `why`, and what it means for the call.
+/// The refusal of a block: `why`, and what it means for the call. The
+/// tool sent it, so the tool is blamed and the same call fails again
+/// (whatever the kind's defaults say of a call's own output); the advice
+/// is rendered from that, never written into the message.
 fn refusal(kind: ErrorKind, why: String) -> Failure {
     Failure::new(
         kind,
-        format!(
-            "{why}; so the call fails whatever the tool returned, and returns none of its content blocks. This is a \
-             fault of the tool or of its limits in the operator's configuration: retrying the same call will not \
-             help"
-        ),
+        format!("{why}; so the call fails whatever the tool returned, and returns none of its content blocks"),
     )
+    .blame(Blame::Tool)
+    .retry(Retry::No)
 }
 
 /// The kind of a block as the guest sent it.

@@ -37,7 +37,7 @@ use crate::state::State;
 use crate::tool::Tool;
 use airlock_core::arguments::Parsed;
 use airlock_core::call::{CallRequest, Captured, MAX_CALL_ID_LEN, MAX_PRINCIPAL_LEN, ToolResult};
-use airlock_core::caller::Caller;
+use airlock_core::caller::{Caller, PrincipalFacts};
 use airlock_core::outcome::{Authority, ErrorKind, Failure, Refusal, Success};
 use airlock_core::timeline::Timeline;
 use airlock_policy::audit::ApprovalNote;
@@ -47,7 +47,7 @@ use airlock_runtime::memory_budget::{MemoryBudget, Reservation};
 use airlock_settings::limits::Limits;
 use schedule::Slot;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -102,6 +102,9 @@ struct Call<'a> {
     admission: Option<Admission<'a>>,
     /// Admit: the principal's quota of sessions of one tool.
     sessions_per_tool: usize,
+    /// The principal's facts (its attributes, those of its token in
+    /// front), looked up once, by the first stage that needs them.
+    principal_facts: OnceLock<Arc<PrincipalFacts>>,
     /// Resolve: the tool.
     tool: Option<Arc<Tool>>,
     /// Parse: the arguments, without the session id once authorize took it
@@ -194,6 +197,16 @@ impl<'a> Call<'a> {
         tool.limits_for(self.request.task.is_some())
     }
 
+    /// The principal's facts, looked up in the policy the call was
+    /// received under the first time a stage asks.
+    fn principal_facts(&self) -> Arc<PrincipalFacts> {
+        let request = &self.request;
+        Arc::clone(
+            self.principal_facts
+                .get_or_init(|| self.state.policy().principal_facts_as(&request.principal, &request.attributes)),
+        )
+    }
+
     /// Who the call acts for, as the tool may read it: the request's
     /// principal (never an argument), the operator's facts about it, the
     /// call id and the session.
@@ -201,7 +214,7 @@ impl<'a> Call<'a> {
         let request = &self.request;
         Arc::new(Caller {
             principal: request.principal.clone(),
-            facts: self.state.policy().principal_facts_as(&request.principal, &request.attributes),
+            facts: self.principal_facts(),
             call_id: request.call_id.clone(),
             session: self.session.as_ref().map(|id| id.as_str().to_owned()),
         })
@@ -210,9 +223,7 @@ impl<'a> Call<'a> {
     /// The caller as templates read it (`caller.principal`,
     /// `caller.attributes.NAME`).
     fn caller_value(&self) -> Value {
-        let request = &self.request;
-        let facts = self.state.policy().principal_facts_as(&request.principal, &request.attributes);
-        card::caller_value(&request.principal, &facts.attributes)
+        card::caller_value(&self.request.principal, &self.principal_facts().attributes)
     }
 }
 
@@ -317,6 +328,7 @@ impl Pipeline {
             _gauge: self.telemetry.metrics.call_started(),
             admission: None,
             sessions_per_tool: 0,
+            principal_facts: OnceLock::new(),
             tool: None,
             arguments: Parsed { value: Value::Null, text: String::new() },
             host_time: Duration::ZERO,

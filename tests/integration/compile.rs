@@ -136,10 +136,10 @@ async fn a_component_over_the_compile_cpu_limit_is_refused_and_not_cached() {
     let file = dir.path().join("slow.wasm");
     std::fs::write(&file, within_the_caps()).expect("write");
     let cache = dir.path().join("cache");
-    let (err, took) = load_error(&file, &cache, "compile_timeout_secs = 1\nbaseline_compile = false").await;
+    // 1 s of CPU: the CPU limit stops it however busy the machine is (a
+    // compiler still using the CPU is never stopped by the wall clock).
+    let (err, _) = load_error(&file, &cache, "compile_timeout_secs = 1\nbaseline_compile = false").await;
     assert!(err.contains("slow.wasm") && err.contains("[engine] compile_timeout_secs = 1"), "{err}");
-    // 1 s of CPU; the wall-clock backstop is 3 × 1 + 10 s. Wide margin.
-    assert!(took < Duration::from_secs(30), "refused after {took:?}");
     assert_eq!(not_remembered(&cache), Vec::<String>::new(), "a refused component leaves no artifact in the cache");
 }
 

@@ -22,6 +22,7 @@
 //! [`MAX_CHILD_STDERR_BYTES`].
 
 mod child;
+mod process;
 mod shape;
 
 pub use child::child_main;
@@ -31,6 +32,7 @@ use airlock_settings::engine::{
     COMPILE_BASE_SECS, EngineSettings, MAX_COMPILE_MEMORY_MIB, MAX_COMPILE_SECS_PER_MIB, MAX_COMPILE_TIMEOUT_SECS,
     MIN_COMPILE_MEMORY_MIB,
 };
+use process::{Exit, cpu_used, reap, signal_of};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -84,12 +86,19 @@ pub fn check_header(bytes: &[u8]) -> Result<(), NotAComponent> {
 
 /// The wall-clock deadline of one compilation is this many times the CPU
 /// time it may take, plus [`WALL_GRACE`]: CPU time is the meter, the wall
-/// clock only a backstop for a child that does not get the CPU (a loaded
-/// machine) or waits on something.
+/// clock only a backstop for a child that waits on something. A child
+/// still using the CPU at its deadline (on a busy machine) is given
+/// another [`WALL_GRACE`] each time it used [`MIN_PROGRESS`] since the
+/// last one, so how busy the machine is never decides a refusal.
 pub const WALL_FACTOR: u32 = 3;
 /// Added to the wall-clock deadline of a compilation (process start, a
-/// busy machine).
+/// busy machine), and the wall-clock time given again to a child that
+/// still makes progress.
 pub const WALL_GRACE: Duration = Duration::from_secs(10);
+/// The CPU time a compiler process past its wall-clock deadline must have
+/// used since the last check (1 % of [`WALL_GRACE`]) to be taken as
+/// progressing rather than stuck.
+pub const MIN_PROGRESS: Duration = Duration::from_millis(100);
 /// The most of the child's stderr that is read (an error message).
 pub const MAX_CHILD_STDERR_BYTES: u64 = 64 << 10;
 
@@ -279,11 +288,14 @@ impl Meter {
     fn wall_refusal(&self, size: u64) -> String {
         format!(
             "compiling it did not finish within {} s of wall-clock time ({WALL_FACTOR} × the {} s of CPU it may \
-             take + {} s); the component is refused (raise {}, if the machine is only busy)",
+             take + {} s), and the compiler had stopped using the CPU (it used less than {} ms in the last {} s): \
+             it waits on something, so the component is refused (a compiler that still gets the CPU on a busy \
+             machine is given more time)",
             self.wall_deadline(size).as_secs(),
             self.cpu_secs(size),
             WALL_GRACE.as_secs(),
-            self.raise(size)
+            MIN_PROGRESS.as_millis(),
+            WALL_GRACE.as_secs()
         )
     }
 
@@ -595,7 +607,7 @@ fn run_child(
         })?;
     let stdin = child.stdin.take();
     let stderr = child.stderr.take();
-    let deadline = meter.wall_deadline(size);
+    let mut deadline = meter.wall_deadline(size);
     let (exit, killed, text) = std::thread::scope(|scope| {
         // The child may die before reading everything: a write error only
         // means it stopped, which its status says.
@@ -615,14 +627,26 @@ fn run_child(
             String::from_utf8_lossy(&text).into_owned()
         });
         let mut killed = false;
+        let mut cpu_at_deadline = Duration::ZERO;
         let exit = loop {
             match reap(&mut child) {
                 Ok(Some(exit)) => break Ok(exit),
                 // Not reaped yet, so the process id is still the child's.
-                Ok(None) if started.elapsed() >= deadline && !killed => {
-                    killed = true;
-                    let _ = child.kill();
-                }
+                // CPU time is the meter: past the wall-clock deadline, a
+                // child still getting the CPU is on a busy machine, and is
+                // given another WALL_GRACE (its CPU limit stops it if it
+                // costs too much); one that has stopped using the CPU is
+                // stuck, and is stopped.
+                Ok(None) if started.elapsed() >= deadline && !killed => match cpu_used(&child) {
+                    Some(used) if used >= cpu_at_deadline.saturating_add(MIN_PROGRESS) => {
+                        cpu_at_deadline = used;
+                        deadline = started.elapsed().saturating_add(WALL_GRACE);
+                    }
+                    _ => {
+                        killed = true;
+                        let _ = child.kill();
+                    }
+                },
                 Ok(None) => std::thread::sleep(POLL),
                 Err(err) => {
                     let _ = child.kill();
@@ -679,57 +703,6 @@ fn run_child(
             meter.limits(size)
         ))),
     }
-}
-
-/// How a compiler process ended, and the CPU time it used (its own and
-/// its threads', as `RLIMIT_CPU` counts it).
-struct Exit {
-    status: std::process::ExitStatus,
-    cpu: Duration,
-}
-
-/// The child's exit if it has exited (reaping it), else `None`: `wait4`,
-/// which also returns the CPU time it used.
-#[cfg(unix)]
-fn reap(child: &mut std::process::Child) -> std::io::Result<Option<Exit>> {
-    let pid = libc::pid_t::try_from(child.id()).map_err(|_| std::io::Error::other("process id out of range"))?;
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is plain integers, for which all zeroes is a value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `wait4` writes only the status and the usage we pass, and
-    // with WNOHANG returns at once; the process is our child, not yet reaped
-    // (std's `Child` never waited on it), so the id is still its own.
-    let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-    if reaped == 0 {
-        return Ok(None);
-    }
-    if reaped != pid {
-        let err = std::io::Error::last_os_error();
-        return if err.kind() == std::io::ErrorKind::Interrupted { Ok(None) } else { Err(err) };
-    }
-    let time = |t: libc::timeval| {
-        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-            .saturating_add(Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0)))
-    };
-    let status = std::os::unix::process::ExitStatusExt::from_raw(status);
-    Ok(Some(Exit { status, cpu: time(usage.ru_utime).saturating_add(time(usage.ru_stime)) }))
-}
-
-/// Elsewhere: the exit, with no CPU time.
-#[cfg(not(unix))]
-fn reap(child: &mut std::process::Child) -> std::io::Result<Option<Exit>> {
-    Ok(child.try_wait()?.map(|status| Exit { status, cpu: Duration::ZERO }))
-}
-
-/// The signal that ended the child, if one did.
-#[cfg(unix)]
-fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(status)
-}
-
-#[cfg(not(unix))]
-fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
-    None
 }
 
 #[cfg(test)]

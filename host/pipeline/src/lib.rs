@@ -87,6 +87,8 @@ pub use airlock_runtime::distribution;
 pub use airlock_runtime::engine::Runtime;
 pub use airlock_runtime::grants::{DirAccess, DirGrant, EnvGrant, Grants};
 pub use airlock_runtime::inspect::{Inspection, inspect};
+pub use airlock_runtime::recorded::{MAX_RECORDED_BYTES, SECTION as RECORDED_SECTION};
+pub use airlock_runtime::stamp::{Stamped, stamp};
 pub use airlock_runtime::loader::{
     LoadError, LoadedTool, PORTABLE_DESCRIPTION_CHARS, description_too_long, load as load_component,
 };

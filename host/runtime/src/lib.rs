@@ -4,7 +4,9 @@
 //!   the metered [`compiler`] process, a tool's [`upgrade`] from its
 //!   baseline build to its optimized one, the OCI [`distribution`] of
 //!   components, the WIT [`bindings`], [`loader`] (reading, checking and
-//!   describing a component) with the metered schema [`validator`], a
+//!   describing a component; [`metadata`] checks what a component declares,
+//!   [`recorded`] the metadata it records in itself, written by [`stamp`],
+//!   and [`compile_once`] compiles each digest once) with the metered schema [`validator`], a
 //!   tool's [`revision`] (what it is, as one digest, and what changed
 //!   against a pin), and what a model's schemas look like
 //!   ([`schema_portable`], [`strict`]) and an untrusted component is

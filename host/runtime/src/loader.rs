@@ -7,7 +7,17 @@
 //! exports and imports, its world before compiling it; once compiled, the
 //! world is checked again by binding the exports, and the metadata is read
 //! by running the component under its limits with no grants. Every string the
-//! component declares is capped and every schema is compiled before use.
+//! component declares is capped and every schema is compiled before use
+//! (`metadata.rs`).
+//!
+//! A component that records its metadata (`recorded.rs`, written by
+//! `airlock tool stamp`) and is not in the compile cache is described from
+//! its record at once, under the same checks, and served while it compiles
+//! in the background ([`load_shared`]'s [`Settling`]): calls wait for the
+//! compilation ([`LoadedTool::ready`]); once compiled, its `metadata`
+//! export must return what it recorded, else it is refused
+//! ([`LoadError::BadMetadata`], naming the fields). The revision is the same
+//! either way. A component from the cache has its record compared at load.
 
 pub use crate::compile_once::CompileOnce;
 pub use crate::metadata::{MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, PORTABLE_DESCRIPTION_CHARS, description_too_long};
@@ -555,6 +565,12 @@ pub async fn load_shared<'a>(
         return Err(LoadError::PinMismatch { path: path.to_owned(), expected: expected.clone(), actual: digest });
     }
     let recorded = recorded::find(&bytes).map_err(|why| LoadError::BadMetadata { path: path.to_owned(), why })?;
+    if recorded.is_some() {
+        // Listing from the record needs the schema validator, compiled
+        // once per cache: it goes first, before compilers take the cores.
+        // (A validator that cannot be made ready is the schemas' error.)
+        let _ = runtime.validator().ready().await;
+    }
     let size = bytes.len() as u64;
     let (began, mut compile_began) = tokio::sync::oneshot::channel();
     let began = std::sync::Mutex::new(Some(began));

@@ -95,7 +95,11 @@ async fn a_first_start_serves_baseline_builds_then_the_optimized_ones_under_the_
     let again = Host::builder().config(bundled_config(&cache, true)).build().await.expect("the bundled tools load");
     assert_eq!(again.runtime().upgrades_started(), 0);
     for tool in again.tools().iter() {
-        assert!(tool.from_cache && tool.tier() == Some(Tier::Optimized), "{} is loaded optimized from the cache", tool.name);
+        assert!(
+            tool.from_cache && tool.tier() == Some(Tier::Optimized),
+            "{} is loaded optimized from the cache",
+            tool.name
+        );
         assert_eq!(Some(&tool.revision), first.get(&tool.name).map(|(r, _)| r));
     }
 }

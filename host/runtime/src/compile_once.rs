@@ -132,4 +132,3 @@ async fn compile_tiered(
         Err(err) => Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
     }
 }
-

@@ -677,4 +677,3 @@ fn read_component(path: &Path) -> Result<(Arc<Vec<u8>>, String), LoadError> {
     let digest = digest(&bytes);
     Ok((Arc::new(bytes), digest))
 }
-

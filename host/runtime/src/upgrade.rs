@@ -26,9 +26,9 @@ use crate::compiler::CompileFailure;
 use crate::sandbox::{CallCtx, ToolPre};
 use crate::tier_compiler::Compiler;
 use crate::wasmtime_config::Tier;
+use airlock_core::outcome::{ErrorKind, Failure};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use airlock_core::outcome::{ErrorKind, Failure};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Linker;
@@ -146,7 +146,10 @@ impl Build {
 
 /// What a call of a tool refused once compiled gets.
 fn refused(why: &str) -> Failure {
-    Failure::new(ErrorKind::UnknownTool, format!("the tool is no longer served: its component was refused once compiled: {why}"))
+    Failure::new(
+        ErrorKind::UnknownTool,
+        format!("the tool is no longer served: its component was refused once compiled: {why}"),
+    )
 }
 
 /// One tool served by its baseline build, waiting for its optimized one.

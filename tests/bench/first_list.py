@@ -2,14 +2,14 @@
 """Time from `initialize` to a `tools/list` holding every bundled tool, on an
 empty compile cache, with `airlock serve --stdio`.
 
-    python3 bench/first_list.py AIRLOCK_BINARY TOOLS_DIR [RUNS]
+    python3 tests/bench/first_list.py AIRLOCK_BINARY TOOLS_DIR [RUNS]
 
 Each run starts the server with AIRLOCK_CACHE_DIR pointing at a new empty
 directory, in an empty working directory (no airlock.toml), sends
 `initialize`, then `tools/list` until the list names every *.wasm in
 TOOLS_DIR; prints the milliseconds of each run and their median.
 """
-import json, os, pathlib, statistics, subprocess, sys, tempfile, time
+import json, os, pathlib, shutil, statistics, subprocess, sys, tempfile, time
 
 binary, tools_dir = sys.argv[1], pathlib.Path(sys.argv[2])
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
@@ -18,6 +18,10 @@ want = sorted(p.stem for p in tools_dir.glob("*.wasm"))
 
 def one():
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        # SEED_CACHE: files copied into the cache first (e.g. only the
+        # schema validator's artifact, to see what the tools alone take).
+        if os.environ.get("SEED_CACHE"):
+            shutil.copytree(os.environ["SEED_CACHE"], os.path.join(tmp, "cache"))
         env = dict(os.environ, AIRLOCK_CACHE_DIR=os.path.join(tmp, "cache"), AIRLOCK_TOOLS_DIR=str(tools_dir))
         env.pop("AIRLOCK_CONFIG", None)
         server = subprocess.Popen([binary, "serve", "--stdio"], cwd=tmp, env=env, stdin=subprocess.PIPE,

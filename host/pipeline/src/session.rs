@@ -389,7 +389,8 @@ impl Sessions {
                         return refused(failure);
                     }
                 };
-                match sandbox::fresh(&tool.pre(), &limits, &tool.settings.grants.for_principal(&caller.principal)) {
+                let grants = tool.settings.grants.for_principal(&caller.principal);
+                match tool.pre().and_then(|pre| sandbox::fresh(&pre, &limits, &grants)) {
                     Ok(live) => {
                         slot.memory = Some(memory);
                         live

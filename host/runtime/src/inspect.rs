@@ -136,7 +136,16 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
             })
         })
         .map(|contract| contract.world().to_owned());
-    match loader::describe(runtime, path.to_owned(), built, settings).await {
+    // A record that does not match the metadata export refuses the
+    // component, as a load would.
+    let recorded = match crate::recorded::find(&bytes) {
+        Ok(recorded) => recorded.map(|recorded| recorded.raw),
+        Err(why) => {
+            report.rejected_because = Some(format!("{}: {why}", path.display()));
+            return report;
+        }
+    };
+    match loader::describe(runtime, path.to_owned(), built, settings, recorded.as_ref()).await {
         Ok(tool) => {
             report.metadata = Some(json!({
                 "name": tool.name,

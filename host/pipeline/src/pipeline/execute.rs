@@ -90,8 +90,10 @@ impl Pipeline {
                 let stated = call_limits.timeout;
                 let arguments = &call.arguments.text;
                 let grants = &settings.grants;
-                let execution =
-                    sandbox::call(&tool.pre(), &limits, stated, grants, &invocation, arguments, call.cancel).await;
+                let execution = match tool.pre() {
+                    Ok(pre) => sandbox::call(&pre, &limits, stated, grants, &invocation, arguments, call.cancel).await,
+                    Err(failure) => Execution::failed(failure, Instant::now()),
+                };
                 (execution, None)
             }
         };

@@ -25,8 +25,6 @@ mod child;
 mod process;
 mod shape;
 
-pub(crate) use shape::MAX_SECTIONS;
-
 pub use child::child_main;
 
 use crate::memory_budget::{Holder, MemoryBudget, Refusal, share_of};

@@ -15,7 +15,6 @@
 //! every problem is a message, never a panic.
 
 use crate::bindings::Contract;
-use crate::compiler::MAX_SECTIONS;
 use crate::metadata::{MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES};
 use crate::sandbox::RawMetadata;
 use serde::{Deserialize, Serialize};
@@ -67,20 +66,12 @@ struct Section<'a> {
 
 /// The top-level sections of a component whose header was checked
 /// (`check_header`): nested modules and components are inside their
-/// sections and not walked. Only each section's id and size are read here,
-/// in the host's process, and at most [`MAX_SECTIONS`] of them (the cap the
-/// compiler process applies too), so a file of many tiny sections costs
-/// the host no more than the file's size.
+/// sections and not walked.
 fn sections(bytes: &[u8]) -> Result<Vec<Section<'_>>, String> {
     let body = bytes.get(8..).ok_or("the file ends inside its header")?;
     let mut reader = BinaryReader::new(body, 8);
     let mut found = Vec::new();
     while !reader.eof() {
-        if found.len() as u64 >= MAX_SECTIONS {
-            return Err(format!(
-                "it has more than {MAX_SECTIONS} top-level sections (MAX_SECTIONS), so its recorded metadata is not read"
-            ));
-        }
         let start = reader.original_position();
         let (id, contents) =
             read_section(&mut reader).map_err(|err| format!("the component's sections are malformed: {err}"))?;

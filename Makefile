@@ -54,14 +54,6 @@ guests: setup interpreters
 # after `make test` (or before it) would compile wasmtime a second time.
 build: guests
 	$(CARGO) test --release $(HOST_PACKAGES) --no-run
-	$(STAMP_TOOLS) >/dev/null
-
-# Each bundled tool (and each example built) records its metadata in its
-# component (`airlock tool stamp`, once the binary is built), so that a
-# first start on an empty compile cache lists it before compiling it. A
-# file that records the same metadata already is left as it is; the cache
-# is warmed after stamping (the stamped bytes are what is served).
-STAMP_TOOLS = $(CARGO_TARGET_DIR)/release/airlock tool stamp $(BUNDLED_WASM) $(wildcard $(EXAMPLES_OUT)/*.wasm)
 
 # Installation: the binary, the bundled tools where it looks for them
 # (PREFIX/share/airlock/tools, the container image's layout, found from
@@ -239,7 +231,6 @@ test: guests examples oci-registry $(VENV)/.mcp-requirements $(VENV)/.otlp-recei
 	$(STEP) lint $(COMPILE_BOUND) $(MAKE) --no-print-directory lint
 	$(STEP) links 300 python3 tests/docs/check_links.py
 	$(STEP) build-tests $(COMPILE_BOUND) $(CARGO) test --release $(HOST_PACKAGES) --no-run
-	$(STEP) stamp-tools 600 $(STAMP_TOOLS)
 	$(STEP) compile-tools 1800 sh -c 'AIRLOCK_TOOLS_DIR=$(GUEST_OUT) $(CARGO_TARGET_DIR)/release/airlock tools >/dev/null'
 	$(STEP) install $(COMPILE_BOUND) env MAKE="$(MAKE)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) GUEST_OUT=$(GUEST_OUT) PY=$(PY) bash tests/install.sh
 	$(STEP) unit-tests $(COMPILE_BOUND) $(CARGO) test --release --workspace $(subst -p ,--exclude ,$(HOST_PACKAGES)) -q

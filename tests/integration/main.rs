@@ -32,7 +32,6 @@ mod pipeline;
 mod progress;
 mod protocol_errors;
 mod quotas;
-mod recorded;
 mod reload;
 mod revisions;
 mod sandbox;

@@ -31,7 +31,7 @@ fn bundled_config(cache: &Path, baseline: bool) -> airlock::Config {
 }
 
 /// Each tool's revision and the build it runs.
-fn builds(host: &Host) -> BTreeMap<String, (String, Option<Tier>)> {
+fn builds(host: &Host) -> BTreeMap<String, (String, Tier)> {
     host.tools().iter().map(|tool| (tool.name.clone(), (tool.revision.clone(), tool.tier()))).collect()
 }
 
@@ -84,7 +84,7 @@ async fn a_first_start_serves_baseline_builds_then_the_optimized_ones_under_the_
     }
     let upgraded = builds(&host);
     for (name, (revision, tier)) in &upgraded {
-        assert_eq!(*tier, Some(Tier::Optimized), "{name} runs its optimized build");
+        assert_eq!(*tier, Tier::Optimized, "{name} runs its optimized build");
         assert_eq!(Some(revision), first.get(name).map(|(r, _)| r), "{name} kept its revision");
     }
     echo_works(&host).await;
@@ -95,11 +95,7 @@ async fn a_first_start_serves_baseline_builds_then_the_optimized_ones_under_the_
     let again = Host::builder().config(bundled_config(&cache, true)).build().await.expect("the bundled tools load");
     assert_eq!(again.runtime().upgrades_started(), 0);
     for tool in again.tools().iter() {
-        assert!(
-            tool.from_cache && tool.tier() == Some(Tier::Optimized),
-            "{} is loaded optimized from the cache",
-            tool.name
-        );
+        assert!(tool.from_cache && tool.tier() == Tier::Optimized, "{} is loaded optimized from the cache", tool.name);
         assert_eq!(Some(&tool.revision), first.get(&tool.name).map(|(r, _)| r));
     }
 }
@@ -115,7 +111,7 @@ async fn with_baseline_compile_off_only_cranelift_compiles() {
     );
     let host = Host::builder().config(config(&text)).build().await.expect("echo loads");
     let echo = host.tools().get("echo").cloned().expect("echo");
-    assert_eq!(echo.tier(), Some(Tier::Optimized));
+    assert_eq!(echo.tier(), Tier::Optimized);
     assert_eq!((host.runtime().upgrades_started(), host.runtime().upgrades_pending()), (0, 0));
     assert_eq!(baseline_artifacts(&cache), Vec::<String>::new());
     let result = call(&host, "echo", json!({"text": "hi"})).await;

@@ -81,11 +81,6 @@ enum Command {
         /// The .wasm file, or oci://REGISTRY/REPOSITORY@sha256:… (pulled and verified, with its signer).
         file: PathBuf,
     },
-    /// Work on tool component files (stamp: record their metadata in them).
-    Tool {
-        #[command(subcommand)]
-        command: ToolCommand,
-    },
     /// Pull components from an OCI registry into the store, verify them, pin tags in airlock.lock.
     Pull(distribution::PullArgs),
     /// Push a component to an OCI registry (WebAssembly OCI artifact), optionally signed (cosign format).
@@ -134,16 +129,6 @@ enum Command {
         /// Standard output is the page's lease.
         #[arg(long)]
         lease: bool,
-    },
-}
-
-#[derive(Subcommand)]
-enum ToolCommand {
-    /// Record each component's metadata in it (the airlock-metadata section), so that a first start lists the tool before compiling it.
-    Stamp {
-        /// The .wasm files, rewritten in place.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
     },
 }
 
@@ -213,7 +198,6 @@ async fn run(cli: Cli) -> ExitCode {
             };
         }
         Command::Keygen(args) => return distribution::keygen(&args),
-        Command::Tool { command: ToolCommand::Stamp { files } } => return finish(commands::stamp(&files).await),
         Command::Completions { shell } => return finish(commands::completions(shell, &mut Cli::command())),
         Command::Man => return finish(commands::man(Cli::command())),
         _ => {}
@@ -315,7 +299,6 @@ async fn run(cli: Cli) -> ExitCode {
         | Command::Pull(_)
         | Command::Push(_)
         | Command::Keygen(_)
-        | Command::Tool { .. }
         | Command::Completions { .. }
         | Command::Man => unreachable!("handled above"),
     }

@@ -295,13 +295,10 @@ impl Shared {
 /// time the tool list grew (coalesced over [`STARTUP_NOTICE_COALESCE`]),
 /// once some client was sent a list that lacked tools still loading: a
 /// client that has not listed the tools yet will see them when it does.
-/// A tool listed from the metadata recorded in its component and refused
-/// once compiled is news to every client. The task ends when start-up is
-/// done, with every such component compiled, or the server is gone.
+/// The task ends when start-up is done or the server is gone.
 fn announce_startup(shared: &Arc<Shared>) {
     let mut changes = shared.host.startup().subscribe();
-    let mut seen = *changes.borrow_and_update();
-    if seen.finished() && seen.compiling == 0 {
+    if changes.borrow_and_update().finished() {
         return;
     }
     let shared = Arc::downgrade(shared);
@@ -311,14 +308,13 @@ fn announce_startup(shared: &Arc<Shared>) {
             let Some(shared) = shared.upgrade() else { return };
             // Marked seen before the notice: a tool installed after this
             // point gets a notice of its own.
-            let now = *changes.borrow_and_update();
-            if shared.partial_list_sent.load(Ordering::SeqCst) || now.refused > seen.refused {
+            let finished = changes.borrow_and_update().finished();
+            if shared.partial_list_sent.load(Ordering::SeqCst) {
                 shared.changes.notify();
             }
-            if now.finished() && now.compiling == 0 {
+            if finished {
                 return;
             }
-            seen = now;
         }
     });
 }

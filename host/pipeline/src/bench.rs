@@ -38,7 +38,7 @@ pub async fn execute_only(host: &Host, tool: &str, arguments: &str) -> Option<Ex
     let invocation = sandbox::Invocation { tool: &tool.name, caller: &caller, progress: None, log: None };
     Some(
         sandbox::call(
-            &tool.pre().ok()?,
+            &tool.pre(),
             &settings.limits,
             settings.limits.timeout,
             &settings.grants,

@@ -95,9 +95,7 @@ pub use airlock_runtime::network::{
     DEFAULT_MAX_SECRET_FILE_BYTES, HostPattern, MAX_CREDENTIAL_NAME_BYTES, NetworkGrant, OriginPattern, OriginRule,
     RequestOrigin, Scheme, SecretHeader, SecretSource, SecretValue,
 };
-pub use airlock_runtime::recorded::{MAX_RECORDED_BYTES, SECTION as RECORDED_SECTION};
 pub use airlock_runtime::sandbox::{Execution, TOOL_LOG_TARGET};
-pub use airlock_runtime::stamp::{Stamped, stamp};
 pub use airlock_runtime::strict::{Problem as StrictProblem, Provider, lint as strict_lint};
 pub use airlock_runtime::tool_settings::{SessionSettings, ToolSettings};
 pub use airlock_runtime::wasmtime_config::Tier;

@@ -300,11 +300,6 @@ impl Pipeline {
 
     /// schedule → execute → check: the result of an approved call.
     async fn run<'a>(&'a self, call: &mut Call<'a>) -> Result<Success, Stop> {
-        // A tool listed from the metadata recorded in its component may
-        // still be compiling: the call waits for it before it takes a turn
-        // or memory (the compile limits bound the wait; it does not count
-        // against the tool's deadline).
-        call.tool()?.ready(call.cancel).await.map_err(Stop::Failed)?;
         self.schedule(call).await?;
         let returned = self.execute(call).await?;
         self.check(call, returned).await

@@ -15,7 +15,7 @@ use crate::tool::Tool;
 use airlock_policy::audit::ToolChange;
 use airlock_runtime::distribution::{self, DistributionError, Lock, OciSource};
 use airlock_runtime::engine::Runtime;
-use airlock_runtime::loader::{self, CompileOnce, LoadError, LoadedTool, Settling};
+use airlock_runtime::loader::{self, CompileOnce, LoadError, LoadedTool};
 use futures::StreamExt as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,24 +143,9 @@ pub(crate) fn plan(config: &Config) -> (Vec<Planned>, Vec<RegistryError>) {
     (planned, errors)
 }
 
-/// What became of one planned component.
-pub(crate) enum Outcome {
-    /// Its load ended: the tool is served, or refused.
-    Loaded(Result<Tool, LoadError>),
-    /// Its tool is listed from the metadata recorded in its component and
-    /// served while the component compiles; [`Outcome::Compiled`] follows.
-    Listed(Tool),
-    /// The component of a listed tool is compiled: its calls run it now,
-    /// or it was refused and is served no longer.
-    Compiled(Result<(), LoadError>),
-}
-
 /// Load every planned component, [`parallel_loads`] at a time, smallest
 /// file first, and hand each outcome to `each` as it finishes. Files with
-/// the same bytes are compiled once. A tool listed from the metadata
-/// recorded in its component is handed over at once ([`Outcome::Listed`]),
-/// and again once its component is compiled ([`Outcome::Compiled`]); this
-/// returns when every component is compiled.
+/// the same bytes are compiled once.
 ///
 /// Smallest first: started first, a large interpreter's thousands of
 /// functions would hold the cores ahead of every small tool (measured on
@@ -174,7 +159,7 @@ pub(crate) async fn load_planned(
     config: &Config,
     planned: Vec<Planned>,
     progress: &dyn LoadProgress,
-    mut each: impl FnMut(&Planned, Outcome),
+    mut each: impl FnMut(&Planned, Result<Tool, LoadError>),
 ) {
     let total = planned.len();
     let once = CompileOnce::default();
@@ -189,41 +174,22 @@ pub(crate) async fn load_planned(
     let once = &once;
     let loads = by_size.into_iter().map(|(_, planned)| async move {
         progress.started(&planned.path, total);
-        let outcome = match load_one(runtime, config, &planned, once, progress).await {
-            Ok((loaded, settling)) => check_pin(config, lock, loaded).map(|mut loaded| {
+        let outcome = load_one(runtime, config, &planned, once, progress)
+            .await
+            .and_then(|t| check_pin(config, lock, t))
+            .map(|mut loaded| {
                 // Accepted: a tool served by its baseline build gets its
-                // optimized build in the background (one still compiling,
-                // once it is compiled).
-                if settling.is_none() {
-                    loaded.start_upgrade(runtime);
-                }
+                // optimized build in the background.
+                loaded.start_upgrade(runtime);
                 let pipeline = config.pipeline_for(&loaded.name);
-                (Tool::new(loaded, pipeline), settling)
-            }),
-            Err(err) => Err(err),
-        };
+                Tool::new(loaded, pipeline)
+            });
         progress.finished(&planned.path, outcome.is_ok());
         (planned, outcome)
     });
     let mut loads = futures::stream::iter(loads).buffer_unordered(parallel_loads());
-    let mut settling = futures::stream::FuturesUnordered::new();
-    loop {
-        tokio::select! {
-            Some((planned, outcome)) = loads.next() => {
-                let outcome = match outcome {
-                    Ok((tool, Some(compiling))) => {
-                        let listed = planned.clone();
-                        settling.push(async move { (listed, compiling.await) });
-                        Outcome::Listed(tool)
-                    }
-                    Ok((tool, None)) => Outcome::Loaded(Ok(tool)),
-                    Err(err) => Outcome::Loaded(Err(err)),
-                };
-                each(&planned, outcome);
-            }
-            Some((planned, settled)) = settling.next() => each(&planned, Outcome::Compiled(settled)),
-            else => break,
-        }
+    while let Some((planned, outcome)) = loads.next().await {
+        each(&planned, outcome);
     }
 }
 
@@ -247,25 +213,25 @@ fn check_pin(config: &Config, lock: Option<&Lock>, tool: LoadedTool) -> Result<L
     loader::check_revision(tool, entry.map(|pinned| (settings.lock_file.as_path(), pinned)))
 }
 
-async fn load_one<'a>(
-    runtime: &'a Runtime,
+async fn load_one(
+    runtime: &Runtime,
     config: &Config,
     planned: &Planned,
-    once: &'a CompileOnce,
+    once: &CompileOnce,
     progress: &dyn LoadProgress,
-) -> Result<(LoadedTool, Option<Settling<'a>>), LoadError> {
+) -> Result<LoadedTool, LoadError> {
     // A component found in a directory is matched to its settings by the
     // name it declares, so it is read under the defaults first and then
     // given its own settings (and pin check).
     let mut settings = config.settings_for(planned.key.as_deref().unwrap_or_default());
     let compiling = || progress.compiling(&planned.path);
     let Some(source) = &planned.oci else {
-        let (tool, settling) = loader::load_shared(runtime, &planned.path, settings, once, &compiling).await?;
+        let tool = loader::load_shared(runtime, &planned.path, settings, once, &compiling).await?;
         return match planned.key {
-            Some(_) => Ok((tool, settling)),
+            Some(_) => Ok(tool),
             None => {
                 let settings = config.settings_for(&tool.name);
-                Ok((loader::with_settings(tool, settings)?, settling))
+                loader::with_settings(tool, settings)
             }
         };
     };
@@ -286,13 +252,13 @@ async fn load_one<'a>(
         }
         _ => settings.sha256 = Some(layer),
     }
-    let (mut tool, settling) = loader::load_shared(runtime, &pulled.path, settings, once, &compiling).await?;
+    let mut tool = loader::load_shared(runtime, &pulled.path, settings, once, &compiling).await?;
     tool.origin = Some(pulled.origin);
     match planned.key {
-        Some(_) => Ok((tool, settling)),
+        Some(_) => Ok(tool),
         None => {
             let settings = config.settings_for(&tool.name);
-            Ok((loader::with_settings(tool, settings)?, settling))
+            loader::with_settings(tool, settings)
         }
     }
 }
@@ -326,27 +292,6 @@ impl Assembly {
         let text = error.to_string();
         self.errors.push((planned.order, error));
         Err(text)
-    }
-
-    /// A tool listed from its recorded metadata was refused once compiled:
-    /// it leaves the registry (if it is the one this component gave), and
-    /// the error is kept for [`Assembly::finish`]. Says what was refused.
-    pub(crate) fn refuse(&mut self, planned: &Planned, error: LoadError) -> String {
-        self.tools.retain(|_, (order, _)| *order != planned.order);
-        let text = error.to_string();
-        self.errors.push((planned.order, RegistryError::Load(error)));
-        text
-    }
-
-    /// Hand one outcome over ([`Assembly::add`], [`Assembly::refuse`]):
-    /// the name of the tool it installed, nothing, or what was refused.
-    pub(crate) fn take(&mut self, planned: &Planned, outcome: Outcome) -> Result<Option<String>, String> {
-        match outcome {
-            Outcome::Loaded(outcome) => self.add(planned, outcome).map(Some),
-            Outcome::Listed(tool) => self.add(planned, Ok(tool)).map(Some),
-            Outcome::Compiled(Ok(())) => Ok(None),
-            Outcome::Compiled(Err(error)) => Err(self.refuse(planned, error)),
-        }
     }
 
     fn check(&mut self, planned: &Planned, outcome: Result<Tool, LoadError>) -> Result<String, RegistryError> {
@@ -409,7 +354,7 @@ impl Registry {
         let (planned, errors) = plan(config);
         let mut assembly = Assembly::new(planned.len(), errors);
         load_planned(runtime, config, planned, progress, |planned, outcome| {
-            let _ = assembly.take(planned, outcome);
+            let _ = assembly.add(planned, outcome);
         })
         .await;
         assembly.finish()

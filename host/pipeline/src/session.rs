@@ -389,8 +389,7 @@ impl Sessions {
                         return refused(failure);
                     }
                 };
-                let grants = tool.settings.grants.for_principal(&caller.principal);
-                match tool.pre().and_then(|pre| sandbox::fresh(&pre, &limits, &grants)) {
+                match sandbox::fresh(&tool.pre(), &limits, &tool.settings.grants.for_principal(&caller.principal)) {
                     Ok(live) => {
                         slot.memory = Some(memory);
                         live

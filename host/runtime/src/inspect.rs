@@ -136,16 +136,7 @@ pub async fn inspect(runtime: &Runtime, path: &Path) -> Inspection {
             })
         })
         .map(|contract| contract.world().to_owned());
-    // A record that does not match the metadata export refuses the
-    // component, as a load would.
-    let recorded = match crate::recorded::find(&bytes) {
-        Ok(recorded) => recorded.map(|recorded| recorded.raw),
-        Err(why) => {
-            report.rejected_because = Some(format!("{}: {why}", path.display()));
-            return report;
-        }
-    };
-    match loader::describe(runtime, path.to_owned(), built, settings, recorded.as_ref()).await {
+    match loader::describe(runtime, path.to_owned(), built, settings).await {
         Ok(tool) => {
             report.metadata = Some(json!({
                 "name": tool.name,

@@ -4,9 +4,7 @@
 //!   the metered [`compiler`] process, a tool's [`upgrade`] from its
 //!   baseline build to its optimized one, the OCI [`distribution`] of
 //!   components, the WIT [`bindings`], [`loader`] (reading, checking and
-//!   describing a component; [`metadata`] checks what a component declares,
-//!   [`recorded`] the metadata it records in itself, written by [`stamp`],
-//!   and [`compile_once`] compiles each digest once) with the metered schema [`validator`], a
+//!   describing a component) with the metered schema [`validator`], a
 //!   tool's [`revision`] (what it is, as one digest, and what changed
 //!   against a pin), and what a model's schemas look like
 //!   ([`schema_portable`], [`strict`]) and an untrusted component is
@@ -27,7 +25,6 @@ pub mod budget;
 pub mod caller;
 pub mod capture;
 pub mod compile_cache;
-pub mod compile_once;
 pub mod compiler;
 pub mod distribution;
 pub mod engine;
@@ -35,14 +32,11 @@ pub mod grants;
 pub mod inspect;
 pub mod loader;
 pub mod memory_budget;
-pub mod metadata;
 pub mod network;
-pub mod recorded;
 pub mod revision;
 pub mod sandbox;
 pub mod schema_portable;
 pub mod secrets;
-pub mod stamp;
 pub mod strict;
 pub mod tier_compiler;
 pub mod tls;

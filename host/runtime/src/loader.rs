@@ -7,40 +7,51 @@
 //! exports and imports, its world before compiling it; once compiled, the
 //! world is checked again by binding the exports, and the metadata is read
 //! by running the component under its limits with no grants. Every string the
-//! component declares is capped and every schema is compiled before use
-//! (`metadata.rs`).
-//!
-//! A component that records its metadata (`recorded.rs`, written by
-//! `airlock tool stamp`) and is not in the compile cache is described from
-//! its record at once, under the same checks, and served while it compiles
-//! in the background ([`load_shared`]'s [`Settling`]): calls wait for the
-//! compilation ([`LoadedTool::ready`]); once compiled, its `metadata`
-//! export must return what it recorded, else it is refused
-//! ([`LoadError::BadMetadata`], naming the fields). The revision is the same
-//! either way. A component from the cache has its record compared at load.
-
-pub use crate::compile_once::CompileOnce;
-pub use crate::metadata::{MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, PORTABLE_DESCRIPTION_CHARS, description_too_long};
+//! component declares is capped and every schema is compiled before use.
 
 use crate::bindings::Contract;
-use crate::compile_cache::digest;
-use crate::compile_once::{CompileOutcome, Compiled};
-use crate::compiler::{CompileFailure, MAX_COMPONENT_BYTES, check_header};
+use crate::compile_cache::{Lookup, digest};
+use crate::compiler::{Artifact, CompileFailure, MAX_COMPONENT_BYTES, check_header};
 use crate::engine::Runtime;
-use crate::metadata::{CheckedMetadata, check_metadata, compile_schema};
-use crate::recorded::{self, Recorded};
 use crate::revision::{self, Definition, PinnedBy, PinnedTool};
 use crate::sandbox::{self, RawMetadata, ToolPre};
-use crate::tool_settings::ToolSettings;
+use crate::tier_compiler::Fresh;
+use crate::tool_settings::{ToolSettings, check_name};
 use crate::upgrade::{Build, Job};
-use crate::validator::Schema;
+use crate::validator::{Bounds, MAX_REGEX_BYTES, Schema, Stopped, Validator};
 use crate::wasmtime_config::Tier;
 use airlock_core::outcome::{ErrorKind, Failure};
+use serde_json::Value;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::OnceCell;
 use wasmtime::component::Component;
+
+/// Largest tool description accepted.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+/// Longest description, in characters, that every client converter
+/// accepts: LlamaIndex's `to_openai_tool()` refuses a longer one, and
+/// OpenAI-compatible endpoints have refused `tools[i].function.description`
+/// above it (`string_above_max_length`). A longer one loads, with a
+/// warning.
+pub const PORTABLE_DESCRIPTION_CHARS: usize = 1024;
+
+/// The warning for a description longer than
+/// [`PORTABLE_DESCRIPTION_CHARS`]; `None` when it fits.
+pub fn description_too_long(name: &str, description: &str) -> Option<String> {
+    let chars = description.chars().count();
+    (chars > PORTABLE_DESCRIPTION_CHARS).then(|| {
+        format!(
+            "the description of {name:?} is {chars} characters; some clients refuse more than \
+             {PORTABLE_DESCRIPTION_CHARS} (LlamaIndex's to_openai_tool(), OpenAI-compatible endpoints): move detail \
+             into the parameters' descriptions"
+        )
+    })
+}
+
+/// Largest parameters or output schema accepted.
+pub const MAX_SCHEMA_BYTES: usize = 256 << 10;
 
 /// A loaded, checked tool ready to be called.
 pub struct LoadedTool {
@@ -78,8 +89,6 @@ pub struct LoadedTool {
     /// The registry it was pulled from, its manifest digest and verified
     /// signer; `None` for a local file.
     pub origin: Option<crate::distribution::Origin>,
-    /// The contract version its exports name.
-    contract: Contract,
     /// The component pre-instantiated for its contract version, in the
     /// build that runs now: each call instantiates it in a fresh store
     /// ([`LoadedTool::pre`]). A baseline build is replaced by the optimized
@@ -91,35 +100,16 @@ impl LoadedTool {
     /// The contract version the component targets (`airlock:tool@0.1.0`
     /// or `@0.2.0`), found from the interfaces it exports.
     pub fn contract(&self) -> Contract {
-        self.contract
+        self.build.pre().contract()
     }
 
     /// The pre-instantiated component a call instantiates now.
-    ///
-    /// # Errors
-    ///
-    /// The tool was listed from its recorded metadata and its component is
-    /// still compiling ([`LoadedTool::ready`] waits for it), or was refused
-    /// once compiled.
-    pub fn pre(&self) -> Result<ToolPre, Failure> {
+    pub fn pre(&self) -> ToolPre {
         self.build.pre()
     }
 
-    /// Wait until the tool's first build is compiled (at once, unless it was
-    /// listed from its recorded metadata and still compiles): a call waits
-    /// here before it takes its turn. The compilation ends within the
-    /// `[engine]` compile limits; `cancel` ends the wait sooner.
-    ///
-    /// # Errors
-    ///
-    /// The component was refused once compiled, or the wait was cancelled.
-    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), Failure> {
-        self.build.ready(cancel).await
-    }
-
-    /// Which compiler built what calls run now; `None` while the first
-    /// build compiles.
-    pub fn tier(&self) -> Option<Tier> {
+    /// Which compiler built what calls run now.
+    pub fn tier(&self) -> Tier {
         self.build.tier()
     }
 
@@ -129,7 +119,9 @@ impl LoadedTool {
     pub fn start_upgrade(&mut self, runtime: &Runtime) {
         if let Some(bytes) = self.upgrade.take() {
             let job = Job { bytes, digest: self.digest.clone(), name: self.name.clone(), build: self.build.clone() };
-            submit_upgrade(runtime, job);
+            let compilers =
+                || (runtime.compiler(Tier::Optimized), runtime.compiler(Tier::Baseline), runtime.linker().clone());
+            runtime.upgrades().submit(compilers, job);
         }
     }
 
@@ -296,12 +288,8 @@ impl LoadError {
 /// See [`LoadError`]: anything that is not a component of the
 /// `airlock:tool` world with a valid name and valid schemas is refused.
 pub async fn load(runtime: &Runtime, path: &Path, settings: ToolSettings) -> Result<LoadedTool, LoadError> {
-    let once = CompileOnce::default();
-    let (mut tool, settling) = load_shared(runtime, path, settings, &once, &|| {}).await?;
-    match settling {
-        Some(settling) => settling.await?,
-        None => tool.start_upgrade(runtime),
-    }
+    let mut tool = load_shared(runtime, path, settings, &CompileOnce::default(), &|| {}).await?;
+    tool.start_upgrade(runtime);
     Ok(tool)
 }
 
@@ -388,11 +376,6 @@ impl Built {
     pub(crate) fn component(&self) -> &Component {
         &self.compiled.component
     }
-
-    /// Which compiler built it.
-    pub(crate) fn tier(&self) -> Tier {
-        self.compiled.tier
-    }
 }
 
 impl CompileFailure {
@@ -412,52 +395,25 @@ impl CompileFailure {
 }
 
 /// Bind a compiled component to the tool world and read its metadata under
-/// its limits; when the component records its metadata (`recorded`), the
-/// two must be the same. Only an accepted component's artifact is kept in
-/// the cache.
+/// its limits. Only an accepted component's artifact is kept in the cache.
 pub(crate) async fn describe(
     runtime: &Runtime,
     path_buf: PathBuf,
     compiled: Built,
     settings: ToolSettings,
-    recorded: Option<&RawMetadata>,
 ) -> Result<LoadedTool, LoadError> {
     let Built { compiled: Compiled { component, tier, from_cache, artifact, .. }, upgrade, digest, size } = compiled;
-    let pre = bind(runtime, &path_buf, &component, tier)?;
-    let raw = read_metadata(&pre, &settings, &path_buf, recorded).await?;
-    let contract = pre.contract();
-    let known = Known { digest, size, contract, from_cache, upgrade };
-    let tool = accept(runtime, path_buf, raw, settings, known, Build::new(pre, tier)).await?;
-    // Only a component the whole load accepted is kept in the cache.
-    if let Some(artifact) = artifact {
-        artifact.keep();
-    }
-    Ok(tool)
-}
-
-/// Bind a compiled component to the tool world.
-pub(crate) fn bind(runtime: &Runtime, path: &Path, component: &Component, tier: Tier) -> Result<ToolPre, LoadError> {
-    let instance_pre = runtime.linker_for(tier).instantiate_pre(component).map_err(|err| LoadError::WrongWorld {
-        path: path.to_owned(),
+    let instance_pre = runtime.linker_for(tier).instantiate_pre(&component).map_err(|err| LoadError::WrongWorld {
+        path: path_buf.clone(),
         why: format!("{err:#} (a tool may import only WASI 0.2 interfaces)"),
     })?;
-    ToolPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
-        path: path.to_owned(),
+    let pre = ToolPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
+        path: path_buf.clone(),
         why: format!(
             "{err:#} (a tool must export airlock:tool/metadata and airlock:tool/handler, of version 0.3.0, 0.2.0 or 0.1.0)"
         ),
-    })
-}
-
-/// Run the component's `metadata` export under its limits, with no grants;
-/// when it records its metadata (`recorded`), the two must be the same.
-pub(crate) async fn read_metadata(
-    pre: &ToolPre,
-    settings: &ToolSettings,
-    path: &Path,
-    recorded: Option<&RawMetadata>,
-) -> Result<RawMetadata, LoadError> {
-    let raw = sandbox::metadata(pre, &settings.limits).await.map_err(|mut failure| {
+    })?;
+    let raw = sandbox::metadata(&pre, &settings.limits).await.map_err(|mut failure| {
         // The metadata crosses to the host like a result: say which caps
         // apply to it rather than to a call's result.
         if failure.kind == ErrorKind::OutputTooLarge {
@@ -466,39 +422,13 @@ pub(crate) async fn read_metadata(
                  {MAX_DESCRIPTION_BYTES} bytes, schemas of at most {MAX_SCHEMA_BYTES} bytes each)"
             );
         }
-        LoadError::Metadata { path: path.to_owned(), failure }
+        LoadError::Metadata { path: path_buf.clone(), failure }
     })?;
-    if let Some(recorded) = recorded {
-        recorded::compare(recorded, &raw).map_err(|why| LoadError::BadMetadata { path: path.to_owned(), why })?;
-    }
-    Ok(raw)
-}
-
-/// What the loader knows of a component besides its metadata.
-struct Known {
-    digest: String,
-    size: u64,
-    contract: Contract,
-    from_cache: bool,
-    /// The bytes, for a baseline build whose optimized one is to follow.
-    upgrade: Option<Arc<Vec<u8>>>,
-}
-
-/// Check the metadata a component declared (by its export or recorded in
-/// it) and make the tool it describes.
-async fn accept(
-    runtime: &Runtime,
-    path: PathBuf,
-    raw: RawMetadata,
-    settings: ToolSettings,
-    known: Known,
-    build: Build,
-) -> Result<LoadedTool, LoadError> {
-    let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path.clone(), why })?;
+    let checked = check_metadata(raw).map_err(|why| LoadError::BadMetadata { path: path_buf.clone(), why })?;
     if let Some(problem) = description_too_long(&checked.name, &checked.description) {
-        tracing::warn!(component = %path.display(), "{problem}");
+        tracing::warn!(component = %path_buf.display(), "{problem}");
     }
-    let bad = |why| LoadError::BadMetadata { path: path.clone(), why };
+    let bad = |why| LoadError::BadMetadata { path: path_buf.clone(), why };
     let validator = runtime.validator();
     let parameters =
         compile_schema(validator, &checked.name, "parameters", &checked.parameters, &settings).await.map_err(bad)?;
@@ -506,54 +436,168 @@ async fn accept(
         Some(schema) => Some(compile_schema(validator, &checked.name, "output", schema, &settings).await.map_err(bad)?),
         None => None,
     };
-    let CheckedMetadata { name, description, parameters: declared, output: declared_output } = checked;
-    let definition = Definition { name, description, parameters: declared, output: declared_output };
-    let definition_digest = definition.digest();
-    let Known { digest, size, contract, from_cache, upgrade } = known;
+    // Only a component the whole load accepted is kept in the cache.
+    if let Some(artifact) = artifact {
+        artifact.keep();
+    }
+    let definition_digest = Definition {
+        name: checked.name.clone(),
+        description: checked.description.clone(),
+        parameters: checked.parameters,
+        output: checked.output,
+    }
+    .digest();
+    let revision = revision::revision(&digest, &definition_digest);
     Ok(LoadedTool {
-        revision: revision::revision(&digest, &definition_digest),
         definition_digest,
-        name: definition.name,
-        description: definition.description,
+        revision,
+        name: checked.name,
+        description: checked.description,
         parameters,
         output,
         digest,
-        source: path,
+        source: path_buf,
         size,
         from_cache,
         settings,
         origin: None,
         upgrade,
-        contract,
-        build,
+        build: Build::new(pre, tier),
     })
 }
 
-/// How a load that began compiling a component with recorded metadata
-/// ends: the tool is served once it settles `Ok`; `Err` refuses it.
-pub type Settling<'a> = Pin<Box<dyn Future<Output = Result<(), LoadError>> + Send + 'a>>;
+/// What compiling one digest gave, or why it was refused.
+type CompileOutcome = Result<Compiled, CompileFailure>;
+
+/// A component compiled for one digest.
+#[derive(Clone)]
+struct Compiled {
+    component: Component,
+    tier: Tier,
+    from_cache: bool,
+    /// The artifact of a component compiled just now, waiting to be kept.
+    artifact: Option<Arc<Artifact>>,
+    /// A baseline build whose optimized one is still to be compiled.
+    upgrade: bool,
+}
+
+impl Compiled {
+    fn cached(component: Component, tier: Tier, upgrade: bool) -> Self {
+        Compiled { component, tier, from_cache: true, artifact: None, upgrade }
+    }
+
+    fn fresh(fresh: Fresh, tier: Tier) -> Self {
+        let upgrade = tier == Tier::Baseline;
+        Compiled {
+            component: fresh.component,
+            tier,
+            from_cache: false,
+            artifact: Some(Arc::new(fresh.artifact)),
+            upgrade,
+        }
+    }
+}
+
+/// Compiled components by digest, shared by the loads of one registry
+/// build: files with the same bytes are compiled once, even when their
+/// loads run at the same time.
+#[derive(Default)]
+pub struct CompileOnce {
+    cells: std::sync::Mutex<HashMap<String, Arc<OnceCell<CompileOutcome>>>>,
+}
+
+impl CompileOnce {
+    /// The component with this digest: from the cache, from an earlier or
+    /// running compilation of the same bytes, or compiled now on the
+    /// blocking pool (`compiling` is called first).
+    async fn get(
+        &self,
+        runtime: &Runtime,
+        bytes: Arc<Vec<u8>>,
+        digest: &str,
+        compiling: &(dyn Fn() + Send + Sync),
+    ) -> CompileOutcome {
+        let cell = {
+            let mut cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
+            cells.entry(digest.to_owned()).or_default().clone()
+        };
+        let outcome = cell.get_or_init(|| compile_tiered(runtime, bytes, digest.to_owned(), compiling)).await;
+        outcome.clone()
+    }
+}
+
+/// The component with this digest from the cache (its optimized build, else
+/// its baseline one), or compiled now: by the baseline compiler first when
+/// the runtime has one (the optimized build follows in the background),
+/// else, or when Winch does not compile it, by the optimizing compiler.
+async fn compile_tiered(
+    runtime: &Runtime,
+    bytes: Arc<Vec<u8>>,
+    digest: String,
+    compiling: &(dyn Fn() + Send + Sync),
+) -> CompileOutcome {
+    let optimized = runtime.compiler(Tier::Optimized);
+    let baseline = runtime.baseline_first().then(|| runtime.compiler(Tier::Baseline));
+    // Mapping a cached artifact is file I/O: off the async threads too. A
+    // refusal the cache remembers is not paid for again.
+    let (cache, key, tiers) = (optimized.clone(), digest.clone(), baseline.clone());
+    let looked = tokio::task::spawn_blocking(move || {
+        let first = cache.lookup(&key);
+        let second = match (&first, &tiers) {
+            (Lookup::Artifact(_), _) | (_, None) => None,
+            (_, Some(baseline)) => Some(baseline.lookup_artifact(&key)),
+        };
+        (first, second)
+    })
+    .await;
+    match looked {
+        Ok((Lookup::Artifact(component), _)) => return Ok(Compiled::cached(component, Tier::Optimized, false)),
+        // Cranelift refused it earlier (over a compile limit Winch was
+        // within): its baseline build serves, and is not upgraded.
+        Ok((Lookup::Refused(_), Some(Some(component)))) => {
+            return Ok(Compiled::cached(component, Tier::Baseline, false));
+        }
+        Ok((Lookup::Refused(failure), _)) => return Err(failure),
+        Ok((Lookup::Miss, Some(Some(component)))) => return Ok(Compiled::cached(component, Tier::Baseline, true)),
+        Ok((Lookup::Miss, _)) => {}
+        Err(err) => return Err(CompileFailure::Refused(format!("the cache lookup stopped: {err}"))),
+    }
+    compiling();
+    if let Some(baseline) = baseline {
+        let (bytes, key) = (bytes.clone(), digest.clone());
+        match tokio::task::spawn_blocking(move || baseline.compile(&bytes, &key)).await {
+            Ok(Ok(fresh)) => return Ok(Compiled::fresh(fresh, Tier::Baseline)),
+            // Winch does not compile it (or could not run): Cranelift decides.
+            Ok(Err(CompileFailure::Refused(why))) => {
+                tracing::debug!(digest = %digest, "compiling with Cranelift: {why}");
+            }
+            // What the bytes are, or no room in the budget: the same for both.
+            Ok(Err(failure)) => return Err(failure),
+            Err(err) => return Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
+        }
+    }
+    match tokio::task::spawn_blocking(move || optimized.compile(&bytes, &digest)).await {
+        Ok(Ok(fresh)) => Ok(Compiled::fresh(fresh, Tier::Optimized)),
+        Ok(Err(failure)) => Err(failure),
+        Err(err) => Err(CompileFailure::Refused(format!("the compilation stopped: {err}"))),
+    }
+}
 
 /// [`load`] for loads that run in parallel: the file is read, hashed and
 /// compiled off the async threads, and components with the same bytes are
 /// compiled once (through `once`). `compiling` is called when the cache has
 /// no artifact and compilation begins.
 ///
-/// A component that records its metadata (`recorded.rs`) and has to be
-/// compiled is described from its record at once: the tool comes back with
-/// its first build still compiling, and the [`Settling`] future, driven by
-/// the caller, finishes the compilation, compares the record with the
-/// `metadata` export and settles the tool's build ([`Build::ready`]).
-///
 /// # Errors
 ///
 /// See [`LoadError`].
-pub async fn load_shared<'a>(
-    runtime: &'a Runtime,
+pub async fn load_shared(
+    runtime: &Runtime,
     path: &Path,
     settings: ToolSettings,
-    once: &'a CompileOnce,
+    once: &CompileOnce,
     compiling: &(dyn Fn() + Send + Sync),
-) -> Result<(LoadedTool, Option<Settling<'a>>), LoadError> {
+) -> Result<LoadedTool, LoadError> {
     let owned = path.to_owned();
     let (bytes, digest) = match tokio::task::spawn_blocking(move || read_component(&owned)).await {
         Ok(read) => read?,
@@ -564,95 +608,11 @@ pub async fn load_shared<'a>(
     {
         return Err(LoadError::PinMismatch { path: path.to_owned(), expected: expected.clone(), actual: digest });
     }
-    let recorded = recorded::find(&bytes).map_err(|why| LoadError::BadMetadata { path: path.to_owned(), why })?;
-    if recorded.is_some() {
-        // Listing from the record needs the schema validator, compiled
-        // once per cache: it goes first, before compilers take the cores.
-        // (A validator that cannot be made ready is the schemas' error.)
-        let _ = runtime.validator().ready().await;
-    }
     let size = bytes.len() as u64;
-    let (began, mut compile_began) = tokio::sync::oneshot::channel();
-    let began = std::sync::Mutex::new(Some(began));
-    let (shared, key) = (bytes.clone(), digest.clone());
-    let mut compile = Box::pin(async move {
-        let signal = || {
-            if let Some(began) = began.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
-                let _ = began.send(());
-            }
-        };
-        once.get(runtime, shared, &key, &signal).await
-    });
-    let outcome = tokio::select! {
-        biased;
-        outcome = &mut compile => outcome,
-        Ok(()) = &mut compile_began => {
-            compiling();
-            match recorded {
-                Some(Recorded { raw, contract: Some(contract) }) => {
-                    let known = Known { digest, size, contract, from_cache: false, upgrade: None };
-                    let build = Build::compiling();
-                    let tool = accept(runtime, path.to_owned(), raw.clone(), settings, known, build).await?;
-                    let settling = settle(runtime, &tool, compile, bytes, raw);
-                    return Ok((tool, Some(settling)));
-                }
-                _ => compile.await,
-            }
-        }
-    };
-    let compiled = outcome.map_err(|failure| failure.into_load_error(path))?;
+    let compiled =
+        once.get(runtime, bytes.clone(), &digest, compiling).await.map_err(|failure| failure.into_load_error(path))?;
     let upgrade = compiled.upgrade.then_some(bytes);
-    let recorded = recorded.map(|recorded| recorded.raw);
-    let built = Built { compiled, upgrade, digest, size };
-    Ok((describe(runtime, path.to_owned(), built, settings, recorded.as_ref()).await?, None))
-}
-
-/// Finish compiling a tool listed from its recorded metadata (`recorded`):
-/// bind it, read its `metadata` export and compare the two, then settle
-/// its build, and hand a baseline build over for its optimized one.
-fn settle<'a>(
-    runtime: &'a Runtime,
-    tool: &LoadedTool,
-    compile: impl Future<Output = CompileOutcome> + Send + 'a,
-    bytes: Arc<Vec<u8>>,
-    recorded: RawMetadata,
-) -> Settling<'a> {
-    let (path, settings, build) = (tool.source.clone(), tool.settings.clone(), tool.build.clone());
-    let (name, digest, contract) = (tool.name.clone(), tool.digest.clone(), tool.contract);
-    Box::pin(async move {
-        let settled = async {
-            let compiled = compile.await.map_err(|failure| failure.into_load_error(&path))?;
-            let pre = bind(runtime, &path, &compiled.component, compiled.tier)?;
-            if pre.contract() != contract {
-                let why = format!("its exports name {contract} but it binds as {}", pre.contract());
-                return Err(LoadError::WrongWorld { path: path.clone(), why });
-            }
-            read_metadata(&pre, &settings, &path, Some(&recorded)).await?;
-            Ok((compiled, pre))
-        };
-        match settled.await {
-            Ok((compiled, pre)) => {
-                if let Some(artifact) = &compiled.artifact {
-                    artifact.keep();
-                }
-                build.finish(pre, compiled.tier);
-                if compiled.upgrade {
-                    submit_upgrade(runtime, Job { bytes, digest, name, build });
-                }
-                Ok(())
-            }
-            Err(err) => {
-                build.refuse(err.to_string());
-                Err(err)
-            }
-        }
-    })
-}
-
-/// Compile the optimized build of `job` in the background.
-fn submit_upgrade(runtime: &Runtime, job: Job) {
-    let compilers = || (runtime.compiler(Tier::Optimized), runtime.compiler(Tier::Baseline), runtime.linker().clone());
-    runtime.upgrades().submit(compilers, job);
+    describe(runtime, path.to_owned(), Built { compiled, upgrade, digest, size }, settings).await
 }
 
 /// Read a component file under [`MAX_COMPONENT_BYTES`], check its header
@@ -676,4 +636,136 @@ fn read_component(path: &Path) -> Result<(Arc<Vec<u8>>, String), LoadError> {
     check_header(&bytes).map_err(|why| LoadError::NotAComponent { path: path.to_owned(), why: why.to_string() })?;
     let digest = digest(&bytes);
     Ok((Arc::new(bytes), digest))
+}
+
+struct CheckedMetadata {
+    name: String,
+    description: String,
+    parameters: Value,
+    output: Option<Value>,
+}
+
+fn check_metadata(raw: RawMetadata) -> Result<CheckedMetadata, String> {
+    check_name(&raw.name)?;
+    if raw.description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(format!(
+            "the description of {:?} is {} bytes; at most {MAX_DESCRIPTION_BYTES} are accepted",
+            raw.name,
+            raw.description.len()
+        ));
+    }
+    if raw.description.trim().is_empty() {
+        return Err(format!("tool {:?} has an empty description; models need one to choose the tool", raw.name));
+    }
+    let parameters = check_schema(&raw.name, "parameters", &raw.parameters)?;
+    if parameters.get("type") != Some(&Value::String("object".into())) {
+        return Err(format!(
+            "the parameters schema of {:?} must have \"type\": \"object\" (tool arguments are a JSON object)",
+            raw.name
+        ));
+    }
+    let output = match &raw.output {
+        Some(text) => Some(check_schema(&raw.name, "output", text)?),
+        None => None,
+    };
+    Ok(CheckedMetadata { name: raw.name, description: raw.description, parameters, output })
+}
+
+/// Parse a schema the component declared and check its shape: JSON, an
+/// object, valid against its metaschema. (Compiling it, which runs the
+/// author's patterns and references, is done under the meter:
+/// [`compile_schema`].)
+fn check_schema(tool: &str, which: &str, text: &str) -> Result<Value, String> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "the {which} schema of {tool:?} is {} bytes; at most {MAX_SCHEMA_BYTES} are accepted",
+            text.len()
+        ));
+    }
+    let schema: Value =
+        serde_json::from_str(text).map_err(|err| format!("the {which} schema of {tool:?} is not JSON: {err}"))?;
+    if !schema.is_object() {
+        return Err(format!("the {which} schema of {tool:?} must be a JSON object (a JSON Schema), not {schema}"));
+    }
+    jsonschema::meta::validate(&schema)
+        .map_err(|err| format!("the {which} schema of {tool:?} is not a valid JSON Schema: {err}"))?;
+    Ok(schema)
+}
+
+/// Compile a schema the component declared in the runtime's metered
+/// validator, under the tool's `timeout_ms` and `validation_memory_mib`, as
+/// reading its metadata was.
+async fn compile_schema(
+    validator: &Validator,
+    tool: &str,
+    which: &str,
+    schema: &Value,
+    settings: &ToolSettings,
+) -> Result<Arc<Schema>, String> {
+    let limits = &settings.limits;
+    // The validator itself is made ready first: its own compilation (once
+    // per runtime, or once per cache) is not the schema's time.
+    validator.ready().await.map_err(|why| format!("the {which} schema of {tool:?}: {why}"))?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let bounds = Bounds {
+        at: tokio::time::Instant::now() + limits.timeout,
+        cancel: &cancel,
+        memory_bytes: limits.validation_memory_bytes,
+    };
+    match validator.compile(schema, bounds).await {
+        Ok(Ok(compiled)) => Ok(Arc::new(compiled)),
+        Ok(Err(why)) => Err(format!(
+            "the {which} schema of {tool:?} cannot be compiled: {why} (patterns may use neither look-around nor \
+             back-references, and compile to at most {MAX_REGEX_BYTES} bytes)"
+        )),
+        Err(Stopped::Deadline | Stopped::Cancelled) => Err(format!(
+            "compiling the {which} schema of {tool:?} took longer than the tool's timeout_ms = {}",
+            limits.timeout.as_millis()
+        )),
+        Err(Stopped::Memory) => Err(format!(
+            "compiling the {which} schema of {tool:?} needed more memory than the tool's validation_memory_mib = {}",
+            limits.validation_memory_bytes >> 20
+        )),
+        Err(Stopped::Fault(why)) => Err(format!("the {which} schema of {tool:?} cannot be compiled: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(parameters: &str, output: Option<&str>) -> RawMetadata {
+        RawMetadata {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: parameters.into(),
+            output: output.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn schemas_are_checked() {
+        assert!(check_metadata(raw(r#"{"type":"object"}"#, None)).is_ok());
+        assert!(check_metadata(raw(r#"{"type":"object"}"#, Some(r#"{"type":"string"}"#))).is_ok());
+        let err = |p: &str, o: Option<&str>| check_metadata(raw(p, o)).err().unwrap();
+        assert!(err("not json", None).contains("not JSON"));
+        assert!(err("[]", None).contains("must be a JSON object"));
+        assert!(err(r#"{"type":"string"}"#, None).contains("\"type\": \"object\""));
+        assert!(err(r#"{"type":"object","minProperties":"x"}"#, None).contains("not a valid JSON Schema"));
+        assert!(err(r#"{"type":"object"}"#, Some("true")).contains("output schema"));
+    }
+
+    #[test]
+    fn a_description_over_the_portable_length_is_named() {
+        assert_eq!(description_too_long("t", &"é".repeat(PORTABLE_DESCRIPTION_CHARS)), None);
+        let warning = description_too_long("t", &"x".repeat(PORTABLE_DESCRIPTION_CHARS + 1)).unwrap();
+        assert!(warning.contains("1025 characters") && warning.contains("1024"), "{warning}");
+    }
+
+    #[test]
+    fn oversized_description_is_refused() {
+        let mut meta = raw(r#"{"type":"object"}"#, None);
+        meta.description = "x".repeat(MAX_DESCRIPTION_BYTES + 1);
+        assert!(check_metadata(meta).err().unwrap().contains("at most"));
+    }
 }

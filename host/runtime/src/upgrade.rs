@@ -26,11 +26,8 @@ use crate::compiler::CompileFailure;
 use crate::sandbox::{CallCtx, ToolPre};
 use crate::tier_compiler::Compiler;
 use crate::wasmtime_config::Tier;
-use airlock_core::outcome::{ErrorKind, Failure};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use wasmtime::component::Linker;
 
 /// How many times an optimized compilation that found no room in the host
@@ -39,117 +36,31 @@ use wasmtime::component::Linker;
 const BUSY_ATTEMPTS: u32 = 3;
 
 /// The build a tool's calls run: its baseline build until the optimized one
-/// replaces it. A tool listed from the metadata recorded in its component
-/// (`recorded.rs`) has none while its first build compiles: its calls wait
-/// for it ([`Build::ready`]). Cheap to clone (shared).
+/// replaces it. Cheap to clone (shared).
 #[derive(Clone)]
 pub struct Build {
-    current: Arc<watch::Sender<Stage>>,
-}
-
-/// Where a tool's build is.
-#[derive(Clone)]
-enum Stage {
-    /// Its first build is still compiling.
-    Compiling,
-    /// Calls run this build.
-    Ready(ToolPre, Tier),
-    /// Its component was refused once compiled: why.
-    Refused(String),
+    current: Arc<RwLock<(ToolPre, Tier)>>,
 }
 
 impl Build {
     /// A build of `tier`.
     pub(crate) fn new(pre: ToolPre, tier: Tier) -> Self {
-        Build { current: Arc::new(watch::Sender::new(Stage::Ready(pre, tier))) }
-    }
-
-    /// A build still to be compiled: [`Build::finish`] or [`Build::refuse`]
-    /// settles it.
-    pub(crate) fn compiling() -> Self {
-        Build { current: Arc::new(watch::Sender::new(Stage::Compiling)) }
+        Build { current: Arc::new(RwLock::new((pre, tier))) }
     }
 
     /// The pre-instantiated component a call instantiates now.
-    ///
-    /// # Errors
-    ///
-    /// The first build is still compiling ([`Build::ready`] waits for it),
-    /// or the component was refused once compiled.
-    pub fn pre(&self) -> Result<ToolPre, Failure> {
-        match &*self.current.borrow() {
-            Stage::Ready(pre, _) => Ok(pre.clone()),
-            Stage::Compiling => Err(Failure::new(
-                ErrorKind::Busy,
-                "the tool's component is still compiling (its first start on an empty compile cache); try again \
-                 in a few seconds",
-            )),
-            Stage::Refused(why) => Err(refused(why)),
-        }
+    pub fn pre(&self) -> ToolPre {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).0.clone()
     }
 
-    /// Which compiler built what calls run now; `None` while the first
-    /// build compiles or after the component was refused.
-    pub fn tier(&self) -> Option<Tier> {
-        match &*self.current.borrow() {
-            Stage::Ready(_, tier) => Some(*tier),
-            Stage::Compiling | Stage::Refused(_) => None,
-        }
-    }
-
-    /// Whether the first build is still compiling.
-    pub fn is_compiling(&self) -> bool {
-        matches!(*self.current.borrow(), Stage::Compiling)
-    }
-
-    /// Wait until the first build is compiled (at once for a build that
-    /// is). The compilation ends within the `[engine]` compile limits;
-    /// `cancel` stops the wait sooner.
-    ///
-    /// # Errors
-    ///
-    /// The component was refused once compiled, or `cancel` fired first.
-    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), Failure> {
-        let mut stage = self.current.subscribe();
-        let settled = tokio::select! {
-            settled = stage.wait_for(|stage| !matches!(stage, Stage::Compiling)) => settled.map(|s| s.clone()),
-            () = cancel.cancelled() => {
-                return Err(Failure::new(ErrorKind::Cancelled, "the call was cancelled while the tool's component compiled"));
-            }
-        };
-        match settled {
-            Ok(Stage::Refused(why)) => Err(refused(&why)),
-            Ok(_) => Ok(()),
-            // The sender lives as long as `self`.
-            Err(_) => Err(Failure::new(ErrorKind::Internal, "the tool's build was dropped while it compiled")),
-        }
-    }
-
-    /// The first build is compiled and accepted.
-    pub(crate) fn finish(&self, pre: ToolPre, tier: Tier) {
-        self.current.send_replace(Stage::Ready(pre, tier));
-    }
-
-    /// The component was refused once compiled.
-    pub(crate) fn refuse(&self, why: String) {
-        self.current.send_replace(Stage::Refused(why));
+    /// Which compiler built what calls run now.
+    pub fn tier(&self) -> Tier {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).1
     }
 
     fn replace(&self, pre: ToolPre, tier: Tier) {
-        self.current.send_modify(|stage| {
-            if matches!(stage, Stage::Ready(..)) {
-                *stage = Stage::Ready(pre, tier);
-            }
-        });
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = (pre, tier);
     }
-}
-
-/// What a call of a tool refused once compiled gets.
-fn refused(why: &str) -> Failure {
-    Failure::new(
-        ErrorKind::UnknownTool,
-        format!("the tool is no longer served: its component was refused once compiled: {why}"),
-    )
 }
 
 /// One tool served by its baseline build, waiting for its optimized one.

@@ -365,40 +365,6 @@ pub async fn inspect(file: &Path) -> std::io::Result<ExitCode> {
     Ok(if accepted { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// `tool stamp FILE...`: record each component's metadata in it, one line
-/// per file; exit 1 if any was refused (the others are stamped).
-pub async fn stamp(files: &[PathBuf]) -> std::io::Result<ExitCode> {
-    let settings = airlock::EngineSettings { compiler: crate::compiler_exe(), ..airlock::EngineSettings::default() };
-    let runtime = match airlock::Runtime::new(&settings) {
-        Ok(runtime) => std::sync::Arc::new(runtime),
-        Err(err) => return Ok(usage_error(format!("{err:#}"))),
-    };
-    // Each compiles in its own metered process, at the same time; the host
-    // memory budget bounds how many at once.
-    let mut stamping = tokio::task::JoinSet::new();
-    for (order, file) in files.iter().cloned().enumerate() {
-        let runtime = runtime.clone();
-        stamping.spawn(async move { (order, airlock::stamp(&runtime, &file).await) });
-    }
-    let mut stamped: Vec<_> = stamping.join_all().await;
-    stamped.sort_by_key(|(order, _)| *order);
-    let mut out = Out::new();
-    let mut code = ExitCode::SUCCESS;
-    for (file, (_, stamped)) in files.iter().zip(stamped) {
-        match stamped {
-            Ok(stamped) => {
-                let done = if stamped.rewritten { "stamped" } else { "already stamped" };
-                out.line(format_args!("{done} {}: tool {} ({} bytes)", file.display(), stamped.name, stamped.size))?;
-            }
-            Err(err) => {
-                eprintln!("airlock: {err}");
-                code = ExitCode::from(1);
-            }
-        }
-    }
-    Ok(code)
-}
-
 /// `audit verify --postgres URL`: one line per replica; exit 1 if any
 /// replica's chain has gaps or breaks, 2 if the database cannot be read.
 pub async fn verify_postgres(url: &str) -> std::io::Result<ExitCode> {

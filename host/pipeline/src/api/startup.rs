@@ -23,7 +23,7 @@
 
 use super::Host;
 use crate::config::Config;
-use crate::registry::{self, Assembly, Outcome, Planned, RegistryError};
+use crate::registry::{self, Assembly, Planned, RegistryError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
@@ -38,12 +38,6 @@ pub struct Readiness {
     pub done: usize,
     /// Tools serving now.
     pub tools: usize,
-    /// Tools listed from the metadata recorded in their components, whose
-    /// components still compile (their calls wait for them).
-    pub compiling: usize,
-    /// Tools listed from their recorded metadata and refused once their
-    /// components were compiled: a client was sent a list with them.
-    pub refused: usize,
 }
 
 impl Readiness {
@@ -64,7 +58,7 @@ pub struct Startup {
 impl Startup {
     /// A host whose tools are all loaded already.
     pub(crate) fn finished(tools: usize) -> Self {
-        let (readiness, _) = watch::channel(Readiness { total: tools, done: tools, tools, ..Readiness::default() });
+        let (readiness, _) = watch::channel(Readiness { total: tools, done: tools, tools });
         Startup { readiness, load_lock: Arc::default(), began: Instant::now() }
     }
 
@@ -72,7 +66,7 @@ impl Startup {
     /// load lock for the task that loads them (taken before anyone else can
     /// ask for it).
     pub(crate) fn loading(total: usize) -> (Self, Option<OwnedMutexGuard<()>>) {
-        let (readiness, _) = watch::channel(Readiness { total, ..Readiness::default() });
+        let (readiness, _) = watch::channel(Readiness { total, done: 0, tools: 0 });
         let load_lock: Arc<Mutex<()>> = Arc::default();
         let guard = load_lock.clone().try_lock_owned().ok();
         (Startup { readiness, load_lock, began: Instant::now() }, guard)
@@ -137,18 +131,8 @@ async fn load(
     tracing::info!("start-up: loading {total} tool component(s) in the background");
     let mut assembly = Assembly::new(total, errors);
     registry::load_planned(host.runtime(), &config, planned, &(), |planned, outcome| {
-        // A listed tool is done once listed; its compilation is counted
-        // apart.
-        let (done, compiling) = match &outcome {
-            Outcome::Loaded(_) => (1, 0),
-            Outcome::Listed(_) => (1, 1),
-            Outcome::Compiled(_) => (0, -1),
-        };
-        let refused = usize::from(matches!(outcome, Outcome::Compiled(Err(_))));
-        let seconds = began.elapsed().as_secs_f64();
-        match assembly.take(planned, outcome) {
-            Ok(Some(name)) => tracing::info!("start-up: tool {name} ready after {seconds:.1} s"),
-            Ok(None) => {}
+        match assembly.add(planned, outcome) {
+            Ok(name) => tracing::info!("start-up: tool {name} ready after {:.1} s", began.elapsed().as_secs_f64()),
             Err(error) => tracing::error!("{error}; the tool is left out"),
         }
         let registry = assembly.registry();
@@ -157,9 +141,7 @@ async fn load(
         // change finds the tool.
         host.install_registry(Arc::new(registry));
         host.startup().readiness.send_modify(|r| {
-            r.done = r.done.saturating_add(done).min(r.total);
-            r.compiling = r.compiling.saturating_add_signed(compiling);
-            r.refused = r.refused.saturating_add(refused);
+            r.done = r.done.saturating_add(1).min(r.total);
             r.tools = tools;
         });
     })

@@ -90,10 +90,8 @@ impl Pipeline {
                 let stated = call_limits.timeout;
                 let arguments = &call.arguments.text;
                 let grants = &settings.grants;
-                let execution = match tool.pre() {
-                    Ok(pre) => sandbox::call(&pre, &limits, stated, grants, &invocation, arguments, call.cancel).await,
-                    Err(failure) => Execution::failed(failure, Instant::now()),
-                };
+                let execution =
+                    sandbox::call(&tool.pre(), &limits, stated, grants, &invocation, arguments, call.cancel).await;
                 (execution, None)
             }
         };
